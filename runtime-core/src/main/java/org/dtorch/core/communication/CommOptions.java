@@ -1,0 +1,77 @@
+package org.dtorch.core.communication;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * Options of the communication core, with one global instance that blocking calls use when the caller
+ * gives no timeout of its own (the seed's {@code GlobalOption::GetCommTimeoutSecond}).
+ *
+ * <p>Defaults come from system properties, read once when this class loads:
+ * <ul>
+ *   <li>{@value #TIMEOUT_PROPERTY}: the default deadline of every blocking call, in seconds
+ *       (default {@value #DEFAULT_TIMEOUT_SECONDS});</li>
+ *   <li>{@value #SPIN_PROPERTY}: how long a waiter spins before it parks, in microseconds (default
+ *       {@value #DEFAULT_SPIN_MICROS}). A short spin makes a hand-off between two running threads take
+ *       a few microseconds instead of a scheduler wake-up; {@code 0} parks at once.</li>
+ * </ul>
+ *
+ * <p>Thread-safe: instances are immutable; {@link #setGlobal(CommOptions)} publishes atomically.
+ *
+ * @param timeout        deadline of blocking calls that take none of their own; positive
+ * @param spinBeforePark how long a waiter spins before parking; zero or more
+ */
+public record CommOptions(Duration timeout, Duration spinBeforePark) {
+
+    /** System property for the default timeout, in seconds. */
+    public static final String TIMEOUT_PROPERTY = "dtorch.comm.timeoutSeconds";
+    /** Default timeout when the property is absent, in seconds. */
+    public static final long DEFAULT_TIMEOUT_SECONDS = 300;
+    /** System property for the spin before parking, in microseconds. */
+    public static final String SPIN_PROPERTY = "dtorch.comm.spinMicros";
+    /** Default spin before parking when the property is absent, in microseconds. */
+    public static final long DEFAULT_SPIN_MICROS = 50;
+
+    private static volatile CommOptions global = fromSystemProperties();
+
+    /** Validates the components. */
+    public CommOptions {
+        Objects.requireNonNull(timeout, "timeout");
+        Objects.requireNonNull(spinBeforePark, "spinBeforePark");
+        validateTimeout(timeout);
+        if (spinBeforePark.isNegative()) {
+            throw new IllegalArgumentException("spinBeforePark must be >= 0, got " + spinBeforePark);
+        }
+    }
+
+    /** The options read from the system properties, falling back to the defaults. */
+    public static CommOptions fromSystemProperties() {
+        long seconds = Long.getLong(TIMEOUT_PROPERTY, DEFAULT_TIMEOUT_SECONDS);
+        long spin = Long.getLong(SPIN_PROPERTY, DEFAULT_SPIN_MICROS);
+        return new CommOptions(Duration.ofSeconds(seconds), Duration.ofNanos(spin * 1000));
+    }
+
+    /** The options in force for this JVM. */
+    public static CommOptions global() {
+        return global;
+    }
+
+    /** Replaces the options in force for this JVM; calls that already started keep their deadline. */
+    public static void setGlobal(CommOptions options) {
+        global = Objects.requireNonNull(options, "options");
+    }
+
+    /** A copy with another timeout. */
+    public CommOptions withTimeout(Duration newTimeout) {
+        return new CommOptions(newTimeout, spinBeforePark);
+    }
+
+    /** Rejects a null, zero or negative timeout with a message naming it. */
+    public static Duration validateTimeout(Duration timeout) {
+        Objects.requireNonNull(timeout, "timeout");
+        if (timeout.isNegative() || timeout.isZero()) {
+            throw new IllegalArgumentException("timeout must be positive, got " + timeout);
+        }
+        return timeout;
+    }
+}

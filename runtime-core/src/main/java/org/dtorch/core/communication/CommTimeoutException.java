@@ -1,0 +1,21 @@
+package org.dtorch.core.communication;
+
+/**
+ * A blocking communication call reached its deadline. The message names the operation, the store,
+ * group or future it waited on, the key, and what it had seen so far, for example
+ * {@code destGet('3') on store 'g7/op12' timed out after 30 s: no producer set this key}.
+ *
+ * <p>Thread-safe: immutable once thrown.
+ */
+public class CommTimeoutException extends CommException {
+
+    /** A timeout with its full message. */
+    public CommTimeoutException(String message) {
+        super(message);
+    }
+
+    /** A timeout reported by a backend, kept as the cause. */
+    public CommTimeoutException(String message, Throwable cause) {
+        super(message, cause);
+    }
+}

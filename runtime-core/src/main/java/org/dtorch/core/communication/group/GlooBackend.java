@@ -1,0 +1,332 @@
+package org.dtorch.core.communication.group;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.function.Supplier;
+import org.bytedeco.javacpp.chrono.Milliseconds;
+import org.bytedeco.pytorch.AllToAllOptions;
+import org.bytedeco.pytorch.AllgatherOptions;
+import org.bytedeco.pytorch.AllreduceOptions;
+import org.bytedeco.pytorch.BarrierOptions;
+import org.bytedeco.pytorch.FileStore;
+import org.bytedeco.pytorch.LongVector;
+import org.bytedeco.pytorch.MemoryFormatOptional;
+import org.bytedeco.pytorch.ProcessGroupGloo;
+import org.bytedeco.pytorch.ReduceOp;
+import org.bytedeco.pytorch.ReduceScatterOptions;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorArrayRef;
+import org.bytedeco.pytorch.TensorVector;
+import org.bytedeco.pytorch.Work;
+import org.bytedeco.pytorch.global.torch;
+import org.dtorch.core.communication.CommException;
+import org.dtorch.core.communication.CommPaths;
+import org.dtorch.core.communication.CommTimeoutException;
+import org.dtorch.core.communication.Deadline;
+import org.dtorch.core.communication.ReduceOpType;
+import org.dtorch.core.device.DeviceStream;
+
+/**
+ * Collectives between distinct CPU devices on c10d's {@code ProcessGroupGloo}, with a c10d
+ * {@code FileStore} as rendezvous (seed section 2.2, with Gloo where the seed has NCCL).
+ *
+ * <p>Gloo moves equal-sized buffers; uneven shards are padded to the largest shard (at most one row
+ * more, with the balanced split), moved, and trimmed. All-to-all sends flattened per-peer chunks with
+ * split sizes, so unequal shapes on both dims need no padding.
+ *
+ * <p>Not thread-safe: one rank's thread uses an instance.
+ */
+final class GlooBackend implements CollectiveBackend {
+    /** System property: host name or address Gloo binds to; default the loopback address. */
+    static final String HOSTNAME_PROPERTY = "dtorch.gloo.hostname";
+    private static final String DEFAULT_HOSTNAME = "127.0.0.1";
+
+    private final String groupName;
+    private final int rank;
+    private final int size;
+    private final Duration timeout;
+    private final Path storePath;
+    private final FileStore store;
+    private final ProcessGroupGloo pg;
+    private boolean closed;
+
+    /** Joins the group: blocks until all {@code size} ranks connected, or the timeout. */
+    GlooBackend(String initPath, String groupName, int rank, int size, Duration timeout) {
+        this.groupName = groupName;
+        this.rank = rank;
+        this.size = size;
+        this.timeout = timeout;
+        this.storePath = CommPaths.file(initPath, ".filestore");
+        FileStore fileStore = null;
+        try {
+            fileStore = new FileStore(storePath.toString(), size);
+            fileStore.setTimeout(new Milliseconds(timeout.toMillis()));
+            ProcessGroupGloo.Options options = ProcessGroupGloo.Options.create(new Milliseconds(timeout.toMillis()));
+            options.devices().push_back(GlooDevice.shared());
+            options.threads(1);
+            this.pg = new ProcessGroupGloo(fileStore, rank, size, options);
+            this.store = fileStore;
+        } catch (RuntimeException e) {
+            if (fileStore != null) {
+                fileStore.close();
+            }
+            throw translate("connect", e);
+        }
+    }
+
+    @Override
+    public String name() {
+        return "gloo";
+    }
+
+    @Override
+    public void setStream(DeviceStream stream) {
+        // CPU collectives are synchronous on the calling thread; nothing to bind.
+    }
+
+    @Override
+    public void barrier() {
+        run("barrier", () -> {
+            try (BarrierOptions o = new BarrierOptions()) {
+                o.timeout(new Milliseconds(timeout.toMillis()));
+                return pg.barrier(o);
+            }
+        });
+    }
+
+    @Override
+    public Tensor allReduce(Tensor input, ReduceOpType op) {
+        Tensor result = input.clone(new MemoryFormatOptional(torch.MemoryFormat.Contiguous));
+        try (TensorVector tensors = new TensorVector(result); AllreduceOptions o = new AllreduceOptions()) {
+            o.reduceOp(reduceOp(op));
+            o.timeout(new Milliseconds(timeout.toMillis()));
+            run("allReduce(" + op.shortName() + ")", () -> pg.allreduce(tensors, o));
+        } catch (RuntimeException e) {
+            result.close();
+            throw e;
+        }
+        return result;
+    }
+
+    @Override
+    public Tensor allGather(Tensor input, int dim, long[] sizes) {
+        List<Tensor> pieces = gatherPieces(input, dim, sizes, "allGather");
+        try {
+            if (pieces.size() == 1) {
+                return pieces.getFirst().contiguous();
+            }
+            try (TensorVector vector = new TensorVector(pieces.toArray(Tensor[]::new));
+                 TensorArrayRef ref = new TensorArrayRef(vector)) {
+                return torch.cat(ref, dim);
+            }
+        } finally {
+            pieces.forEach(Tensor::close);
+        }
+    }
+
+    @Override
+    public List<Tensor> allGatherIntoVec(Tensor input, int dim, long[] sizes) {
+        List<Tensor> pieces = gatherPieces(input, dim, sizes, "allGatherIntoVec");
+        List<Tensor> result = new ArrayList<>(pieces.size());
+        for (Tensor piece : pieces) {
+            result.add(piece.contiguous());
+            piece.close();
+        }
+        return result;
+    }
+
+    /**
+     * Gathers every rank's input; returns views, one per rank, shaped like that rank's input. The views
+     * share one fresh buffer that nobody else references.
+     */
+    private List<Tensor> gatherPieces(Tensor input, int dim, long[] sizes, String op) {
+        long max = CollectiveShapes.max(sizes);
+        Tensor moved = dim == 0 ? input.contiguous() : input.movedim(dim, 0).contiguous();
+        Tensor padded = moved;
+        if (moved.size(0) != max) {
+            padded = moved.new_zeros(CollectiveShapes.withDim(moved, 0, max));
+            try (Tensor head = padded.narrow(0, 0, moved.size(0))) {
+                head.copy_(moved);
+            }
+        }
+        Tensor gathered = moved.new_empty(CollectiveShapes.withDim(moved, 0, max * size));
+        try (AllgatherOptions o = new AllgatherOptions()) {
+            o.timeout(new Milliseconds(timeout.toMillis()));
+            Tensor send = padded;
+            run(op, () -> pg._allgather_base(gathered, send, o));
+        } finally {
+            if (padded != moved) {
+                padded.close();
+            }
+            moved.close();
+        }
+        List<Tensor> pieces = new ArrayList<>(size);
+        for (int r = 0; r < size; r++) {
+            Tensor piece = gathered.narrow(0, r * max, sizes[r]);
+            if (dim != 0) {
+                Tensor back = piece.movedim(0, dim);
+                piece.close();
+                piece = back;
+            }
+            pieces.add(piece);
+        }
+        gathered.close();
+        return pieces;
+    }
+
+    @Override
+    public Tensor reduceScatter(Tensor input, long[] sizes, ReduceOpType op) {
+        long max = CollectiveShapes.max(sizes);
+        long[] offsets = CollectiveShapes.offsets(sizes);
+        Tensor x = input.contiguous();
+        Tensor padded = x;
+        if (!CollectiveShapes.allEqual(sizes)) {
+            padded = x.new_zeros(CollectiveShapes.withDim(x, 0, max * size));
+            for (int r = 0; r < size; r++) {
+                try (Tensor dst = padded.narrow(0, r * max, sizes[r]); Tensor src = x.narrow(0, offsets[r], sizes[r])) {
+                    dst.copy_(src);
+                }
+            }
+        }
+        Tensor out = x.new_empty(CollectiveShapes.withDim(x, 0, max));
+        try (ReduceScatterOptions o = new ReduceScatterOptions()) {
+            o.reduceOp(reduceOp(op));
+            o.timeout(new Milliseconds(timeout.toMillis()));
+            Tensor send = padded;
+            run("reduceScatterTensor(" + op.shortName() + ")", () -> pg._reduce_scatter_base(out, send, o));
+        } catch (RuntimeException e) {
+            out.close();
+            throw e;
+        } finally {
+            if (padded != x) {
+                padded.close();
+            }
+            x.close();
+        }
+        if (sizes[rank] == max) {
+            return out;
+        }
+        try (out) {
+            return out.narrow(0, 0, sizes[rank]).clone();
+        }
+    }
+
+    @Override
+    public Tensor allToAll(Tensor input, int srcDim, int destDim, long[] srcSizes, long[] destSizes) {
+        long[] destOffsets = CollectiveShapes.offsets(destSizes);
+        long[] srcOffsets = CollectiveShapes.offsets(srcSizes);
+        long rowElements = input.numel() / input.size(destDim);
+        long[] sendSplits = new long[size];
+        long[] recvSplits = new long[size];
+        for (int r = 0; r < size; r++) {
+            sendSplits[r] = destSizes[r] * rowElements;
+            recvSplits[r] = CollectiveShapes.numel(CollectiveShapes.withDim(CollectiveShapes.withDim(input, destDim, destSizes[rank]), srcDim, srcSizes[r]));
+        }
+        Tensor send = input.new_empty(CollectiveShapes.sum(sendSplits));
+        long position = 0;
+        for (int r = 0; r < size; r++) {
+            long[] chunkShape = CollectiveShapes.withDim(input, destDim, destSizes[r]);
+            try (Tensor flat = send.narrow(0, position, sendSplits[r]); Tensor dst = flat.view(chunkShape);
+                 Tensor src = input.narrow(destDim, destOffsets[r], destSizes[r])) {
+                dst.copy_(src);
+            }
+            position += sendSplits[r];
+        }
+        Tensor recv = input.new_empty(CollectiveShapes.sum(recvSplits));
+        try (LongVector outSplits = new LongVector(recvSplits); LongVector inSplits = new LongVector(sendSplits);
+             AllToAllOptions o = new AllToAllOptions()) {
+            o.timeout(new Milliseconds(timeout.toMillis()));
+            run("allToAll", () -> pg.alltoall_base(recv, send, outSplits, inSplits, o));
+        } catch (RuntimeException e) {
+            recv.close();
+            throw e;
+        } finally {
+            send.close();
+        }
+        long[] outShape = CollectiveShapes.withDim(CollectiveShapes.withDim(input, destDim, destSizes[rank]), srcDim,
+            CollectiveShapes.sum(srcSizes));
+        Tensor out = input.new_empty(outShape);
+        position = 0;
+        for (int r = 0; r < size; r++) {
+            long[] pieceShape = CollectiveShapes.withDim(outShape, srcDim, srcSizes[r]);
+            try (Tensor flat = recv.narrow(0, position, recvSplits[r]); Tensor src = flat.view(pieceShape);
+                 Tensor dst = out.narrow(srcDim, srcOffsets[r], srcSizes[r])) {
+                dst.copy_(src);
+            }
+            position += recvSplits[r];
+        }
+        recv.close();
+        return out;
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        pg.close();
+        store.close();
+    }
+
+    /** Path of the rendezvous file; for tests. */
+    Path storePath() {
+        return storePath;
+    }
+
+    private static ReduceOp reduceOp(ReduceOpType op) {
+        return new ReduceOp(switch (op) {
+            case SUM -> ReduceOp.RedOpType.SUM;
+            case AVG -> ReduceOp.RedOpType.AVG;
+            case MAX -> ReduceOp.RedOpType.MAX;
+            case MIN -> ReduceOp.RedOpType.MIN;
+            case PRODUCT -> ReduceOp.RedOpType.PRODUCT;
+        });
+    }
+
+    /** Issues one c10d call and waits for it. */
+    private void run(String op, Supplier<Work> issue) {
+        if (closed) {
+            throw new IllegalStateException(op + " on " + describe() + ": the group is closed");
+        }
+        try (Work work = issue.get()) {
+            work._wait();
+        } catch (RuntimeException e) {
+            throw translate(op, e);
+        }
+    }
+
+    /** A c10d failure as a {@link CommException}; {@link ThreadGroup} adds the operation and group. */
+    private CommException translate(String op, RuntimeException e) {
+        String message = String.valueOf(e.getMessage());
+        int firstLine = message.indexOf('\n');
+        String glooMessage = firstLine < 0 ? message : message.substring(0, firstLine);
+        String lower = glooMessage.toLowerCase(Locale.ROOT);
+        String prefix = op.equals("connect") ? "connect to " + describe() + ": " : "";
+        if (lower.contains("timed out") || lower.contains("timeout")) {
+            return new CommTimeoutException(prefix + Deadline.after(timeout).timedOutAfter()
+                + " waiting for the other ranks (gloo: " + glooMessage + ")", e);
+        }
+        return new CommException(prefix + "gloo failed: " + glooMessage, e);
+    }
+
+    private String describe() {
+        return "group " + groupName + " (rank " + rank + " of " + size + ", gloo)";
+    }
+
+    /**
+     * The Gloo transport device shared by every group of this JVM: one TCP event loop instead of one
+     * per group. It lives as long as the JVM.
+     */
+    private static final class GlooDevice {
+        private static final org.bytedeco.pytorch.gloo.Device DEVICE =
+            ProcessGroupGloo.createDeviceForHostname(System.getProperty(HOSTNAME_PROPERTY, DEFAULT_HOSTNAME));
+
+        static org.bytedeco.pytorch.gloo.Device shared() {
+            return DEVICE;
+        }
+    }
+}

@@ -1,0 +1,337 @@
+package org.dtorch.core.communication.group;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorArrayRef;
+import org.bytedeco.pytorch.TensorVector;
+import org.bytedeco.pytorch.global.torch;
+import org.dtorch.core.communication.ReduceOpType;
+import org.dtorch.core.communication.store.TensorStore;
+import org.dtorch.core.device.DeviceStream;
+import org.dtorch.core.tensor.BalancedSplit;
+import org.dtorch.core.tensor.TorchTensors;
+
+/**
+ * Collectives between ranks that share one device, built on {@link TensorStore} (seed section 2.3): the
+ * single-device simulation of N devices, where NCCL or Gloo would be pointless or impossible.
+ *
+ * <p>Protocol of every collective: each rank {@code srcSet}s its input (and, for all-reduce, its output
+ * buffer) for the {@code size - 1} others, {@code destGet}s theirs, computes with libtorch, and
+ * {@code destFinishGet}s; it then waits in {@code srcWaitUntilGetFinished} until the others are done
+ * with its tensors. Tensors are shared, never copied, across ranks.
+ *
+ * <p>Two choices differ from the seed, both written down in docs/decisions.md:
+ * <ul>
+ *   <li>Keys carry a per-group sequence number ({@code 17/in/2}) and a key is free again once its
+ *       producer's wait returns, so no {@code Reset()} (two barriers) is needed after each collective.</li>
+ *   <li>All-reduce is computed in parallel: rank r reduces its balanced slice of the elements, in
+ *       cache-sized chunks, and writes each chunk into every rank's output while it is hot, instead of
+ *       rank 0 reducing everything and every rank sharing rank 0's result. Results are never aliased
+ *       across ranks, so a kernel may modify its output in place.</li>
+ * </ul>
+ *
+ * <p>Every rank checks that the others' tensors agree with its own (dtype, shape except the sharded
+ * dimension) and, if not, all ranks fail alike after releasing each other.
+ *
+ * <p>Not thread-safe: one rank's thread uses an instance.
+ */
+final class SameDeviceBackend implements CollectiveBackend {
+    /** Elements are reduced in chunks of this many bytes, small enough to stay in cache. */
+    private static final long CHUNK_BYTES = 256 * 1024;
+
+    private final TensorStore store;
+    private final String groupName;
+    private final int rank;
+    private final int size;
+    private DeviceStream stream;
+    private long sequence;
+
+    SameDeviceBackend(TensorStore store, String groupName, DeviceStream stream) {
+        this.store = store;
+        this.groupName = groupName;
+        this.rank = store.rank();
+        this.size = store.worldSize();
+        this.stream = stream;
+    }
+
+    @Override
+    public String name() {
+        return "same-device";
+    }
+
+    @Override
+    public void setStream(DeviceStream stream) {
+        this.stream = stream;
+    }
+
+    @Override
+    public void barrier() {
+        store.barrier();
+    }
+
+    @Override
+    public Tensor allReduce(Tensor input, ReduceOpType op) {
+        Tensor x = input.contiguous();
+        Tensor out = torch.empty_like(x);
+        if (size == 1) {
+            out.copy_(x);
+            x.close();
+            finishAverage(out, op);
+            return out;
+        }
+        long seq = ++sequence;
+        Exchange inputs = new Exchange(seq, "in", x);
+        Exchange outputs = new Exchange(seq, "out", out);
+        try {
+            inputs.publishAndTake();
+            outputs.publishAndTake();
+            inputs.checkAgree("allReduce", -1);
+            long numel = x.numel();
+            if (numel >= size || rank == 0) {
+                long start = numel >= size ? BalancedSplit.offset(numel, size, rank) : 0;
+                long count = numel >= size ? BalancedSplit.size(numel, size, rank) : numel;
+                reduceIntoAll(inputs.tensors, outputs.tensors, start, count, op);
+            }
+        } catch (RuntimeException e) {
+            inputs.abandon(e);
+            outputs.abandon(e);
+            out.close();
+            x.close();
+            throw e;
+        }
+        inputs.release();
+        outputs.release();
+        x.close();
+        return out;
+    }
+
+    /** Reduces elements [start, start + count) of every input and writes them into every output. */
+    private void reduceIntoAll(Tensor[] ins, Tensor[] outs, long start, long count, ReduceOpType op) {
+        Tensor[] flatIns = new Tensor[size];
+        Tensor[] flatOuts = new Tensor[size];
+        try {
+            for (int r = 0; r < size; r++) {
+                flatIns[r] = ins[r].view(-1);
+                flatOuts[r] = outs[r].view(-1);
+            }
+            long chunk = Math.max(1, CHUNK_BYTES / ins[0].element_size());
+            for (long pos = start; pos < start + count; pos += chunk) {
+                long n = Math.min(chunk, start + count - pos);
+                try (Tensor acc = flatOuts[rank].narrow(0, pos, n)) {
+                    combineInto(acc, flatIns, pos, n, op);
+                    for (int r = 0; r < size; r++) {
+                        if (r != rank) {
+                            try (Tensor dst = flatOuts[r].narrow(0, pos, n)) {
+                                dst.copy_(acc);
+                            }
+                        }
+                    }
+                }
+            }
+        } finally {
+            closeAll(flatIns);
+            closeAll(flatOuts);
+        }
+    }
+
+    /** {@code acc = op(sources[0][pos:pos+n], ..., sources[size-1][pos:pos+n])}, dim 0. */
+    private void combineInto(Tensor acc, Tensor[] sources, long pos, long n, ReduceOpType op) {
+        try (Tensor first = sources[0].narrow(0, pos, n)) {
+            acc.copy_(first);
+        }
+        for (int r = 1; r < size; r++) {
+            try (Tensor next = sources[r].narrow(0, pos, n)) {
+                combine(acc, next, op);
+            }
+        }
+        finishAverage(acc, op);
+    }
+
+    private static void combine(Tensor acc, Tensor next, ReduceOpType op) {
+        switch (op) {
+            case SUM, AVG -> acc.add_(next);
+            case PRODUCT -> acc.mul_(next);
+            case MAX -> torch.maximum_out(acc, acc, next).close();
+            case MIN -> torch.minimum_out(acc, acc, next).close();
+        }
+    }
+
+    private void finishAverage(Tensor acc, ReduceOpType op) {
+        if (op == ReduceOpType.AVG && size > 1) {
+            try (org.bytedeco.pytorch.Scalar divisor = new org.bytedeco.pytorch.Scalar((double) size)) {
+                acc.div_(divisor);
+            }
+        }
+    }
+
+    @Override
+    public Tensor allGather(Tensor input, int dim, long[] sizes) {
+        Exchange inputs = new Exchange(++sequence, "in", input);
+        return inputs.around(() -> {
+            inputs.checkAgree("allGather", dim);
+            return cat(Arrays.asList(inputs.tensors), dim);
+        });
+    }
+
+    @Override
+    public List<Tensor> allGatherIntoVec(Tensor input, int dim, long[] sizes) {
+        Exchange inputs = new Exchange(++sequence, "in", input);
+        return inputs.around(() -> {
+            inputs.checkAgree("allGatherIntoVec", dim);
+            List<Tensor> copies = new ArrayList<>(size);
+            for (Tensor t : inputs.tensors) {
+                copies.add(t.clone());
+            }
+            return copies;
+        });
+    }
+
+    @Override
+    public Tensor reduceScatter(Tensor input, long[] sizes, ReduceOpType op) {
+        long[] offsets = CollectiveShapes.offsets(sizes);
+        Exchange inputs = new Exchange(++sequence, "in", input);
+        return inputs.around(() -> {
+            inputs.checkAgree("reduceScatterTensor", -1);
+            Tensor out = input.new_empty(CollectiveShapes.withDim(input, 0, sizes[rank]));
+            combineInto(out, inputs.tensors, offsets[rank], sizes[rank], op);
+            return out;
+        });
+    }
+
+    @Override
+    public Tensor allToAll(Tensor input, int srcDim, int destDim, long[] srcSizes, long[] destSizes) {
+        long destOffset = CollectiveShapes.offsets(destSizes)[rank];
+        Exchange inputs = new Exchange(++sequence, "in", input);
+        return inputs.around(() -> {
+            inputs.checkAgree("allToAll", srcDim);
+            List<Tensor> mine = new ArrayList<>(size);
+            try {
+                for (Tensor t : inputs.tensors) {
+                    mine.add(t.narrow(destDim, destOffset, destSizes[rank]));
+                }
+                return cat(mine, srcDim);
+            } finally {
+                mine.forEach(Tensor::close);
+            }
+        });
+    }
+
+    @Override
+    public void close() {
+        store.close();
+    }
+
+    private static Tensor cat(List<Tensor> pieces, int dim) {
+        try (TensorVector vector = new TensorVector(pieces.toArray(Tensor[]::new)); TensorArrayRef ref = new TensorArrayRef(vector)) {
+            return torch.cat(ref, dim);
+        }
+    }
+
+    private static void closeAll(Tensor[] tensors) {
+        for (Tensor t : tensors) {
+            if (t != null) {
+                t.close();
+            }
+        }
+    }
+
+    /**
+     * One tensor per rank exchanged through the store under the keys {@code <sequence>/<name>/<rank>}:
+     * this rank's own and, after {@link #publishAndTake()}, new references to everyone else's.
+     *
+     * <p>Not thread-safe: used by one rank's thread within one collective.
+     */
+    private final class Exchange {
+        final Tensor[] tensors = new Tensor[size];
+        private final String prefix;
+        private final Tensor own;
+        private boolean published;
+
+        Exchange(long sequence, String name, Tensor own) {
+            this.prefix = sequence + "/" + name + "/";
+            this.own = own;
+            tensors[rank] = own;
+        }
+
+        /** Publishes, takes, runs {@code body}, and releases; on failure, {@link #abandon}s. */
+        <T> T around(java.util.function.Supplier<T> body) {
+            T result;
+            try {
+                publishAndTake();
+                result = body.get();
+            } catch (RuntimeException e) {
+                abandon(e);
+                throw e;
+            }
+            release();
+            return result;
+        }
+
+        void publishAndTake() {
+            if (size > 1) {
+                store.srcSet(prefix + rank, own, stream, size - 1);
+                published = true;
+            }
+            for (int r = 0; r < size; r++) {
+                if (r != rank) {
+                    tensors[r] = store.destGet(prefix + r, stream);
+                }
+            }
+        }
+
+        /** Fails, on every rank alike, if the ranks' tensors differ in dtype or in any dim but {@code freeDim}. */
+        void checkAgree(String op, int freeDim) {
+            long[] expected = TorchTensors.shape(own);
+            for (int r = 0; r < size; r++) {
+                Tensor t = tensors[r];
+                long[] shape = TorchTensors.shape(t);
+                boolean sameShape = shape.length == expected.length;
+                for (int d = 0; sameShape && d < shape.length; d++) {
+                    sameShape = d == freeDim || shape[d] == expected[d];
+                }
+                if (TorchTensors.dtype(t) != TorchTensors.dtype(own) || !sameShape) {
+                    throw new IllegalArgumentException(op + " on group " + groupName + " (rank " + rank + " of " + size
+                        + ", same-device): ranks disagree: rank " + rank + " has " + TorchTensors.describe(own) + ", rank " + r
+                        + " has " + TorchTensors.describe(t));
+                }
+            }
+        }
+
+        /** Finishes every take, then waits until the others finished with this rank's tensor. */
+        void release() {
+            finishTakes();
+            if (published) {
+                published = false;
+                store.srcWaitUntilGetFinished(prefix + rank, stream);
+            }
+        }
+
+        /**
+         * Cleans up after {@code failure}: finishes the takes; waits for the peers only when they are known
+         * to be healthy (they disagreed on input, and fail alike). Errors are added to {@code failure}.
+         */
+        void abandon(RuntimeException failure) {
+            try {
+                finishTakes();
+                if (published && failure instanceof IllegalArgumentException) {
+                    published = false;
+                    store.srcWaitUntilGetFinished(prefix + rank, stream);
+                }
+            } catch (RuntimeException cleanup) {
+                failure.addSuppressed(cleanup);
+            }
+        }
+
+        private void finishTakes() {
+            for (int r = 0; r < size; r++) {
+                if (r != rank && tensors[r] != null) {
+                    store.destFinishGet(prefix + r, stream);
+                    tensors[r].close();
+                    tensors[r] = null;
+                }
+            }
+        }
+    }
+}

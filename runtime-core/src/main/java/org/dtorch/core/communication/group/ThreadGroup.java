@@ -1,0 +1,374 @@
+package org.dtorch.core.communication.group;
+
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+import java.util.function.Supplier;
+import org.bytedeco.pytorch.MemoryFormatOptional;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
+import org.dtorch.core.communication.CommException;
+import org.dtorch.core.communication.CommInterruptedException;
+import org.dtorch.core.communication.CommTimeoutException;
+import org.dtorch.core.communication.CommOptions;
+import org.dtorch.core.communication.ReduceOpType;
+import org.dtorch.core.communication.store.TensorStore;
+import org.dtorch.core.communication.store.TensorStoreCreateInfo;
+import org.dtorch.core.communication.store.TensorStoreType;
+import org.dtorch.core.device.Device;
+import org.dtorch.core.device.DeviceKind;
+import org.dtorch.core.device.DeviceStream;
+import org.dtorch.core.tensor.BalancedSplit;
+import org.dtorch.core.tensor.TorchTensors;
+
+/**
+ * Collectives over a group of devices, one instance per rank (seed section 2.1). The kernels of the
+ * distributed tensor layer call it to move between placements: {@code allReduce} for P to R,
+ * {@code allGather*} for S to R, {@code reduceScatterTensor} for P to S(0), {@code allToAll} for S(i) to
+ * S(j) and {@code replicateToShard} for R to S.
+ *
+ * <p>The backend is chosen at construction: the same-device backend on {@link TensorStore} when
+ * {@code sameDevice} is true (several ranks simulate devices on one), else c10d Gloo for CPU devices.
+ * NCCL for GPUs comes with the GPU issue.
+ *
+ * <p>Shards follow the balanced split ({@link BalancedSplit}): a dimension of {@code n} elements over
+ * {@code size} ranks gives rank {@code r} {@code BalancedSplit.size(n, size, r)} of them. Every method
+ * checks its input (device, dims, sizes against the split, reduce op against dtype) before any
+ * communication and fails with an {@link IllegalArgumentException} naming the operation, the rank and the
+ * value. Every method is synchronous and returns a new tensor; inputs are never modified.
+ *
+ * <p>A collective that failed in communication (timeout, peer error) leaves the peers at an unknown
+ * point of the protocol, so the group refuses further collectives with a message naming that failure;
+ * create a new group.
+ *
+ * <p>Not thread-safe: one thread per rank calls its instance; the ranks' instances are used concurrently,
+ * and every rank calls the same collectives in the same order.
+ */
+public final class ThreadGroup implements AutoCloseable {
+    private final ThreadGroupKey key;
+    private final int rank;
+    private final int size;
+    private final boolean sameDevice;
+    private final CollectiveBackend backend;
+    private DeviceStream stream;
+    private String brokenBy;
+    private boolean closed;
+
+    /**
+     * Joins a group. Blocks until every rank has joined (or the global communication timeout).
+     *
+     * @param initPath           a name all ranks share and no other group uses, such as
+     *                           {@code <instance id>/cpu-0_1_2_3}; it names the rendezvous file or store key
+     * @param kind               the device kind of every rank
+     * @param allGlobalDeviceIds the device ids of the ranks, in rank order
+     * @param rank               this rank
+     * @param size               the number of ranks; equals {@code allGlobalDeviceIds.size()}
+     * @param sameDevice         true when the ranks share one physical device (single-device simulation)
+     */
+    public ThreadGroup(String initPath, DeviceKind kind, List<Long> allGlobalDeviceIds, int rank, int size, boolean sameDevice) {
+        this(initPath, kind, allGlobalDeviceIds, rank, size, sameDevice, CommOptions.global().timeout());
+    }
+
+    /** As {@link #ThreadGroup(String, DeviceKind, List, int, int, boolean)}, with an explicit deadline for every call. */
+    public ThreadGroup(String initPath, DeviceKind kind, List<Long> allGlobalDeviceIds, int rank, int size, boolean sameDevice,
+                       Duration timeout) {
+        if (initPath == null || initPath.isBlank()) {
+            throw new IllegalArgumentException("initPath must be a non-blank name shared by the ranks, got "
+                + (initPath == null ? "null" : "'" + initPath + "'"));
+        }
+        this.key = new ThreadGroupKey(kind, allGlobalDeviceIds);
+        if (size != key.size()) {
+            throw new IllegalArgumentException("group " + key + ": size " + size + " does not match the " + key.size() + " device ids");
+        }
+        if (rank < 0 || rank >= size) {
+            throw new IllegalArgumentException("group " + key + ": rank must be in [0, " + size + "), got " + rank);
+        }
+        CommOptions.validateTimeout(timeout);
+        this.rank = rank;
+        this.size = size;
+        this.sameDevice = sameDevice;
+        this.backend = sameDevice ? sameDeviceBackend(initPath, timeout) : distinctDeviceBackend(initPath, timeout);
+    }
+
+    private CollectiveBackend sameDeviceBackend(String initPath, Duration timeout) {
+        DeviceStream defaultStream = DeviceStream.of(new Device(key.kind(), Math.toIntExact(key.deviceIds().get(rank))));
+        TensorStore store = TensorStore.create(TensorStoreCreateInfo.builder()
+            .type(TensorStoreType.MEMORY).storeKey(initPath).worldSize(size).rank(rank).timeout(timeout).build());
+        this.stream = defaultStream;
+        return new SameDeviceBackend(store, key.toString(), defaultStream);
+    }
+
+    private CollectiveBackend distinctDeviceBackend(String initPath, Duration timeout) {
+        return switch (key.kind()) {
+            case CPU -> {
+                this.stream = DeviceStream.of(new Device(DeviceKind.CPU, Math.toIntExact(key.deviceIds().get(rank))));
+                yield new GlooBackend(initPath, key.toString(), rank, size, timeout);
+            }
+            case GPU -> throw new UnsupportedOperationException("group " + key
+                + ": collectives between distinct GPUs need the NCCL backend, which comes with the GPU issue");
+        };
+    }
+
+    /** This rank, in {@code [0, size)}. */
+    public int getRank() {
+        return rank;
+    }
+
+    /** The number of ranks. */
+    public int getWorldSize() {
+        return size;
+    }
+
+    /** The global device id of this rank. */
+    public long getGlobalDeviceId() {
+        return key.deviceIds().get(rank);
+    }
+
+    /** The group's key (device kind and device ids). */
+    public ThreadGroupKey key() {
+        return key;
+    }
+
+    /** {@code gloo} or {@code same-device}. */
+    public String backendName() {
+        return backend.name();
+    }
+
+    /** True when the ranks share one device and use the same-device backend. */
+    public boolean isSameDevice() {
+        return sameDevice;
+    }
+
+    /** The stream later collectives synchronize with. */
+    public void setStream(DeviceStream s) {
+        Objects.requireNonNull(s, "stream");
+        if (s.device().kind() != key.kind()) {
+            throw new IllegalArgumentException(where("setStream") + ": stream " + s + " is not on a " + key.kind().shortName() + " device");
+        }
+        ensureUsable("setStream");
+        this.stream = s;
+        backend.setStream(s);
+    }
+
+    /** The stream set last (initially the device's default stream). */
+    public DeviceStream stream() {
+        return stream;
+    }
+
+    /** Blocks until every rank called it. */
+    public void barrier() {
+        communicate("barrier", () -> {
+            backend.barrier();
+            return null;
+        });
+    }
+
+    /** P to R with SUM: every rank gets the element-wise sum of all inputs. */
+    public Tensor allReduce(Tensor input) {
+        return allReduce(input, ReduceOpType.SUM);
+    }
+
+    /** P to R: every rank gets the element-wise reduction of all inputs; AVG needs a floating-point input. */
+    public Tensor allReduce(Tensor input, ReduceOpType op) {
+        String op0 = "allReduce(" + (op == null ? "null" : op.shortName()) + ")";
+        checkTensor(op0, input);
+        checkReduceOp(op0, input, op);
+        if (size == 1) {
+            return localCopy(input, op0);
+        }
+        return communicate(op0, () -> backend.allReduce(input, op));
+    }
+
+    /** Gathers equal-shaped inputs along dim 0: the result has {@code size * input.size(0)} rows. */
+    public Tensor equalShapeAllGatherIntoTensor(Tensor input) {
+        String op = "equalShapeAllGatherIntoTensor";
+        checkTensor(op, input);
+        checkDim(op, input, 0, "gather dim");
+        long[] sizes = new long[size];
+        Arrays.fill(sizes, input.size(0));
+        if (size == 1) {
+            return localCopy(input, op);
+        }
+        return communicate(op, () -> backend.allGather(input, 0, sizes));
+    }
+
+    /** S(0) to R: gathers balanced shards of a dimension of {@code gatheredDimSize} rows along dim 0. */
+    public Tensor allGatherIntoTensor(Tensor input, long gatheredDimSize) {
+        return allGather(input, 0, gatheredDimSize, "allGatherIntoTensor");
+    }
+
+    /** S(d) to R: gathers balanced shards of a dimension of {@code gatheredDimSize} elements along {@code shardDim}. */
+    public Tensor allGather(Tensor input, int shardDim, long gatheredDimSize) {
+        return allGather(input, shardDim, gatheredDimSize, "allGather");
+    }
+
+    private Tensor allGather(Tensor input, int shardDim, long gatheredDimSize, String op) {
+        long[] sizes = checkShard(op, input, shardDim, gatheredDimSize);
+        if (size == 1) {
+            return localCopy(input, op);
+        }
+        return communicate(op, () -> backend.allGather(input, shardDim, sizes));
+    }
+
+    /** S(d) to R, keeping the shards apart: every rank's shard, in rank order. */
+    public List<Tensor> allGatherIntoVec(Tensor input, int shardDim, long gatheredDimSize) {
+        String op = "allGatherIntoVec";
+        long[] sizes = checkShard(op, input, shardDim, gatheredDimSize);
+        if (size == 1) {
+            return List.of(localCopy(input, op));
+        }
+        return communicate(op, () -> backend.allGatherIntoVec(input, shardDim, sizes));
+    }
+
+    /** P to S(0): the reduction of all inputs, of which this rank keeps its balanced share of dim 0. */
+    public Tensor reduceScatterTensor(Tensor input, ReduceOpType op) {
+        String op0 = "reduceScatterTensor(" + (op == null ? "null" : op.shortName()) + ")";
+        checkTensor(op0, input);
+        checkReduceOp(op0, input, op);
+        checkDim(op0, input, 0, "scatter dim");
+        long[] sizes = checkSplit(op0, input, 0, input.size(0));
+        if (size == 1) {
+            return localCopy(input, op0);
+        }
+        return communicate(op0, () -> backend.reduceScatter(input, sizes, op));
+    }
+
+    /**
+     * S(srcDim) to S(destDim): this rank holds its balanced share of {@code srcGatheredDimSize} on
+     * {@code srcDim}; it gets the whole of {@code srcDim} and its balanced share of {@code destDim}.
+     */
+    public Tensor allToAll(Tensor input, int srcDim, int destDim, long srcGatheredDimSize) {
+        String op = "allToAll(" + srcDim + " -> " + destDim + ")";
+        long[] srcSizes = checkShard(op, input, srcDim, srcGatheredDimSize);
+        checkDim(op, input, destDim, "destDim");
+        if (srcDim == destDim) {
+            throw new IllegalArgumentException(where(op) + ": srcDim and destDim are both " + srcDim + "; nothing to exchange");
+        }
+        long[] destSizes = checkSplit(op, input, destDim, input.size(destDim));
+        if (size == 1) {
+            return localCopy(input, op);
+        }
+        return communicate(op, () -> backend.allToAll(input, srcDim, destDim, srcSizes, destSizes));
+    }
+
+    /** R to S(d): this rank's balanced share of {@code shardDim}, copied. No communication. */
+    public Tensor replicateToShard(Tensor input, int shardDim) {
+        String op = "replicateToShard";
+        checkTensor(op, input);
+        checkDim(op, input, shardDim, "shardDim");
+        checkSplit(op, input, shardDim, input.size(shardDim));
+        ensureUsable(op);
+        long offset = BalancedSplit.offset(input.size(shardDim), size, rank);
+        long length = BalancedSplit.size(input.size(shardDim), size, rank);
+        try (Tensor view = input.narrow(shardDim, offset, length)) {
+            return view.clone(new MemoryFormatOptional(torch.MemoryFormat.Contiguous));
+        }
+    }
+
+    /** Leaves the group and releases its backend. Idempotent. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        backend.close();
+    }
+
+    /** True once closed. */
+    public boolean isClosed() {
+        return closed;
+    }
+
+    @Override
+    public String toString() {
+        return "ThreadGroup{" + key + ", rank " + rank + " of " + size + ", " + backend.name() + "}";
+    }
+
+    /** Runs one collective; a communication failure gets the group's context and poisons the group. */
+    private <T> T communicate(String op, Supplier<T> body) {
+        ensureUsable(op);
+        try {
+            return body.get();
+        } catch (CommTimeoutException e) {
+            CommTimeoutException named = new CommTimeoutException(where(op) + ": " + e.getMessage(), e);
+            brokenBy = named.getMessage();
+            throw named;
+        } catch (CommInterruptedException e) {
+            brokenBy = where(op) + ": " + e.getMessage();
+            throw e;
+        } catch (CommException e) {
+            CommException named = new CommException(where(op) + ": " + e.getMessage(), e);
+            brokenBy = named.getMessage();
+            throw named;
+        }
+    }
+
+    private void ensureUsable(String op) {
+        if (closed) {
+            throw new IllegalStateException(where(op) + ": the group is closed");
+        }
+        if (brokenBy != null) {
+            throw new CommException(where(op) + ": the group is unusable after an earlier communication failure: " + brokenBy);
+        }
+    }
+
+    private Tensor localCopy(Tensor input, String op) {
+        ensureUsable(op);
+        return input.clone(new MemoryFormatOptional(torch.MemoryFormat.Contiguous));
+    }
+
+    private void checkTensor(String op, Tensor input) {
+        if (input == null || input.isNull() || !input.defined()) {
+            throw new IllegalArgumentException(where(op) + ": input is " + TorchTensors.describe(input));
+        }
+        if (TorchTensors.deviceKind(input) != key.kind()) {
+            throw new IllegalArgumentException(where(op) + ": input is " + TorchTensors.describe(input) + " but the group's devices are "
+                + key.kind().shortName());
+        }
+    }
+
+    private void checkReduceOp(String op, Tensor input, ReduceOpType reduceOp) {
+        if (reduceOp == null) {
+            throw new IllegalArgumentException(where(op) + ": reduce op is null");
+        }
+        if (reduceOp == ReduceOpType.AVG && !input.is_floating_point()) {
+            throw new IllegalArgumentException(where(op) + ": AVG needs a floating-point input, got " + TorchTensors.describe(input)
+                + "; reduce with SUM and divide");
+        }
+    }
+
+    private void checkDim(String op, Tensor input, int dim, String what) {
+        if (dim < 0 || dim >= input.dim()) {
+            throw new IllegalArgumentException(where(op) + ": " + what + " " + dim + " is out of range for input "
+                + TorchTensors.describe(input) + " (valid: 0.." + (input.dim() - 1) + ")");
+        }
+    }
+
+    /** Sizes of the balanced split of {@code dimSize} over the group, with a message naming the operation. */
+    private long[] checkSplit(String op, Tensor input, int dim, long dimSize) {
+        if (dimSize < size) {
+            throw new IllegalArgumentException(where(op) + ": dimension " + dim + " of size " + dimSize + " is shorter than the "
+                + size + " ranks of the group (input " + TorchTensors.describe(input) + "); every rank needs at least one element");
+        }
+        return BalancedSplit.sizes(dimSize, size);
+    }
+
+    /** Checks that {@code input} is this rank's balanced shard of {@code gatheredDimSize} on {@code dim}. */
+    private long[] checkShard(String op, Tensor input, int dim, long gatheredDimSize) {
+        checkTensor(op, input);
+        checkDim(op, input, dim, "shard dim");
+        long[] sizes = checkSplit(op, input, dim, gatheredDimSize);
+        if (input.size(dim) != sizes[rank]) {
+            throw new IllegalArgumentException(where(op) + ": input " + TorchTensors.describe(input) + " has " + input.size(dim)
+                + " elements on dim " + dim + ", but rank " + rank + "'s balanced share of " + gatheredDimSize + " over " + size
+                + " ranks is " + sizes[rank] + " (shares: " + Arrays.toString(sizes) + ")");
+        }
+        return sizes;
+    }
+
+    private String where(String op) {
+        return op + " on group " + key + " (rank " + rank + " of " + size + (backend == null ? "" : ", " + backend.name()) + ")";
+    }
+}

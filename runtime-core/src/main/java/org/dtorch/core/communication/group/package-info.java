@@ -1,0 +1,15 @@
+/**
+ * Collectives over a group of devices (seed section 2).
+ *
+ * <p>{@link org.dtorch.core.communication.group.ThreadGroup} is the API kernels call: all-reduce,
+ * all-gather (even and uneven), reduce-scatter, all-to-all and the local replicate-to-shard slice. It
+ * validates every input before the first byte moves and hands the work to a
+ * {@link org.dtorch.core.communication.group.CollectiveBackend}: c10d {@code ProcessGroupGloo} for distinct
+ * CPU devices, or the same-device backend (built on
+ * {@link org.dtorch.core.communication.store.TensorStore}) when several ranks share one device.
+ * {@link org.dtorch.core.communication.group.ThreadGroupManager} creates and caches groups per
+ * {@link org.dtorch.core.communication.group.ThreadGroupKey} and destroys them in sorted-key order.
+ *
+ * <p>Uneven shards follow {@link org.dtorch.core.tensor.BalancedSplit}.
+ */
+package org.dtorch.core.communication.group;

@@ -1,0 +1,62 @@
+package org.dtorch.core.communication.promise;
+
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import org.dtorch.core.communication.CommOptions;
+import org.dtorch.core.communication.CommTimeoutException;
+import org.dtorch.core.communication.Deadline;
+
+/**
+ * A {@link VoidFuture} over a {@link CompletableFuture}; the memory backend and
+ * {@link VoidFutureCollect} both read through it.
+ *
+ * <p>Thread-safe: the underlying future is.
+ */
+final class CompletableVoidFuture implements VoidFuture {
+    private final CompletableFuture<Void> done;
+    private final String what;
+
+    CompletableVoidFuture(CompletableFuture<Void> done, String what) {
+        this.done = done;
+        this.what = what;
+    }
+
+    @Override
+    public void get() {
+        Duration timeout = CommOptions.global().timeout();
+        if (!CompletionWait.awaitDone(done, timeout.toNanos(), what + ".get()")) {
+            throw new CommTimeoutException(what + ".get() " + Deadline.after(timeout).timedOutAfter()
+                + ": no value or error was set");
+        }
+        rethrowFailure();
+    }
+
+    @Override
+    public boolean waitFor(Duration timeout) {
+        CommOptions.validateTimeout(timeout);
+        if (!CompletionWait.awaitDone(done, timeout.toNanos(), what + ".waitFor()")) {
+            return false;
+        }
+        rethrowFailure();
+        return true;
+    }
+
+    @Override
+    public boolean isReady() {
+        return done.isDone();
+    }
+
+    @Override
+    public CompletableFuture<Void> toCompletableFuture() {
+        return done.copy();
+    }
+
+    private void rethrowFailure() {
+        try {
+            done.join();
+        } catch (CompletionException e) {
+            throw new FutureFailedException(what, e.getCause());
+        }
+    }
+}

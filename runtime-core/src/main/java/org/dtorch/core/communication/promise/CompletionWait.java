@@ -1,0 +1,55 @@
+package org.dtorch.core.communication.promise;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.dtorch.core.communication.CommInterruptedException;
+import org.dtorch.core.communication.CommOptions;
+
+/**
+ * Waiting for a {@link CompletableFuture} with a deadline: spin briefly (a value set by a running
+ * thread is then seen within microseconds), then park until completion pushes a wake-up.
+ *
+ * <p>Thread-safe: stateless.
+ */
+final class CompletionWait {
+
+    private CompletionWait() {
+    }
+
+    /**
+     * Waits until {@code future} is done or {@code timeoutNanos} pass.
+     *
+     * @return true if done (normally or exceptionally), false at the deadline
+     * @throws CommInterruptedException if the thread is interrupted
+     */
+    static boolean awaitDone(CompletableFuture<?> future, long timeoutNanos, String what) {
+        if (future.isDone()) {
+            return true;
+        }
+        long start = System.nanoTime();
+        long spinEnd = start + Math.min(CommOptions.global().spinBeforePark().toNanos(), timeoutNanos);
+        while (System.nanoTime() - spinEnd < 0) {
+            if (future.isDone()) {
+                return true;
+            }
+            Thread.onSpinWait();
+        }
+        long remaining = timeoutNanos - (System.nanoTime() - start);
+        if (remaining <= 0) {
+            return future.isDone();
+        }
+        try {
+            future.get(remaining, TimeUnit.NANOSECONDS);
+            return true;
+        } catch (ExecutionException | java.util.concurrent.CancellationException failed) {
+            return true;
+        } catch (TimeoutException notYet) {
+            return false;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new CommInterruptedException(what + " was interrupted while waiting", e);
+        }
+    }
+}

@@ -1,0 +1,17 @@
+package org.dtorch.core.communication.promise;
+
+import org.dtorch.core.communication.CommException;
+
+/**
+ * Thrown by a future's {@code get} or {@code waitFor} when its promise was completed with
+ * {@code setException}; the original error is the cause and its message is repeated.
+ *
+ * <p>Thread-safe: immutable once thrown.
+ */
+public class FutureFailedException extends CommException {
+
+    /** Wraps the error set on the promise. */
+    public FutureFailedException(String what, Throwable cause) {
+        super(what + " failed: " + cause, cause);
+    }
+}

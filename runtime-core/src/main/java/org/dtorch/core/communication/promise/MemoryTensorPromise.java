@@ -1,0 +1,109 @@
+package org.dtorch.core.communication.promise;
+
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.communication.CommOptions;
+import org.dtorch.core.communication.CommTimeoutException;
+import org.dtorch.core.communication.Deadline;
+import org.dtorch.core.tensor.TorchTensors;
+
+/**
+ * A {@link TensorPromise} whose future lives in the same process (seed section 4.3): a
+ * {@link CompletableFuture} holding the promise's own reference to the value.
+ *
+ * <p>Thread-safe: completion and {@link #getFuture()} are atomic.
+ */
+final class MemoryTensorPromise implements TensorPromise {
+    private final CompletableFuture<Tensor> value = new CompletableFuture<>();
+    private final AtomicBoolean futureTaken = new AtomicBoolean();
+
+    @Override
+    public void setValue(Tensor t) {
+        if (t == null || t.isNull() || !t.defined()) {
+            throw new IllegalArgumentException("TensorPromise.setValue: value is " + TorchTensors.describe(t));
+        }
+        Tensor own = new Tensor(t);
+        if (!value.complete(own)) {
+            own.close();
+            throw new IllegalStateException("TensorPromise.setValue: the promise is already completed");
+        }
+    }
+
+    @Override
+    public void setException(Throwable e) {
+        Objects.requireNonNull(e, "TensorPromise.setException: error is null");
+        if (!value.completeExceptionally(e)) {
+            throw new IllegalStateException("TensorPromise.setException: the promise is already completed", e);
+        }
+    }
+
+    @Override
+    public TensorFuture getFuture() {
+        if (!futureTaken.compareAndSet(false, true)) {
+            throw new IllegalStateException("TensorPromise.getFuture() was already called; a promise has exactly one future");
+        }
+        return new MemoryTensorFuture(value);
+    }
+
+    @Override
+    public String serialize() {
+        throw new UnsupportedOperationException(
+            "a MEMORY promise lives in one process and cannot be serialized; use a FILE promise across processes");
+    }
+
+    @Override
+    public TensorPromiseType type() {
+        return TensorPromiseType.MEMORY;
+    }
+
+    /** The future of a {@link MemoryTensorPromise}. Thread-safe. */
+    static final class MemoryTensorFuture implements TensorFuture {
+        private final CompletableFuture<Tensor> value;
+
+        MemoryTensorFuture(CompletableFuture<Tensor> value) {
+            this.value = value;
+        }
+
+        @Override
+        public Tensor get() {
+            Duration timeout = CommOptions.global().timeout();
+            if (!CompletionWait.awaitDone(value, timeout.toNanos(), "TensorFuture.get()")) {
+                throw new CommTimeoutException("TensorFuture.get() " + Deadline.after(timeout).timedOutAfter()
+                    + ": no value or error was set (the producing operator has not run)");
+            }
+            return newReference();
+        }
+
+        @Override
+        public Optional<Tensor> waitFor(Duration timeout) {
+            CommOptions.validateTimeout(timeout);
+            if (!CompletionWait.awaitDone(value, timeout.toNanos(), "TensorFuture.waitFor()")) {
+                return Optional.empty();
+            }
+            return Optional.of(newReference());
+        }
+
+        @Override
+        public boolean isReady() {
+            return value.isDone();
+        }
+
+        @Override
+        public CompletableFuture<Tensor> toCompletableFuture() {
+            return value.copy();
+        }
+
+        private Tensor newReference() {
+            try {
+                return new Tensor(value.join());
+            } catch (CompletionException e) {
+                throw new FutureFailedException("TensorFuture", e.getCause());
+            }
+        }
+    }
+}

@@ -1,0 +1,34 @@
+package org.dtorch.core.communication.promise;
+
+import org.bytedeco.pytorch.Tensor;
+
+/**
+ * The writing end of a one-shot tensor hand-off (seed section 4.2.1).
+ *
+ * <p>Exactly one of {@link #setValue} and {@link #setException} succeeds; a second call fails with
+ * {@link IllegalStateException}. {@link #getFuture()} works once.
+ *
+ * <p>Thread-safe: any thread may complete the promise; completion is atomic.
+ */
+public interface TensorPromise {
+
+    /** Completes the promise with a value. The promise keeps its own reference; the caller keeps its own. */
+    void setValue(Tensor t);
+
+    /** Completes the promise with an error; {@code get()} on the future rethrows it as the cause. */
+    void setException(Throwable e);
+
+    /** The reading end; the second call throws {@link IllegalStateException}. */
+    TensorFuture getFuture();
+
+    /**
+     * A string from which {@link TensorPromises#fromSerialized} rebuilds this promise in another process
+     * (File: the shared-memory object's name).
+     *
+     * @throws UnsupportedOperationException for a {@link TensorPromiseType#MEMORY} promise
+     */
+    String serialize();
+
+    /** The backend of this promise. */
+    TensorPromiseType type();
+}

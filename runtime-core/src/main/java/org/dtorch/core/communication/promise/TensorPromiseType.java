@@ -1,0 +1,15 @@
+package org.dtorch.core.communication.promise;
+
+/**
+ * Which backend carries a promise's value (seed section 4.2.2).
+ *
+ * <p>Thread-safe: an immutable enum.
+ */
+public enum TensorPromiseType {
+    /** Promise and future in one process. */
+    MEMORY,
+    /** Promise and future in two processes of one host, over shared memory (the per-device-process issue). */
+    FILE,
+    /** Promise and future on two hosts (the multi-host issue). */
+    NETWORK
+}

@@ -1,0 +1,86 @@
+package org.dtorch.core.communication.promise;
+
+import java.util.Objects;
+import org.dtorch.core.device.DeviceKind;
+
+/**
+ * Factories of promises (seed section 4.2.3).
+ *
+ * <p>Thread-safe: stateless.
+ */
+public final class TensorPromises {
+
+    private TensorPromises() {
+    }
+
+    /**
+     * A new tensor promise of the given backend.
+     *
+     * @throws UnsupportedOperationException for FILE and NETWORK until their issues land
+     */
+    public static TensorPromise create(TensorPromiseType type) {
+        Objects.requireNonNull(type, "type");
+        return switch (type) {
+            case MEMORY -> new MemoryTensorPromise();
+            case FILE, NETWORK -> throw notBuilt(type);
+        };
+    }
+
+    /**
+     * Rebuilds, in this process, a promise serialized in another one.
+     *
+     * @throws IllegalArgumentException      for MEMORY, which never crosses a process
+     * @throws UnsupportedOperationException for FILE and NETWORK until their issues land
+     */
+    public static TensorPromise fromSerialized(TensorPromiseType type, String data) {
+        Objects.requireNonNull(type, "type");
+        Objects.requireNonNull(data, "data");
+        if (type == TensorPromiseType.MEMORY) {
+            throw new IllegalArgumentException(
+                "a MEMORY promise cannot be rebuilt from serialized data ('" + data + "'); it never leaves its process");
+        }
+        throw notBuilt(type);
+    }
+
+    /** A new void promise of the given backend. */
+    public static VoidPromise createVoid(TensorPromiseType type) {
+        Objects.requireNonNull(type, "type");
+        return switch (type) {
+            case MEMORY -> new MemoryVoidPromise();
+            case FILE, NETWORK -> throw notBuilt(type);
+        };
+    }
+
+    /** Rebuilds a void promise serialized in another process. */
+    public static VoidPromise voidFromSerialized(TensorPromiseType type, String data) {
+        Objects.requireNonNull(type, "type");
+        Objects.requireNonNull(data, "data");
+        if (type == TensorPromiseType.MEMORY) {
+            throw new IllegalArgumentException(
+                "a MEMORY promise cannot be rebuilt from serialized data ('" + data + "'); it never leaves its process");
+        }
+        throw notBuilt(type);
+    }
+
+    /**
+     * The backend for a value produced on a device of {@code kind}.
+     *
+     * <p>In thread mode every device is a thread of the client's process: MEMORY. In per-device-process
+     * mode the value is produced in a worker process: FILE, for CPU devices too. (The seed keeps CPU on
+     * MEMORY because its CPU kernels always run in the controller's process; here CPU devices get worker
+     * processes of their own, see docs/decisions.md.)
+     */
+    public static TensorPromiseType typeFor(DeviceKind kind, boolean perDevicePerProcess) {
+        Objects.requireNonNull(kind, "kind");
+        return perDevicePerProcess ? TensorPromiseType.FILE : TensorPromiseType.MEMORY;
+    }
+
+    private static UnsupportedOperationException notBuilt(TensorPromiseType type) {
+        return new UnsupportedOperationException(switch (type) {
+            case FILE -> "FILE promises (futures in another process of this host, over shared memory) are not built yet: "
+                + "they come with the per-device-process issue";
+            case NETWORK -> "NETWORK promises (futures on another host) are not built yet: they come with the multi-host issue";
+            case MEMORY -> "unreachable";
+        });
+    }
+}

@@ -1,0 +1,155 @@
+package org.dtorch.core.communication.store;
+
+import java.util.Objects;
+import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.communication.CommOptions;
+import org.dtorch.core.communication.Deadline;
+import org.dtorch.core.device.DeviceEvent;
+import org.dtorch.core.device.DeviceKind;
+import org.dtorch.core.device.DeviceStream;
+import org.dtorch.core.tensor.TorchTensors;
+
+/**
+ * The {@link TensorStore} for participants that are threads of one process (seed section 3.4).
+ *
+ * <p>All instances with the same store key share one {@link MemoryTensorStoreState} through a registry
+ * of weak references; the first creator fixes the world size. Exchange is zero-copy: a consumer gets
+ * a new reference to the producer's tensor, never a copy.
+ *
+ * <p>Thread-safe: any participant may call any method concurrently.
+ */
+public final class MemoryTensorStore extends TensorStore {
+    private final MemoryTensorStoreState state;
+    private final long spinNanos;
+    private volatile boolean closed;
+
+    /** Creates this participant's instance and waits for the others (constructor barrier). */
+    MemoryTensorStore(TensorStoreCreateInfo info) {
+        super(info);
+        this.spinNanos = CommOptions.global().spinBeforePark().toNanos();
+        this.state = MemoryTensorStoreRegistry.acquire(info.storeKey(), info.worldSize());
+        try {
+            barrier();
+        } catch (RuntimeException e) {
+            close();
+            throw e;
+        }
+    }
+
+    @Override
+    public void srcSet(String key, Tensor value, DeviceStream stream, int getCount, DeviceKind destGetDeviceKind) {
+        String op = "srcSet('" + key + "') on store '" + storeKey() + "' (rank " + rank() + ")";
+        checkKey(key, "srcSet");
+        Objects.requireNonNull(stream, () -> op + ": stream is null");
+        if (value == null || value.isNull() || !value.defined()) {
+            throw new IllegalArgumentException(op + ": value is " + TorchTensors.describe(value));
+        }
+        if (getCount < 1) {
+            throw new IllegalArgumentException(op + ": getCount must be >= 1, got " + getCount);
+        }
+        DeviceKind valueKind = TorchTensors.deviceKind(value);
+        if (valueKind != stream.device().kind()) {
+            throw new IllegalArgumentException(op + ": value is " + TorchTensors.describe(value) + " but stream is " + stream);
+        }
+        if (destGetDeviceKind != null && destGetDeviceKind != valueKind) {
+            throw new UnsupportedOperationException(op + ": moving the value from " + valueKind.shortName() + " to "
+                + destGetDeviceKind.shortName() + " needs the GPU backend, which comes with the GPU issue");
+        }
+        DeviceEvent setEvent = stream.recordEvent();
+        Tensor own = new Tensor(value);
+        try {
+            state.srcSet(this, key, own, setEvent, getCount);
+        } catch (RuntimeException e) {
+            own.close();
+            throw e;
+        }
+    }
+
+    @Override
+    public void srcWaitUntilGetFinished(String key, DeviceStream stream) {
+        checkKey(key, "srcWaitUntilGetFinished");
+        Objects.requireNonNull(stream, "stream");
+        state.srcWaitUntilGetFinished(this, key, Deadline.after(timeout()));
+    }
+
+    @Override
+    public Tensor destGet(String key, DeviceStream stream) {
+        checkKey(key, "destGet");
+        Objects.requireNonNull(stream, "stream");
+        MemoryTensorStoreState.Taken taken = state.destGet(this, key, Deadline.after(timeout()));
+        taken.setEvent().streamWaitEvent(stream);
+        return taken.tensor();
+    }
+
+    @Override
+    public void destFinishGet(String key, DeviceStream stream) {
+        checkKey(key, "destFinishGet");
+        Objects.requireNonNull(stream, "stream");
+        state.destFinishGet(this, key);
+    }
+
+    @Override
+    public void reset() {
+        barrier();
+        state.clear();
+        barrier();
+    }
+
+    @Override
+    public void barrier() {
+        state.barrier(this, Deadline.after(timeout()));
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+        }
+        state.wakeAll();
+        MemoryTensorStoreRegistry.release(state);
+    }
+
+    /** True once {@link #close()} was called. */
+    public boolean isClosed() {
+        return closed;
+    }
+
+    /** Number of keys live in the shared state; for tests and diagnostics. */
+    public int liveKeyCount() {
+        return state.liveKeyCount();
+    }
+
+    /** Number of values the shared state still references; for tests and diagnostics. */
+    public int heldTensorCount() {
+        return state.heldTensorCount();
+    }
+
+    /** Number of memory stores in this process that have a reachable shared state; for leak checks. */
+    public static int liveStoreCount() {
+        return MemoryTensorStoreRegistry.liveStoreCount();
+    }
+
+    long spinNanos() {
+        return spinNanos;
+    }
+
+    void ensureOpen(String op) {
+        if (closed) {
+            throw new IllegalStateException(op + " on store '" + storeKey() + "' (rank " + rank() + "): the store is closed");
+        }
+    }
+
+    private void checkKey(String key, String op) {
+        ensureOpen(op + "('" + key + "')");
+        if (key == null || key.isEmpty()) {
+            throw new IllegalArgumentException(op + " on store '" + storeKey() + "' (rank " + rank() + "): key must be a non-empty string, got "
+                + (key == null ? "null" : "''"));
+        }
+    }
+}

@@ -1,0 +1,128 @@
+package org.dtorch.core.communication.store;
+
+import java.time.Duration;
+import java.util.Objects;
+import org.dtorch.core.communication.CommOptions;
+
+/**
+ * What {@link TensorStore#create(TensorStoreCreateInfo)} needs: the backend, the store key that all
+ * participants share, the number of participants, this participant's rank, and the deadline of every
+ * blocking call on the store.
+ *
+ * <p>Thread-safe: immutable.
+ */
+public final class TensorStoreCreateInfo {
+    private final TensorStoreType type;
+    private final String storeKey;
+    private final int worldSize;
+    private final int rank;
+    private final Duration timeout;
+
+    private TensorStoreCreateInfo(Builder b) {
+        this.type = Objects.requireNonNull(b.type, "type");
+        if (b.storeKey == null || b.storeKey.isBlank()) {
+            throw new IllegalArgumentException("storeKey must be a non-blank string, got " + (b.storeKey == null ? "null" : "'" + b.storeKey + "'"));
+        }
+        if (b.worldSize < 1) {
+            throw new IllegalArgumentException("worldSize of store '" + b.storeKey + "' must be >= 1, got " + b.worldSize);
+        }
+        if (b.rank < 0 || b.rank >= b.worldSize) {
+            throw new IllegalArgumentException("rank of store '" + b.storeKey + "' must be in [0, " + b.worldSize + "), got " + b.rank);
+        }
+        this.storeKey = b.storeKey;
+        this.worldSize = b.worldSize;
+        this.rank = b.rank;
+        this.timeout = CommOptions.validateTimeout(b.timeout == null ? CommOptions.global().timeout() : b.timeout);
+    }
+
+    /** A builder with type {@link TensorStoreType#MEMORY}, rank 0 and the global timeout. */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** The backend. */
+    public TensorStoreType type() {
+        return type;
+    }
+
+    /** The key that all participants of the store share. */
+    public String storeKey() {
+        return storeKey;
+    }
+
+    /** The number of participants. */
+    public int worldSize() {
+        return worldSize;
+    }
+
+    /** This participant's rank, in {@code [0, worldSize)}. */
+    public int rank() {
+        return rank;
+    }
+
+    /** The deadline of every blocking call. */
+    public Duration timeout() {
+        return timeout;
+    }
+
+    /** A builder of a copy of this info for another rank. */
+    public Builder toBuilder() {
+        return builder().type(type).storeKey(storeKey).worldSize(worldSize).rank(rank).timeout(timeout);
+    }
+
+    @Override
+    public String toString() {
+        return "TensorStoreCreateInfo{" + type + ", '" + storeKey + "', rank " + rank + " of " + worldSize + ", timeout " + timeout + "}";
+    }
+
+    /**
+     * Builds a {@link TensorStoreCreateInfo}; {@link #build()} validates.
+     *
+     * <p>Not thread-safe: one thread fills a builder.
+     */
+    public static final class Builder {
+        private TensorStoreType type = TensorStoreType.MEMORY;
+        private String storeKey;
+        private int worldSize;
+        private int rank;
+        private Duration timeout;
+
+        private Builder() {
+        }
+
+        /** The backend; default {@link TensorStoreType#MEMORY}. */
+        public Builder type(TensorStoreType value) {
+            this.type = value;
+            return this;
+        }
+
+        /** The key all participants share; required. */
+        public Builder storeKey(String value) {
+            this.storeKey = value;
+            return this;
+        }
+
+        /** The number of participants; required, at least 1. */
+        public Builder worldSize(int value) {
+            this.worldSize = value;
+            return this;
+        }
+
+        /** This participant's rank; default 0. */
+        public Builder rank(int value) {
+            this.rank = value;
+            return this;
+        }
+
+        /** The deadline of every blocking call; default {@link CommOptions#timeout()} of the global options. */
+        public Builder timeout(Duration value) {
+            this.timeout = value;
+            return this;
+        }
+
+        /** The validated info. */
+        public TensorStoreCreateInfo build() {
+            return new TensorStoreCreateInfo(this);
+        }
+    }
+}

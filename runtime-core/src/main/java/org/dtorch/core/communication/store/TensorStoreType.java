@@ -1,0 +1,15 @@
+package org.dtorch.core.communication.store;
+
+/**
+ * Which backend a {@link TensorStore} uses (seed section 3.3).
+ *
+ * <p>Thread-safe: an immutable enum.
+ */
+public enum TensorStoreType {
+    /** Ranks are threads of one process: a shared in-memory map, zero-copy. */
+    MEMORY,
+    /** Ranks are processes of one host: shared memory (the per-device-process issue). */
+    FILE,
+    /** Ranks are on several hosts (the multi-host issue). */
+    NETWORK
+}

@@ -1,0 +1,16 @@
+/**
+ * TensorStore: producer-consumer exchange of tensors by key between the ranks of one operation
+ * (seed section 3).
+ *
+ * <p>Every exchange is a four-step handshake:
+ * <pre>
+ *   Producer (1 writer)                         Consumers (N = getCount readers)
+ *   1. srcSet(key, tensor, getCount = N)        3. destGet(key)        blocks until step 1
+ *   2. srcWaitUntilGetFinished(key)             4. destFinishGet(key)  counts one finished reader
+ *      blocks until all N did step 4
+ * </pre>
+ * {@link org.dtorch.core.communication.store.TensorStore#create} picks the backend:
+ * {@link org.dtorch.core.communication.store.MemoryTensorStore} for ranks in one process; the File
+ * (processes on one host) and Network (hosts) backends arrive with their issues.
+ */
+package org.dtorch.core.communication.store;

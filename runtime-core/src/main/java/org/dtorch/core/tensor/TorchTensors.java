@@ -1,0 +1,76 @@
+package org.dtorch.core.tensor;
+
+import java.util.Arrays;
+import java.util.Locale;
+import org.bytedeco.pytorch.LongArrayRef;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.dtorch.core.device.DeviceKind;
+
+/**
+ * Small, pure facts about libtorch tensors that error messages and validation need: shape, dtype name,
+ * device kind, and a one-line description. No tensor math lives here.
+ *
+ * <p>Thread-safe: stateless; the tensors passed in must not be closed concurrently.
+ */
+public final class TorchTensors {
+
+    private TorchTensors() {
+    }
+
+    /** The shape of a tensor as a Java array. */
+    public static long[] shape(Tensor t) {
+        int dims = (int) t.dim();
+        long[] shape = new long[dims];
+        for (int d = 0; d < dims; d++) {
+            shape[d] = t.size(d);
+        }
+        return shape;
+    }
+
+    /**
+     * The dtype of a tensor as a canonical enum constant. JavaCPP returns enum values from native calls
+     * as fresh instances (so {@code ==} and {@code switch} fail on them); always read dtypes here.
+     */
+    public static ScalarType dtype(Tensor t) {
+        return t.scalar_type().intern();
+    }
+
+    /** The PyTorch name of a dtype: {@code float32}, {@code bfloat16}, {@code int64}, ... */
+    public static String dtypeName(ScalarType type) {
+        return switch (type.intern()) {
+            case Float -> "float32";
+            case Double -> "float64";
+            case Half -> "float16";
+            case BFloat16 -> "bfloat16";
+            case Long -> "int64";
+            case Int -> "int32";
+            case Short -> "int16";
+            case Char -> "int8";
+            case Byte -> "uint8";
+            case Bool -> "bool";
+            default -> type.name().toLowerCase(Locale.ROOT);
+        };
+    }
+
+    /** The device kind a tensor lives on. */
+    public static DeviceKind deviceKind(Tensor t) {
+        return t.is_cuda() ? DeviceKind.GPU : DeviceKind.CPU;
+    }
+
+    /** {@code float32[4, 3] on cpu}, for messages. */
+    public static String describe(Tensor t) {
+        if (t == null) {
+            return "null";
+        }
+        if (t.isNull() || !t.defined()) {
+            return "an undefined tensor";
+        }
+        return dtypeName(dtype(t)) + Arrays.toString(shape(t)) + " on " + deviceKind(t).shortName();
+    }
+
+    /** A libtorch shape argument. The caller closes it. */
+    public static LongArrayRef arrayRef(long... values) {
+        return new LongArrayRef(values, values.length);
+    }
+}

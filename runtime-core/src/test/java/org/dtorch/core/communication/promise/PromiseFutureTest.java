@@ -1,0 +1,195 @@
+package org.dtorch.core.communication.promise;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.communication.CommInterruptedException;
+import org.dtorch.core.communication.CommOptions;
+import org.dtorch.core.communication.CommTimeoutException;
+import org.dtorch.core.device.DeviceKind;
+import org.dtorch.core.testing.TestTensors;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+@Timeout(30)
+class PromiseFutureTest {
+
+    @Test
+    void shouldDeliverTheValueToABlockedGetter() throws Exception {
+        TensorPromise promise = TensorPromises.create(TensorPromiseType.MEMORY);
+        TensorFuture future = promise.getFuture();
+        assertFalse(future.isReady());
+        AtomicReference<Float> seen = new AtomicReference<>();
+        Thread getter = Thread.ofPlatform().start(() -> {
+            try (Tensor t = future.get()) {
+                seen.set(t.select(0, 0).item_float());
+            }
+        });
+        Thread.sleep(50);
+        try (Tensor value = TestTensors.full(4f, 3)) {
+            promise.setValue(value);
+        }
+        getter.join(5000);
+        assertEquals(4f, seen.get());
+        assertTrue(future.isReady());
+        try (Tensor again = future.waitFor(Duration.ofMillis(1)).orElseThrow()) {
+            assertEquals(4f, again.select(0, 0).item_float());
+        }
+    }
+
+    @Test
+    void shouldRethrowTheErrorWithTheOriginalAsCause() {
+        TensorPromise promise = TensorPromises.create(TensorPromiseType.MEMORY);
+        TensorFuture future = promise.getFuture();
+        IllegalStateException original = new IllegalStateException("kernel add on cpu:1 failed");
+        promise.setException(original);
+        assertTrue(future.isReady());
+        FutureFailedException e = assertThrows(FutureFailedException.class, future::get);
+        assertSame(original, e.getCause());
+        assertTrue(e.getMessage().contains("kernel add on cpu:1 failed"), e.getMessage());
+        assertThrows(FutureFailedException.class, () -> future.waitFor(Duration.ofMillis(1)));
+    }
+
+    @Test
+    void shouldReturnEmptyWhenWaitTimesOutAndNotBeReady() {
+        TensorFuture future = TensorPromises.create(TensorPromiseType.MEMORY).getFuture();
+        long start = System.nanoTime();
+        Optional<Tensor> value = future.waitFor(Duration.ofMillis(100));
+        long waitedMillis = (System.nanoTime() - start) / 1_000_000;
+        assertTrue(value.isEmpty());
+        assertTrue(waitedMillis >= 90, "waited only " + waitedMillis + " ms");
+        assertFalse(future.isReady());
+        assertThrows(IllegalArgumentException.class, () -> future.waitFor(Duration.ZERO));
+    }
+
+    @Test
+    void shouldTimeOutGetAtTheGlobalDeadline() {
+        CommOptions saved = CommOptions.global();
+        CommOptions.setGlobal(saved.withTimeout(Duration.ofMillis(150)));
+        try {
+            TensorFuture future = TensorPromises.create(TensorPromiseType.MEMORY).getFuture();
+            CommTimeoutException e = assertThrows(CommTimeoutException.class, future::get);
+            assertTrue(e.getMessage().startsWith("TensorFuture.get() timed out after 150 ms: no value or error was set"), e.getMessage());
+            VoidFuture done = TensorPromises.createVoid(TensorPromiseType.MEMORY).getFuture();
+            assertThrows(CommTimeoutException.class, done::get);
+        } finally {
+            CommOptions.setGlobal(saved);
+        }
+    }
+
+    @Test
+    void shouldThrowWhenInterrupted() throws Exception {
+        TensorFuture future = TensorPromises.create(TensorPromiseType.MEMORY).getFuture();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        Thread getter = Thread.ofPlatform().start(() -> {
+            try {
+                future.get();
+            } catch (Throwable e) {
+                failure.set(e);
+            }
+        });
+        Thread.sleep(50);
+        getter.interrupt();
+        getter.join(5000);
+        assertInstanceOf(CommInterruptedException.class, failure.get());
+    }
+
+    @Test
+    void shouldAllowOneFutureAndOneCompletion() {
+        TensorPromise promise = TensorPromises.create(TensorPromiseType.MEMORY);
+        promise.getFuture();
+        assertThrows(IllegalStateException.class, promise::getFuture);
+        try (Tensor t = TestTensors.full(1f, 1)) {
+            promise.setValue(t);
+            assertEquals(2, t.use_count(), "the promise keeps its own reference");
+            assertThrows(IllegalStateException.class, () -> promise.setValue(t));
+            assertEquals(2, t.use_count(), "a rejected second value must not leak a reference");
+            assertThrows(IllegalStateException.class, () -> promise.setException(new RuntimeException("late")));
+        }
+        assertThrows(IllegalArgumentException.class, () -> TensorPromises.create(TensorPromiseType.MEMORY).setValue(null));
+        VoidPromise v = TensorPromises.createVoid(TensorPromiseType.MEMORY);
+        v.getFuture();
+        assertThrows(IllegalStateException.class, v::getFuture);
+        v.setValue();
+        assertThrows(IllegalStateException.class, v::setValue);
+    }
+
+    @Test
+    void shouldPushCompletionToCallbacks() throws Exception {
+        TensorPromise promise = TensorPromises.create(TensorPromiseType.MEMORY);
+        TensorFuture future = promise.getFuture();
+        CountDownLatch called = new CountDownLatch(1);
+        AtomicReference<String> callbackThread = new AtomicReference<>();
+        CompletableFuture<Float> first = future.toCompletableFuture().thenApply(t -> {
+            callbackThread.set(Thread.currentThread().getName());
+            called.countDown();
+            return t.select(0, 0).item_float();
+        });
+        // Completing the view must not complete the future.
+        future.toCompletableFuture().complete(null);
+        assertFalse(future.isReady());
+        Thread producer = Thread.ofPlatform().name("worker-7").start(() -> {
+            try (Tensor t = TestTensors.full(9f, 2)) {
+                promise.setValue(t);
+            }
+        });
+        assertTrue(called.await(5, TimeUnit.SECONDS));
+        producer.join();
+        assertEquals(9f, first.get());
+        assertEquals("worker-7", callbackThread.get(), "the callback runs on the completing thread, without polling");
+    }
+
+    @Test
+    void shouldCollectVoidFuturesAndFailFast() {
+        VoidPromise a = TensorPromises.createVoid(TensorPromiseType.MEMORY);
+        VoidPromise b = TensorPromises.createVoid(TensorPromiseType.MEMORY);
+        VoidPromise c = TensorPromises.createVoid(TensorPromiseType.MEMORY);
+        VoidFutureCollect all = new VoidFutureCollect(List.of(a.getFuture(), b.getFuture(), c.getFuture()));
+        assertEquals(3, all.size());
+        a.setValue();
+        assertFalse(all.isReady());
+        assertFalse(all.waitFor(Duration.ofMillis(20)));
+        RuntimeException boom = new RuntimeException("device cpu:1 lost");
+        b.setException(boom);
+        assertTrue(all.isReady(), "the first failure completes the collection without waiting for the rest");
+        FutureFailedException e = assertThrows(FutureFailedException.class, all::get);
+        assertTrue(e.getMessage().contains("future 1 of 3 failed") && e.getMessage().contains("device cpu:1 lost"), e.getMessage());
+        assertSame(boom, e.getCause().getCause());
+
+        VoidPromise d = TensorPromises.createVoid(TensorPromiseType.MEMORY);
+        VoidPromise f = TensorPromises.createVoid(TensorPromiseType.MEMORY);
+        VoidFutureCollect ok = VoidFutureCollect.of(d.getFuture(), f.getFuture());
+        d.setValue();
+        f.setValue();
+        assertTrue(ok.waitFor(Duration.ofSeconds(1)));
+        ok.get();
+        assertTrue(new VoidFutureCollect(List.of()).isReady());
+    }
+
+    @Test
+    void shouldChooseAndRejectBackendsClearly() {
+        assertEquals(TensorPromiseType.MEMORY, TensorPromises.typeFor(DeviceKind.CPU, false));
+        assertEquals(TensorPromiseType.MEMORY, TensorPromises.typeFor(DeviceKind.GPU, false));
+        assertEquals(TensorPromiseType.FILE, TensorPromises.typeFor(DeviceKind.GPU, true));
+        assertEquals(TensorPromiseType.FILE, TensorPromises.typeFor(DeviceKind.CPU, true));
+        UnsupportedOperationException file = assertThrows(UnsupportedOperationException.class, () -> TensorPromises.create(TensorPromiseType.FILE));
+        assertTrue(file.getMessage().contains("per-device-process issue"), file.getMessage());
+        assertThrows(UnsupportedOperationException.class, () -> TensorPromises.create(TensorPromiseType.NETWORK));
+        assertThrows(UnsupportedOperationException.class, () -> TensorPromises.create(TensorPromiseType.MEMORY).serialize());
+        assertThrows(IllegalArgumentException.class, () -> TensorPromises.fromSerialized(TensorPromiseType.MEMORY, "x"));
+        assertThrows(UnsupportedOperationException.class, () -> TensorPromises.fromSerialized(TensorPromiseType.FILE, "/dtorch-x"));
+        assertEquals(TensorPromiseType.MEMORY, TensorPromises.create(TensorPromiseType.MEMORY).type());
+    }
+}
