@@ -54,7 +54,7 @@ public final class Deadline {
     }
 
     private static String trim(double value) {
-        return value == Math.rint(value) ? Long.toString((long) value) : String.format(java.util.Locale.ROOT, "%.3g", value);
+        return java.math.BigDecimal.valueOf(value).round(new java.math.MathContext(3)).stripTrailingZeros().toPlainString();
     }
 
     private static long saturatedNanos(Duration d) {

@@ -303,7 +303,8 @@ final class GlooBackend implements CollectiveBackend {
     private CommException translate(String op, RuntimeException e) {
         String message = String.valueOf(e.getMessage());
         int firstLine = message.indexOf('\n');
-        String glooMessage = firstLine < 0 ? message : message.substring(0, firstLine);
+        // Drop the "[/path/to/source.cc:78] " prefix of c10 errors.
+        String glooMessage = (firstLine < 0 ? message : message.substring(0, firstLine)).replaceFirst("^\\[[^\\]]*\\]\\s*", "");
         String lower = glooMessage.toLowerCase(Locale.ROOT);
         String prefix = op.equals("connect") ? "connect to " + describe() + ": " : "";
         if (lower.contains("timed out") || lower.contains("timeout")) {
