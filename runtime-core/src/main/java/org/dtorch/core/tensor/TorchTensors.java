@@ -69,6 +69,49 @@ public final class TorchTensors {
         return dtypeName(dtype(t)) + Arrays.toString(shape(t)) + " on " + deviceKind(t).shortName();
     }
 
+    /**
+     * The values of a CPU tensor as nested lists, like PyTorch prints them: {@code [[0, 1], [2, 3]]}.
+     * Integer and bool dtypes print as integers; at most {@code maxValues} values are shown.
+     */
+    public static String format(Tensor t, int maxValues) {
+        long numel = t.numel();
+        int shown = (int) Math.min(numel, Math.max(0, maxValues));
+        double[] values = new double[shown];
+        try (Tensor flat = t.reshape(-1); Tensor head = flat.narrow(0, 0, shown);
+             Tensor doubles = head.to(ScalarType.Double).contiguous()) {
+            if (shown > 0) {
+                new org.bytedeco.javacpp.DoublePointer(doubles.data_ptr()).capacity(shown).get(values);
+            }
+        }
+        boolean integral = !t.is_floating_point() && !t.is_complex();
+        StringBuilder out = new StringBuilder();
+        appendNested(out, shape(t), 0, new int[] {0}, values, integral, numel);
+        return out.toString();
+    }
+
+    private static void appendNested(StringBuilder out, long[] shape, int dim, int[] next, double[] values, boolean integral, long numel) {
+        if (dim == shape.length) {
+            if (next[0] < values.length) {
+                double v = values[next[0]++];
+                out.append(integral ? Long.toString((long) v) : Double.toString(v));
+            } else if (next[0]++ == values.length) {
+                out.append("...");
+            }
+            return;
+        }
+        out.append('[');
+        for (long i = 0; i < shape[dim]; i++) {
+            if (next[0] > values.length) {
+                break;
+            }
+            if (i > 0) {
+                out.append(", ");
+            }
+            appendNested(out, shape, dim + 1, next, values, integral, numel);
+        }
+        out.append(']');
+    }
+
     /** A libtorch shape argument. The caller closes it. */
     public static LongArrayRef arrayRef(long... values) {
         return new LongArrayRef(values, values.length);

@@ -28,6 +28,7 @@ import org.dtorch.core.communication.CommTimeoutException;
 import org.dtorch.core.communication.Deadline;
 import org.dtorch.core.communication.ReduceOpType;
 import org.dtorch.core.device.DeviceStream;
+import org.dtorch.core.tensor.TorchTensors;
 
 /**
  * Collectives between distinct CPU devices on c10d's {@code ProcessGroupGloo}, with a c10d
@@ -43,6 +44,9 @@ final class GlooBackend implements CollectiveBackend {
     /** System property: host name or address Gloo binds to; default the loopback address. */
     static final String HOSTNAME_PROPERTY = "dtorch.gloo.hostname";
     private static final String DEFAULT_HOSTNAME = "127.0.0.1";
+    /** All-reduces of at least this many bytes are pipelined (copy of piece k+1 during reduction of piece k). */
+    private static final long PIPELINE_MIN_BYTES = 4L << 20;
+    private static final int PIPELINE_CHUNKS = 4;
 
     private final String groupName;
     private final int rank;
@@ -97,16 +101,35 @@ final class GlooBackend implements CollectiveBackend {
         });
     }
 
+    /**
+     * The result is a new tensor, so the input must be copied once. The copy is pipelined with the
+     * reduction: the output is cut into up to {@link #PIPELINE_CHUNKS} pieces, and piece k+1 is copied
+     * while Gloo reduces piece k (Gloo runs issued work in order on its own thread).
+     */
     @Override
     public Tensor allReduce(Tensor input, ReduceOpType op) {
-        Tensor result = input.clone(new MemoryFormatOptional(torch.MemoryFormat.Contiguous));
-        try (TensorVector tensors = new TensorVector(result); AllreduceOptions o = new AllreduceOptions()) {
+        Tensor result = input.new_empty(TorchTensors.shape(input));
+        long numel = input.numel();
+        int chunks = input.nbytes() >= PIPELINE_MIN_BYTES ? (int) Math.min(PIPELINE_CHUNKS, numel) : 1;
+        List<Work> issued = new ArrayList<>(chunks);
+        try (Tensor src = input.reshape(-1); Tensor dst = result.view(-1); AllreduceOptions o = new AllreduceOptions()) {
             o.reduceOp(reduceOp(op));
             o.timeout(new Milliseconds(timeout.toMillis()));
-            run("allReduce(" + op.shortName() + ")", () -> pg.allreduce(tensors, o));
+            for (int k = 0; k < chunks; k++) {
+                long start = numel * k / chunks;
+                long length = numel * (k + 1) / chunks - start;
+                try (Tensor from = src.narrow(0, start, length); Tensor to = dst.narrow(0, start, length);
+                     TensorVector tensors = new TensorVector(to)) {
+                    to.copy_(from);
+                    issued.add(issue("allReduce(" + op.shortName() + ")", () -> pg.allreduce(tensors, o)));
+                }
+            }
+            waitAll("allReduce(" + op.shortName() + ")", issued);
         } catch (RuntimeException e) {
             result.close();
             throw e;
+        } finally {
+            issued.forEach(Work::close);
         }
         return result;
     }
@@ -288,14 +311,31 @@ final class GlooBackend implements CollectiveBackend {
     }
 
     /** Issues one c10d call and waits for it. */
-    private void run(String op, Supplier<Work> issue) {
+    private void run(String op, Supplier<Work> call) {
+        try (Work work = issue(op, call)) {
+            waitAll(op, List.of(work));
+        }
+    }
+
+    private Work issue(String op, Supplier<Work> call) {
         if (closed) {
             throw new IllegalStateException(op + " on " + describe() + ": the group is closed");
         }
-        try (Work work = issue.get()) {
-            work._wait();
+        try {
+            return call.get();
         } catch (RuntimeException e) {
             throw translate(op, e);
+        }
+    }
+
+    /** Waits for every issued piece of work, in order; each wait is bounded by the Gloo timeout. */
+    private void waitAll(String op, List<Work> issued) {
+        for (Work work : issued) {
+            try {
+                work._wait();
+            } catch (RuntimeException e) {
+                throw translate(op, e);
+            }
         }
     }
 

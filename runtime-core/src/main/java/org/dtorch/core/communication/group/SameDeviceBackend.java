@@ -38,8 +38,12 @@ import org.dtorch.core.tensor.TorchTensors;
  * <p>Not thread-safe: one rank's thread uses an instance.
  */
 final class SameDeviceBackend implements CollectiveBackend {
-    /** Elements are reduced in chunks of this many bytes, small enough to stay in cache. */
-    private static final long CHUNK_BYTES = 256 * 1024;
+    /**
+     * Elements are reduced in chunks of this many bytes: small enough to stay in cache, and under
+     * libtorch's intra-op grain (32768 elements), so the ranks' threads do not each start a parallel
+     * team on an already busy CPU.
+     */
+    private static final long CHUNK_BYTES = 64 * 1024;
 
     private final TensorStore store;
     private final String groupName;

@@ -18,9 +18,9 @@ import org.dtorch.core.device.DeviceEvent;
  * The state that every {@link MemoryTensorStore} instance of one store key shares (the seed's
  * {@code MemoryTensorStore::Impl}): live entries by key and the barrier counters, behind one lock.
  *
- * <p>Waiting: a waiter first spins on {@link #version} for {@link CommOptions#spinBeforePark()} (a
- * hand-off between two running threads then costs microseconds, not a scheduler wake-up), then parks
- * on {@link #changed} until the deadline. Every state change increments {@code version} and signals
+ * <p>Waiting: a waiter first spins on {@link #version} for up to {@link CommOptions#spinBeforePark()} in
+ * all (a hand-off between two running threads then costs microseconds, not a scheduler wake-up), then
+ * parks on {@link #changed} until the deadline. Every state change increments {@code version} and signals
  * {@code changed}, both under the lock.
  *
  * <p>Thread-safe: every method takes the lock; {@code version} is volatile so spinners can read it
@@ -28,6 +28,7 @@ import org.dtorch.core.device.DeviceEvent;
  */
 final class MemoryTensorStoreState {
     private static final int KEYS_SHOWN_IN_ERRORS = 8;
+    private static final int LOCK_SPINS = 1_000;
 
     final String storeKey;
     final int worldSize;
@@ -71,7 +72,7 @@ final class MemoryTensorStoreState {
     }
 
     void srcSet(MemoryTensorStore caller, String key, Tensor ownReference, DeviceEvent setEvent, int getCount) {
-        lock.lock();
+        acquire();
         try {
             caller.ensureOpen("srcSet('" + key + "')");
             Entry live = entries.get(key);
@@ -90,7 +91,7 @@ final class MemoryTensorStoreState {
     /** Takes one of the open gets of {@code key}; returns a new reference and the producer's event. */
     Taken destGet(MemoryTensorStore caller, String key, Deadline deadline) {
         String op = "destGet('" + key + "')";
-        lock.lock();
+        acquire();
         try {
             Entry entry = await(caller, op, deadline, () -> {
                 Entry e = entries.get(key);
@@ -112,7 +113,7 @@ final class MemoryTensorStoreState {
     }
 
     void destFinishGet(MemoryTensorStore caller, String key) {
-        lock.lock();
+        acquire();
         try {
             caller.ensureOpen("destFinishGet('" + key + "')");
             Entry entry = entries.get(key);
@@ -140,7 +141,7 @@ final class MemoryTensorStoreState {
 
     void srcWaitUntilGetFinished(MemoryTensorStore caller, String key, Deadline deadline) {
         String op = "srcWaitUntilGetFinished('" + key + "')";
-        lock.lock();
+        acquire();
         try {
             caller.ensureOpen(op);
             Entry entry = entries.get(key);
@@ -158,7 +159,7 @@ final class MemoryTensorStoreState {
     }
 
     void barrier(MemoryTensorStore caller, Deadline deadline) {
-        lock.lock();
+        acquire();
         try {
             caller.ensureOpen("barrier()");
             long generation = barrierGeneration;
@@ -185,7 +186,7 @@ final class MemoryTensorStoreState {
 
     /** Drops every entry and the store's references to their values. */
     void clear() {
-        lock.lock();
+        acquire();
         try {
             for (Entry e : entries.values()) {
                 if (e.tensor != null) {
@@ -202,7 +203,7 @@ final class MemoryTensorStoreState {
 
     /** Wakes the waiters of a closing instance so they notice. */
     void wakeAll() {
-        lock.lock();
+        acquire();
         try {
             signalChange();
         } finally {
@@ -212,7 +213,7 @@ final class MemoryTensorStoreState {
 
     /** Number of live keys; for tests and diagnostics. */
     int liveKeyCount() {
-        lock.lock();
+        acquire();
         try {
             return entries.size();
         } finally {
@@ -222,12 +223,26 @@ final class MemoryTensorStoreState {
 
     /** Number of values the store still references; for tests and diagnostics. */
     int heldTensorCount() {
-        lock.lock();
+        acquire();
         try {
             return (int) entries.values().stream().filter(e -> e.tensor != null).count();
         } finally {
             lock.unlock();
         }
+    }
+
+    /**
+     * Takes the lock, spinning briefly first: the holder only ever keeps it for a few map operations,
+     * and a plain {@code lock()} that finds it held parks the thread, which costs a scheduler wake-up.
+     */
+    private void acquire() {
+        for (int spins = 0; spins < LOCK_SPINS; spins++) {
+            if (lock.tryLock()) {
+                return;
+            }
+            Thread.onSpinWait();
+        }
+        lock.lock();
     }
 
     private void signalChange() {
@@ -246,12 +261,11 @@ final class MemoryTensorStoreState {
     }
 
     /**
-     * Waits, with the lock held, until {@code attempt} returns non-null. Spins once without the lock,
-     * then parks until a change or the deadline.
+     * Waits, with the lock held, until {@code attempt} returns non-null. Spins without the lock while the
+     * spin budget lasts (re-checking after every change), then parks until a change or the deadline.
      */
     private <T> T await(MemoryTensorStore caller, String op, Deadline deadline, Supplier<T> attempt, Supplier<String> seen) {
-        boolean spun = false;
-        long spinNanos = caller.spinNanos();
+        long spinEnd = System.nanoTime() + caller.spinNanos();
         while (true) {
             T result = attempt.get();
             if (result != null) {
@@ -263,17 +277,15 @@ final class MemoryTensorStoreState {
                 throw new CommTimeoutException(op + " on store '" + storeKey + "' (rank " + caller.rank() + ") "
                     + deadline.timedOutAfter() + ": " + seen.get());
             }
-            if (!spun && spinNanos > 0) {
-                spun = true;
+            if (System.nanoTime() - spinEnd < 0) {
                 long seenVersion = version;
-                long spinEnd = System.nanoTime() + Math.min(spinNanos, remaining);
                 lock.unlock();
                 try {
                     while (version == seenVersion && System.nanoTime() - spinEnd < 0) {
                         Thread.onSpinWait();
                     }
                 } finally {
-                    lock.lock();
+                    acquire();
                 }
                 continue;
             }
