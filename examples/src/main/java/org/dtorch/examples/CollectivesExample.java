@@ -52,7 +52,7 @@ public final class CollectivesExample {
         try (TensorOptions floats = new TensorOptions().dtype(new ScalarTypeOptional(torch.ScalarType.Float));
              Tensor mine = torch.full(new long[] {2, 3}, new Scalar(rank + 1.0), floats);
              Tensor sum = group.allReduce(mine)) {
-            out.append("  all-reduce of full(rank + 1):          ").append(TorchTensors.format(sum, 16)).append('\n');
+            out.append(line("all-reduce of full(rank + 1):", TorchTensors.format(sum, 16)));
         }
         long rows = BalancedSplit.size(ROWS, WORLD, rank);
         long first = BalancedSplit.offset(ROWS, WORLD, rank);
@@ -60,10 +60,13 @@ public final class CollectivesExample {
              Tensor shard = range.reshape(rows, 1).to(torch.ScalarType.Long);
              Tensor gathered = group.allGatherIntoTensor(shard, ROWS);
              Tensor flat = gathered.reshape(-1)) {
-            out.append("  my shard, rows ").append(first).append("..").append(first + rows - 1).append(":                 ")
-                .append(TorchTensors.format(shard, 16)).append('\n');
-            out.append("  uneven all-gather (3, 3, 2, 2 rows):   ").append(TorchTensors.format(flat, 16));
+            out.append(line("my shard, rows " + first + ".." + (first + rows - 1) + ":", TorchTensors.format(shard, 16)));
+            out.append(line("uneven all-gather (3, 3, 2, 2 rows):", TorchTensors.format(flat, 16)));
         }
-        return out.toString();
+        return out.toString().stripTrailing();
+    }
+
+    private static String line(String label, String value) {
+        return String.format("  %-38s %s%n", label, value);
     }
 }

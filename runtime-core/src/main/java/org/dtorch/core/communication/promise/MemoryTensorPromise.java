@@ -1,11 +1,9 @@
 package org.dtorch.core.communication.promise;
 
 import java.time.Duration;
-import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.atomic.AtomicBoolean;
 import org.bytedeco.pytorch.Tensor;
 import org.dtorch.core.communication.CommOptions;
 import org.dtorch.core.communication.CommTimeoutException;
@@ -18,9 +16,11 @@ import org.dtorch.core.tensor.TorchTensors;
  *
  * <p>Thread-safe: completion and {@link #getFuture()} are atomic.
  */
-final class MemoryTensorPromise implements TensorPromise {
-    private final CompletableFuture<Tensor> value = new CompletableFuture<>();
-    private final AtomicBoolean futureTaken = new AtomicBoolean();
+final class MemoryTensorPromise extends MemoryPromise<Tensor> implements TensorPromise {
+
+    MemoryTensorPromise() {
+        super("TensorPromise");
+    }
 
     @Override
     public void setValue(Tensor t) {
@@ -28,37 +28,16 @@ final class MemoryTensorPromise implements TensorPromise {
             throw new IllegalArgumentException("TensorPromise.setValue: value is " + TorchTensors.describe(t));
         }
         Tensor own = new Tensor(t);
-        if (!value.complete(own)) {
+        if (!completeWith(own)) {
             own.close();
-            throw new IllegalStateException("TensorPromise.setValue: the promise is already completed");
-        }
-    }
-
-    @Override
-    public void setException(Throwable e) {
-        Objects.requireNonNull(e, "TensorPromise.setException: error is null");
-        if (!value.completeExceptionally(e)) {
-            throw new IllegalStateException("TensorPromise.setException: the promise is already completed", e);
+            throw alreadyCompleted("setValue");
         }
     }
 
     @Override
     public TensorFuture getFuture() {
-        if (!futureTaken.compareAndSet(false, true)) {
-            throw new IllegalStateException("TensorPromise.getFuture() was already called; a promise has exactly one future");
-        }
-        return new MemoryTensorFuture(value);
-    }
-
-    @Override
-    public String serialize() {
-        throw new UnsupportedOperationException(
-            "a MEMORY promise lives in one process and cannot be serialized; use a FILE promise across processes");
-    }
-
-    @Override
-    public TensorPromiseType type() {
-        return TensorPromiseType.MEMORY;
+        takeFuture();
+        return new MemoryTensorFuture(completion);
     }
 
     /** The future of a {@link MemoryTensorPromise}. Thread-safe. */

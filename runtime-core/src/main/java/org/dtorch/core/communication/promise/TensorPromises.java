@@ -19,11 +19,8 @@ public final class TensorPromises {
      * @throws UnsupportedOperationException for FILE and NETWORK until their issues land
      */
     public static TensorPromise create(TensorPromiseType type) {
-        Objects.requireNonNull(type, "type");
-        return switch (type) {
-            case MEMORY -> new MemoryTensorPromise();
-            case FILE, NETWORK -> throw notBuilt(type);
-        };
+        requireBuilt(type);
+        return new MemoryTensorPromise();
     }
 
     /**
@@ -33,33 +30,18 @@ public final class TensorPromises {
      * @throws UnsupportedOperationException for FILE and NETWORK until their issues land
      */
     public static TensorPromise fromSerialized(TensorPromiseType type, String data) {
-        Objects.requireNonNull(type, "type");
-        Objects.requireNonNull(data, "data");
-        if (type == TensorPromiseType.MEMORY) {
-            throw new IllegalArgumentException(
-                "a MEMORY promise cannot be rebuilt from serialized data ('" + data + "'); it never leaves its process");
-        }
-        throw notBuilt(type);
+        throw cannotRebuild(type, data);
     }
 
     /** A new void promise of the given backend. */
     public static VoidPromise createVoid(TensorPromiseType type) {
-        Objects.requireNonNull(type, "type");
-        return switch (type) {
-            case MEMORY -> new MemoryVoidPromise();
-            case FILE, NETWORK -> throw notBuilt(type);
-        };
+        requireBuilt(type);
+        return new MemoryVoidPromise();
     }
 
     /** Rebuilds a void promise serialized in another process. */
     public static VoidPromise voidFromSerialized(TensorPromiseType type, String data) {
-        Objects.requireNonNull(type, "type");
-        Objects.requireNonNull(data, "data");
-        if (type == TensorPromiseType.MEMORY) {
-            throw new IllegalArgumentException(
-                "a MEMORY promise cannot be rebuilt from serialized data ('" + data + "'); it never leaves its process");
-        }
-        throw notBuilt(type);
+        throw cannotRebuild(type, data);
     }
 
     /**
@@ -75,12 +57,25 @@ public final class TensorPromises {
         return perDevicePerProcess ? TensorPromiseType.FILE : TensorPromiseType.MEMORY;
     }
 
+    private static void requireBuilt(TensorPromiseType type) {
+        if (Objects.requireNonNull(type, "type") != TensorPromiseType.MEMORY) {
+            throw notBuilt(type);
+        }
+    }
+
+    private static RuntimeException cannotRebuild(TensorPromiseType type, String data) {
+        Objects.requireNonNull(data, "data");
+        if (Objects.requireNonNull(type, "type") == TensorPromiseType.MEMORY) {
+            return new IllegalArgumentException(
+                "a MEMORY promise cannot be rebuilt from serialized data ('" + data + "'); it never leaves its process");
+        }
+        return notBuilt(type);
+    }
+
     private static UnsupportedOperationException notBuilt(TensorPromiseType type) {
-        return new UnsupportedOperationException(switch (type) {
-            case FILE -> "FILE promises (futures in another process of this host, over shared memory) are not built yet: "
-                + "they come with the per-device-process issue";
-            case NETWORK -> "NETWORK promises (futures on another host) are not built yet: they come with the multi-host issue";
-            case MEMORY -> "unreachable";
-        });
+        return new UnsupportedOperationException(type == TensorPromiseType.FILE
+            ? "FILE promises (futures in another process of this host, over shared memory) are not built yet: "
+                + "they come with the per-device-process issue"
+            : "NETWORK promises (futures on another host) are not built yet: they come with the multi-host issue");
     }
 }
