@@ -52,7 +52,8 @@ final class GlooBackend implements CollectiveBackend {
     private final int rank;
     private final int size;
     private final Duration timeout;
-    private final Path storePath;
+    /** The timeout as c10d wants it; copied into every options object, closed with the backend. */
+    private final Milliseconds timeoutMillis;
     private final FileStore store;
     private final ProcessGroupGloo pg;
     private boolean closed;
@@ -63,20 +64,23 @@ final class GlooBackend implements CollectiveBackend {
         this.rank = rank;
         this.size = size;
         this.timeout = timeout;
-        this.storePath = CommPaths.file(initPath, ".filestore");
+        this.timeoutMillis = new Milliseconds(timeout.toMillis());
+        Path storePath = CommPaths.file(initPath, ".filestore");
         FileStore fileStore = null;
         try {
             fileStore = new FileStore(storePath.toString(), size);
-            fileStore.setTimeout(new Milliseconds(timeout.toMillis()));
-            ProcessGroupGloo.Options options = ProcessGroupGloo.Options.create(new Milliseconds(timeout.toMillis()));
-            options.devices().push_back(GlooDevice.shared());
-            options.threads(1);
-            this.pg = new ProcessGroupGloo(fileStore, rank, size, options);
+            fileStore.setTimeout(timeoutMillis);
+            try (ProcessGroupGloo.Options options = ProcessGroupGloo.Options.create(timeoutMillis)) {
+                options.devices().push_back(GlooDevice.shared());
+                options.threads(1);
+                this.pg = new ProcessGroupGloo(fileStore, rank, size, options);
+            }
             this.store = fileStore;
         } catch (RuntimeException e) {
             if (fileStore != null) {
                 fileStore.close();
             }
+            timeoutMillis.close();
             throw translate("connect", e);
         }
     }
@@ -95,7 +99,7 @@ final class GlooBackend implements CollectiveBackend {
     public void barrier() {
         run("barrier", () -> {
             try (BarrierOptions o = new BarrierOptions()) {
-                o.timeout(new Milliseconds(timeout.toMillis()));
+                o.timeout(timeoutMillis);
                 return pg.barrier(o);
             }
         });
@@ -112,9 +116,10 @@ final class GlooBackend implements CollectiveBackend {
         long numel = input.numel();
         int chunks = input.nbytes() >= PIPELINE_MIN_BYTES ? (int) Math.min(PIPELINE_CHUNKS, numel) : 1;
         List<Work> issued = new ArrayList<>(chunks);
-        try (Tensor src = input.reshape(-1); Tensor dst = result.view(-1); AllreduceOptions o = new AllreduceOptions()) {
-            o.reduceOp(reduceOp(op));
-            o.timeout(new Milliseconds(timeout.toMillis()));
+        try (Tensor src = input.reshape(-1); Tensor dst = result.view(-1); AllreduceOptions o = new AllreduceOptions();
+             ReduceOp reduce = reduceOp(op)) {
+            o.reduceOp(reduce);
+            o.timeout(timeoutMillis);
             for (int k = 0; k < chunks; k++) {
                 long start = numel * k / chunks;
                 long length = numel * (k + 1) / chunks - start;
@@ -177,7 +182,7 @@ final class GlooBackend implements CollectiveBackend {
         }
         Tensor gathered = moved.new_empty(CollectiveShapes.withDim(moved, 0, max * size));
         try (AllgatherOptions o = new AllgatherOptions()) {
-            o.timeout(new Milliseconds(timeout.toMillis()));
+            o.timeout(timeoutMillis);
             Tensor send = padded;
             run(op, () -> pg._allgather_base(gathered, send, o));
         } finally {
@@ -215,9 +220,9 @@ final class GlooBackend implements CollectiveBackend {
             }
         }
         Tensor out = x.new_empty(CollectiveShapes.withDim(x, 0, max));
-        try (ReduceScatterOptions o = new ReduceScatterOptions()) {
-            o.reduceOp(reduceOp(op));
-            o.timeout(new Milliseconds(timeout.toMillis()));
+        try (ReduceScatterOptions o = new ReduceScatterOptions(); ReduceOp reduce = reduceOp(op)) {
+            o.reduceOp(reduce);
+            o.timeout(timeoutMillis);
             Tensor send = padded;
             run("reduceScatterTensor(" + op.shortName() + ")", () -> pg._reduce_scatter_base(out, send, o));
         } catch (RuntimeException e) {
@@ -261,7 +266,7 @@ final class GlooBackend implements CollectiveBackend {
         Tensor recv = input.new_empty(CollectiveShapes.sum(recvSplits));
         try (LongVector outSplits = new LongVector(recvSplits); LongVector inSplits = new LongVector(sendSplits);
              AllToAllOptions o = new AllToAllOptions()) {
-            o.timeout(new Milliseconds(timeout.toMillis()));
+            o.timeout(timeoutMillis);
             run("allToAll", () -> pg.alltoall_base(recv, send, outSplits, inSplits, o));
         } catch (RuntimeException e) {
             recv.close();
@@ -293,11 +298,7 @@ final class GlooBackend implements CollectiveBackend {
         closed = true;
         pg.close();
         store.close();
-    }
-
-    /** Path of the rendezvous file; for tests. */
-    Path storePath() {
-        return storePath;
+        timeoutMillis.close();
     }
 
     private static ReduceOp reduceOp(ReduceOpType op) {

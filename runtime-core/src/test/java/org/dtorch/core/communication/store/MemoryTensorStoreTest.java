@@ -259,6 +259,41 @@ class MemoryTensorStoreTest {
     }
 
     @Test
+    void shouldLeaveOtherRanksIntactWhenOneIsInterruptedInBarrier() throws Exception {
+        List<TensorStore> stores = createAll(freshKey(), 3, Duration.ofSeconds(20));
+        try {
+            AtomicReference<Throwable> interrupted = new AtomicReference<>();
+            CountDownLatch rank0Waiting = new CountDownLatch(1);
+            Thread rank0 = Thread.ofPlatform().start(() -> {
+                rank0Waiting.countDown();
+                stores.get(0).barrier(); // completes later with ranks 1 and 2
+            });
+            Thread rank1 = Thread.ofPlatform().start(() -> {
+                try {
+                    stores.get(1).barrier();
+                } catch (Throwable e) {
+                    interrupted.set(e);
+                }
+            });
+            assertTrue(rank0Waiting.await(5, TimeUnit.SECONDS));
+            Thread.sleep(100);
+            rank1.interrupt();
+            rank1.join(5000);
+            assertInstanceOf(CommInterruptedException.class, interrupted.get());
+            assertTrue(interrupted.get().getMessage().contains("2 of 3 ranks arrived"), interrupted.get().getMessage());
+            // Rank 1 withdrew its arrival: the barrier needs rank 1 and rank 2 again, and then completes.
+            Thread rank1Again = Thread.ofPlatform().start(() -> stores.get(1).barrier());
+            stores.get(2).barrier();
+            rank0.join(5000);
+            rank1Again.join(5000);
+            assertFalse(rank0.isAlive() || rank1Again.isAlive());
+            RankThreads.runAll(3, rank -> stores.get(rank).barrier());
+        } finally {
+            stores.forEach(TensorStore::close);
+        }
+    }
+
+    @Test
     void shouldFailUseAfterCloseAndWakeBlockedCallers() throws Exception {
         TensorStore store = solo(Duration.ofSeconds(30));
         AtomicReference<Throwable> failure = new AtomicReference<>();
