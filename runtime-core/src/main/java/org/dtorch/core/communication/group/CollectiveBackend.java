@@ -36,8 +36,8 @@ interface CollectiveBackend extends AutoCloseable {
     /** Every rank's input, in rank order. */
     List<Tensor> allGatherIntoVec(Tensor input, int dim, long[] sizes);
 
-    /** Reduction over the ranks of the full input, of which this rank keeps its {@code sizes[rank]} rows of dim 0. */
-    Tensor reduceScatter(Tensor input, long[] sizes, ReduceOpType op);
+    /** Reduction over the ranks of the full input, of which this rank keeps its {@code sizes[rank]} slices of {@code dim}. */
+    Tensor reduceScatter(Tensor input, int dim, long[] sizes, ReduceOpType op);
 
     /**
      * Re-sharding from {@code srcDim} (this rank holds {@code srcSizes[rank]}) to {@code destDim} (this rank

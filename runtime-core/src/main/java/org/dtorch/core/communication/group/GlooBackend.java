@@ -206,7 +206,17 @@ final class GlooBackend implements CollectiveBackend {
     }
 
     @Override
-    public Tensor reduceScatter(Tensor input, long[] sizes, ReduceOpType op) {
+    public Tensor reduceScatter(Tensor input, int dim, long[] sizes, ReduceOpType op) {
+        if (dim == 0) {
+            return reduceScatterDim0(input, sizes, op);
+        }
+        try (Tensor moved = input.movedim(dim, 0); Tensor reduced = reduceScatterDim0(moved, sizes, op);
+             Tensor back = reduced.movedim(0, dim)) {
+            return back.contiguous();
+        }
+    }
+
+    private Tensor reduceScatterDim0(Tensor input, long[] sizes, ReduceOpType op) {
         long max = CollectiveShapes.max(sizes);
         long[] offsets = CollectiveShapes.offsets(sizes);
         Tensor x = input.contiguous();

@@ -193,13 +193,21 @@ final class SameDeviceBackend implements CollectiveBackend {
     }
 
     @Override
-    public Tensor reduceScatter(Tensor input, long[] sizes, ReduceOpType op) {
-        long[] offsets = CollectiveShapes.offsets(sizes);
+    public Tensor reduceScatter(Tensor input, int dim, long[] sizes, ReduceOpType op) {
+        long offset = CollectiveShapes.offsets(sizes)[rank];
         Exchange inputs = new Exchange(++sequence, "in", input);
         return inputs.around(() -> {
             inputs.checkAgree("reduceScatterTensor", -1);
-            Tensor out = input.new_empty(CollectiveShapes.withDim(input, 0, sizes[rank]));
-            combineInto(out, inputs.tensors, offsets[rank], sizes[rank], op);
+            Tensor out = input.new_empty(CollectiveShapes.withDim(input, dim, sizes[rank]));
+            try (Tensor first = inputs.tensors[0].narrow(dim, offset, sizes[rank])) {
+                out.copy_(first);
+            }
+            for (int r = 1; r < size; r++) {
+                try (Tensor next = inputs.tensors[r].narrow(dim, offset, sizes[rank])) {
+                    combine(out, next, op);
+                }
+            }
+            finishAverage(out, op);
             return out;
         });
     }

@@ -51,6 +51,7 @@ public final class ThreadGroup implements AutoCloseable {
     private final int size;
     private final boolean sameDevice;
     private final CollectiveBackend backend;
+    private final CollectiveCounter counter;
     private DeviceStream stream;
     private String brokenBy;
     private boolean closed;
@@ -73,6 +74,13 @@ public final class ThreadGroup implements AutoCloseable {
     /** As {@link #ThreadGroup(String, DeviceKind, List, int, int, boolean)}, with an explicit deadline for every call. */
     public ThreadGroup(String initPath, DeviceKind kind, List<Long> allGlobalDeviceIds, int rank, int size, boolean sameDevice,
                        Duration timeout) {
+        this(initPath, kind, allGlobalDeviceIds, rank, size, sameDevice, timeout, new CollectiveCounter());
+    }
+
+    /** As above, counting every collective in {@code counter} (shared by a manager's groups). */
+    ThreadGroup(String initPath, DeviceKind kind, List<Long> allGlobalDeviceIds, int rank, int size, boolean sameDevice,
+                Duration timeout, CollectiveCounter counter) {
+        this.counter = java.util.Objects.requireNonNull(counter, "counter");
         if (initPath == null || initPath.isBlank()) {
             throw new IllegalArgumentException("initPath must be a non-blank name shared by the ranks, got "
                 + (initPath == null ? "null" : "'" + initPath + "'"));
@@ -158,7 +166,7 @@ public final class ThreadGroup implements AutoCloseable {
 
     /** Blocks until every rank called it. */
     public void barrier() {
-        communicate("barrier", () -> {
+        communicate("barrier", CollectiveKind.BARRIER, () -> {
             backend.barrier();
             return null;
         });
@@ -177,7 +185,7 @@ public final class ThreadGroup implements AutoCloseable {
         if (size == 1) {
             return localCopy(input, op0);
         }
-        return communicate(op0, () -> backend.allReduce(input, op));
+        return communicate(op0, CollectiveKind.ALL_REDUCE, () -> backend.allReduce(input, op));
     }
 
     /** Gathers equal-shaped inputs along dim 0: the result has {@code size * input.size(0)} rows. */
@@ -190,7 +198,7 @@ public final class ThreadGroup implements AutoCloseable {
         if (size == 1) {
             return localCopy(input, op);
         }
-        return communicate(op, () -> backend.allGather(input, 0, sizes));
+        return communicate(op, CollectiveKind.ALL_GATHER, () -> backend.allGather(input, 0, sizes));
     }
 
     /** S(0) to R: gathers balanced shards of a dimension of {@code gatheredDimSize} rows along dim 0. */
@@ -208,7 +216,7 @@ public final class ThreadGroup implements AutoCloseable {
         if (size == 1) {
             return localCopy(input, op);
         }
-        return communicate(op, () -> backend.allGather(input, shardDim, sizes));
+        return communicate(op, CollectiveKind.ALL_GATHER, () -> backend.allGather(input, shardDim, sizes));
     }
 
     /** S(d) to R, keeping the shards apart: every rank's shard, in rank order. */
@@ -218,20 +226,25 @@ public final class ThreadGroup implements AutoCloseable {
         if (size == 1) {
             return List.of(localCopy(input, op));
         }
-        return communicate(op, () -> backend.allGatherIntoVec(input, shardDim, sizes));
+        return communicate(op, CollectiveKind.ALL_GATHER, () -> backend.allGatherIntoVec(input, shardDim, sizes));
     }
 
     /** P to S(0): the reduction of all inputs, of which this rank keeps its balanced share of dim 0. */
     public Tensor reduceScatterTensor(Tensor input, ReduceOpType op) {
+        return reduceScatterTensor(input, 0, op);
+    }
+
+    /** P to S(d): the reduction of all inputs, of which this rank keeps its balanced share of {@code scatterDim}. */
+    public Tensor reduceScatterTensor(Tensor input, int scatterDim, ReduceOpType op) {
         String op0 = "reduceScatterTensor(" + (op == null ? "null" : op.shortName()) + ")";
         checkTensor(op0, input);
         checkReduceOp(op0, input, op);
-        checkDim(op0, input, 0, "scatter dim");
-        long[] sizes = checkSplit(op0, input, 0, input.size(0));
+        checkDim(op0, input, scatterDim, "scatter dim");
+        long[] sizes = checkSplit(op0, input, scatterDim, input.size(scatterDim));
         if (size == 1) {
             return localCopy(input, op0);
         }
-        return communicate(op0, () -> backend.reduceScatter(input, sizes, op));
+        return communicate(op0, CollectiveKind.REDUCE_SCATTER, () -> backend.reduceScatter(input, scatterDim, sizes, op));
     }
 
     /**
@@ -249,7 +262,7 @@ public final class ThreadGroup implements AutoCloseable {
         if (size == 1) {
             return localCopy(input, op);
         }
-        return communicate(op, () -> backend.allToAll(input, srcDim, destDim, srcSizes, destSizes));
+        return communicate(op, CollectiveKind.ALL_TO_ALL, () -> backend.allToAll(input, srcDim, destDim, srcSizes, destSizes));
     }
 
     /** R to S(d): this rank's balanced share of {@code shardDim}, copied. No communication. */
@@ -287,8 +300,9 @@ public final class ThreadGroup implements AutoCloseable {
     }
 
     /** Runs one collective; a communication failure gets the group's context and poisons the group. */
-    private <T> T communicate(String op, Supplier<T> body) {
+    private <T> T communicate(String op, CollectiveKind kind, Supplier<T> body) {
         ensureUsable(op);
+        counter.record(kind);
         try {
             return body.get();
         } catch (CommTimeoutException e) {

@@ -42,6 +42,7 @@ public final class ThreadGroupManager implements AutoCloseable {
     private final Duration timeout;
     private final Map<ThreadGroupKey, Slots> groups = new ConcurrentHashMap<>();
     private final List<ThreadGroupKey> destroyed = new CopyOnWriteArrayList<>();
+    private final CollectiveCounter counter = new CollectiveCounter();
     private volatile boolean closed;
 
     /**
@@ -80,7 +81,7 @@ public final class ThreadGroupManager implements AutoCloseable {
             ensureOpen(key);
             ThreadGroup group = slots.groups[rank];
             if (group == null) {
-                group = new ThreadGroup(slots.initPath, kind, key.deviceIds(), rank, key.size(), dtensorInSameDevice, timeout);
+                group = new ThreadGroup(slots.initPath, kind, key.deviceIds(), rank, key.size(), dtensorInSameDevice, timeout, counter);
                 try {
                     group.barrier();
                 } catch (RuntimeException e) {
@@ -91,6 +92,11 @@ public final class ThreadGroupManager implements AutoCloseable {
             }
             return group;
         }
+    }
+
+    /** Counts every collective that this manager's groups ran, per rank and kind. */
+    public CollectiveCounter collectiveCounter() {
+        return counter;
     }
 
     /** The instance id that namespaces this manager's rendezvous names. */

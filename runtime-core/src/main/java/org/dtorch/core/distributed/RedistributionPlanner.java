@@ -1,0 +1,275 @@
+package org.dtorch.core.distributed;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.PriorityQueue;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import org.dtorch.core.communication.ReduceOpType;
+
+/**
+ * Plans redistributions: from (source mesh, source placements) to (target mesh, target placements) for a
+ * tensor of a given shape, as single-mesh-dimension steps (see {@link StepKind} for the table of steps and
+ * their collectives). Plans are cached by their inputs; executing is the kernels' job.
+ *
+ * <p><b>Nested sharding.</b> When tensor dimension {@code d} is sharded over several mesh dimensions,
+ * the layout splits it by the outer mesh dimension first ({@link ShardLayout}). Only the innermost of them
+ * may gather or re-shard {@code d} in one step, and a new {@code S(d)} may only be added inside all existing
+ * ones: any other order would concatenate or split the wrong elements (the silent corruption PyTorch's
+ * users report). The planner never takes such a step; when one is needed it first undoes the inner ones.
+ *
+ * <p><b>Search.</b> The planner runs a shortest-path search over placement sequences, one mesh dimension
+ * changing per step, each step costing the elements a device sends or receives (an all-gather costs its
+ * output times {@code (n-1)/n}, an all-to-all and a reduce-scatter their input times {@code (n-1)/n}, an
+ * all-reduce twice that; local steps almost nothing). So {@code S(i) -> S(j)} is one all-to-all, never a
+ * detour through {@code R}, and the order of steps follows the nesting rule by construction.
+ *
+ * <p><b>Between meshes</b> (different devices, possibly a different number of them): partial values are
+ * reduced on the source mesh ({@code P -> R}), a {@link CrossMeshTransfer} moves every target device's
+ * slice, and partial placements of the target are re-created locally ({@code R -> P}).
+ *
+ * <p>Every request is checked before anything is planned: one placement per mesh dimension, shard
+ * dimensions in range, no dimension shorter than the mesh dimensions that split it, meshes of one device
+ * kind, and no {@code P(avg)} target that would have to be created. Errors list both placement sequences.
+ *
+ * <p>Thread-safe: stateless apart from a concurrent cache.
+ */
+public final class RedistributionPlanner {
+    private static final int CACHE_LIMIT = 4096;
+    private static final double LOCAL_STEP_COST = 1e-3;
+    private static final double STEP_COST = 1.0;
+    private static final Map<Key, RedistributionPlan> CACHE = new ConcurrentHashMap<>();
+
+    private RedistributionPlanner() {
+    }
+
+    private record Key(Sharding source, Sharding target, List<Long> shape) {
+    }
+
+    /**
+     * The plan that moves a tensor of {@code globalShape} from {@code source} to {@code target}; cached.
+     *
+     * @throws IllegalArgumentException if the request is invalid or unsupported; nothing has moved
+     */
+    public static RedistributionPlan plan(Sharding source, Sharding target, long[] globalShape) {
+        Objects.requireNonNull(source, "source");
+        Objects.requireNonNull(target, "target");
+        Objects.requireNonNull(globalShape, "globalShape");
+        Key key = new Key(source, target, Arrays.stream(globalShape).boxed().toList());
+        RedistributionPlan cached = CACHE.get(key);
+        if (cached != null) {
+            return cached;
+        }
+        RedistributionPlan plan = computePlan(source, target, globalShape);
+        if (CACHE.size() >= CACHE_LIMIT) {
+            CACHE.clear();
+        }
+        CACHE.put(key, plan);
+        return plan;
+    }
+
+    /** Number of cached plans; for tests and diagnostics. */
+    public static int cachedPlanCount() {
+        return CACHE.size();
+    }
+
+    private static RedistributionPlan computePlan(Sharding source, Sharding target, long[] shape) {
+        String request = "redistribute " + Arrays.toString(shape) + " from " + source.placements() + " on " + source.mesh()
+            + " to " + target.placements() + " on " + target.mesh();
+        if (source.mesh().kind() != target.mesh().kind()) {
+            throw new IllegalArgumentException("cannot " + request + ": the meshes hold " + source.mesh().kind().shortName()
+                + " and " + target.mesh().kind().shortName() + " devices; moves between device kinds come with the GPU issue");
+        }
+        checkLayout(request, "source", shape, source);
+        checkLayout(request, "target", shape, target);
+        for (int i = 0; i < target.placements().size(); i++) {
+            Placement to = target.placement(i);
+            if (to instanceof Partial p && p.op() == ReduceOpType.AVG && !to.equals(sameMeshPlacement(source, target, i))) {
+                throw new IllegalArgumentException("cannot " + request + ": target placement " + to + " on mesh dimension " + i
+                    + " would have to be created from non-partial values, and P(avg) has no exact way to do that"
+                    + " (only P(sum), P(max), P(min) and P(product) can be created)");
+            }
+        }
+        if (source.mesh().sameDevicesAs(target.mesh())) {
+            Sharding sameMeshTarget = new Sharding(source.mesh(), target.placements());
+            return new RedistributionPlan(source, target, shape, search(request, shape, source, sameMeshTarget), null, List.of());
+        }
+        Sharding reducedSource = source.withPlacements(withoutPartial(source.placements()));
+        Sharding reducedTarget = target.withPlacements(withoutPartial(target.placements()));
+        List<RedistributionStep> before = search(request, shape, source, reducedSource);
+        CrossMeshTransfer transfer = new CrossMeshTransfer(ShardLayout.of(shape, reducedSource), ShardLayout.of(shape, reducedTarget));
+        List<RedistributionStep> after = search(request, shape, reducedTarget, target);
+        return new RedistributionPlan(source, target, shape, before, transfer, after);
+    }
+
+    private static Placement sameMeshPlacement(Sharding source, Sharding target, int meshDim) {
+        return source.mesh().sameDevicesAs(target.mesh()) ? source.placement(meshDim) : null;
+    }
+
+    private static List<Placement> withoutPartial(List<Placement> placements) {
+        return placements.stream().map(p -> p.isPartial() ? (Placement) Placement.replicate() : p).toList();
+    }
+
+    private static void checkLayout(String request, String which, long[] shape, Sharding sharding) {
+        String problem = ShardLayout.problem(shape, sharding);
+        if (problem != null) {
+            throw new IllegalArgumentException("cannot " + request + ": " + which + " " + problem);
+        }
+    }
+
+    /** Dijkstra over placement sequences of one mesh. */
+    private static List<RedistributionStep> search(String request, long[] shape, Sharding from, Sharding to) {
+        if (from.placements().equals(to.placements())) {
+            return List.of();
+        }
+        DeviceMesh mesh = from.mesh();
+        List<Placement> candidates = candidates(shape.length, from, to);
+        Map<List<Placement>, Double> best = new HashMap<>();
+        Map<List<Placement>, RedistributionStep> via = new HashMap<>();
+        Map<List<Placement>, List<Placement>> previous = new HashMap<>();
+        record Entry(List<Placement> state, double cost) {
+        }
+        PriorityQueue<Entry> queue = new PriorityQueue<>((a, b) -> Double.compare(a.cost(), b.cost()));
+        best.put(from.placements(), 0.0);
+        queue.add(new Entry(from.placements(), 0.0));
+        while (!queue.isEmpty()) {
+            Entry entry = queue.poll();
+            if (entry.cost() > best.getOrDefault(entry.state(), Double.MAX_VALUE)) {
+                continue;
+            }
+            if (entry.state().equals(to.placements())) {
+                return path(to.placements(), via, previous);
+            }
+            ShardLayout layout = ShardLayout.of(shape, new Sharding(mesh, entry.state()));
+            for (int i = 0; i < mesh.ndim(); i++) {
+                for (Placement next : candidates) {
+                    StepKind kind = stepKind(entry.state(), i, next);
+                    if (kind == null) {
+                        continue;
+                    }
+                    List<Placement> state = new ArrayList<>(entry.state());
+                    state.set(i, next);
+                    Sharding sharding = new Sharding(mesh, state);
+                    if (ShardLayout.problem(shape, sharding) != null) {
+                        continue;
+                    }
+                    ShardLayout after = ShardLayout.of(shape, sharding);
+                    double cost = entry.cost() + cost(kind, mesh.size(i), layout, after);
+                    List<Placement> key = List.copyOf(state);
+                    if (cost < best.getOrDefault(key, Double.MAX_VALUE)) {
+                        best.put(key, cost);
+                        via.put(key, new RedistributionStep(i, entry.state().get(i), next, kind, after));
+                        previous.put(key, entry.state());
+                        queue.add(new Entry(key, cost));
+                    }
+                }
+            }
+        }
+        throw new IllegalArgumentException("cannot " + request + ": no sequence of steps reaches " + to.placements() + " from "
+            + from.placements());
+    }
+
+    private static List<RedistributionStep> path(List<Placement> end, Map<List<Placement>, RedistributionStep> via,
+                                                 Map<List<Placement>, List<Placement>> previous) {
+        List<RedistributionStep> steps = new ArrayList<>();
+        List<Placement> state = end;
+        while (via.containsKey(state)) {
+            steps.add(via.get(state));
+            state = previous.get(state);
+        }
+        Collections.reverse(steps);
+        return steps;
+    }
+
+    /** The placements a mesh dimension may take on the way: R, S(d) for every d, and the partials named at either end. */
+    private static List<Placement> candidates(int tensorDims, Sharding from, Sharding to) {
+        Set<Placement> all = new LinkedHashSet<>();
+        all.add(Placement.replicate());
+        for (int d = 0; d < tensorDims; d++) {
+            all.add(Placement.shard(d));
+        }
+        for (Placement p : from.placements()) {
+            if (p.isPartial()) {
+                all.add(p);
+            }
+        }
+        for (Placement p : to.placements()) {
+            if (p.isPartial()) {
+                all.add(p);
+            }
+        }
+        return List.copyOf(all);
+    }
+
+    /** The kind of the step that changes mesh dimension {@code i} of {@code state} to {@code next}, or null if none is allowed. */
+    static StepKind stepKind(List<Placement> state, int i, Placement next) {
+        Placement current = state.get(i);
+        if (current.equals(next)) {
+            return null;
+        }
+        boolean createsPartial = next instanceof Partial p && p.op() != ReduceOpType.AVG;
+        return switch (current) {
+            case Shard s -> {
+                if (!innermostShard(state, i, s.dim())) {
+                    yield null;
+                }
+                yield switch (next) {
+                    case Replicate r -> StepKind.ALL_GATHER;
+                    case Shard t -> noInnerShard(state, i, t.dim()) ? StepKind.ALL_TO_ALL : null;
+                    case Partial p -> createsPartial ? StepKind.SHARD_TO_PARTIAL : null;
+                };
+            }
+            case Replicate r -> switch (next) {
+                case Shard t -> noInnerShard(state, i, t.dim()) ? StepKind.LOCAL_SLICE : null;
+                case Partial p -> createsPartial ? StepKind.REPLICATE_TO_PARTIAL : null;
+                case Replicate same -> null;
+            };
+            case Partial p -> switch (next) {
+                case Replicate r -> StepKind.ALL_REDUCE;
+                case Shard t -> noInnerShard(state, i, t.dim()) ? StepKind.REDUCE_SCATTER : null;
+                case Partial other -> null;
+            };
+        };
+    }
+
+    /** True when no mesh dimension after {@code i} shards tensor dimension {@code dim}. */
+    private static boolean innermostShard(List<Placement> state, int i, int dim) {
+        return noInnerShard(state, i, dim);
+    }
+
+    private static boolean noInnerShard(List<Placement> state, int i, int dim) {
+        for (int j = i + 1; j < state.size(); j++) {
+            if (state.get(j).isShard(dim)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Elements one device sends or receives in a step; local steps cost almost nothing. */
+    private static double cost(StepKind kind, int n, ShardLayout before, ShardLayout after) {
+        double factor = (n - 1) / (double) n;
+        double in = maxLocalNumel(before);
+        double out = maxLocalNumel(after);
+        return switch (kind) {
+            case ALL_GATHER -> STEP_COST + out * factor;
+            case ALL_TO_ALL, REDUCE_SCATTER -> STEP_COST + in * factor;
+            case ALL_REDUCE -> STEP_COST + 2 * in * factor;
+            case LOCAL_SLICE, REPLICATE_TO_PARTIAL, SHARD_TO_PARTIAL -> LOCAL_STEP_COST * (1 + out * 1e-6);
+        };
+    }
+
+    private static double maxLocalNumel(ShardLayout layout) {
+        long max = 0;
+        for (long device : layout.sharding().mesh().deviceIds()) {
+            max = Math.max(max, layout.localNumel(device));
+        }
+        return max;
+    }
+}

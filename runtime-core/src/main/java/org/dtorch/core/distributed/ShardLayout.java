@@ -1,0 +1,163 @@
+package org.dtorch.core.distributed;
+
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.tensor.BalancedSplit;
+
+/**
+ * Which slice of a global tensor every device of a mesh holds under a {@link Sharding}.
+ *
+ * <p>Mesh dimensions apply in order: for each mesh dimension {@code i} with {@code S(d)}, the slice of
+ * dimension {@code d} held so far is split with {@link BalancedSplit} over the devices along {@code i}
+ * and the device keeps its coordinate's part. A tensor dimension sharded over several mesh dimensions is
+ * so split first by the outer (lower) mesh dimension, then each part by the next. {@code R} and
+ * {@code P} leave the shape alone: a partial value is full-size.
+ *
+ * <p>Thread-safe: immutable.
+ */
+public final class ShardLayout {
+    private final long[] globalShape;
+    private final Sharding sharding;
+    private final long[][] localShapes;
+    private final long[][] offsets;
+
+    private ShardLayout(long[] globalShape, Sharding sharding) {
+        this.globalShape = globalShape.clone();
+        this.sharding = sharding;
+        DeviceMesh mesh = sharding.mesh();
+        this.localShapes = new long[mesh.count()][];
+        this.offsets = new long[mesh.count()][];
+        List<Long> ids = mesh.deviceIds();
+        for (int i = 0; i < ids.size(); i++) {
+            long[][] slice = slice(globalShape, sharding, mesh.coordinates(ids.get(i)));
+            localShapes[i] = slice[0];
+            offsets[i] = slice[1];
+        }
+    }
+
+    /**
+     * The layout of a tensor of {@code globalShape} under {@code sharding}.
+     *
+     * @throws IllegalArgumentException if a shard dimension is out of range or a dimension is shorter than
+     *                                  the mesh dimension that splits it
+     */
+    public static ShardLayout of(long[] globalShape, Sharding sharding) {
+        Objects.requireNonNull(globalShape, "globalShape");
+        Objects.requireNonNull(sharding, "sharding");
+        String problem = problem(globalShape, sharding);
+        if (problem != null) {
+            throw new IllegalArgumentException(problem);
+        }
+        return new ShardLayout(globalShape, sharding);
+    }
+
+    /** Why {@code sharding} cannot hold a tensor of {@code globalShape}, or null if it can. */
+    public static String problem(long[] globalShape, Sharding sharding) {
+        for (long s : globalShape) {
+            if (s < 0) {
+                return "shape " + Arrays.toString(globalShape) + " has a negative dimension";
+            }
+        }
+        DeviceMesh mesh = sharding.mesh();
+        long[] smallest = globalShape.clone();
+        for (int i = 0; i < mesh.ndim(); i++) {
+            if (sharding.placement(i) instanceof Shard s) {
+                if (s.dim() >= globalShape.length) {
+                    return "placement " + s + " on mesh dimension " + i + " is out of range for a tensor of shape "
+                        + Arrays.toString(globalShape) + " (placements " + sharding.placements() + ")";
+                }
+                int parts = mesh.size(i);
+                if (smallest[s.dim()] < parts) {
+                    return "dimension " + s.dim() + " of shape " + Arrays.toString(globalShape) + " is " + describeSlice(globalShape, smallest, s.dim())
+                        + " but mesh dimension " + i + " splits it " + parts + " ways (placements " + sharding.placements()
+                        + " on " + mesh + "); every device needs at least one element";
+                }
+                // The smallest part after this split is what later splits see at worst.
+                smallest[s.dim()] = smallest[s.dim()] / parts;
+            }
+        }
+        return null;
+    }
+
+    private static String describeSlice(long[] global, long[] smallest, int dim) {
+        return global[dim] == smallest[dim] ? "of size " + global[dim] : "split down to " + smallest[dim] + " elements by outer mesh dimensions";
+    }
+
+    /** The shape of the slice held at {@code coords}, and its offsets in the global tensor. */
+    private static long[][] slice(long[] globalShape, Sharding sharding, int[] coords) {
+        long[] shape = globalShape.clone();
+        long[] offset = new long[globalShape.length];
+        DeviceMesh mesh = sharding.mesh();
+        for (int i = 0; i < mesh.ndim(); i++) {
+            if (sharding.placement(i) instanceof Shard s) {
+                int parts = mesh.size(i);
+                offset[s.dim()] += BalancedSplit.offset(shape[s.dim()], parts, coords[i]);
+                shape[s.dim()] = BalancedSplit.size(shape[s.dim()], parts, coords[i]);
+            }
+        }
+        return new long[][] {shape, offset};
+    }
+
+    /** The global shape. */
+    public long[] globalShape() {
+        return globalShape.clone();
+    }
+
+    /** The sharding. */
+    public Sharding sharding() {
+        return sharding;
+    }
+
+    /** The shape of the slice {@code deviceId} holds. */
+    public long[] localShape(long deviceId) {
+        return localShapes[index(deviceId)].clone();
+    }
+
+    /** Where the slice of {@code deviceId} starts in the global tensor, per dimension. */
+    public long[] offsets(long deviceId) {
+        return offsets[index(deviceId)].clone();
+    }
+
+    /** The number of elements {@code deviceId} holds. */
+    public long localNumel(long deviceId) {
+        long n = 1;
+        for (long s : localShapes[index(deviceId)]) {
+            n *= s;
+        }
+        return n;
+    }
+
+    /** A view of the slice of {@code full} (a tensor of the global shape) that {@code deviceId} holds. The caller closes it. */
+    public Tensor localSlice(Tensor full, long deviceId) {
+        return narrow(full, offsets(deviceId), localShape(deviceId));
+    }
+
+    /** A view of {@code t} narrowed to {@code offsets} and {@code shape} on every dimension. The caller closes it. */
+    public static Tensor narrow(Tensor t, long[] offsets, long[] shape) {
+        if (shape.length == 0) {
+            return new Tensor(t);
+        }
+        Tensor view = t.narrow(0, offsets[0], shape[0]);
+        for (int d = 1; d < shape.length; d++) {
+            Tensor next = view.narrow(d, offsets[d], shape[d]);
+            view.close();
+            view = next;
+        }
+        return view;
+    }
+
+    private int index(long deviceId) {
+        int index = sharding.mesh().deviceIds().indexOf(deviceId);
+        if (index < 0) {
+            throw new IllegalArgumentException("device " + deviceId + " is not in " + sharding.mesh());
+        }
+        return index;
+    }
+
+    @Override
+    public String toString() {
+        return "ShardLayout{" + Arrays.toString(globalShape) + ", " + sharding + "}";
+    }
+}

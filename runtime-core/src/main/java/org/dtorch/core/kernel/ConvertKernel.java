@@ -1,0 +1,115 @@
+package org.dtorch.core.kernel;
+
+import java.util.Arrays;
+import java.util.Objects;
+import org.bytedeco.pytorch.MemoryFormatOptional;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
+import org.dtorch.core.distributed.CrossMeshTransfer;
+import org.dtorch.core.distributed.RedistributionPlan;
+import org.dtorch.core.distributed.RedistributionPlanner;
+import org.dtorch.core.distributed.ShardLayout;
+import org.dtorch.core.distributed.Sharding;
+import org.dtorch.core.tensor.TorchTensors;
+
+/**
+ * Moves a distributed tensor to another sharding, on the same mesh or onto another one (the seed's
+ * {@code ConvertKernel}: {@code ConvertPlacements} and {@code ConvertDeviceMesh}). Every device of either
+ * mesh calls {@link #run} with the same plan.
+ *
+ * <p>Thread-safe: the kernel is immutable; each device calls {@link #run} on its own thread.
+ */
+public final class ConvertKernel {
+    private final RedistributionPlan plan;
+    private final ShardLayout sourceLayout;
+
+    /** A kernel for a planned redistribution. */
+    public ConvertKernel(RedistributionPlan plan) {
+        this.plan = Objects.requireNonNull(plan, "plan");
+        this.sourceLayout = ShardLayout.of(plan.globalShape(), plan.source());
+    }
+
+    /** Plans (cached) and builds a kernel; fails before any communication if the request is invalid. */
+    public static ConvertKernel of(Sharding source, Sharding target, long[] globalShape) {
+        return new ConvertKernel(RedistributionPlanner.plan(source, target, globalShape));
+    }
+
+    /** The plan this kernel executes. */
+    public RedistributionPlan plan() {
+        return plan;
+    }
+
+    /**
+     * Runs this device's part.
+     *
+     * @param input this device's local tensor under the source sharding, or null if it is not in the source mesh
+     * @return a new local tensor under the target sharding, or null if this device is not in the target mesh
+     */
+    public Tensor run(KernelContext ctx, Tensor input) {
+        return run(ctx, input, null);
+    }
+
+    /**
+     * As {@link #run(KernelContext, Tensor)}, writing the result into {@code into} (this device's tensor of
+     * the target's local shape) when given; returns {@code into} then.
+     */
+    Tensor run(KernelContext ctx, Tensor input, Tensor into) {
+        long device = ctx.deviceId();
+        boolean inSource = plan.source().mesh().contains(device);
+        boolean inTarget = plan.target().mesh().contains(device);
+        checkInput(ctx, inSource, inTarget, input);
+        Tensor staged = inSource ? StepExecutor.run(ctx, plan.source().mesh(), plan.sourceSteps(), input) : null;
+        try {
+            CrossMeshTransfer transfer = plan.transfer().orElse(null);
+            if (transfer == null) {
+                return finish(staged == input ? copyOf(input) : staged, into);
+            }
+            boolean direct = into != null && plan.targetSteps().isEmpty();
+            Tensor moved = TransferExecutor.run(ctx, transfer, staged, direct ? into : null);
+            if (!inTarget || direct) {
+                return moved;
+            }
+            Tensor result = StepExecutor.run(ctx, plan.target().mesh(), plan.targetSteps(), moved);
+            if (result != moved) {
+                moved.close();
+            }
+            return finish(result, into);
+        } finally {
+            if (staged != null && staged != input && plan.transfer().isPresent()) {
+                staged.close();
+            }
+        }
+    }
+
+    private static Tensor finish(Tensor result, Tensor into) {
+        if (into == null) {
+            return result;
+        }
+        try (result) {
+            into.copy_(result);
+        }
+        return into;
+    }
+
+    private static Tensor copyOf(Tensor t) {
+        return t.clone(new MemoryFormatOptional(torch.MemoryFormat.Contiguous));
+    }
+
+    private void checkInput(KernelContext ctx, boolean inSource, boolean inTarget, Tensor input) {
+        String where = "ConvertKernel on " + ctx.device() + " (" + plan.source().placements() + " -> " + plan.target().placements() + ")";
+        if (!inSource && !inTarget) {
+            throw new IllegalArgumentException(where + ": the device is in neither " + plan.source().mesh() + " nor " + plan.target().mesh());
+        }
+        if (inSource != (input != null)) {
+            throw new IllegalArgumentException(where + ": " + (inSource ? "the device is in the source mesh but got no input"
+                : "the device is not in the source mesh but got an input"));
+        }
+        if (input != null) {
+            long[] expected = sourceLayout.localShape(ctx.deviceId());
+            if (!Arrays.equals(expected, TorchTensors.shape(input))) {
+                throw new IllegalArgumentException(where + ": the input is " + TorchTensors.describe(input) + " but the device's shard of "
+                    + Arrays.toString(plan.globalShape()) + " is " + Arrays.toString(expected));
+            }
+        }
+    }
+}

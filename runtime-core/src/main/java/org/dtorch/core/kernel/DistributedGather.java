@@ -1,0 +1,36 @@
+package org.dtorch.core.kernel;
+
+import java.util.List;
+import java.util.Objects;
+import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.distributed.DeviceMesh;
+import org.dtorch.core.distributed.Placement;
+import org.dtorch.core.distributed.Sharding;
+
+/**
+ * A distributed tensor becomes a full tensor on one device (the seed's {@code GatherTensor}): partial
+ * values are reduced first, then every shard travels once, through the operation's {@code TensorStore},
+ * to the holder, which assembles them.
+ *
+ * <p>Thread-safe: immutable; each device calls {@link #run} on its own thread.
+ */
+public final class DistributedGather {
+    private final ConvertKernel convert;
+
+    /** Gathers a tensor of {@code globalShape} under {@code source} onto {@code holderDevice}. */
+    public DistributedGather(Sharding source, long holderDevice, long[] globalShape) {
+        Objects.requireNonNull(source, "source");
+        Sharding whole = new Sharding(DeviceMesh.of(source.mesh().kind(), holderDevice), List.of(Placement.replicate()));
+        this.convert = ConvertKernel.of(source, whole, globalShape);
+    }
+
+    /**
+     * Runs this device's part: devices of the source mesh pass their shard, the holder (if not one of
+     * them) null.
+     *
+     * @return the full tensor on the holder, null elsewhere
+     */
+    public Tensor run(KernelContext ctx, Tensor localShard) {
+        return convert.run(ctx, localShard);
+    }
+}
