@@ -3,13 +3,7 @@ package org.dtorch.benchmarks;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CyclicBarrier;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.function.IntFunction;
 import org.bytedeco.javacpp.chrono.Milliseconds;
 import org.bytedeco.pytorch.FileStore;
 import org.bytedeco.pytorch.ProcessGroupGloo;
@@ -43,30 +37,29 @@ final class AllReduceBenchmark {
             "Rank 0's time per all-reduce (SUM), ranks released together by a barrier; "
                 + "ThreadGroup returns a new tensor (one 64 MiB copy), the direct call reduces in place.");
         List<Long> ids = List.of(0L, 1L, 2L, 3L);
-        ExecutorService pool = Executors.newFixedThreadPool(WORLD);
         Path directStore = Files.createTempFile("dtorch-bench-gloo", ".filestore");
         Files.delete(directStore);
-        try (ThreadGroupManager gloo = new ThreadGroupManager(false, GlobalCommInstanceId.next(), Duration.ofSeconds(300));
+        try (RankPool pool = new RankPool(WORLD);
+             ThreadGroupManager gloo = new ThreadGroupManager(false, GlobalCommInstanceId.next(), Duration.ofSeconds(300));
              ThreadGroupManager same = new ThreadGroupManager(true, GlobalCommInstanceId.next(), Duration.ofSeconds(300))) {
-            List<ProcessGroupGloo> direct = onRanks(pool, rank -> {
+            List<ProcessGroupGloo> direct = pool.onRanks(rank -> {
                 FileStore store = new FileStore(directStore.toString(), WORLD);
                 ProcessGroupGloo.Options options = ProcessGroupGloo.Options.create(new Milliseconds(300_000));
                 options.devices().push_back(ProcessGroupGloo.createDeviceForHostname("127.0.0.1"));
                 return new ProcessGroupGloo(store, rank, WORLD, options);
             });
-            List<ThreadGroup> glooGroups = onRanks(pool, rank -> gloo.getThreadGroup(DeviceKind.CPU, ids, rank));
-            List<ThreadGroup> sameGroups = onRanks(pool, rank -> same.getThreadGroup(DeviceKind.CPU, ids, rank));
-            List<Tensor> inputs = onRanks(pool, rank -> torch.ones(ELEMENTS));
+            List<ThreadGroup> glooGroups = pool.onRanks(rank -> gloo.getThreadGroup(DeviceKind.CPU, ids, rank));
+            List<ThreadGroup> sameGroups = pool.onRanks(rank -> same.getThreadGroup(DeviceKind.CPU, ids, rank));
+            List<Tensor> inputs = pool.onRanks(rank -> torch.ones(ELEMENTS));
 
             Samples directSamples = new Samples("ProcessGroupGloo direct, in place", ROUNDS * PER_ROUND);
             Samples copySamples = new Samples("ProcessGroupGloo direct on a copy", ROUNDS * PER_ROUND);
             Samples glooSamples = new Samples("ThreadGroup (gloo)", ROUNDS * PER_ROUND);
             Samples sameSamples = new Samples("ThreadGroup (same-device)", ROUNDS * PER_ROUND);
-            CyclicBarrier start = new CyclicBarrier(WORLD);
             for (int round = -1; round < ROUNDS; round++) { // round -1 warms up
                 boolean record = round >= 0;
                 for (int i = 0; i < PER_ROUND; i++) {
-                    long t = time(pool, start, rank -> {
+                    long t = pool.time(rank -> {
                         try (TensorVector v = new TensorVector(inputs.get(rank))) {
                             direct.get(rank).allreduce(v)._wait();
                         }
@@ -76,7 +69,7 @@ final class AllReduceBenchmark {
                     }
                 }
                 for (int i = 0; i < PER_ROUND; i++) {
-                    long t = time(pool, start, rank -> {
+                    long t = pool.time(rank -> {
                         try (Tensor copy = inputs.get(rank).clone(); TensorVector v = new TensorVector(copy)) {
                             direct.get(rank).allreduce(v)._wait();
                         }
@@ -86,13 +79,13 @@ final class AllReduceBenchmark {
                     }
                 }
                 for (int i = 0; i < PER_ROUND; i++) {
-                    long t = time(pool, start, rank -> glooGroups.get(rank).allReduce(inputs.get(rank)).close());
+                    long t = pool.time(rank -> glooGroups.get(rank).allReduce(inputs.get(rank)).close());
                     if (record) {
                         glooSamples.add(t);
                     }
                 }
                 for (int i = 0; i < PER_ROUND; i++) {
-                    long t = time(pool, start, rank -> sameGroups.get(rank).allReduce(inputs.get(rank)).close());
+                    long t = pool.time(rank -> sameGroups.get(rank).allReduce(inputs.get(rank)).close());
                     if (record) {
                         sameSamples.add(t);
                     }
@@ -104,44 +97,8 @@ final class AllReduceBenchmark {
             direct.forEach(ProcessGroupGloo::close);
             inputs.forEach(Tensor::close);
         } finally {
-            pool.shutdownNow();
             Files.deleteIfExists(directStore);
         }
     }
 
-    private interface RankBody {
-        void run(int rank) throws Exception;
-    }
-
-    /** Runs one collective on every rank; returns rank 0's time from the common start to its return. */
-    private static long time(ExecutorService pool, CyclicBarrier start, RankBody body) throws Exception {
-        List<Future<Long>> futures = new ArrayList<>();
-        for (int rank = 0; rank < WORLD; rank++) {
-            int r = rank;
-            futures.add(pool.submit(() -> {
-                start.await();
-                long t0 = System.nanoTime();
-                body.run(r);
-                return System.nanoTime() - t0;
-            }));
-        }
-        long rank0 = futures.get(0).get();
-        for (Future<Long> f : futures) {
-            f.get();
-        }
-        return rank0;
-    }
-
-    private static <T> List<T> onRanks(ExecutorService pool, IntFunction<T> body) throws Exception {
-        List<Future<T>> futures = new ArrayList<>();
-        for (int rank = 0; rank < WORLD; rank++) {
-            int r = rank;
-            futures.add(pool.submit(() -> body.apply(r)));
-        }
-        List<T> results = new ArrayList<>();
-        for (Future<T> f : futures) {
-            results.add(f.get());
-        }
-        return results;
-    }
 }

@@ -109,6 +109,10 @@ class ThreadGroupCollectivesTest {
                     check.equal("reduceScatterTensor(" + op + ")", expected, actual, false);
                 }
             }
+            try (Tensor reduced = GroupFixtures.reference(partials, ReduceOpType.SUM); Tensor expected = shardOf(reduced, last, world, rank);
+                 Tensor actual = group.reduceScatterTensor(mine, last, ReduceOpType.SUM)) {
+                check.equal("reduceScatterTensor(dim " + last + ")", expected, actual, false);
+            }
             try (Tensor shard = shardOf(full, 0, world, rank); Tensor expected = shardOf(full, last, world, rank);
                  Tensor actual = group.allToAll(shard, 0, last, shape[0])) {
                 check.equal("allToAll(0 -> " + last + ")", expected, actual, false);
