@@ -30,6 +30,11 @@ public record Sharding(DeviceMesh mesh, List<Placement> placements) {
         return new Sharding(mesh, List.of(placements));
     }
 
+    /** A whole tensor on one device: a one-device mesh holding {@code [R]}. */
+    public static Sharding wholeOn(org.dtorch.core.device.DeviceKind kind, long device) {
+        return of(DeviceMesh.of(kind, device), Placement.replicate());
+    }
+
     /** The placement on mesh dimension {@code meshDim}. */
     public Placement placement(int meshDim) {
         return placements.get(meshDim);

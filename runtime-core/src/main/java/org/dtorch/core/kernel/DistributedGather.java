@@ -1,10 +1,7 @@
 package org.dtorch.core.kernel;
 
-import java.util.List;
 import java.util.Objects;
 import org.bytedeco.pytorch.Tensor;
-import org.dtorch.core.distributed.DeviceMesh;
-import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.distributed.Sharding;
 
 /**
@@ -20,8 +17,7 @@ public final class DistributedGather {
     /** Gathers a tensor of {@code globalShape} under {@code source} onto {@code holderDevice}. */
     public DistributedGather(Sharding source, long holderDevice, long[] globalShape) {
         Objects.requireNonNull(source, "source");
-        Sharding whole = new Sharding(DeviceMesh.of(source.mesh().kind(), holderDevice), List.of(Placement.replicate()));
-        this.convert = ConvertKernel.of(source, whole, globalShape);
+        this.convert = ConvertKernel.of(source, Sharding.wholeOn(source.mesh().kind(), holderDevice), globalShape);
     }
 
     /**

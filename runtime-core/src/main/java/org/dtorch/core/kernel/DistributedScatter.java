@@ -1,10 +1,7 @@
 package org.dtorch.core.kernel;
 
-import java.util.List;
 import java.util.Objects;
 import org.bytedeco.pytorch.Tensor;
-import org.dtorch.core.distributed.DeviceMesh;
-import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.distributed.Sharding;
 
 /**
@@ -21,8 +18,7 @@ public final class DistributedScatter {
     /** Scatters a tensor of {@code globalShape} held by {@code holderDevice} to {@code target}. */
     public DistributedScatter(long holderDevice, Sharding target, long[] globalShape) {
         Objects.requireNonNull(target, "target");
-        Sharding whole = new Sharding(DeviceMesh.of(target.mesh().kind(), holderDevice), List.of(Placement.replicate()));
-        this.convert = ConvertKernel.of(whole, target, globalShape);
+        this.convert = ConvertKernel.of(Sharding.wholeOn(target.mesh().kind(), holderDevice), target, globalShape);
     }
 
     /**
