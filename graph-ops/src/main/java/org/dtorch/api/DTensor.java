@@ -1,0 +1,343 @@
+package org.dtorch.api;
+
+import java.lang.ref.Cleaner;
+import java.util.List;
+import java.util.Objects;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.dtorch.core.communication.promise.TensorFuture;
+import org.dtorch.core.distributed.DeviceMesh;
+import org.dtorch.core.distributed.Placement;
+import org.dtorch.core.distributed.Sharding;
+import org.dtorch.core.graph.GraphConstructor;
+import org.dtorch.core.graph.Operand;
+import org.dtorch.core.graph.TensorMeta;
+import org.dtorch.ops.BinarySpec;
+import org.dtorch.ops.CastSpec;
+import org.dtorch.ops.CopySpec;
+import org.dtorch.ops.MatmulSpec;
+import org.dtorch.ops.NarrowSpec;
+import org.dtorch.ops.PermuteSpec;
+import org.dtorch.ops.RedistributeSpec;
+import org.dtorch.ops.ReduceSpec;
+import org.dtorch.ops.ReshapeSpec;
+import org.dtorch.ops.ScalarSpec;
+import org.dtorch.ops.SoftmaxSpec;
+import org.dtorch.ops.UnarySpec;
+
+/**
+ * A global tensor on a device mesh: shape, dtype, mesh and placements are known at once; its values
+ * exist on the workers. Every operator method returns a new {@code DTensor} immediately, with its
+ * metadata inferred; an input combination the operator cannot take throws here, naming the operator and
+ * the placements. Values come back through {@link #toTorchAsync()} or {@link #toTorch()}.
+ *
+ * <p>Memory: {@link #close()} releases the tensor on the workers (after the operators already queued
+ * that use it); a handle the program forgets is released when the garbage collector finds it.
+ *
+ * <p>Not thread-safe: the client thread that owns the runtime uses its tensors; {@link #close()} may be
+ * called from any thread.
+ */
+public final class DTensor implements AutoCloseable {
+    private static final Cleaner CLEANER = Cleaner.create();
+
+    private final DTorch runtime;
+    private final Operand operand;
+    private final Cleaner.Cleanable release;
+    private volatile boolean closed;
+
+    DTensor(DTorch runtime, Operand operand) {
+        this.runtime = runtime;
+        this.operand = operand;
+        this.release = CLEANER.register(this, new Release(runtime.graph(), operand));
+    }
+
+    /** Releases the operand; holds no reference to the handle, so the handle can be collected. */
+    private record Release(GraphConstructor graph, Operand operand) implements Runnable {
+        @Override
+        public void run() {
+            graph.release(operand);
+        }
+    }
+
+    // ---- metadata -------------------------------------------------------------------------------
+
+    /** The global shape. */
+    public long[] shape() {
+        return operand.meta().shape();
+    }
+
+    /** The size of dimension {@code d}. */
+    public long size(int d) {
+        return operand.meta().size(d);
+    }
+
+    /** The number of dimensions. */
+    public int ndim() {
+        return operand.meta().ndim();
+    }
+
+    /** The element type. */
+    public ScalarType dtype() {
+        return operand.meta().dtype();
+    }
+
+    /** The device mesh. */
+    public DeviceMesh mesh() {
+        return operand.meta().sharding().mesh();
+    }
+
+    /** The placements, one per mesh dimension. */
+    public List<Placement> placements() {
+        return operand.meta().placements();
+    }
+
+    /** Shape, dtype and sharding together. */
+    public TensorMeta meta() {
+        return operand.meta();
+    }
+
+    /** The graph operand behind this handle. */
+    public Operand operand() {
+        ensureOpen();
+        return operand;
+    }
+
+    /** The runtime this tensor belongs to. */
+    public DTorch runtime() {
+        return runtime;
+    }
+
+    // ---- element-wise ---------------------------------------------------------------------------
+
+    /** {@code this + other}, broadcasting. */
+    public DTensor add(DTensor other) {
+        return runtime.apply(BinarySpec.ADD, this, other);
+    }
+
+    /** {@code this + value}. */
+    public DTensor add(double value) {
+        return runtime.apply(new ScalarSpec(ScalarSpec.Kind.ADD, value), this);
+    }
+
+    /** {@code this + value}, an integral scalar (keeps integral dtypes). */
+    public DTensor add(long value) {
+        return runtime.apply(new ScalarSpec(ScalarSpec.Kind.ADD, value), this);
+    }
+
+    /** {@code this - other}, broadcasting. */
+    public DTensor sub(DTensor other) {
+        return runtime.apply(BinarySpec.SUB, this, other);
+    }
+
+    /** {@code this - value}. */
+    public DTensor sub(double value) {
+        return runtime.apply(new ScalarSpec(ScalarSpec.Kind.SUB, value), this);
+    }
+
+    /** {@code this - value}, an integral scalar. */
+    public DTensor sub(long value) {
+        return runtime.apply(new ScalarSpec(ScalarSpec.Kind.SUB, value), this);
+    }
+
+    /** {@code value - this}. */
+    public DTensor rsub(double value) {
+        return runtime.apply(new ScalarSpec(ScalarSpec.Kind.RSUB, value), this);
+    }
+
+    /** {@code this * other}, broadcasting. */
+    public DTensor mul(DTensor other) {
+        return runtime.apply(BinarySpec.MUL, this, other);
+    }
+
+    /** {@code this * value}. */
+    public DTensor mul(double value) {
+        return runtime.apply(new ScalarSpec(ScalarSpec.Kind.MUL, value), this);
+    }
+
+    /** {@code this * value}, an integral scalar. */
+    public DTensor mul(long value) {
+        return runtime.apply(new ScalarSpec(ScalarSpec.Kind.MUL, value), this);
+    }
+
+    /** {@code this / other}, broadcasting; true division. */
+    public DTensor div(DTensor other) {
+        return runtime.apply(BinarySpec.DIV, this, other);
+    }
+
+    /** {@code this / value}; true division. */
+    public DTensor div(double value) {
+        return runtime.apply(new ScalarSpec(ScalarSpec.Kind.DIV, value), this);
+    }
+
+    /** {@code value / this}; true division. */
+    public DTensor rdiv(double value) {
+        return runtime.apply(new ScalarSpec(ScalarSpec.Kind.RDIV, value), this);
+    }
+
+    /** {@code -this}. */
+    public DTensor neg() {
+        return runtime.apply(UnarySpec.of(UnarySpec.Kind.NEG), this);
+    }
+
+    /** {@code max(this, 0)}. */
+    public DTensor relu() {
+        return runtime.apply(UnarySpec.of(UnarySpec.Kind.RELU), this);
+    }
+
+    /** {@code this * sigmoid(this)}. */
+    public DTensor silu() {
+        return runtime.apply(UnarySpec.of(UnarySpec.Kind.SILU), this);
+    }
+
+    /** The Gaussian error linear unit (exact form). */
+    public DTensor gelu() {
+        return runtime.apply(UnarySpec.of(UnarySpec.Kind.GELU), this);
+    }
+
+    /** {@code e^this}. */
+    public DTensor exp() {
+        return runtime.apply(UnarySpec.of(UnarySpec.Kind.EXP), this);
+    }
+
+    /** The hyperbolic tangent. */
+    public DTensor tanh() {
+        return runtime.apply(UnarySpec.of(UnarySpec.Kind.TANH), this);
+    }
+
+    /** The logistic function. */
+    public DTensor sigmoid() {
+        return runtime.apply(UnarySpec.of(UnarySpec.Kind.SIGMOID), this);
+    }
+
+    // ---- linear algebra and reductions ------------------------------------------------------------
+
+    /** The matrix product {@code this @ other} ({@code [..., m, k] x [k, n]} or batched 3-D). */
+    public DTensor matmul(DTensor other) {
+        return runtime.apply(MatmulSpec.INSTANCE, this, other);
+    }
+
+    /** The sum over {@code dims} (all if none), dropping them. */
+    public DTensor sum(int... dims) {
+        return sum(dims, false);
+    }
+
+    /** The sum over {@code dims} (all if empty). */
+    public DTensor sum(int[] dims, boolean keepdim) {
+        return runtime.apply(new ReduceSpec(ReduceSpec.Kind.SUM, dims, keepdim), this);
+    }
+
+    /** The mean over {@code dims} (all if none), dropping them; floating-point tensors only. */
+    public DTensor mean(int... dims) {
+        return mean(dims, false);
+    }
+
+    /** The mean over {@code dims} (all if empty). */
+    public DTensor mean(int[] dims, boolean keepdim) {
+        return runtime.apply(new ReduceSpec(ReduceSpec.Kind.MEAN, dims, keepdim), this);
+    }
+
+    /** The maximum over {@code dims} (all if none), dropping them (values only, as {@code amax}). */
+    public DTensor max(int... dims) {
+        return max(dims, false);
+    }
+
+    /** The maximum over {@code dims} (all if empty). */
+    public DTensor max(int[] dims, boolean keepdim) {
+        return runtime.apply(new ReduceSpec(ReduceSpec.Kind.MAX, dims, keepdim), this);
+    }
+
+    /** The softmax over {@code dim}. */
+    public DTensor softmax(int dim) {
+        return runtime.apply(new SoftmaxSpec(dim), this);
+    }
+
+    // ---- shape ------------------------------------------------------------------------------------
+
+    /** Swaps dimensions {@code a} and {@code b}. */
+    public DTensor transpose(int a, int b) {
+        return runtime.apply(PermuteSpec.transpose(ndim(), a, b), this);
+    }
+
+    /** Reorders the dimensions: the result's dimension i is this tensor's {@code dims[i]}. */
+    public DTensor permute(int... dims) {
+        return runtime.apply(PermuteSpec.permute(dims), this);
+    }
+
+    /** The same elements in another shape (one dimension may be -1). */
+    public DTensor reshape(long... shape) {
+        return runtime.apply(new ReshapeSpec(shape, false), this);
+    }
+
+    /** As {@link #reshape}: the same elements in another shape, a view where possible. */
+    public DTensor view(long... shape) {
+        return runtime.apply(new ReshapeSpec(shape, true), this);
+    }
+
+    /** {@code length} elements of {@code dim} from {@code start}. */
+    public DTensor narrow(int dim, long start, long length) {
+        return runtime.apply(new NarrowSpec(dim, start, length), this);
+    }
+
+    /** Converted to {@code dtype}. */
+    public DTensor to(ScalarType dtype) {
+        return runtime.apply(new CastSpec(dtype), this);
+    }
+
+    // ---- distribution -----------------------------------------------------------------------------
+
+    /** Moved to {@code placements} on {@code mesh} (possibly another mesh), with the collectives that takes. */
+    public DTensor redistribute(DeviceMesh mesh, Placement... placements) {
+        return runtime.apply(new RedistributeSpec(new Sharding(mesh, DTorch.placementsFor(mesh, placements))), this);
+    }
+
+    /** Moved to {@code placements} on the same mesh. */
+    public DTensor redistribute(Placement... placements) {
+        return redistribute(mesh(), placements);
+    }
+
+    /** Writes {@code source} into this tensor (redistributing and converting as needed); returns this tensor. */
+    public DTensor copy_(DTensor source) {
+        runtime.applyNoOutput(CopySpec.INSTANCE, this, source);
+        return this;
+    }
+
+    // ---- values -----------------------------------------------------------------------------------
+
+    /** A future of the whole tensor as one torch tensor; returns at once ({@code _GetTensorAsync}). */
+    public TensorFuture toTorchAsync() {
+        return runtime.getTensorAsync(this);
+    }
+
+    /** The whole tensor as one torch tensor, which the caller owns; blocks up to the runtime's timeout. */
+    public Tensor toTorch() {
+        return toTorchAsync().get();
+    }
+
+    /** Releases the tensor on the workers once the operators already queued have used it. Idempotent. */
+    @Override
+    public void close() {
+        closed = true;
+        release.clean();
+    }
+
+    /** True once closed. */
+    public boolean isClosed() {
+        return closed;
+    }
+
+    void ensureOpen() {
+        if (closed) {
+            throw new IllegalStateException("DTensor %" + operand.id() + " " + operand.meta() + " is closed");
+        }
+    }
+
+    /** {@code DTensor(float32[8, 16] [S(0)] on DeviceMesh(cpu, [0, 1, 2, 3]))}. */
+    @Override
+    public String toString() {
+        return "DTensor(" + operand.meta() + (closed ? ", closed" : "") + ")";
+    }
+
+    static Operand operandOf(DTensor t) {
+        return Objects.requireNonNull(t, "tensor").operand();
+    }
+}

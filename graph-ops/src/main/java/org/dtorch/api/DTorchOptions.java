@@ -1,0 +1,126 @@
+package org.dtorch.api;
+
+import java.time.Duration;
+import java.util.List;
+import org.dtorch.core.communication.CommOptions;
+import org.dtorch.core.device.DeviceKind;
+import org.dtorch.core.runtime.RuntimeOptions;
+
+/**
+ * How {@link DTorch#init(DTorchOptions)} sets up a runtime: devices, the default mesh, timeouts, and the
+ * same-device simulation. Defaults: 4 CPU devices as threads, a 1-D default mesh over all of them, the
+ * global communication timeout (300 s), 30 s to drain at close.
+ *
+ * <p>Thread-safe: immutable.
+ */
+public final class DTorchOptions {
+    private final RuntimeOptions runtime;
+    private final int[] meshShape;
+    private final List<String> meshDimNames;
+
+    private DTorchOptions(Builder b) {
+        this.runtime = new RuntimeOptions(b.kind, b.devices, b.sameDevice, b.perDevicePerProcess, b.timeout, b.shutdownTimeout);
+        this.meshShape = b.meshShape == null ? new int[] {b.devices} : b.meshShape.clone();
+        this.meshDimNames = List.copyOf(b.meshDimNames);
+        long count = 1;
+        for (int s : meshShape) {
+            count *= s;
+        }
+        if (count != b.devices) {
+            throw new IllegalArgumentException("the default mesh shape " + java.util.Arrays.toString(meshShape) + " holds " + count
+                + " devices, but the runtime has " + b.devices);
+        }
+    }
+
+    /** A builder with the defaults. */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** The defaults. */
+    public static DTorchOptions defaults() {
+        return builder().build();
+    }
+
+    /** The runtime's options. */
+    public RuntimeOptions runtime() {
+        return runtime;
+    }
+
+    /** The default mesh's shape. */
+    public int[] meshShape() {
+        return meshShape.clone();
+    }
+
+    /** The default mesh's dimension names (possibly empty). */
+    public List<String> meshDimNames() {
+        return meshDimNames;
+    }
+
+    /**
+     * Builds {@link DTorchOptions}.
+     *
+     * <p>Not thread-safe: one thread fills a builder.
+     */
+    public static final class Builder {
+        private DeviceKind kind = DeviceKind.CPU;
+        private int devices = 4;
+        private boolean sameDevice;
+        private boolean perDevicePerProcess;
+        private Duration timeout = CommOptions.global().timeout();
+        private Duration shutdownTimeout = Duration.ofSeconds(30);
+        private int[] meshShape;
+        private List<String> meshDimNames = List.of();
+
+        private Builder() {
+        }
+
+        /** The number of CPU devices; default 4. */
+        public Builder devices(int count) {
+            this.devices = count;
+            return this;
+        }
+
+        /** The device kind; only CPU until the GPU issue lands. */
+        public Builder deviceKind(DeviceKind value) {
+            this.kind = value;
+            return this;
+        }
+
+        /** Simulate every device on one physical device (same-device collectives); default off. */
+        public Builder sameDevice(boolean value) {
+            this.sameDevice = value;
+            return this;
+        }
+
+        /** One worker process per device; not built yet (the runtime refuses it). */
+        public Builder perDevicePerProcess(boolean value) {
+            this.perDevicePerProcess = value;
+            return this;
+        }
+
+        /** Deadline of every blocking call of the runtime; default the global communication timeout. */
+        public Builder timeout(Duration value) {
+            this.timeout = value;
+            return this;
+        }
+
+        /** How long {@code close()} waits for queued work before cancelling it; default 30 s. */
+        public Builder shutdownTimeout(Duration value) {
+            this.shutdownTimeout = value;
+            return this;
+        }
+
+        /** The shape and dimension names of the default mesh; default 1-D over all devices. */
+        public Builder defaultMesh(int[] shape, String... dimNames) {
+            this.meshShape = shape.clone();
+            this.meshDimNames = List.of(dimNames);
+            return this;
+        }
+
+        /** The validated options. */
+        public DTorchOptions build() {
+            return new DTorchOptions(this);
+        }
+    }
+}

@@ -1,0 +1,46 @@
+package org.dtorch.api;
+
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.communication.promise.TensorFuture;
+
+/**
+ * A {@link TensorFuture} that keeps the tensor it reads alive until the value arrives, so that the client
+ * dropping its handle cannot release the operand under the pending read (seed section 4.5: the API's
+ * future holds both the tensor and the inner future).
+ *
+ * <p>Thread-safe: as the inner future.
+ */
+final class KeptAliveTensorFuture implements TensorFuture {
+    private final TensorFuture inner;
+    @SuppressWarnings({"unused", "FieldCanBeLocal"})
+    private volatile DTensor keepAlive;
+
+    KeptAliveTensorFuture(TensorFuture inner, DTensor source) {
+        this.inner = inner;
+        this.keepAlive = source;
+        inner.toCompletableFuture().whenComplete((value, error) -> keepAlive = null);
+    }
+
+    @Override
+    public Tensor get() {
+        return inner.get();
+    }
+
+    @Override
+    public Optional<Tensor> waitFor(Duration timeout) {
+        return inner.waitFor(timeout);
+    }
+
+    @Override
+    public boolean isReady() {
+        return inner.isReady();
+    }
+
+    @Override
+    public CompletableFuture<Tensor> toCompletableFuture() {
+        return inner.toCompletableFuture();
+    }
+}

@@ -1,0 +1,61 @@
+package org.dtorch.ops;
+
+import java.util.Arrays;
+import java.util.List;
+import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.graph.DeviceKernel;
+import org.dtorch.core.graph.OpSpec;
+import org.dtorch.core.graph.Operator;
+import org.dtorch.core.graph.TensorMeta;
+import org.dtorch.core.kernel.CopyKernel;
+import org.dtorch.core.kernel.KernelContext;
+
+/**
+ * {@code dst.copy_(src)}: writes {@code src} into {@code dst} in place, converting the dtype; {@code src} is
+ * redistributed to {@code dst}'s sharding on the way if they differ (the explicit request is the copy
+ * itself). Inputs are {@code [dst, src]}; there is no new output, {@code dst}'s tensors change.
+ *
+ * <p>Thread-safe: immutable.
+ */
+public final class CopySpec implements OpSpec {
+    public static final CopySpec INSTANCE = new CopySpec();
+
+    private CopySpec() {
+    }
+
+    @Override
+    public String name() {
+        return "copy_";
+    }
+
+    @Override
+    public boolean communicates() {
+        return true;
+    }
+
+    @Override
+    public List<TensorMeta> inferOutputs(List<TensorMeta> inputs) {
+        Rules.arity(name(), inputs, 2);
+        TensorMeta dst = inputs.get(0);
+        TensorMeta src = inputs.get(1);
+        if (!Arrays.equals(dst.shape(), src.shape())) {
+            throw new IllegalArgumentException("copy_: cannot copy " + src + " into " + dst + ": shapes differ");
+        }
+        new CopyKernel(dst.sharding(), src.sharding(), dst.shape());
+        return List.of();
+    }
+
+    @Override
+    public DeviceKernel kernel(Operator op, long deviceId) {
+        TensorMeta dst = op.inputs().get(0).meta();
+        TensorMeta src = op.inputs().get(1).meta();
+        CopyKernel copy = new CopyKernel(dst.sharding(), src.sharding(), dst.shape());
+        return new DeviceKernel() {
+            @Override
+            public List<Tensor> run(KernelContext ctx, List<Tensor> inputs) {
+                copy.run(ctx, inputs.get(0), inputs.get(1));
+                return List.of();
+            }
+        };
+    }
+}

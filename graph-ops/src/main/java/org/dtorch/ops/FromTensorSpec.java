@@ -1,0 +1,78 @@
+package org.dtorch.ops;
+
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.bytedeco.pytorch.MemoryFormatOptional;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
+import org.dtorch.core.distributed.Sharding;
+import org.dtorch.core.graph.DeviceKernel;
+import org.dtorch.core.graph.OpSpec;
+import org.dtorch.core.graph.Operator;
+import org.dtorch.core.graph.ShardingException;
+import org.dtorch.core.graph.TensorMeta;
+import org.dtorch.core.tensor.TorchTensors;
+
+/**
+ * {@code tensor(data)}: a distributed tensor from a full CPU tensor the client holds. The operator carries
+ * its own copy of the data; each device copies out only its shard, and the last one drops the data.
+ *
+ * <p>Sharding rule: {@code S(d)} and {@code R}; partial placements are rejected.
+ *
+ * <p>Thread-safe: immutable apart from the count of devices still to take their shard.
+ */
+public final class FromTensorSpec implements OpSpec {
+    private final Tensor data;
+    private final TensorMeta meta;
+    private final AtomicInteger devicesLeft;
+
+    /** Takes a copy of {@code source} (the caller keeps and may change its own). */
+    public FromTensorSpec(Tensor source, Sharding sharding) {
+        this(source, sharding, true);
+    }
+
+    /** Takes {@code source} itself, which nobody else may use or close afterwards. */
+    public static FromTensorSpec owning(Tensor source, Sharding sharding) {
+        return new FromTensorSpec(source, sharding, false);
+    }
+
+    private FromTensorSpec(Tensor source, Sharding sharding, boolean copy) {
+        Objects.requireNonNull(source, "source");
+        if (!source.is_cpu()) {
+            throw new IllegalArgumentException("tensor: the data must be a CPU tensor, got " + TorchTensors.describe(source));
+        }
+        this.meta = new TensorMeta(TorchTensors.shape(source), TorchTensors.dtype(source), sharding);
+        for (int m = 0; m < sharding.placements().size(); m++) {
+            if (sharding.placement(m).isPartial()) {
+                throw new ShardingException("tensor", List.of(meta), "mesh dimension " + m + " is partial", "S(d) or R on every mesh dimension");
+            }
+        }
+        this.data = copy ? source.clone(new MemoryFormatOptional(torch.MemoryFormat.Contiguous)) : source;
+        this.devicesLeft = new AtomicInteger(sharding.mesh().count());
+    }
+
+    @Override
+    public String name() {
+        return "tensor";
+    }
+
+    @Override
+    public List<TensorMeta> inferOutputs(List<TensorMeta> inputs) {
+        Rules.arity(name(), inputs, 0);
+        return List.of(meta);
+    }
+
+    @Override
+    public DeviceKernel kernel(Operator op, long deviceId) {
+        return new LocalKernel(in -> {
+            try (Tensor view = meta.layout().localSlice(data, deviceId)) {
+                return view.clone(new MemoryFormatOptional(torch.MemoryFormat.Contiguous));
+            } finally {
+                if (devicesLeft.decrementAndGet() == 0) {
+                    data.close();
+                }
+            }
+        });
+    }
+}

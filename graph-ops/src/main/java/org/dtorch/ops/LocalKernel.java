@@ -1,0 +1,26 @@
+package org.dtorch.ops;
+
+import java.util.List;
+import java.util.function.Function;
+import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.graph.DeviceKernel;
+import org.dtorch.core.kernel.KernelContext;
+
+/**
+ * A kernel that computes one output from the device's local inputs with no communication: what every
+ * operator whose sharding rule needs no data from other devices runs.
+ *
+ * <p>Not thread-safe: one device thread calls it.
+ */
+final class LocalKernel implements DeviceKernel {
+    private final Function<List<Tensor>, Tensor> compute;
+
+    LocalKernel(Function<List<Tensor>, Tensor> compute) {
+        this.compute = compute;
+    }
+
+    @Override
+    public List<Tensor> run(KernelContext ctx, List<Tensor> inputs) {
+        return java.util.Collections.singletonList(compute.apply(inputs));
+    }
+}

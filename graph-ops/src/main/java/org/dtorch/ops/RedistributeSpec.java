@@ -1,0 +1,59 @@
+package org.dtorch.ops;
+
+import java.util.List;
+import java.util.Objects;
+import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.distributed.RedistributionPlanner;
+import org.dtorch.core.distributed.Sharding;
+import org.dtorch.core.graph.DeviceKernel;
+import org.dtorch.core.graph.OpSpec;
+import org.dtorch.core.graph.Operator;
+import org.dtorch.core.graph.TensorMeta;
+import org.dtorch.core.kernel.ConvertKernel;
+import org.dtorch.core.kernel.KernelContext;
+
+/**
+ * {@code redistribute(mesh, placements)}: the explicit move to another sharding, on the same mesh or onto
+ * another, run by {@link ConvertKernel} with a plan from the {@link RedistributionPlanner} (checked when
+ * the operator is created, so a bad request fails in the client's thread).
+ *
+ * <p>Thread-safe: immutable.
+ */
+public final class RedistributeSpec implements OpSpec {
+    private final Sharding target;
+
+    /** A move to {@code target}. */
+    public RedistributeSpec(Sharding target) {
+        this.target = Objects.requireNonNull(target, "target");
+    }
+
+    @Override
+    public String name() {
+        return "redistribute";
+    }
+
+    @Override
+    public boolean communicates() {
+        return true;
+    }
+
+    @Override
+    public List<TensorMeta> inferOutputs(List<TensorMeta> inputs) {
+        Rules.arity(name(), inputs, 1);
+        TensorMeta t = inputs.getFirst();
+        RedistributionPlanner.plan(t.sharding(), target, t.shape());
+        return List.of(t.withSharding(target));
+    }
+
+    @Override
+    public DeviceKernel kernel(Operator op, long deviceId) {
+        TensorMeta input = op.inputs().getFirst().meta();
+        ConvertKernel convert = ConvertKernel.of(input.sharding(), target, input.shape());
+        return new DeviceKernel() {
+            @Override
+            public List<Tensor> run(KernelContext ctx, List<Tensor> inputs) {
+                return java.util.Collections.singletonList(convert.run(ctx, inputs.getFirst()));
+            }
+        };
+    }
+}

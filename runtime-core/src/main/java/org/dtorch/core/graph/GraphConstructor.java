@@ -1,0 +1,86 @@
+package org.dtorch.core.graph;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+
+/**
+ * The client's side of the pipeline: turns a call into an {@link Operator} with inferred outputs and sends
+ * it to the controller, returning the output operands at once. It never waits for a kernel.
+ *
+ * <p>Thread-safe: {@link #add} is meant for the one client thread (program order is the order of calls);
+ * {@link #release} may come from any thread, such as a {@link java.lang.ref.Cleaner}.
+ */
+public final class GraphConstructor {
+    private final Consumer<GraphMessage> controller;
+    private final AtomicLong operandIds = new AtomicLong();
+    private final AtomicLong operatorIds = new AtomicLong();
+    private volatile String closedBecause;
+
+    /** A constructor that sends every message to {@code controller}. */
+    public GraphConstructor(Consumer<GraphMessage> controller) {
+        this.controller = Objects.requireNonNull(controller, "controller");
+    }
+
+    /**
+     * Adds an operator and returns its outputs. Metadata inference runs here, so an input combination the
+     * operator cannot take fails in the caller's thread, before anything is queued.
+     *
+     * @throws IllegalStateException after {@link #close}
+     */
+    public List<Operand> add(OpSpec spec, List<Operand> inputs) {
+        ensureOpen(spec.name());
+        List<TensorMeta> metas = new ArrayList<>(inputs.size());
+        for (Operand input : inputs) {
+            metas.add(Objects.requireNonNull(input, () -> spec.name() + ": an input is null").meta());
+        }
+        List<TensorMeta> outputMetas = spec.inferOutputs(metas);
+        List<Operand> outputs = new ArrayList<>(outputMetas.size());
+        for (TensorMeta meta : outputMetas) {
+            Operand output = new Operand(operandIds.incrementAndGet(), meta);
+            output.retain();
+            outputs.add(output);
+        }
+        for (Operand input : inputs) {
+            input.retain();
+        }
+        Operator op = new Operator(operatorIds.incrementAndGet(), spec, inputs, outputs);
+        controller.accept(new GraphMessage.AddOperator(op));
+        return outputs;
+    }
+
+    /** Adds an operator with exactly one output and returns it. */
+    public Operand addSingle(OpSpec spec, List<Operand> inputs) {
+        List<Operand> outputs = add(spec, inputs);
+        if (outputs.size() != 1) {
+            throw new IllegalStateException(spec.name() + " has " + outputs.size() + " outputs, not one");
+        }
+        return outputs.getFirst();
+    }
+
+    /** The client dropped its handle of {@code operand}. Ignored after {@link #close}. */
+    public void release(Operand operand) {
+        if (closedBecause == null) {
+            controller.accept(new GraphMessage.ReleaseOperand(operand));
+        }
+    }
+
+    /** Refuses further operators, naming {@code reason}. */
+    public void close(String reason) {
+        closedBecause = Objects.requireNonNull(reason);
+    }
+
+    /** True until {@link #close}. */
+    public boolean isOpen() {
+        return closedBecause == null;
+    }
+
+    private void ensureOpen(String op) {
+        String reason = closedBecause;
+        if (reason != null) {
+            throw new IllegalStateException(op + ": the runtime is " + reason);
+        }
+    }
+}

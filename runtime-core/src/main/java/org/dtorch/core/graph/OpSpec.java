@@ -1,0 +1,43 @@
+package org.dtorch.core.graph;
+
+import java.util.List;
+
+/**
+ * An operator type with its parameters: it infers outputs from inputs' metadata (the sharding rule) and
+ * builds the kernel each device runs. The {@code graph-ops} module implements one per operator; the
+ * runtime knows them only through this interface.
+ *
+ * <p>Thread-safe: implementations must be immutable; one spec may serve many operators.
+ */
+public interface OpSpec {
+
+    /** The operator's name, as the user wrote it: {@code add}, {@code matmul}. */
+    String name();
+
+    /**
+     * The outputs' metadata for these inputs' metadata. Runs on the client thread before the operator is
+     * queued.
+     *
+     * @throws ShardingException        if the inputs' placements are not a combination the operator accepts
+     * @throws IllegalArgumentException if shapes, dtypes or parameters do not fit
+     */
+    List<TensorMeta> inferOutputs(List<TensorMeta> inputs);
+
+    /** The kernel for one device of one operator. */
+    DeviceKernel kernel(Operator op, long deviceId);
+
+    /**
+     * True when the kernel may communicate with other devices (collectives, stores). A device whose inputs
+     * failed upstream still runs such a kernel, on placeholder data, so that its peers are not left waiting.
+     */
+    default boolean communicates() {
+        return false;
+    }
+
+    /**
+     * The devices that run the operator, sorted. By default every device of every input's and output's mesh.
+     */
+    default List<Long> devices(Operator op) {
+        return op.defaultDevices();
+    }
+}

@@ -1,0 +1,82 @@
+package org.dtorch.core.graph;
+
+import java.util.List;
+import java.util.Objects;
+import java.util.TreeSet;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * One node of the graph: an {@link OpSpec} (type and parameters) applied to input operands, producing
+ * output operands. Ids grow in the order the client created operators, which is a topological order.
+ *
+ * <p>Thread-safe: immutable apart from the count of devices still to run it, which is atomic.
+ */
+public final class Operator {
+    private final long id;
+    private final OpSpec spec;
+    private final List<Operand> inputs;
+    private final List<Operand> outputs;
+    private final List<Long> devices;
+    private final AtomicInteger devicesLeft;
+
+    Operator(long id, OpSpec spec, List<Operand> inputs, List<Operand> outputs) {
+        this.id = id;
+        this.spec = Objects.requireNonNull(spec, "spec");
+        this.inputs = List.copyOf(inputs);
+        this.outputs = List.copyOf(outputs);
+        this.devices = List.copyOf(spec.devices(this));
+        this.devicesLeft = new AtomicInteger(devices.size());
+    }
+
+    /** The operator's id: its position in the client's program. */
+    public long id() {
+        return id;
+    }
+
+    /** Type and parameters. */
+    public OpSpec spec() {
+        return spec;
+    }
+
+    /** The operands it reads (and, for in-place operators, writes). */
+    public List<Operand> inputs() {
+        return inputs;
+    }
+
+    /** The operands it creates. */
+    public List<Operand> outputs() {
+        return outputs;
+    }
+
+    /** The devices that run it, sorted. */
+    public List<Long> devices() {
+        return devices;
+    }
+
+    /** Every device of every input's and output's mesh, sorted: what {@link OpSpec#devices} returns by default. */
+    List<Long> defaultDevices() {
+        TreeSet<Long> all = new TreeSet<>();
+        for (Operand o : inputs) {
+            all.addAll(o.meta().sharding().mesh().deviceIds());
+        }
+        for (Operand o : outputs) {
+            all.addAll(o.meta().sharding().mesh().deviceIds());
+        }
+        return List.copyOf(all);
+    }
+
+    /** Records that one device has run the operator; true for the last one. */
+    public boolean deviceDone() {
+        return devicesLeft.decrementAndGet() == 0;
+    }
+
+    /** {@code add#12}, for messages. */
+    public String label() {
+        return spec.name() + "#" + id;
+    }
+
+    @Override
+    public String toString() {
+        return label() + inputs.stream().map(o -> "%" + o.id()).toList() + " -> " + outputs.stream().map(o -> "%" + o.id()).toList();
+    }
+}

@@ -1,0 +1,65 @@
+package org.dtorch.core.runtime;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.bytedeco.pytorch.Tensor;
+
+/**
+ * One device's local tensors by operand id: the worker owns every tensor in it and closes it when the
+ * client releases the operand (or at shutdown). A failed operand has a failure instead of a tensor.
+ *
+ * <p>Not thread-safe: only its worker thread touches it, except {@link #size()}.
+ */
+final class BlobTable {
+    private final Map<Long, Tensor> tensors = new HashMap<>();
+    private final Map<Long, Throwable> failures = new HashMap<>();
+    private final AtomicInteger live = new AtomicInteger();
+
+    void put(long operandId, Tensor tensor) {
+        Tensor previous = tensors.put(operandId, tensor);
+        if (previous == null) {
+            live.incrementAndGet();
+        } else if (previous != tensor) {
+            previous.close();
+        }
+    }
+
+    Tensor get(long operandId) {
+        return tensors.get(operandId);
+    }
+
+    void fail(long operandId, Throwable cause) {
+        failures.putIfAbsent(operandId, cause);
+        Tensor dropped = tensors.remove(operandId);
+        if (dropped != null) {
+            dropped.close();
+            live.decrementAndGet();
+        }
+    }
+
+    Throwable failure(long operandId) {
+        return failures.get(operandId);
+    }
+
+    void release(long operandId) {
+        failures.remove(operandId);
+        Tensor tensor = tensors.remove(operandId);
+        if (tensor != null) {
+            tensor.close();
+            live.decrementAndGet();
+        }
+    }
+
+    /** Live tensors; readable from any thread. */
+    int size() {
+        return live.get();
+    }
+
+    void clear() {
+        tensors.values().forEach(Tensor::close);
+        tensors.clear();
+        failures.clear();
+        live.set(0);
+    }
+}

@@ -1,0 +1,60 @@
+package org.dtorch.core.runtime;
+
+import java.util.List;
+import java.util.Objects;
+import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.communication.promise.TensorPromise;
+import org.dtorch.core.graph.DeviceKernel;
+import org.dtorch.core.graph.OpSpec;
+import org.dtorch.core.graph.Operator;
+import org.dtorch.core.graph.TensorMeta;
+import org.dtorch.core.kernel.KernelContext;
+
+/**
+ * The seed's {@code GetTensorOp}: carries a {@link TensorPromise} into the graph; the worker of the one
+ * device that holds the input sets the promise's value (or its error). The input must live on a
+ * one-device mesh: {@code getTensorAsync} redistributes a distributed tensor there first.
+ *
+ * <p>Thread-safe: immutable; the promise is completed once, by the worker.
+ */
+public final class GetTensorSpec implements OpSpec {
+    private final TensorPromise promise;
+
+    /** An operator that completes {@code promise} with its input's value. */
+    public GetTensorSpec(TensorPromise promise) {
+        this.promise = Objects.requireNonNull(promise, "promise");
+    }
+
+    @Override
+    public String name() {
+        return "get_tensor";
+    }
+
+    @Override
+    public List<TensorMeta> inferOutputs(List<TensorMeta> inputs) {
+        if (inputs.size() != 1) {
+            throw new IllegalArgumentException("get_tensor takes one input, got " + inputs.size());
+        }
+        if (inputs.getFirst().sharding().mesh().count() != 1) {
+            throw new IllegalArgumentException("get_tensor needs a tensor on one device; " + inputs.getFirst()
+                + " is distributed: redistribute it to one device first");
+        }
+        return List.of();
+    }
+
+    @Override
+    public DeviceKernel kernel(Operator op, long deviceId) {
+        return new DeviceKernel() {
+            @Override
+            public List<Tensor> run(KernelContext ctx, List<Tensor> inputs) {
+                promise.setValue(inputs.getFirst());
+                return List.of();
+            }
+
+            @Override
+            public void failed(KernelContext ctx, Throwable cause) {
+                promise.setException(cause);
+            }
+        };
+    }
+}

@@ -1,0 +1,232 @@
+package org.dtorch.core.runtime;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
+import org.dtorch.core.communication.group.ThreadGroupManager;
+import org.dtorch.core.device.Device;
+import org.dtorch.core.graph.DeviceKernel;
+import org.dtorch.core.graph.Operand;
+import org.dtorch.core.graph.Operator;
+import org.dtorch.core.kernel.KernelContext;
+import org.dtorch.core.tensor.TorchTensors;
+
+/**
+ * Runs operators on one device (the seed's {@code NaiveRunner}): builds the operator's kernel, binds its
+ * inputs from the blob table, runs it on the device's {@link KernelStream}, and stores its outputs.
+ *
+ * <p>Failures: if an input failed (here or on a peer), the operator's outputs are recorded as failed
+ * before anything else; a communicating kernel still runs, on placeholder zeros, so that its peers are not
+ * left waiting in a collective. A kernel that throws fails its outputs with the operator and device named.
+ * System kernels complete their promises with the failure.
+ *
+ * <p>Not thread-safe: owned by one worker thread.
+ */
+final class NaiveRunner {
+    private final Device device;
+    private final KernelStream stream;
+    private final BlobTable blobs = new BlobTable();
+    private final FailureRegistry failures;
+    private final ThreadGroupManager groups;
+    private final Duration timeout;
+
+    NaiveRunner(Device device, FailureRegistry failures, ThreadGroupManager groups, Duration timeout) {
+        this.device = device;
+        this.stream = new KernelStream(device);
+        this.failures = failures;
+        this.groups = groups;
+        this.timeout = timeout;
+    }
+
+    void run(Operator op) {
+        KernelContext ctx = new KernelContext(device, stream.stream(), groups, "op" + op.id(), timeout);
+        DeviceKernel kernel;
+        try {
+            kernel = op.spec().kernel(op, device.index());
+        } catch (RuntimeException e) {
+            failOutputs(op, OperatorFailedException.kernelFailed(op, device, e));
+            return;
+        }
+        Throwable upstream = upstreamFailure(op);
+        if (upstream != null) {
+            failOutputs(op, upstream);
+            if (op.spec().communicates()) {
+                runOnPlaceholders(op, kernel, ctx);
+            }
+            report(kernel, ctx, upstream);
+            return;
+        }
+        List<Tensor> inputs = localInputs(op);
+        List<Tensor> outputs;
+        try {
+            outputs = kernel.run(ctx, inputs);
+        } catch (Throwable e) {
+            OperatorFailedException cause = OperatorFailedException.kernelFailed(op, device, e);
+            failOutputs(op, cause);
+            report(kernel, ctx, cause);
+            return;
+        }
+        Throwable late = peerFailure(op);
+        if (late != null) {
+            closeNew(outputs, inputs);
+            failOutputs(op, late);
+            report(kernel, ctx, late);
+            return;
+        }
+        store(op, outputs, inputs);
+    }
+
+    /** The runtime is closing: fails the operator without running it. */
+    void cancel(Operator op, Throwable cause) {
+        failOutputs(op, cause);
+        try {
+            DeviceKernel kernel = op.spec().kernel(op, device.index());
+            report(kernel, new KernelContext(device, stream.stream(), groups, "op" + op.id(), timeout), cause);
+        } catch (RuntimeException ignored) {
+            // nothing more to tell anyone
+        }
+    }
+
+    void release(Operand operand) {
+        blobs.release(operand.id());
+    }
+
+    int liveBlobs() {
+        return blobs.size();
+    }
+
+    void clear() {
+        blobs.clear();
+    }
+
+    private Throwable upstreamFailure(Operator op) {
+        for (Operand input : op.inputs()) {
+            Throwable local = blobs.failure(input.id());
+            if (local != null) {
+                return local;
+            }
+            Throwable anywhere = failures.failure(input.id());
+            if (anywhere != null) {
+                return anywhere;
+            }
+        }
+        return null;
+    }
+
+    /** A failure a peer recorded while this device ran the operator (inputs or outputs). */
+    private Throwable peerFailure(Operator op) {
+        Throwable t = upstreamFailure(op);
+        if (t != null) {
+            return t;
+        }
+        for (Operand output : op.outputs()) {
+            Throwable f = failures.failure(output.id());
+            if (f != null) {
+                return f;
+            }
+        }
+        return null;
+    }
+
+    private List<Tensor> localInputs(Operator op) {
+        List<Tensor> inputs = new ArrayList<>(op.inputs().size());
+        for (Operand input : op.inputs()) {
+            inputs.add(holds(input) ? required(op, input) : null);
+        }
+        return inputs;
+    }
+
+    private Tensor required(Operator op, Operand input) {
+        Tensor t = blobs.get(input.id());
+        if (t == null) {
+            throw new IllegalStateException("operator " + op.label() + " on " + device + ": input %" + input.id()
+                + " has no tensor on this device (released or never produced)");
+        }
+        return t;
+    }
+
+    private void runOnPlaceholders(Operator op, DeviceKernel kernel, KernelContext ctx) {
+        List<Tensor> placeholders = new ArrayList<>();
+        List<Tensor> inputs = new ArrayList<>();
+        for (Operand input : op.inputs()) {
+            Tensor t = holds(input) ? blobs.get(input.id()) : null;
+            if (t == null && holds(input)) {
+                t = torch.zeros(input.meta().layout().localShape(device.index()),
+                    new org.bytedeco.pytorch.TensorOptions().dtype(new org.bytedeco.pytorch.ScalarTypeOptional(input.meta().dtype())));
+                placeholders.add(t);
+            }
+            inputs.add(t);
+        }
+        try {
+            closeNew(kernel.run(ctx, inputs), inputs);
+        } catch (Throwable ignored) {
+            // the outputs are failed already; the point was to meet the peers
+        } finally {
+            placeholders.forEach(Tensor::close);
+        }
+    }
+
+    private void failOutputs(Operator op, Throwable cause) {
+        for (Operand output : op.outputs()) {
+            failures.fail(output.id(), cause);
+            if (holds(output)) {
+                blobs.fail(output.id(), cause);
+            }
+        }
+    }
+
+    private void store(Operator op, List<Tensor> outputs, List<Tensor> inputs) {
+        for (int i = 0; i < op.outputs().size(); i++) {
+            Operand output = op.outputs().get(i);
+            Tensor t = outputs.get(i);
+            if (!holds(output)) {
+                if (t != null) {
+                    t.close();
+                }
+                continue;
+            }
+            if (t == null) {
+                failOutputs(op, OperatorFailedException.kernelFailed(op, device,
+                    new IllegalStateException("the kernel returned no tensor for output %" + output.id())));
+                continue;
+            }
+            if (inputs.contains(t)) {
+                t = new Tensor(t); // an in-place kernel returned its input: keep a reference of our own
+            }
+            long[] expected = output.meta().layout().localShape(device.index());
+            if (!java.util.Arrays.equals(expected, TorchTensors.shape(t))) {
+                t.close();
+                failOutputs(op, OperatorFailedException.kernelFailed(op, device, new IllegalStateException(
+                    "output %" + output.id() + " should be " + java.util.Arrays.toString(expected) + " here, the kernel made "
+                        + TorchTensors.describe(t))));
+                continue;
+            }
+            blobs.put(output.id(), t);
+        }
+    }
+
+    private static void closeNew(List<Tensor> outputs, List<Tensor> inputs) {
+        if (outputs == null) {
+            return;
+        }
+        for (Tensor t : outputs) {
+            if (t != null && !inputs.contains(t)) {
+                t.close();
+            }
+        }
+    }
+
+    private static void report(DeviceKernel kernel, KernelContext ctx, Throwable cause) {
+        try {
+            kernel.failed(ctx, cause);
+        } catch (RuntimeException ignored) {
+            // a promise already completed keeps its first result
+        }
+    }
+
+    private boolean holds(Operand operand) {
+        return operand.meta().sharding().mesh().contains(device.index());
+    }
+}

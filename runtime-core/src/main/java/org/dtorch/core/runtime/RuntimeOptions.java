@@ -1,0 +1,63 @@
+package org.dtorch.core.runtime;
+
+import java.time.Duration;
+import java.util.Objects;
+import org.dtorch.core.communication.CommOptions;
+import org.dtorch.core.device.DeviceKind;
+
+/**
+ * How a runtime is set up. Defaults: 4 CPU devices, thread mode (every device a worker thread of this
+ * JVM), distinct devices (collectives over Gloo), the global communication timeout, 30 s to drain at close.
+ *
+ * <p>Thread-safe: immutable.
+ *
+ * @param deviceKind          the kind of every device
+ * @param deviceCount         how many devices (ids 0 to deviceCount - 1)
+ * @param sameDevice          simulate every device on one physical device (same-device collectives)
+ * @param perDevicePerProcess one worker process per device instead of threads (not built yet)
+ * @param timeout             deadline of every blocking call of the runtime's kernels
+ * @param shutdownTimeout     how long {@code close()} waits for queued work before cancelling it
+ */
+public record RuntimeOptions(DeviceKind deviceKind, int deviceCount, boolean sameDevice, boolean perDevicePerProcess,
+                             Duration timeout, Duration shutdownTimeout) {
+
+    /** Validates the components. */
+    public RuntimeOptions {
+        Objects.requireNonNull(deviceKind, "deviceKind");
+        if (deviceCount < 1) {
+            throw new IllegalArgumentException("deviceCount must be >= 1, got " + deviceCount);
+        }
+        CommOptions.validateTimeout(timeout);
+        CommOptions.validateTimeout(shutdownTimeout);
+    }
+
+    /** The defaults: 4 CPU devices in threads. */
+    public static RuntimeOptions defaults() {
+        return new RuntimeOptions(DeviceKind.CPU, 4, false, false, CommOptions.global().timeout(), Duration.ofSeconds(30));
+    }
+
+    /** A copy with another device count. */
+    public RuntimeOptions withDeviceCount(int count) {
+        return new RuntimeOptions(deviceKind, count, sameDevice, perDevicePerProcess, timeout, shutdownTimeout);
+    }
+
+    /** A copy with the same-device simulation on or off. */
+    public RuntimeOptions withSameDevice(boolean value) {
+        return new RuntimeOptions(deviceKind, deviceCount, value, perDevicePerProcess, timeout, shutdownTimeout);
+    }
+
+    /** A copy with per-device-process mode on or off. */
+    public RuntimeOptions withPerDevicePerProcess(boolean value) {
+        return new RuntimeOptions(deviceKind, deviceCount, sameDevice, value, timeout, shutdownTimeout);
+    }
+
+    /** A copy with another kernel timeout. */
+    public RuntimeOptions withTimeout(Duration value) {
+        return new RuntimeOptions(deviceKind, deviceCount, sameDevice, perDevicePerProcess, value, shutdownTimeout);
+    }
+
+    /** A copy with another shutdown timeout. */
+    public RuntimeOptions withShutdownTimeout(Duration value) {
+        return new RuntimeOptions(deviceKind, deviceCount, sameDevice, perDevicePerProcess, timeout, value);
+    }
+}
