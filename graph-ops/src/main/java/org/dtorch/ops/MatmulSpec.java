@@ -16,7 +16,8 @@ import org.dtorch.core.graph.TensorMeta;
  * batch size ({@code [B, m, k] x [B, k, n]}).
  *
  * <p>Sharding rule, per mesh dimension (the tensor-parallel rules): {@code R x R -> R};
- * {@code S(row or batch of a) x R -> S(same)}; {@code R x S(n) -> S(last)};
+ * {@code S(row or batch of a) x R -> S(same)} (for two 3-D tensors the batch needs {@code S(0) x S(0)});
+ * {@code R x S(n) -> S(last)};
  * {@code S(k of a) x S(k of b) -> P(sum)}; {@code S(0) x S(0) -> S(0)} for the batch of two 3-D tensors;
  * {@code P(sum) x R -> P(sum)} and {@code R x P(sum) -> P(sum)}.
  *
@@ -66,7 +67,7 @@ public final class MatmulSpec implements OpSpec {
             Placement result;
             if (pa.isReplicate() && pb.isReplicate()) {
                 result = Placement.replicate();
-            } else if (da >= 0 && da < aK && pb.isReplicate()) {
+            } else if (da >= 0 && da < aK && pb.isReplicate() && !(batched && da == 0)) {
                 result = Placement.shard(da);
             } else if (pa.isReplicate() && db == bN) {
                 result = Placement.shard(shape.length - 1);

@@ -197,10 +197,10 @@ final class NaiveRunner {
             }
             long[] expected = output.meta().layout().localShape(device.index());
             if (!java.util.Arrays.equals(expected, TorchTensors.shape(t))) {
+                IllegalStateException wrongShape = new IllegalStateException("output %" + output.id() + " should be "
+                    + java.util.Arrays.toString(expected) + " here, the kernel made " + TorchTensors.describe(t));
                 t.close();
-                failOutputs(op, OperatorFailedException.kernelFailed(op, device, new IllegalStateException(
-                    "output %" + output.id() + " should be " + java.util.Arrays.toString(expected) + " here, the kernel made "
-                        + TorchTensors.describe(t))));
+                failOutputs(op, OperatorFailedException.kernelFailed(op, device, wrongShape));
                 continue;
             }
             blobs.put(output.id(), t);

@@ -1,0 +1,184 @@
+package org.dtorch.ops;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.bytedeco.javacpp.Pointer;
+import org.bytedeco.pytorch.Tensor;
+import org.dtorch.api.DTensor;
+import org.dtorch.api.DTorch;
+import org.dtorch.api.DTorchOptions;
+import org.dtorch.core.communication.promise.FutureFailedException;
+import org.dtorch.core.communication.promise.TensorFuture;
+import org.dtorch.core.communication.promise.VoidFuture;
+import org.dtorch.core.distributed.DeviceMesh;
+import org.dtorch.core.distributed.Placement;
+import org.dtorch.core.tensor.TorchTensors;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+@Timeout(180)
+class RuntimeBehaviourTest {
+
+    private static DTorch start(boolean sameDevice) {
+        return DTorch.init(DTorchOptions.builder().devices(4).sameDevice(sameDevice).timeout(Duration.ofSeconds(30)).build());
+    }
+
+    @Test
+    void shouldReturnBeforeASlowKernelFinishes() {
+        try (DTorch dt = start(false)) {
+            DTensor x = dt.ones(new long[] {4, 4}, dt.defaultMesh(), Placement.shard(0));
+            long start = System.nanoTime();
+            DTensor slow = dt.apply(new TestOps.Sleep(800), x);
+            DTensor after = slow.mul(3.0).sum();
+            TensorFuture future = after.toTorchAsync();
+            long enqueueMillis = (System.nanoTime() - start) / 1_000_000;
+            assertTrue(enqueueMillis < 200, "the client waited " + enqueueMillis + " ms for a kernel");
+            assertFalse(future.isReady(), "the value cannot be ready before the slow kernel ran");
+            try (Tensor value = future.get()) {
+                assertEquals(48.0, value.item_double());
+            }
+            assertTrue((System.nanoTime() - start) / 1_000_000 >= 800);
+        }
+    }
+
+    @Test
+    void shouldKeepTheTensorAliveWhileItsFutureIsPending() {
+        try (DTorch dt = start(false)) {
+            DTensor slow = dt.apply(new TestOps.Sleep(300), dt.full(2, new long[] {8}, dt.defaultMesh(), Placement.shard(0)));
+            TensorFuture future = dt._GetTensorAsync(slow);
+            slow.close();
+            assertThrows(IllegalStateException.class, slow::neg, "a closed handle refuses operators");
+            try (Tensor value = future.get()) {
+                assertEquals("[2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0]", TorchTensors.format(value, 16));
+            }
+        }
+    }
+
+    @Test
+    void shouldReturnLiveBlobsAndNativeMemoryToTheirBaseline() {
+        try (DTorch dt = start(false)) {
+            DTensor base = dt.ones(new long[] {1}, dt.mesh(0));
+            dt.sync();
+            int blobsBefore = dt.runtime().liveBlobCount();
+            long physicalBefore = Pointer.physicalBytes();
+            DTensor acc = base.add(0.0);
+            for (int i = 0; i < 100_000; i++) {
+                DTensor next = acc.add(base);
+                acc.close();
+                acc = next;
+            }
+            try (Tensor value = acc.toTorch()) {
+                assertEquals(100_001.0, value.item_double());
+            }
+            acc.close();
+            dt.sync();
+            assertEquals(blobsBefore, dt.runtime().liveBlobCount(), "every dropped handle's tensor must be freed");
+            assertEquals(0, dt.runtime().pendingOperatorCount());
+            long growth = Pointer.physicalBytes() - physicalBefore;
+            assertTrue(growth < 200L * 1024 * 1024, "resident memory grew by " + growth / 1024 / 1024 + " MiB over 100,000 operators");
+        }
+    }
+
+    @Test
+    void shouldFreeForgottenHandlesThroughTheCleaner() throws Exception {
+        try (DTorch dt = start(false)) {
+            dt.sync();
+            int before = dt.runtime().liveBlobCount();
+            for (int i = 0; i < 200; i++) {
+                dt.ones(new long[] {16}, dt.defaultMesh(), Placement.shard(0)).mul(2.0);
+            }
+            long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+            while (dt.runtime().liveBlobCount() > before && System.nanoTime() < deadline) {
+                System.gc();
+                Thread.sleep(20);
+                dt.sync();
+            }
+            assertEquals(before, dt.runtime().liveBlobCount(), "forgotten handles must be released by the Cleaner");
+        }
+    }
+
+    @Test
+    void shouldFailDependentFuturesNamingTheOperatorAndDeviceAndStayUsable() {
+        try (DTorch dt = start(false)) {
+            DeviceMesh mesh = dt.defaultMesh();
+            DTensor x = dt.ones(new long[] {8, 4}, mesh, Placement.shard(0));
+            DTensor broken = dt.apply(new TestOps.FailOn(2), x);
+            // A collective on the broken tensor must not hang: device 2 joins it with placeholder data.
+            DTensor gathered = broken.mul(2.0).redistribute(Placement.replicate());
+            TensorFuture future = gathered.sum().toTorchAsync();
+            FutureFailedException e = assertThrows(FutureFailedException.class, future::get);
+            assertTrue(e.getMessage().contains("operator explode#") && e.getMessage().contains("failed on cpu:2")
+                && e.getMessage().contains("boom on purpose"), e.getMessage());
+            // Unrelated work is unaffected.
+            try (Tensor fine = x.mul(3.0).sum().toTorch()) {
+                assertEquals(96.0, fine.item_double());
+            }
+            VoidFuture synced = dt.syncFuture();
+            assertTrue(synced.waitFor(Duration.ofSeconds(30)));
+        }
+    }
+
+    @Test
+    void shouldShutDownCleanlyWithOperatorsInFlight() throws Exception {
+        DTorch dt = DTorch.init(DTorchOptions.builder().devices(4).shutdownTimeout(Duration.ofMillis(300)).build());
+        DTensor x = dt.ones(new long[] {4}, dt.defaultMesh(), Placement.shard(0));
+        List<TensorFuture> futures = new ArrayList<>();
+        DTensor t = x;
+        for (int i = 0; i < 20; i++) {
+            t = dt.apply(new TestOps.Sleep(100), t);
+            futures.add(t.sum().toTorchAsync());
+        }
+        long start = System.nanoTime();
+        dt.close();
+        long closeMillis = (System.nanoTime() - start) / 1_000_000;
+        assertTrue(closeMillis < 5_000, "close took " + closeMillis + " ms");
+        int failed = 0;
+        for (TensorFuture f : futures) {
+            assertTrue(f.isReady(), "every future is completed, one way or the other, once close() returns");
+            try (Tensor value = f.get()) {
+                assertEquals(4.0, value.item_double());
+            } catch (FutureFailedException cancelled) {
+                assertTrue(cancelled.getMessage().contains("closed before this operator ran"), cancelled.getMessage());
+                failed++;
+            }
+        }
+        assertTrue(failed > 0, "with 2 s of queued work and a 300 ms shutdown timeout some operators are cancelled");
+        assertThrows(IllegalStateException.class, () -> x.mul(2.0));
+        Thread.sleep(50);
+        assertTrue(Thread.getAllStackTraces().keySet().stream().noneMatch(th -> th.getName().startsWith("dtorch-") && th.isAlive()),
+            "every runtime thread has stopped");
+    }
+
+    @Test
+    void shouldGiveIdenticalResultsWithTheSameDeviceSimulation() {
+        List<String> results = new ArrayList<>();
+        for (boolean sameDevice : new boolean[] {false, true}) {
+            try (DTorch dt = start(sameDevice)) {
+                DeviceMesh mesh = dt.initDeviceMesh(new int[] {2, 2}, "dp", "tp");
+                DTensor x = dt.randn(1, new long[] {8, 16}, mesh, Placement.shard(0), Placement.replicate());
+                DTensor w1 = dt.randn(2, new long[] {32, 16}, mesh, Placement.replicate(), Placement.shard(0));
+                DTensor w2 = dt.randn(3, new long[] {16, 32}, mesh, Placement.replicate(), Placement.shard(1));
+                DTensor h = dt.linear(x, w1).gelu();
+                DTensor y = dt.linear(h, w2).redistribute(Placement.shard(0), Placement.replicate());
+                DTensor loss = y.mul(y).mean();
+                try (Tensor a = y.toTorch(); Tensor b = loss.toTorch()) {
+                    results.add(TorchTensors.format(a, 1000) + " " + TorchTensors.format(b, 1));
+                }
+            }
+        }
+        assertEquals(results.get(0), results.get(1), "thread mode and the same-device simulation must agree bit for bit");
+    }
+
+    @Test
+    void shouldRefuseModesThatAreNotBuiltYet() {
+        UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class,
+            () -> DTorch.init(DTorchOptions.builder().perDevicePerProcess(true).build()));
+        assertTrue(e.getMessage().contains("per-device-process issue"), e.getMessage());
+    }
+}
