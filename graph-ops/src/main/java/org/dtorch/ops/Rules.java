@@ -65,13 +65,30 @@ final class Rules {
         return i < 0 ? 1 : shape[i];
     }
 
-    /** torch's type promotion of two tensors. */
+    private static final ScalarType[] TYPES = ScalarType.values();
+    private static final ScalarType[][] PROMOTED = new ScalarType[TYPES.length][TYPES.length];
+    private static final Boolean[] FLOATING = new Boolean[TYPES.length];
+
+    /** torch's type promotion of two tensors (asked of libtorch once per pair, then remembered). */
     static ScalarType promote(ScalarType a, ScalarType b) {
-        return torch.promote_types(a, b).intern();
+        int i = a.intern().ordinal();
+        int j = b.intern().ordinal();
+        ScalarType known = PROMOTED[i][j];
+        if (known == null) {
+            known = torch.promote_types(TYPES[i], TYPES[j]).intern();
+            PROMOTED[i][j] = known;
+        }
+        return known;
     }
 
     static boolean isFloating(ScalarType t) {
-        return torch.isFloatingType(t);
+        int i = t.intern().ordinal();
+        Boolean known = FLOATING[i];
+        if (known == null) {
+            known = torch.isFloatingType(TYPES[i]);
+            FLOATING[i] = known;
+        }
+        return known;
     }
 
     /** The dtype of {@code tensor op scalar}: a floating scalar turns an integral tensor into float32. */

@@ -21,6 +21,7 @@ public final class DeviceMesh {
     private final DeviceKind kind;
     private final int[] shape;
     private final long[] ids;
+    private final List<Long> idList;
     private final List<String> dimNames;
 
     private DeviceMesh(DeviceKind kind, int[] shape, long[] ids, List<String> dimNames) {
@@ -56,6 +57,7 @@ public final class DeviceMesh {
         }
         this.shape = shape.clone();
         this.ids = ids.clone();
+        this.idList = Arrays.stream(ids).boxed().toList();
         this.dimNames = names;
     }
 
@@ -108,9 +110,9 @@ public final class DeviceMesh {
         return ids.length;
     }
 
-    /** The device ids in row-major order. */
+    /** The device ids in row-major order (an immutable list, computed once). */
     public List<Long> deviceIds() {
-        return Arrays.stream(ids).boxed().toList();
+        return idList;
     }
 
     /** The dimension names, empty if the mesh has none. */
@@ -232,7 +234,8 @@ public final class DeviceMesh {
         return new DeviceMesh(kind, subShape, subIds, subNames);
     }
 
-    private int indexOf(long deviceId) {
+    /** The row-major index of {@code deviceId}, or -1 if it is not in the mesh. */
+    public int indexOf(long deviceId) {
         for (int i = 0; i < ids.length; i++) {
             if (ids[i] == deviceId) {
                 return i;

@@ -149,7 +149,7 @@ public final class ShardLayout {
     }
 
     private int index(long deviceId) {
-        int index = sharding.mesh().deviceIds().indexOf(deviceId);
+        int index = sharding.mesh().indexOf(deviceId);
         if (index < 0) {
             throw new IllegalArgumentException("device " + deviceId + " is not in " + sharding.mesh());
         }

@@ -55,6 +55,10 @@ public final class Operator {
 
     /** Every device of every input's and output's mesh, sorted: what {@link OpSpec#devices} returns by default. */
     List<Long> defaultDevices() {
+        org.dtorch.core.distributed.DeviceMesh common = commonMesh();
+        if (common != null) {
+            return sorted(common.deviceIds());
+        }
         TreeSet<Long> all = new TreeSet<>();
         for (Operand o : inputs) {
             all.addAll(o.meta().sharding().mesh().deviceIds());
@@ -63,6 +67,31 @@ public final class Operator {
             all.addAll(o.meta().sharding().mesh().deviceIds());
         }
         return List.copyOf(all);
+    }
+
+    /** The mesh every operand lives on, or null if they differ. */
+    private org.dtorch.core.distributed.DeviceMesh commonMesh() {
+        org.dtorch.core.distributed.DeviceMesh mesh = null;
+        for (List<Operand> operands : List.of(inputs, outputs)) {
+            for (Operand o : operands) {
+                org.dtorch.core.distributed.DeviceMesh m = o.meta().sharding().mesh();
+                if (mesh == null) {
+                    mesh = m;
+                } else if (m != mesh && !m.sameDevicesAs(mesh)) {
+                    return null;
+                }
+            }
+        }
+        return mesh;
+    }
+
+    private static List<Long> sorted(List<Long> ids) {
+        for (int i = 1; i < ids.size(); i++) {
+            if (ids.get(i - 1) > ids.get(i)) {
+                return List.copyOf(new TreeSet<>(ids));
+            }
+        }
+        return ids;
     }
 
     /** Records that one device has run the operator; true for the last one. */

@@ -39,11 +39,17 @@ final class BlobTable {
     }
 
     Throwable failure(long operandId) {
-        return failures.get(operandId);
+        return failures.isEmpty() ? null : failures.get(operandId);
+    }
+
+    boolean anyFailure() {
+        return !failures.isEmpty();
     }
 
     void release(long operandId) {
-        failures.remove(operandId);
+        if (!failures.isEmpty()) {
+            failures.remove(operandId);
+        }
         Tensor tensor = tensors.remove(operandId);
         if (tensor != null) {
             tensor.close();

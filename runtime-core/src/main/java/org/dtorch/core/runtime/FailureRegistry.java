@@ -25,6 +25,11 @@ final class FailureRegistry {
         return anyFailure ? failures.get(operandId) : null;
     }
 
+    /** False until something failed: the common case skips every lookup. */
+    boolean anyFailure() {
+        return anyFailure;
+    }
+
     /** Forgets an operand that nobody uses any more. */
     void forget(long operandId) {
         failures.remove(operandId);

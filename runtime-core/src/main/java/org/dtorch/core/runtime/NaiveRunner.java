@@ -32,16 +32,24 @@ final class NaiveRunner {
     private final ThreadGroupManager groups;
     private final Duration timeout;
 
+    /** The context of kernels that do not communicate: they need no store namespace of their own. */
+    private final KernelContext localContext;
+
     NaiveRunner(Device device, FailureRegistry failures, ThreadGroupManager groups, Duration timeout) {
         this.device = device;
         this.stream = new KernelStream(device);
         this.failures = failures;
         this.groups = groups;
         this.timeout = timeout;
+        this.localContext = new KernelContext(device, stream.stream(), groups, "local-" + device.index(), timeout);
+    }
+
+    private KernelContext context(Operator op) {
+        return new KernelContext(device, stream.stream(), groups, "op" + op.id(), timeout);
     }
 
     void run(Operator op) {
-        KernelContext ctx = new KernelContext(device, stream.stream(), groups, "op" + op.id(), timeout);
+        KernelContext ctx = op.spec().communicates() ? context(op) : localContext;
         DeviceKernel kernel;
         try {
             kernel = op.spec().kernel(op, device.index());
@@ -83,7 +91,7 @@ final class NaiveRunner {
         failOutputs(op, cause);
         try {
             DeviceKernel kernel = op.spec().kernel(op, device.index());
-            report(kernel, new KernelContext(device, stream.stream(), groups, "op" + op.id(), timeout), cause);
+            report(kernel, context(op), cause);
         } catch (RuntimeException ignored) {
             // nothing more to tell anyone
         }
@@ -102,6 +110,9 @@ final class NaiveRunner {
     }
 
     private Throwable upstreamFailure(Operator op) {
+        if (!blobs.anyFailure() && !failures.anyFailure()) {
+            return null;
+        }
         for (Operand input : op.inputs()) {
             Throwable local = blobs.failure(input.id());
             if (local != null) {
@@ -117,6 +128,9 @@ final class NaiveRunner {
 
     /** A failure a peer recorded while this device ran the operator (inputs or outputs). */
     private Throwable peerFailure(Operator op) {
+        if (!failures.anyFailure()) {
+            return null;
+        }
         Throwable t = upstreamFailure(op);
         if (t != null) {
             return t;

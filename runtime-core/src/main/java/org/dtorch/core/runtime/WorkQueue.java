@@ -5,13 +5,16 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * A many-producer, one-consumer queue whose consumer spins briefly and then parks, and whose producers
- * wake it only when it is parked, so a busy pipeline pays no system call per item.
+ * A many-producer, one-consumer queue whose consumer backs off in three steps when it finds nothing: a few
+ * spins, then yielding the CPU (so a producer that shares the core keeps running), then parking; producers
+ * wake it only when it is parked, so a busy pipeline pays no system call per item. On a machine with fewer
+ * cores than busy threads, spinning would take the CPU from the very producer being waited for.
  *
  * <p>Thread-safe: any thread may {@link #offer}; one thread calls {@link #take}.
  */
 final class WorkQueue<T> {
-    private static final long SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(50);
+    private static final int SPINS = 100;
+    private static final long YIELD_NANOS = TimeUnit.MICROSECONDS.toNanos(50);
     private static final long PARK_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
 
     private final ConcurrentLinkedQueue<T> items = new ConcurrentLinkedQueue<>();
@@ -31,13 +34,20 @@ final class WorkQueue<T> {
         if (item != null) {
             return item;
         }
-        long spinEnd = System.nanoTime() + SPIN_NANOS;
-        while (System.nanoTime() - spinEnd < 0) {
+        for (int i = 0; i < SPINS; i++) {
+            Thread.onSpinWait();
             item = items.poll();
             if (item != null) {
                 return item;
             }
-            Thread.onSpinWait();
+        }
+        long yieldEnd = System.nanoTime() + YIELD_NANOS;
+        while (System.nanoTime() - yieldEnd < 0) {
+            Thread.yield();
+            item = items.poll();
+            if (item != null) {
+                return item;
+            }
         }
         Thread self = Thread.currentThread();
         while (true) {

@@ -84,16 +84,17 @@ public final class TorchTensors {
             }
         }
         boolean integral = !t.is_floating_point() && !t.is_complex();
+        boolean single = dtype(t) != ScalarType.Double;
         StringBuilder out = new StringBuilder();
-        appendNested(out, shape(t), 0, new int[] {0}, values, integral, numel);
+        appendNested(out, shape(t), 0, new int[] {0}, values, integral, single);
         return out.toString();
     }
 
-    private static void appendNested(StringBuilder out, long[] shape, int dim, int[] next, double[] values, boolean integral, long numel) {
+    private static void appendNested(StringBuilder out, long[] shape, int dim, int[] next, double[] values, boolean integral, boolean single) {
         if (dim == shape.length) {
             if (next[0] < values.length) {
                 double v = values[next[0]++];
-                out.append(integral ? Long.toString((long) v) : Double.toString(v));
+                out.append(integral ? Long.toString((long) v) : single ? Float.toString((float) v) : Double.toString(v));
             } else if (next[0]++ == values.length) {
                 out.append("...");
             }
@@ -107,7 +108,7 @@ public final class TorchTensors {
             if (i > 0) {
                 out.append(", ");
             }
-            appendNested(out, shape, dim + 1, next, values, integral, numel);
+            appendNested(out, shape, dim + 1, next, values, integral, single);
         }
         out.append(']');
     }

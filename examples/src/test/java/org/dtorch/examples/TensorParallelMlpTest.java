@@ -1,0 +1,30 @@
+package org.dtorch.examples;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+class TensorParallelMlpTest {
+
+    @Test
+    @Timeout(120)
+    void shouldMatchSingleDeviceTorch() {
+        PrintStream original = System.out;
+        ByteArrayOutputStream captured = new ByteArrayOutputStream();
+        System.setOut(new PrintStream(captured, true, StandardCharsets.UTF_8));
+        try {
+            TensorParallelMlp.main(new String[0]);
+        } finally {
+            System.setOut(original);
+        }
+        String out = captured.toString(StandardCharsets.UTF_8);
+        assertTrue(out.contains("-> MATCH"), out);
+        assertTrue(out.contains("hidden  DTensor(float32[8, 256] [S(1)]"), out);
+        assertTrue(out.contains("partial DTensor(float32[8, 32] [P(sum)]"), out);
+        assertTrue(out.contains("y       DTensor(float32[8, 32] [R]"), out);
+    }
+}
