@@ -16,7 +16,6 @@ import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.graph.DeviceKernel;
 import org.dtorch.core.graph.OpSpec;
 import org.dtorch.core.graph.Operator;
-import org.dtorch.core.graph.ShardingException;
 import org.dtorch.core.graph.TensorMeta;
 
 /**
@@ -82,14 +81,7 @@ public final class FactorySpec implements OpSpec {
     }
 
     private static TensorMeta meta(Kind kind, long[] shape, ScalarType dtype, Sharding sharding) {
-        TensorMeta meta = new TensorMeta(shape, dtype, sharding);
-        for (int m = 0; m < sharding.placements().size(); m++) {
-            if (sharding.placement(m).isPartial()) {
-                throw new ShardingException(kind.name().toLowerCase(), List.of(meta), "mesh dimension " + m + " is partial",
-                    "S(d) or R on every mesh dimension");
-            }
-        }
-        return meta;
+        return Rules.factoryMeta(kind.name().toLowerCase(java.util.Locale.ROOT), new TensorMeta(shape, dtype, sharding));
     }
 
     @Override

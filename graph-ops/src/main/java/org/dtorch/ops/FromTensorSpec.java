@@ -10,7 +10,6 @@ import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.graph.DeviceKernel;
 import org.dtorch.core.graph.OpSpec;
 import org.dtorch.core.graph.Operator;
-import org.dtorch.core.graph.ShardingException;
 import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.core.tensor.TorchTensors;
 
@@ -42,12 +41,7 @@ public final class FromTensorSpec implements OpSpec {
         if (!source.is_cpu()) {
             throw new IllegalArgumentException("tensor: the data must be a CPU tensor, got " + TorchTensors.describe(source));
         }
-        this.meta = new TensorMeta(TorchTensors.shape(source), TorchTensors.dtype(source), sharding);
-        for (int m = 0; m < sharding.placements().size(); m++) {
-            if (sharding.placement(m).isPartial()) {
-                throw new ShardingException("tensor", List.of(meta), "mesh dimension " + m + " is partial", "S(d) or R on every mesh dimension");
-            }
-        }
+        this.meta = Rules.factoryMeta("tensor", new TensorMeta(TorchTensors.shape(source), TorchTensors.dtype(source), sharding));
         this.data = copy ? source.clone(new MemoryFormatOptional(torch.MemoryFormat.Contiguous)) : source;
         this.devicesLeft = new AtomicInteger(sharding.mesh().count());
     }

@@ -1,6 +1,5 @@
 package org.dtorch.ops;
 
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import org.bytedeco.pytorch.global.torch;
@@ -122,7 +121,13 @@ final class Rules {
         return new ShardingException(op, inputs, "on mesh dimension " + meshDim + ", " + reason, legal);
     }
 
-    static List<Placement> placements(int n) {
-        return new ArrayList<>(n);
+    /** A factory's metadata, rejecting partial placements (a factory has no partial values to split). */
+    static TensorMeta factoryMeta(String op, TensorMeta meta) {
+        for (int m = 0; m < meta.placements().size(); m++) {
+            if (meta.placement(m).isPartial()) {
+                throw new ShardingException(op, List.of(meta), "mesh dimension " + m + " is partial", "S(d) or R on every mesh dimension");
+            }
+        }
+        return meta;
     }
 }
