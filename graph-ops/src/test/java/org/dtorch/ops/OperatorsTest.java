@@ -117,6 +117,8 @@ class OperatorsTest {
         c.add(new Case("cat", List.of(s(4, 8), s(4, 3)), ScalarType.Float, List.of(p(R, R), p(S0, S0), p(P, P)), in -> dt.cat(in, 1), OperatorsTest::torchCat));
         c.add(new Case("to int64", List.of(s(5, 7)), ScalarType.Long, List.of(p(R), p(S0), p(S1), p(P)), in -> in.get(0).to(ScalarType.Double),
             in -> in.get(0).to(ScalarType.Double)));
+        c.add(new Case("copy_", two, ScalarType.Float, List.of(p(R, R), p(S0, R), p(S1, S0), p(R, S1), p(P, R), p(R, P)),
+            in -> in.get(0).copy_(in.get(1)), in -> in.get(1).clone()));
         c.add(new Case("redistribute", one, ScalarType.Float, concat(any, List.of(p(P))), in -> in.get(0).redistribute(S1),
             in -> in.get(0).clone()));
         return c;
