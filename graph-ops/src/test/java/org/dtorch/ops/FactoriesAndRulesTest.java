@@ -106,6 +106,9 @@ class FactoriesAndRulesTest {
         assertThrows(ShardingException.class, () -> dt.zeros(new long[] {4}, line, Placement.partial()));
         IllegalArgumentException tooShort = assertThrows(IllegalArgumentException.class, () -> dt.zeros(new long[] {3}, line, Placement.shard(0)));
         assertTrue(tooShort.getMessage().contains("splits it 4 ways"), tooShort.getMessage());
+        IllegalArgumentException stranger = assertThrows(IllegalArgumentException.class,
+            () -> dt.ones(new long[] {4}, org.dtorch.core.distributed.DeviceMesh.of(dt.deviceKind(), 0, 9), Placement.shard(0)));
+        assertTrue(stranger.getMessage().contains("device 9 is not one of this runtime's cpu devices 0..3"), stranger.getMessage());
         // The runtime is still fine.
         assertEquals("[8.0, 8.0, 8.0, 8.0]", values(rows.sum(1)));
     }

@@ -47,8 +47,19 @@ public final class GraphConstructor {
             input.retain();
         }
         Operator op = new Operator(operatorIds.incrementAndGet(), spec, inputs, outputs);
-        controller.accept(new GraphMessage.AddOperator(op));
+        try {
+            controller.accept(new GraphMessage.AddOperator(op));
+        } catch (RuntimeException rejected) {
+            // The operator never entered the graph: undo its hold on the operands.
+            inputs.forEach(Operand::releaseUse);
+            return rejectedOutputs(outputs, rejected);
+        }
         return outputs;
+    }
+
+    private static List<Operand> rejectedOutputs(List<Operand> outputs, RuntimeException rejected) {
+        outputs.forEach(Operand::releaseUse);
+        throw rejected;
     }
 
     /** Adds an operator with exactly one output and returns it. */
