@@ -1,0 +1,55 @@
+"""dtorch quickstart: a device mesh, sharded factories, one tensor-parallel MLP step, and `await` on a future.
+
+Run it with:  ./dtorch run examples/python/quickstart.py
+"""
+
+import asyncio
+import math
+
+import dtorch
+from dtorch import Replicate, Shard
+
+# A 2 x 2 mesh of the runtime's 4 CPU devices: "dp" (data parallel) by "tp" (tensor parallel).
+mesh = dtorch.init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
+print("mesh:", mesh)
+
+dtorch.manual_seed(0)
+batch, d_in, d_hidden, d_out = 8, 32, 64, 16
+# The batch is split over dp and replicated over tp; the weights are split over tp (Megatron style).
+x = dtorch.randn(batch, d_in, device_mesh=mesh, placements=[Shard(0), Replicate()])
+w1 = dtorch.randn(d_hidden, d_in, device_mesh=mesh, placements=[Replicate(), Shard(0)]) / math.sqrt(d_in)
+w2 = dtorch.randn(d_out, d_hidden, device_mesh=mesh, placements=[Replicate(), Shard(1)]) / math.sqrt(d_hidden)
+target = dtorch.zeros(batch, d_out, device_mesh=mesh, placements=[Shard(0), Replicate()])
+
+# Forward: column-parallel linear (hidden split by feature), then row-parallel linear (a partial sum over tp).
+h = dtorch.linear(x, w1).gelu()
+print("h:", h)
+y_partial = dtorch.linear(h, w2)
+print("y (partial over tp):", y_partial.placements)
+y = y_partial.redistribute(mesh, [Shard(0), Replicate()])  # one all-reduce along tp
+loss = ((y - target) * (y - target)).mean()
+print("loss:", loss)
+
+# One step of gradient descent on w2 by hand: dL/dw2 = (2 / N) * (y - t)^T h, computed shard by shard.
+n = batch * d_out
+grad_y = (y - target) * (2.0 / n)                        # [S(0), R]
+grad_w2_partial = grad_y.transpose(0, 1).matmul(h)       # [P(sum), S(1)]: partial over dp
+grad_w2 = grad_w2_partial.redistribute(mesh, [Replicate(), Shard(1)])
+w2_new = w2 - grad_w2 * 0.1
+
+
+def loss_after_step():
+    y2 = dtorch.linear(h, w2_new).redistribute(mesh, [Shard(0), Replicate()])
+    return ((y2 - target) * (y2 - target)).mean()
+
+
+async def main():
+    # to_torch_async() returns at once; awaiting does not poll: the runtime wakes the event loop.
+    before, after = await asyncio.gather(loss.to_torch_async(), loss_after_step().to_torch_async())
+    print("loss before the step: %.6f" % before.item())
+    print("loss after the step:  %.6f" % after.item())
+    assert after.item() < before.item(), "one gradient step must lower the loss"
+    print("OK")
+
+
+asyncio.run(main())

@@ -1,0 +1,428 @@
+package org.dtorch.polyglot;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Objects;
+import org.bytedeco.javacpp.DoublePointer;
+import org.bytedeco.javacpp.LongPointer;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.ScalarTypeOptional;
+import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.dtorch.api.DTensor;
+import org.dtorch.api.DTorch;
+import org.dtorch.core.communication.ReduceOpType;
+import org.dtorch.core.device.DeviceKind;
+import org.dtorch.core.distributed.DeviceMesh;
+import org.dtorch.core.distributed.Placement;
+import org.dtorch.core.tensor.TorchTensors;
+import org.dtorch.ops.BinarySpec;
+import org.dtorch.ops.FactorySpec;
+import org.dtorch.ops.PermuteSpec;
+import org.dtorch.ops.ReduceSpec;
+import org.dtorch.ops.ReshapeSpec;
+import org.dtorch.ops.ScalarSpec;
+import org.dtorch.ops.UnarySpec;
+import org.graalvm.polyglot.HostAccess;
+import org.graalvm.polyglot.Value;
+
+/**
+ * The one entry point of the Python package into a {@link DTorch} runtime. It speaks in the types Python
+ * has (numbers, strings, lists) and hands out opaque {@link DTensor} and {@link DeviceMesh} handles that the
+ * Python classes wrap. Placements travel as their printed form ({@code "S(0)"}, {@code "R"},
+ * {@code "P(sum)"}), dtypes as PyTorch names ({@code "float32"}). Polyglot values received as arguments are
+ * read during the call and never kept.
+ *
+ * <p>Not thread-safe beyond the runtime's own contract: the Python client thread issues operators;
+ * futures may be read from any thread.
+ */
+public final class PyBridge {
+    private final DTorch runtime;
+
+    /** A bridge to {@code runtime}, which the caller keeps and closes. */
+    public PyBridge(DTorch runtime) {
+        this.runtime = Objects.requireNonNull(runtime, "runtime");
+    }
+
+    /** The runtime behind the bridge. */
+    public DTorch runtime() {
+        return runtime;
+    }
+
+    // ---- runtime and meshes -----------------------------------------------------------------------------
+
+    /** {@code cpu} or {@code cuda}: the device type of the runtime. */
+    @HostAccess.Export
+    public String deviceType() {
+        return runtime.deviceKind() == DeviceKind.GPU ? "cuda" : "cpu";
+    }
+
+    /** The number of devices of the runtime. */
+    @HostAccess.Export
+    public int deviceCount() {
+        return runtime.runtime().devices().size();
+    }
+
+    /** The runtime's default mesh. */
+    @HostAccess.Export
+    public DeviceMesh defaultMesh() {
+        return runtime.defaultMesh();
+    }
+
+    /** A mesh of the given device type, shape, row-major ids and optional dimension names. */
+    @HostAccess.Export
+    public DeviceMesh mesh(String deviceType, Value shape, Value ids, Value names) {
+        DeviceKind kind = kindOf(deviceType);
+        if (kind != runtime.deviceKind()) {
+            throw new UnsupportedOperationException("device type '" + deviceType + "': this runtime has " + deviceType()
+                + " devices" + (kind == DeviceKind.GPU ? "; GPU devices come with the GPU issue" : ""));
+        }
+        long[] meshShape = longs(shape);
+        int[] intShape = new int[meshShape.length];
+        for (int i = 0; i < meshShape.length; i++) {
+            intShape[i] = Math.toIntExact(meshShape[i]);
+        }
+        return DeviceMesh.of(kind, intShape, longs(ids), strings(names));
+    }
+
+    /** The shape of {@code mesh}. */
+    @HostAccess.Export
+    public long[] meshShape(DeviceMesh mesh) {
+        return java.util.Arrays.stream(mesh.shape()).asLongStream().toArray();
+    }
+
+    /** The device ids of {@code mesh}, row-major. */
+    @HostAccess.Export
+    public long[] meshIds(DeviceMesh mesh) {
+        return mesh.deviceIds().stream().mapToLong(Long::longValue).toArray();
+    }
+
+    /** The dimension names of {@code mesh} (possibly none). */
+    @HostAccess.Export
+    public String[] meshDimNames(DeviceMesh mesh) {
+        return mesh.dimNames().toArray(String[]::new);
+    }
+
+    /** The sub-mesh over {@code names} containing {@code deviceId}. */
+    @HostAccess.Export
+    public DeviceMesh subMesh(DeviceMesh mesh, long deviceId, Value names) {
+        return mesh.subMesh(deviceId, strings(names).toArray(String[]::new));
+    }
+
+    /** True when both meshes hold the same devices in the same arrangement. */
+    @HostAccess.Export
+    public boolean sameMesh(DeviceMesh a, DeviceMesh b) {
+        return a.sameDevicesAs(b) && a.dimNames().equals(b.dimNames());
+    }
+
+    /** {@code DeviceMesh(cpu, [[0, 1], [2, 3]], dims=[dp, tp])}. */
+    @HostAccess.Export
+    public String describeMesh(DeviceMesh mesh) {
+        return mesh.toString();
+    }
+
+    // ---- tensor metadata ----------------------------------------------------------------------------------
+
+    /** The global shape. */
+    @HostAccess.Export
+    public long[] shape(DTensor t) {
+        return t.shape();
+    }
+
+    /** The dtype's PyTorch name. */
+    @HostAccess.Export
+    public String dtype(DTensor t) {
+        return TorchTensors.dtypeName(t.dtype());
+    }
+
+    /** The mesh. */
+    @HostAccess.Export
+    public DeviceMesh meshOf(DTensor t) {
+        return t.mesh();
+    }
+
+    /** The placements, printed: {@code ["S(0)", "R"]}. */
+    @HostAccess.Export
+    public String[] placements(DTensor t) {
+        return t.placements().stream().map(Placement::toString).toArray(String[]::new);
+    }
+
+    /** Releases the tensor on the workers. Idempotent. */
+    @HostAccess.Export
+    public void close(DTensor t) {
+        t.close();
+    }
+
+    // ---- factories ----------------------------------------------------------------------------------------
+
+    /** {@code empty}, {@code zeros}, {@code ones}, {@code full}, {@code rand}, {@code randn}. */
+    @HostAccess.Export
+    public DTensor factory(String kind, Value shape, String dtype, DeviceMesh mesh, Value placements, double value, long seed) {
+        long[] dims = longs(shape);
+        ScalarType type = scalarType(dtype);
+        Placement[] ps = placementArray(placements);
+        return switch (kind) {
+            case "empty" -> runtime.empty(dims, type, mesh, ps);
+            case "zeros" -> runtime.zeros(dims, type, mesh, ps);
+            case "ones" -> runtime.ones(dims, type, mesh, ps);
+            case "full" -> runtime.full(value, dims, type, mesh, ps);
+            case "rand" -> runtime.apply(FactorySpec.random(FactorySpec.Kind.RAND, seed, dims, type, sharding(mesh, ps)));
+            case "randn" -> runtime.randn(seed, dims, type, mesh, ps);
+            default -> throw new IllegalArgumentException("unknown factory '" + kind + "'");
+        };
+    }
+
+    /** {@code arange(start, end, step)}. */
+    @HostAccess.Export
+    public DTensor arange(double start, double end, double step, String dtype, DeviceMesh mesh, Value placements) {
+        return runtime.arange(start, end, step, scalarType(dtype), mesh, placementArray(placements));
+    }
+
+    /** A tensor from flat row-major values and a shape (Python flattens nested lists first). */
+    @HostAccess.Export
+    public DTensor fromValues(Value flatValues, Value shape, String dtype, DeviceMesh mesh, Value placements) {
+        long[] dims = longs(shape);
+        ScalarType type = scalarType(dtype);
+        int n = Math.toIntExact(flatValues.getArraySize());
+        Tensor host;
+        if (TorchTensors.dtypeName(type).startsWith("int") || type == ScalarType.Bool || type == ScalarType.Byte) {
+            long[] values = new long[n];
+            for (int i = 0; i < n; i++) {
+                Value v = flatValues.getArrayElement(i);
+                values[i] = v.isBoolean() ? (v.asBoolean() ? 1 : 0) : v.asLong();
+            }
+            host = fromPointer(new LongPointer(values), ScalarType.Long, dims, type);
+        } else {
+            double[] values = new double[n];
+            for (int i = 0; i < n; i++) {
+                values[i] = flatValues.getArrayElement(i).asDouble();
+            }
+            host = fromPointer(new DoublePointer(values), ScalarType.Double, dims, type);
+        }
+        try (host) {
+            return runtime.tensor(host, mesh, placementArray(placements));
+        }
+    }
+
+    /** A tensor from a host tensor Python holds (for instance a value that came back). */
+    @HostAccess.Export
+    public DTensor fromHost(PyHostTensor value, DeviceMesh mesh, Value placements) {
+        try (Tensor t = value.torch()) {
+            return runtime.tensor(t, mesh, placementArray(placements));
+        }
+    }
+
+    private static Tensor fromPointer(org.bytedeco.javacpp.Pointer data, ScalarType sourceType, long[] shape, ScalarType target) {
+        long numel = java.util.Arrays.stream(shape).reduce(1, (a, b) -> a * b);
+        if (numel != data.limit()) {
+            long count = data.limit();
+            data.close();
+            throw new IllegalArgumentException("tensor: " + count + " values do not fill shape " + java.util.Arrays.toString(shape));
+        }
+        try (data; TensorOptions options = new TensorOptions().dtype(new ScalarTypeOptional(sourceType));
+             Tensor view = torch.from_blob(data, shape, options)) {
+            return view.to(target).clone();
+        }
+    }
+
+    // ---- operators ------------------------------------------------------------------------------------------
+
+    /** {@code add}, {@code sub}, {@code mul}, {@code div} of two tensors. */
+    @HostAccess.Export
+    public DTensor binary(String op, DTensor a, DTensor b) {
+        return runtime.apply(switch (op) {
+            case "add" -> BinarySpec.ADD;
+            case "sub" -> BinarySpec.SUB;
+            case "mul" -> BinarySpec.MUL;
+            case "div" -> BinarySpec.DIV;
+            default -> throw new IllegalArgumentException("unknown binary operator '" + op + "'");
+        }, a, b);
+    }
+
+    /** A tensor and a Python number: {@code add}, {@code sub}, {@code mul}, {@code div}, {@code rsub}, {@code rdiv}. */
+    @HostAccess.Export
+    public DTensor scalar(String op, DTensor t, double value, boolean floating) {
+        ScalarSpec.Kind kind = ScalarSpec.Kind.valueOf(op.toUpperCase(Locale.ROOT));
+        return runtime.apply(floating ? new ScalarSpec(kind, value) : new ScalarSpec(kind, (long) value), t);
+    }
+
+    /** {@code neg}, {@code relu}, {@code silu}, {@code gelu}, {@code exp}, {@code tanh}, {@code sigmoid}. */
+    @HostAccess.Export
+    public DTensor unary(String op, DTensor t) {
+        return runtime.apply(UnarySpec.of(UnarySpec.Kind.valueOf(op.toUpperCase(Locale.ROOT))), t);
+    }
+
+    /** The matrix product. */
+    @HostAccess.Export
+    public DTensor matmul(DTensor a, DTensor b) {
+        return a.matmul(b);
+    }
+
+    /** A linear layer; {@code bias} may be null. */
+    @HostAccess.Export
+    public DTensor linear(DTensor x, DTensor weight, DTensor bias) {
+        return bias == null ? runtime.linear(x, weight) : runtime.linear(x, weight, bias);
+    }
+
+    /** {@code sum}, {@code mean}, {@code max} over {@code dims} (all if empty or None). */
+    @HostAccess.Export
+    public DTensor reduce(String kind, DTensor t, Value dims, boolean keepdim) {
+        int[] d = java.util.Arrays.stream(longs(dims)).mapToInt(Math::toIntExact).toArray();
+        return runtime.apply(new ReduceSpec(ReduceSpec.Kind.valueOf(kind.toUpperCase(Locale.ROOT)), d, keepdim), t);
+    }
+
+    /** The softmax over {@code dim}. */
+    @HostAccess.Export
+    public DTensor softmax(DTensor t, long dim) {
+        return t.softmax(Math.toIntExact(dim));
+    }
+
+    /** Swaps two dimensions. */
+    @HostAccess.Export
+    public DTensor transpose(DTensor t, long a, long b) {
+        return t.transpose(Math.toIntExact(a), Math.toIntExact(b));
+    }
+
+    /** Reorders the dimensions. */
+    @HostAccess.Export
+    public DTensor permute(DTensor t, Value dims) {
+        return runtime.apply(PermuteSpec.permute(java.util.Arrays.stream(longs(dims)).mapToInt(Math::toIntExact).toArray()), t);
+    }
+
+    /** {@code reshape} or {@code view}. */
+    @HostAccess.Export
+    public DTensor reshape(DTensor t, Value shape, boolean view) {
+        return runtime.apply(new ReshapeSpec(longs(shape), view), t);
+    }
+
+    /** {@code narrow}. */
+    @HostAccess.Export
+    public DTensor narrow(DTensor t, long dim, long start, long length) {
+        return t.narrow(Math.toIntExact(dim), start, length);
+    }
+
+    /** {@code to(dtype)}. */
+    @HostAccess.Export
+    public DTensor to(DTensor t, String dtype) {
+        return t.to(scalarType(dtype));
+    }
+
+    /** The concatenation of a Python list of tensors along {@code dim}. */
+    @HostAccess.Export
+    public DTensor cat(Value tensors, long dim) {
+        List<DTensor> list = new ArrayList<>();
+        for (long i = 0; i < tensors.getArraySize(); i++) {
+            list.add(tensors.getArrayElement(i).asHostObject());
+        }
+        return runtime.cat(list, Math.toIntExact(dim));
+    }
+
+    /** The move to {@code placements} on {@code mesh}. */
+    @HostAccess.Export
+    public DTensor redistribute(DTensor t, DeviceMesh mesh, Value placements) {
+        return t.redistribute(mesh, placementArray(placements));
+    }
+
+    /** {@code dst.copy_(src)}. */
+    @HostAccess.Export
+    public void copyInto(DTensor dst, DTensor src) {
+        dst.copy_(src);
+    }
+
+    // ---- values -----------------------------------------------------------------------------------------------
+
+    /** The future of the whole tensor ({@code _GetTensorAsync}); returns at once. */
+    @HostAccess.Export
+    public PyTensorFuture getTensorAsync(DTensor t) {
+        return new PyTensorFuture(runtime.getTensorAsync(t));
+    }
+
+    /** Blocks until every device ran everything queued so far. */
+    @HostAccess.Export
+    public void sync() {
+        runtime.sync();
+    }
+
+    /** The JVM's monotonic clock, in nanoseconds (for measuring from Python against Java). */
+    @HostAccess.Export
+    public long nanoTime() {
+        return System.nanoTime();
+    }
+
+    // ---- conversions ------------------------------------------------------------------------------------------
+
+    private org.dtorch.core.distributed.Sharding sharding(DeviceMesh mesh, Placement[] placements) {
+        return new org.dtorch.core.distributed.Sharding(mesh, placements.length == 0
+            ? java.util.Collections.nCopies(mesh.ndim(), Placement.replicate()) : List.of(placements));
+    }
+
+    static DeviceKind kindOf(String deviceType) {
+        return switch (deviceType.toLowerCase(Locale.ROOT)) {
+            case "cpu" -> DeviceKind.CPU;
+            case "cuda", "gpu" -> DeviceKind.GPU;
+            default -> throw new IllegalArgumentException("unknown device type '" + deviceType + "' (expected 'cpu' or 'cuda')");
+        };
+    }
+
+    static ScalarType scalarType(String name) {
+        return switch (name.toLowerCase(Locale.ROOT)) {
+            case "float32", "float" -> ScalarType.Float;
+            case "float64", "double" -> ScalarType.Double;
+            case "float16", "half" -> ScalarType.Half;
+            case "bfloat16" -> ScalarType.BFloat16;
+            case "int64", "long" -> ScalarType.Long;
+            case "int32", "int" -> ScalarType.Int;
+            case "int16", "short" -> ScalarType.Short;
+            case "int8" -> ScalarType.Char;
+            case "uint8" -> ScalarType.Byte;
+            case "bool" -> ScalarType.Bool;
+            default -> throw new IllegalArgumentException("unknown dtype '" + name + "'");
+        };
+    }
+
+    /** Parses {@code "S(0)"}, {@code "R"}, {@code "P(sum)"}. */
+    static Placement placement(String text) {
+        String s = text.trim();
+        if (s.equals("R")) {
+            return Placement.replicate();
+        }
+        if (s.startsWith("S(") && s.endsWith(")")) {
+            return Placement.shard(Integer.parseInt(s.substring(2, s.length() - 1).trim()));
+        }
+        if (s.startsWith("P(") && s.endsWith(")")) {
+            return Placement.partial(ReduceOpType.valueOf(s.substring(2, s.length() - 1).trim().toUpperCase(Locale.ROOT)));
+        }
+        throw new IllegalArgumentException("unknown placement '" + text + "' (expected S(d), R or P(op))");
+    }
+
+    private static Placement[] placementArray(Value placements) {
+        return strings(placements).stream().map(PyBridge::placement).toArray(Placement[]::new);
+    }
+
+    private static long[] longs(Value v) {
+        if (v == null || v.isNull()) {
+            return new long[0];
+        }
+        if (v.isNumber()) {
+            return new long[] {v.asLong()};
+        }
+        long[] out = new long[Math.toIntExact(v.getArraySize())];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = v.getArrayElement(i).asLong();
+        }
+        return out;
+    }
+
+    private static List<String> strings(Value v) {
+        List<String> out = new ArrayList<>();
+        if (v == null || v.isNull()) {
+            return out;
+        }
+        for (long i = 0; i < v.getArraySize(); i++) {
+            out.add(v.getArrayElement(i).asString());
+        }
+        return out;
+    }
+}

@@ -1,0 +1,91 @@
+package org.dtorch.polyglot;
+
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.TimeoutException;
+import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.communication.promise.TensorFuture;
+import org.graalvm.polyglot.HostAccess;
+import org.graalvm.polyglot.Value;
+
+/**
+ * A {@link TensorFuture} as Python sees it. {@link #get()} and {@link #waitMillis(long)} block in Java, so
+ * GraalPy releases the Python GIL and other Python threads keep running. {@link #onDone(Value)} pushes
+ * completion to a Python callable, from the completing thread: the Python {@code __await__} hands it to
+ * {@code loop.call_soon_threadsafe}, so an awaiting coroutine wakes without polling.
+ *
+ * <p>Thread-safe: as the underlying future.
+ */
+public final class PyTensorFuture {
+    private final TensorFuture future;
+    private volatile long completedAtNanos;
+
+    PyTensorFuture(TensorFuture future) {
+        this.future = Objects.requireNonNull(future, "future");
+        future.toCompletableFuture().whenComplete((value, error) -> markCompleted());
+    }
+
+    /** Records the first moment any completion callback saw the value (callbacks run in no fixed order). */
+    private void markCompleted() {
+        if (completedAtNanos == 0) {
+            completedAtNanos = System.nanoTime();
+        }
+    }
+
+    /** When the value (or error) arrived, on the JVM's monotonic clock; 0 while pending. For measuring wake-ups. */
+    @HostAccess.Export
+    public long completedAtNanos() {
+        return completedAtNanos;
+    }
+
+    /** Blocks up to the runtime's timeout; the value, or the runtime's error. */
+    @HostAccess.Export
+    public PyHostTensor get() {
+        return new PyHostTensor(future.get());
+    }
+
+    /**
+     * Blocks up to {@code timeoutMillis}.
+     *
+     * @throws TimeoutException if nothing arrived by then (Python raises {@code TimeoutError})
+     */
+    @HostAccess.Export
+    public PyHostTensor waitMillis(long timeoutMillis) throws TimeoutException {
+        if (timeoutMillis <= 0) {
+            throw new IllegalArgumentException("wait: timeout_ms must be positive, got " + timeoutMillis);
+        }
+        Optional<Tensor> value = future.waitFor(Duration.ofMillis(timeoutMillis));
+        if (value.isEmpty()) {
+            throw new TimeoutException("TensorFuture.wait(" + timeoutMillis + " ms) timed out: the value has not arrived");
+        }
+        return new PyHostTensor(value.get());
+    }
+
+    /** True once a value or an error is present. */
+    @HostAccess.Export
+    public boolean isReady() {
+        return future.isReady();
+    }
+
+    /**
+     * Calls {@code callback(value, error)} once when the future completes: {@code value} a host tensor and
+     * {@code error} null, or {@code value} null and {@code error} the message (naming the failed operator
+     * and device). If the future is already complete the call happens on this thread, now.
+     */
+    @HostAccess.Export
+    public void onDone(Value callback) {
+        if (!callback.canExecute()) {
+            throw new IllegalArgumentException("onDone needs a callable, got " + callback);
+        }
+        future.toCompletableFuture().whenComplete((value, error) -> {
+            markCompleted();
+            if (error == null) {
+                callback.executeVoid(new PyHostTensor(new Tensor(value)), null);
+            } else {
+                Throwable cause = error instanceof java.util.concurrent.CompletionException && error.getCause() != null ? error.getCause() : error;
+                callback.executeVoid(null, cause.getClass().getName() + ": " + cause.getMessage());
+            }
+        });
+    }
+}

@@ -1,0 +1,64 @@
+"""TensorFuture: a value the workers will produce."""
+
+import asyncio
+
+from . import _bridge
+from ._host import HostTensor
+
+
+class TensorFuture:
+    """The future of a whole tensor (DTorch's _GetTensorAsync).
+
+    get() and wait() block in Java, which releases the GIL: other Python threads keep running. `await` does
+    not poll: the runtime's completion callback wakes the event loop with call_soon_threadsafe.
+    """
+
+    __slots__ = ("_java", "_source")
+
+    def __init__(self, java, source=None):
+        self._java = java
+        self._source = source  # keeps the tensor's handle alive while the value is pending
+
+    def get(self):
+        """The value; blocks until it arrives (up to the runtime's timeout)."""
+        return HostTensor(_bridge.call(self._java.get))
+
+    def wait(self, timeout_ms):
+        """The value; raises TimeoutError if it has not arrived within `timeout_ms` milliseconds."""
+        return HostTensor(_bridge.call(self._java.waitMillis, int(timeout_ms)))
+
+    def is_ready(self):
+        """True once the value (or an error) is present."""
+        return self._java.isReady()
+
+    result = get
+
+    def add_done_callback(self, fn):
+        """Calls fn(value, error) from the completing thread once done: a HostTensor and None, or None and an exception."""
+        def done(value, error):
+            fn(HostTensor(value) if value is not None else None, _bridge.translate(error) if error is not None else None)
+        self._java.onDone(done)
+
+    def __await__(self):
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
+
+        def resolve(value, error):
+            if waiter.done():  # the awaiting task was cancelled: nobody wants the value
+                return
+            if error is not None:
+                waiter.set_exception(_bridge.translate(error))
+            else:
+                waiter.set_result(HostTensor(value))
+
+        def done(value, error):
+            try:
+                loop.call_soon_threadsafe(resolve, value, error)
+            except RuntimeError:
+                pass  # the loop is closed: nobody is waiting any more
+
+        self._java.onDone(done)
+        return (yield from waiter.__await__())
+
+    def __repr__(self):
+        return "TensorFuture(ready=%s)" % self.is_ready()

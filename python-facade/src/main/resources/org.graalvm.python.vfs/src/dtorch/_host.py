@@ -1,0 +1,96 @@
+"""Values that came back from the workers: whole tensors in this process."""
+
+import ctypes
+
+from . import _bridge, _dtypes
+
+
+class HostTensor:
+    """A whole tensor held by this process: shape, dtype, values, and its bytes as a zero-copy buffer."""
+
+    __slots__ = ("_java", "__weakref__")
+
+    def __init__(self, java):
+        self._java = java
+
+    @property
+    def shape(self):
+        return tuple(self._java.shape())
+
+    @property
+    def dtype(self):
+        return _dtypes.of(self._java.dtype())
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def numel(self):
+        return self._java.numel()
+
+    @property
+    def nbytes(self):
+        return self._java.nbytes()
+
+    def tolist(self):
+        """The values as nested Python lists (one Python object per element, as in PyTorch)."""
+        integral = self._java.isIntegral()
+        flat = list(self._java.longs()) if integral else list(self._java.doubles())
+        if self.dtype == _dtypes.bool:
+            flat = [v != 0 for v in flat]
+        shape = self.shape
+        if not shape:
+            return flat[0]
+
+        def nest(offset, depth):
+            if depth == len(shape) - 1:
+                return flat[offset:offset + shape[depth]]
+            step = 1
+            for s in shape[depth + 1:]:
+                step *= s
+            return [nest(offset + i * step, depth + 1) for i in range(shape[depth])]
+
+        return nest(0, 0)
+
+    def item(self):
+        """The one value of a one-element tensor."""
+        if self.numel() != 1:
+            raise ValueError("item() needs a tensor of one element, this one has %d" % self.numel())
+        values = self._java.longs() if self._java.isIntegral() else self._java.doubles()
+        value = values[0]
+        return value != 0 if self.dtype == _dtypes.bool else value
+
+    def memoryview(self):
+        """A zero-copy memoryview of the tensor's bytes, typed and shaped where Python has a format for the dtype.
+
+        The view keeps this tensor alive; do not close() the tensor while a view is in use.
+        """
+        n = self.nbytes
+        if n == 0:
+            return memoryview(b"")
+        owned = type("_TensorBytes", (ctypes.c_char * n,), {})
+        raw = owned.from_address(self._java.address())
+        raw._owner = self
+        view = memoryview(raw).cast("B")
+        fmt = self.dtype._format
+        if fmt is None:
+            return view
+        shape = list(self.shape) or [1]
+        return view.cast(fmt, shape)
+
+    def tobytes(self):
+        """The tensor's bytes, copied once into a Python bytes object."""
+        return ctypes.string_at(self._java.address(), self.nbytes)
+
+    def close(self):
+        """Frees the memory now (views over it become invalid)."""
+        self._java.close()
+
+    def __repr__(self):
+        return "tensor(%s, dtype=%r)" % (self._java.format(64), self.dtype)
+
+    def __len__(self):
+        shape = self.shape
+        if not shape:
+            raise TypeError("len() of a 0-d tensor")
+        return shape[0]

@@ -1,0 +1,405 @@
+"""Tensor: a global tensor on a device mesh, and the operations on it."""
+
+import numbers
+
+from . import _bridge, _dtypes
+from ._future import TensorFuture
+from ._host import HostTensor
+from .distributed_spec import DeviceMesh, Placement, Replicate, _placement, _specs
+
+
+def _b():
+    return _bridge.bridge()
+
+
+def _shape(args):
+    """Shapes as varargs or as one tuple or list."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = tuple(args[0])
+    for s in args:
+        if not isinstance(s, numbers.Integral):
+            raise TypeError("sizes must be integers, got %r" % (args,))
+    return [int(s) for s in args]
+
+
+def _mesh(device_mesh):
+    if device_mesh is None:
+        return DeviceMesh._wrap(_b().defaultMesh())
+    if not isinstance(device_mesh, DeviceMesh):
+        raise TypeError("device_mesh must be a DeviceMesh, got %r" % (device_mesh,))
+    return device_mesh
+
+
+class Tensor:
+    """A global tensor on a device mesh: its shape, dtype, mesh and placements are known at once; its values live on the
+    workers. Every operation returns a new Tensor immediately; values come back through to_torch() or to_torch_async().
+    """
+
+    __slots__ = ("_java", "__weakref__")
+
+    def __init__(self, java):
+        self._java = java
+
+    # ---- metadata ----
+    @property
+    def shape(self):
+        return tuple(_b().shape(self._java))
+
+    def size(self, dim=None):
+        return self.shape if dim is None else self.shape[dim]
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def dim(self):
+        return self.ndim
+
+    def numel(self):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def dtype(self):
+        return _dtypes.of(_b().dtype(self._java))
+
+    @property
+    def device_mesh(self):
+        return DeviceMesh._wrap(_b().meshOf(self._java))
+
+    @property
+    def placements(self):
+        return tuple(_placement(p) for p in _b().placements(self._java))
+
+    def __repr__(self):
+        return "Tensor(shape=%s, dtype=%r, device_mesh=%r, placements=%r)" % (
+            self.shape, self.dtype, self.device_mesh, self.placements)
+
+    __str__ = __repr__
+
+    def __len__(self):
+        return self.shape[0]
+
+    # ---- element-wise ----
+    def _binary(self, op, other, reverse=False):
+        if isinstance(other, Tensor):
+            a, b = (other, self) if reverse else (self, other)
+            return Tensor(_bridge.call(_b().binary, op, a._java, b._java))
+        if isinstance(other, numbers.Number) and not isinstance(other, complex):
+            if reverse:
+                op = {"add": "add", "mul": "mul", "sub": "rsub", "div": "rdiv"}[op]
+            floating = isinstance(other, float)
+            return Tensor(_bridge.call(_b().scalar, op, self._java, float(other), floating))
+        return NotImplemented
+
+    def __add__(self, other):
+        return self._binary("add", other)
+
+    def __radd__(self, other):
+        return self._binary("add", other, reverse=True)
+
+    def __sub__(self, other):
+        return self._binary("sub", other)
+
+    def __rsub__(self, other):
+        return self._binary("sub", other, reverse=True)
+
+    def __mul__(self, other):
+        return self._binary("mul", other)
+
+    def __rmul__(self, other):
+        return self._binary("mul", other, reverse=True)
+
+    def __truediv__(self, other):
+        return self._binary("div", other)
+
+    def __rtruediv__(self, other):
+        return self._binary("div", other, reverse=True)
+
+    def __matmul__(self, other):
+        return self.matmul(other)
+
+    def __neg__(self):
+        return self.neg()
+
+    def add(self, other):
+        return self.__add__(other)
+
+    def sub(self, other):
+        return self.__sub__(other)
+
+    def mul(self, other):
+        return self.__mul__(other)
+
+    def div(self, other):
+        return self.__truediv__(other)
+
+    def _unary(self, op):
+        return Tensor(_bridge.call(_b().unary, op, self._java))
+
+    def neg(self):
+        return self._unary("neg")
+
+    def relu(self):
+        return self._unary("relu")
+
+    def silu(self):
+        return self._unary("silu")
+
+    def gelu(self):
+        return self._unary("gelu")
+
+    def exp(self):
+        return self._unary("exp")
+
+    def tanh(self):
+        return self._unary("tanh")
+
+    def sigmoid(self):
+        return self._unary("sigmoid")
+
+    # ---- linear algebra and reductions ----
+    def matmul(self, other):
+        if not isinstance(other, Tensor):
+            return NotImplemented
+        return Tensor(_bridge.call(_b().matmul, self._java, other._java))
+
+    def _reduce(self, kind, dim, keepdim):
+        dims = [] if dim is None else ([dim] if isinstance(dim, numbers.Integral) else list(dim))
+        return Tensor(_bridge.call(_b().reduce, kind, self._java, dims, bool(keepdim)))
+
+    def sum(self, dim=None, keepdim=False):
+        return self._reduce("sum", dim, keepdim)
+
+    def mean(self, dim=None, keepdim=False):
+        return self._reduce("mean", dim, keepdim)
+
+    def max(self, dim=None, keepdim=False):
+        """The maximum values over `dim` (all if None), as torch.amax."""
+        return self._reduce("max", dim, keepdim)
+
+    def softmax(self, dim):
+        return Tensor(_bridge.call(_b().softmax, self._java, int(dim)))
+
+    # ---- shape ----
+    def transpose(self, dim0, dim1):
+        return Tensor(_bridge.call(_b().transpose, self._java, int(dim0), int(dim1)))
+
+    @property
+    def T(self):
+        return self.transpose(0, 1)
+
+    def permute(self, *dims):
+        return Tensor(_bridge.call(_b().permute, self._java, _shape(dims)))
+
+    def reshape(self, *shape):
+        return Tensor(_bridge.call(_b().reshape, self._java, _shape(shape), False))
+
+    def view(self, *shape):
+        return Tensor(_bridge.call(_b().reshape, self._java, _shape(shape), True))
+
+    def narrow(self, dim, start, length):
+        return Tensor(_bridge.call(_b().narrow, self._java, int(dim), int(start), int(length)))
+
+    def to(self, dtype):
+        return Tensor(_bridge.call(_b().to, self._java, _dtypes.of(dtype).name))
+
+    # ---- distribution ----
+    def redistribute(self, device_mesh=None, placements=None):
+        """Moves the tensor to `placements` on `device_mesh` (this mesh if None), running the collectives that takes."""
+        mesh = self.device_mesh if device_mesh is None else _mesh(device_mesh)
+        if placements is None:
+            placements = [Replicate()] * mesh.ndim
+        return Tensor(_bridge.call(_b().redistribute, self._java, mesh._java, _specs(placements)))
+
+    def redistribute_like(self, other):
+        """Moves the tensor to `other`'s mesh and placements."""
+        return self.redistribute(other.device_mesh, other.placements)
+
+    def redistribute_by_dict(self, placements_by_dim_name):
+        """Changes the placements of the named mesh dimensions: t.redistribute_by_dict({"tp": Replicate()})."""
+        mesh = self.device_mesh
+        names = mesh.mesh_dim_names or ()
+        placements = list(self.placements)
+        for name, placement in placements_by_dim_name.items():
+            if name not in names:
+                raise ValueError("mesh %r has no dimension %r (its dimensions are %r)" % (mesh, name, names))
+            placements[names.index(name)] = placement
+        return self.redistribute(mesh, placements)
+
+    def copy_(self, src):
+        """Writes `src` into this tensor (redistributing and converting as needed); returns this tensor."""
+        _bridge.call(_b().copyInto, self._java, src._java)
+        return self
+
+    # ---- values ----
+    def to_torch_async(self):
+        """A TensorFuture of the whole tensor; returns at once."""
+        return TensorFuture(_bridge.call(_b().getTensorAsync, self._java), self)
+
+    def to_torch(self):
+        """The whole tensor in this process (blocks until the workers produced it)."""
+        return self.to_torch_async().get()
+
+    def close(self):
+        """Releases the tensor on the workers now (otherwise when garbage-collected)."""
+        _b().close(self._java)
+
+
+# ---- factories ----
+
+_SEED = [0, 0]
+
+
+def manual_seed(seed):
+    """Seeds rand and randn: the same seed gives the same values, whatever the mesh."""
+    _SEED[0] = int(seed)
+    _SEED[1] = 0
+
+
+def _next_seed(seed):
+    if seed is not None:
+        return int(seed)
+    _SEED[1] += 1
+    return _SEED[0] * 1000003 + _SEED[1]
+
+
+def _factory(kind, size, dtype, device_mesh, placements, value=0.0, seed=0):
+    mesh = _mesh(device_mesh)
+    java = _bridge.call(_b().factory, kind, _shape(size), _dtypes.of(dtype).name, mesh._java, _specs(placements),
+                        float(value), int(seed))
+    return Tensor(java)
+
+
+def zeros(*size, dtype=None, device_mesh=None, placements=None):
+    return _factory("zeros", size, dtype, device_mesh, placements)
+
+
+def ones(*size, dtype=None, device_mesh=None, placements=None):
+    return _factory("ones", size, dtype, device_mesh, placements)
+
+
+def empty(*size, dtype=None, device_mesh=None, placements=None):
+    return _factory("empty", size, dtype, device_mesh, placements)
+
+
+def full(size, fill_value, dtype=None, device_mesh=None, placements=None):
+    if dtype is None and isinstance(fill_value, bool):
+        dtype = _dtypes.bool
+    elif dtype is None and isinstance(fill_value, numbers.Integral):
+        dtype = _dtypes.int64
+    return _factory("full", (size,) if isinstance(size, numbers.Integral) else (tuple(size),), dtype, device_mesh, placements,
+                    value=float(fill_value))
+
+
+def rand(*size, dtype=None, device_mesh=None, placements=None, seed=None):
+    return _factory("rand", size, dtype, device_mesh, placements, seed=_next_seed(seed))
+
+
+def randn(*size, dtype=None, device_mesh=None, placements=None, seed=None):
+    return _factory("randn", size, dtype, device_mesh, placements, seed=_next_seed(seed))
+
+
+def arange(start, end=None, step=1, dtype=None, device_mesh=None, placements=None):
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        dtype = _dtypes.int64 if all(isinstance(v, numbers.Integral) for v in (start, end, step)) else _dtypes.float32
+    mesh = _mesh(device_mesh)
+    return Tensor(_bridge.call(_b().arange, float(start), float(end), float(step), _dtypes.of(dtype).name, mesh._java,
+                               _specs(placements)))
+
+
+def _flatten(data):
+    shape = []
+    level = data
+    while isinstance(level, (list, tuple)):
+        shape.append(len(level))
+        if not level:
+            break
+        level = level[0]
+    flat = []
+
+    def walk(node, depth):
+        if depth == len(shape):
+            flat.append(node)
+            return
+        if not isinstance(node, (list, tuple)) or len(node) != shape[depth]:
+            raise ValueError("tensor(): the data is not a rectangular nested list")
+        for child in node:
+            walk(child, depth + 1)
+
+    walk(data, 0)
+    return flat, shape
+
+
+def tensor(data, dtype=None, device_mesh=None, placements=None):
+    """A distributed tensor from nested Python lists, a number, or a HostTensor (a value that came back)."""
+    mesh = _mesh(device_mesh)
+    if isinstance(data, HostTensor):
+        if dtype is not None and _dtypes.of(dtype) != data.dtype:
+            raise ValueError("tensor(): converting a HostTensor's dtype is done with .to(dtype) afterwards")
+        return Tensor(_bridge.call(_b().fromHost, data._java, mesh._java, _specs(placements)))
+    flat, shape = _flatten(data)
+    if dtype is None:
+        if all(isinstance(v, bool) for v in flat):
+            dtype = _dtypes.bool
+        elif all(isinstance(v, numbers.Integral) for v in flat):
+            dtype = _dtypes.int64
+        else:
+            dtype = _dtypes.float32
+    return Tensor(_bridge.call(_b().fromValues, flat, shape, _dtypes.of(dtype).name, mesh._java, _specs(placements)))
+
+
+# ---- functions ----
+
+def linear(input, weight, bias=None):
+    """x @ weight.T + bias, as torch.nn.functional.linear."""
+    return Tensor(_bridge.call(_b().linear, input._java, weight._java, None if bias is None else bias._java))
+
+
+def matmul(a, b):
+    return a.matmul(b)
+
+
+def cat(tensors, dim=0):
+    return Tensor(_bridge.call(_b().cat, [t._java for t in tensors], int(dim)))
+
+
+def relu(t):
+    return t.relu()
+
+
+def silu(t):
+    return t.silu()
+
+
+def gelu(t):
+    return t.gelu()
+
+
+def softmax(t, dim):
+    return t.softmax(dim)
+
+
+def redistribute(t, device_mesh=None, placements=None):
+    return t.redistribute(device_mesh, placements)
+
+
+def _GetTensorAsync(t):  # noqa: N802 - DTorch's name
+    """DTorch's name for Tensor.to_torch_async()."""
+    return t.to_torch_async()
+
+
+get_tensor_async = _GetTensorAsync
+
+
+def sync():
+    """Blocks until every device has run everything issued so far."""
+    _bridge.call(_b().sync)
+
+
+def device_count():
+    return _b().deviceCount()

@@ -1,0 +1,213 @@
+"""Device meshes and placements, as in PyTorch DTensor and DTorch."""
+
+from . import _bridge
+
+
+class Placement:
+    """How a tensor lies along one mesh dimension."""
+
+    def _spec(self):
+        raise NotImplementedError
+
+    def __eq__(self, other):
+        return isinstance(other, Placement) and other._spec() == self._spec()
+
+    def __hash__(self):
+        return hash(self._spec())
+
+    def is_shard(self, dim=None):
+        return False
+
+    def is_replicate(self):
+        return False
+
+    def is_partial(self):
+        return False
+
+
+class Shard(Placement):
+    """S(dim): tensor dimension `dim` is split over the mesh dimension (balanced split)."""
+
+    def __init__(self, dim):
+        if not isinstance(dim, int) or dim < 0:
+            raise ValueError("Shard(dim) needs a dimension >= 0, got %r" % (dim,))
+        self.dim = dim
+
+    def _spec(self):
+        return "S(%d)" % self.dim
+
+    def __repr__(self):
+        return "Shard(dim=%d)" % self.dim
+
+    def is_shard(self, dim=None):
+        return dim is None or dim == self.dim
+
+
+class Replicate(Placement):
+    """R: every device along the mesh dimension holds the whole tensor."""
+
+    def _spec(self):
+        return "R"
+
+    def __repr__(self):
+        return "Replicate()"
+
+    def is_replicate(self):
+        return True
+
+
+class Partial(Placement):
+    """P(op): every device holds a partial value; the tensor is their reduction with `reduce_op`."""
+
+    def __init__(self, reduce_op="sum"):
+        if reduce_op not in ("sum", "avg", "max", "min", "product"):
+            raise ValueError("Partial(reduce_op) takes sum, avg, max, min or product, got %r" % (reduce_op,))
+        self.reduce_op = reduce_op
+
+    def _spec(self):
+        return "P(%s)" % self.reduce_op
+
+    def __repr__(self):
+        return "Partial(%s)" % self.reduce_op
+
+    def is_partial(self):
+        return True
+
+
+def _placement(spec):
+    if spec == "R":
+        return Replicate()
+    if spec.startswith("S("):
+        return Shard(int(spec[2:-1]))
+    return Partial(spec[2:-1])
+
+
+def _specs(placements):
+    if placements is None:
+        return []
+    out = []
+    for p in placements:
+        if not isinstance(p, Placement):
+            raise TypeError("placements must be Shard, Replicate or Partial, got %r" % (p,))
+        out.append(p._spec())
+    return out
+
+
+def _shape_and_ids(mesh):
+    """Shape and row-major ids of a nested list (or a flat one)."""
+    shape = []
+    level = mesh
+    while isinstance(level, (list, tuple)):
+        shape.append(len(level))
+        level = level[0] if level else None
+    ids = []
+
+    def walk(node, depth):
+        if depth == len(shape):
+            ids.append(int(node))
+            return
+        if not isinstance(node, (list, tuple)) or len(node) != shape[depth]:
+            raise ValueError("the mesh %r is not a rectangular array" % (mesh,))
+        for child in node:
+            walk(child, depth + 1)
+
+    walk(mesh, 0)
+    return shape, ids
+
+
+class DeviceMesh:
+    """An n-dimensional array of device ids: DeviceMesh("cpu", [[0, 1], [2, 3]], mesh_dim_names=["dp", "tp"])."""
+
+    def __init__(self, device_type, mesh, mesh_dim_names=None, _java=None):
+        if _java is not None:
+            self._java = _java
+            self.device_type = device_type
+            return
+        shape, ids = _shape_and_ids(mesh)
+        names = list(mesh_dim_names) if mesh_dim_names else []
+        self.device_type = device_type
+        self._java = _bridge.call(_bridge.bridge().mesh, device_type, shape, ids, names)
+
+    @staticmethod
+    def _wrap(java_mesh):
+        return DeviceMesh(_bridge.bridge().deviceType(), None, _java=java_mesh)
+
+    @property
+    def shape(self):
+        return tuple(_bridge.bridge().meshShape(self._java))
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def mesh_dim_names(self):
+        names = list(_bridge.bridge().meshDimNames(self._java))
+        return tuple(names) if names else None
+
+    def size(self, dim=None):
+        shape = self.shape
+        if dim is None:
+            n = 1
+            for s in shape:
+                n *= s
+            return n
+        return shape[dim]
+
+    @property
+    def device_ids(self):
+        return list(_bridge.bridge().meshIds(self._java))
+
+    @property
+    def mesh(self):
+        """The ids as a nested list, like the `mesh` argument."""
+        ids = self.device_ids
+        shape = self.shape
+
+        def build(offset, depth):
+            if depth == len(shape) - 1:
+                return ids[offset:offset + shape[depth]]
+            step = 1
+            for s in shape[depth + 1:]:
+                step *= s
+            return [build(offset + i * step, depth + 1) for i in range(shape[depth])]
+
+        return build(0, 0)
+
+    def __getitem__(self, names):
+        """The sub-mesh over the named dimension(s) that contains this mesh's first device."""
+        if isinstance(names, str):
+            names = (names,)
+        return DeviceMesh._wrap(_bridge.call(_bridge.bridge().subMesh, self._java, self.device_ids[0], list(names)))
+
+    def __eq__(self, other):
+        return isinstance(other, DeviceMesh) and _bridge.bridge().sameMesh(self._java, other._java)
+
+    def __hash__(self):
+        return hash(tuple(self.device_ids))
+
+    def __repr__(self):
+        return _bridge.bridge().describeMesh(self._java)
+
+
+def init_device_mesh(device_type, mesh_shape, mesh_dim_names=None):
+    """A mesh of devices 0..n-1 in row-major order: init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))."""
+    if isinstance(mesh_shape, int):
+        mesh_shape = (mesh_shape,)
+    total = 1
+    for s in mesh_shape:
+        total *= s
+    ids = list(range(total))
+
+    def nest(offset, depth):
+        if depth == len(mesh_shape) - 1:
+            return ids[offset:offset + mesh_shape[depth]]
+        step = 1
+        for s in mesh_shape[depth + 1:]:
+            step *= s
+        return [nest(offset + i * step, depth + 1) for i in range(mesh_shape[depth])]
+
+    return DeviceMesh(device_type, nest(0, 0), mesh_dim_names=mesh_dim_names)
+
+
+__all__ = ["DeviceMesh", "init_device_mesh", "Placement", "Shard", "Replicate", "Partial"]

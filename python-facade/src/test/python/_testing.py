@@ -1,0 +1,42 @@
+"""A tiny test runner for the polyglot integration tests: runs every test_* function of a module and exits 1,
+with each failure's Python traceback on stderr, if any failed."""
+
+import sys
+import traceback
+
+
+def run(namespace):
+    tests = [(name, fn) for name, fn in namespace.items() if name.startswith("test_") and callable(fn)]
+    failed = []
+    for name, fn in tests:
+        try:
+            fn()
+            print("PASS", name)
+        except BaseException:  # noqa: B902 - report everything, keep going
+            failed.append(name)
+            print("FAIL", name, file=sys.stderr)
+            traceback.print_exc()
+    print("%d passed, %d failed" % (len(tests) - len(failed), len(failed)))
+    if failed:
+        sys.stderr.flush()
+        raise SystemExit(1)
+
+
+def raises(exception_type, fn, *args, contains=None, **kwargs):
+    """Asserts fn(*args) raises exception_type (whose message contains `contains`); returns the exception."""
+    try:
+        fn(*args, **kwargs)
+    except exception_type as e:
+        if contains is not None and contains not in str(e):
+            raise AssertionError("%s raised, but its message %r lacks %r" % (exception_type.__name__, str(e), contains))
+        return e
+    raise AssertionError("%s was not raised" % exception_type.__name__)
+
+
+def close(a, b, tolerance=1e-5):
+    if isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), "%r vs %r" % (a, b)
+        for x, y in zip(a, b):
+            close(x, y, tolerance)
+        return
+    assert abs(a - b) <= tolerance * max(1.0, abs(a), abs(b)), "%r vs %r" % (a, b)
