@@ -2,7 +2,7 @@
 
 import ctypes
 
-from . import _bridge, _dtypes
+from . import _dtypes, _shapes
 
 
 class HostTensor:
@@ -38,19 +38,7 @@ class HostTensor:
         flat = list(self._java.longs()) if integral else list(self._java.doubles())
         if self.dtype == _dtypes.bool:
             flat = [v != 0 for v in flat]
-        shape = self.shape
-        if not shape:
-            return flat[0]
-
-        def nest(offset, depth):
-            if depth == len(shape) - 1:
-                return flat[offset:offset + shape[depth]]
-            step = 1
-            for s in shape[depth + 1:]:
-                step *= s
-            return [nest(offset + i * step, depth + 1) for i in range(shape[depth])]
-
-        return nest(0, 0)
+        return _shapes.nest(flat, self.shape)
 
     def item(self):
         """The one value of a one-element tensor."""

@@ -1,6 +1,6 @@
 """Device meshes and placements, as in PyTorch DTensor and DTorch."""
 
-from . import _bridge
+from . import _bridge, _shapes
 
 
 class Placement:
@@ -161,18 +161,7 @@ class DeviceMesh:
     @property
     def mesh(self):
         """The ids as a nested list, like the `mesh` argument."""
-        ids = self.device_ids
-        shape = self.shape
-
-        def build(offset, depth):
-            if depth == len(shape) - 1:
-                return ids[offset:offset + shape[depth]]
-            step = 1
-            for s in shape[depth + 1:]:
-                step *= s
-            return [build(offset + i * step, depth + 1) for i in range(shape[depth])]
-
-        return build(0, 0)
+        return _shapes.nest(self.device_ids, list(self.shape))
 
     def __getitem__(self, names):
         """The sub-mesh over the named dimension(s) that contains this mesh's first device."""
@@ -198,16 +187,7 @@ def init_device_mesh(device_type, mesh_shape, mesh_dim_names=None):
     for s in mesh_shape:
         total *= s
     ids = list(range(total))
-
-    def nest(offset, depth):
-        if depth == len(mesh_shape) - 1:
-            return ids[offset:offset + mesh_shape[depth]]
-        step = 1
-        for s in mesh_shape[depth + 1:]:
-            step *= s
-        return [nest(offset + i * step, depth + 1) for i in range(mesh_shape[depth])]
-
-    return DeviceMesh(device_type, nest(0, 0), mesh_dim_names=mesh_dim_names)
+    return DeviceMesh(device_type, _shapes.nest(ids, list(mesh_shape)), mesh_dim_names=mesh_dim_names)
 
 
 __all__ = ["DeviceMesh", "init_device_mesh", "Placement", "Shard", "Replicate", "Partial"]
