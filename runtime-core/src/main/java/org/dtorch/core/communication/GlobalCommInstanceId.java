@@ -17,14 +17,18 @@ public final class GlobalCommInstanceId {
     /** System property that fixes the id prefix of this process (set by a controller for its workers). */
     public static final String PROPERTY = "dtorch.comm.instanceId";
 
-    private static final String PROCESS_PREFIX = processPrefix();
+    private static final String PROCESS_PREFIX = computePrefix();
     private static final AtomicLong COUNTER = new AtomicLong();
 
     private GlobalCommInstanceId() {
     }
 
-    /** The id prefix of this process: {@value #PROPERTY} if set, else pid and a nonce. */
+    /** The id prefix of this process, fixed for the JVM: {@value #PROPERTY} if set, else pid and a nonce. */
     public static String processPrefix() {
+        return PROCESS_PREFIX;
+    }
+
+    private static String computePrefix() {
         String fixed = System.getProperty(PROPERTY);
         if (fixed != null && !fixed.isBlank()) {
             return sanitize(fixed);

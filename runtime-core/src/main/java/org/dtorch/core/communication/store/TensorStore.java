@@ -46,20 +46,29 @@ public abstract class TensorStore implements AutoCloseable {
      * Creates this participant's instance of the store named by {@code info} and waits (barrier) until
      * every participant has created its own.
      *
-     * @throws UnsupportedOperationException for the File and Network backends, until their issues land
+     * @throws UnsupportedOperationException for the Network backend, until its issue lands
      * @throws IllegalArgumentException      if a store of the same key exists with another world size
      */
     public static TensorStore create(TensorStoreCreateInfo info) {
         Objects.requireNonNull(info, "info");
         return switch (info.type()) {
             case MEMORY -> new MemoryTensorStore(info);
-            case FILE -> throw new UnsupportedOperationException(
-                "FileTensorStore (ranks in several processes of one host, over shared memory) is not built yet: "
-                    + "it comes with the per-device-process issue; store '" + info.storeKey() + "'");
+            case FILE -> new FileTensorStore(info);
             case NETWORK -> throw new UnsupportedOperationException(
                 "NetworkTensorStore (ranks on several hosts) is not built yet: it comes with the multi-host issue; store '"
                     + info.storeKey() + "'");
         };
+    }
+
+    /**
+     * Creates this participant's instance with the backend its participants need, whatever
+     * {@code info.type()} says: MEMORY when they are all threads of this process, FILE when they are in
+     * several processes of this host ({@link IsSameProcessChecker}, as the seed's same-device backend does).
+     */
+    public static TensorStore createForParticipants(TensorStoreCreateInfo info) {
+        Objects.requireNonNull(info, "info");
+        boolean sameProcess = IsSameProcessChecker.allInThisProcess(info);
+        return create(info.toBuilder().type(sameProcess ? TensorStoreType.MEMORY : TensorStoreType.FILE).build());
     }
 
     /** Publishes {@code value} under {@code key} for {@code getCount} consumers. */

@@ -3,11 +3,13 @@ package org.dtorch.core.communication.store;
 import java.time.Duration;
 import java.util.Objects;
 import org.dtorch.core.communication.CommOptions;
+import org.dtorch.core.communication.GlobalCommInstanceId;
 
 /**
  * What {@link TensorStore#create(TensorStoreCreateInfo)} needs: the backend, the store key that all
  * participants share, the number of participants, this participant's rank, and the deadline of every
- * blocking call on the store.
+ * blocking call on the store; for stores that span processes, the runtime instance that names their shared
+ * memory.
  *
  * <p>Thread-safe: immutable.
  */
@@ -17,6 +19,7 @@ public final class TensorStoreCreateInfo {
     private final int worldSize;
     private final int rank;
     private final Duration timeout;
+    private final String instanceId;
 
     private TensorStoreCreateInfo(Builder b) {
         this.type = Objects.requireNonNull(b.type, "type");
@@ -33,6 +36,10 @@ public final class TensorStoreCreateInfo {
         this.worldSize = b.worldSize;
         this.rank = b.rank;
         this.timeout = CommOptions.validateTimeout(b.timeout == null ? CommOptions.global().timeout() : b.timeout);
+        if (b.instanceId != null && b.instanceId.isBlank()) {
+            throw new IllegalArgumentException("instanceId of store '" + b.storeKey + "' must be non-blank when given");
+        }
+        this.instanceId = GlobalCommInstanceId.sanitize(b.instanceId == null ? GlobalCommInstanceId.processPrefix() : b.instanceId);
     }
 
     /** A builder with type {@link TensorStoreType#MEMORY}, rank 0 and the global timeout. */
@@ -65,14 +72,24 @@ public final class TensorStoreCreateInfo {
         return timeout;
     }
 
+    /**
+     * The runtime instance whose shared-memory objects this store's are (File backend): processes meet
+     * only if they share it, and files left by an instance whose process died are removed by the next
+     * runtime that starts ({@link org.dtorch.core.shm.ShmJanitor}).
+     */
+    public String instanceId() {
+        return instanceId;
+    }
+
     /** A builder of a copy of this info for another rank. */
     public Builder toBuilder() {
-        return builder().type(type).storeKey(storeKey).worldSize(worldSize).rank(rank).timeout(timeout);
+        return builder().type(type).storeKey(storeKey).worldSize(worldSize).rank(rank).timeout(timeout).instanceId(instanceId);
     }
 
     @Override
     public String toString() {
-        return "TensorStoreCreateInfo{" + type + ", '" + storeKey + "', rank " + rank + " of " + worldSize + ", timeout " + timeout + "}";
+        return "TensorStoreCreateInfo{" + type + ", '" + storeKey + "', rank " + rank + " of " + worldSize + ", timeout " + timeout
+            + ", instance " + instanceId + "}";
     }
 
     /**
@@ -86,6 +103,7 @@ public final class TensorStoreCreateInfo {
         private int worldSize;
         private int rank;
         private Duration timeout;
+        private String instanceId;
 
         private Builder() {
         }
@@ -117,6 +135,15 @@ public final class TensorStoreCreateInfo {
         /** The deadline of every blocking call; default {@link CommOptions#timeout()} of the global options. */
         public Builder timeout(Duration value) {
             this.timeout = value;
+            return this;
+        }
+
+        /**
+         * The runtime instance that namespaces the store's shared memory; default
+         * {@link GlobalCommInstanceId#processPrefix()} (which a controller sets for its workers, so they meet).
+         */
+        public Builder instanceId(String value) {
+            this.instanceId = value;
             return this;
         }
 

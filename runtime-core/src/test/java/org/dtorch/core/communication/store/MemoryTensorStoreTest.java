@@ -335,10 +335,7 @@ class MemoryTensorStoreTest {
     }
 
     @Test
-    void shouldSayFileAndNetworkStoresAreNotBuiltYet() {
-        UnsupportedOperationException file = assertThrows(UnsupportedOperationException.class,
-            () -> TensorStore.create(TensorStoreCreateInfo.builder().type(TensorStoreType.FILE).storeKey("f").worldSize(1).build()));
-        assertTrue(file.getMessage().contains("per-device-process issue"), file.getMessage());
+    void shouldSayNetworkStoresAreNotBuiltYet() {
         UnsupportedOperationException net = assertThrows(UnsupportedOperationException.class,
             () -> TensorStore.create(TensorStoreCreateInfo.builder().type(TensorStoreType.NETWORK).storeKey("n").worldSize(1).build()));
         assertTrue(net.getMessage().contains("multi-host issue"), net.getMessage());

@@ -1,0 +1,134 @@
+package org.dtorch.core.communication.store;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import org.dtorch.core.shm.Shm;
+import org.dtorch.core.shm.ShmMonitor;
+
+/**
+ * The layout of a {@link FileTensorStore}'s control region; nobody else computes these offsets.
+ *
+ * <pre>
+ * header (4096 bytes)
+ *   offset  size   field
+ *   0       4      magic            written last by the creator (release); openers read it (acquire)
+ *   4       4      version
+ *   8       4      worldSize
+ *   12      4      entryCapacity
+ *   16      16     monitor          {@link ShmMonitor}: lock, change sequence, sleepers
+ *   32      4      barrierArrived
+ *   36      4      barrierGeneration
+ *   40      8      storeKeyHash
+ *   64      2048   pids[512]        the process of each rank, kept after close (the same-process check)
+ *   2112    512    open[512]        1 while the rank's instance is open (one byte per rank)
+ *   2624    1024   storeKey         int length + UTF-8
+ * entries (entryCapacity x 4096 bytes, from offset 4096), one page each
+ *   0       4      state            FREE, RESERVED (being filled by its producer), LIVE
+ *   4       4      getCount
+ *   8       4      gets
+ *   12      4      finishes
+ *   16      4      producerRank
+ *   20      4      dtype            libtorch ScalarType code
+ *   24      4      ndim
+ *   28      4      inline           1 when the bytes are in this entry, 0 when in a data region
+ *   32      8      nbytes
+ *   40      8      dataSequence     names the producer's data region: {control}-r{rank}-{sequence}
+ *   48      8      keyHash
+ *   56      64     shape[8]
+ *   120     128    deviceSlot       reserved for CUDA IPC memory and event handles (the GPU issue)
+ *   248     256    key              int length + UTF-8, at most {@link #MAX_KEY_BYTES}
+ *   512     3584   inline bytes     values of at most {@link #INLINE_CAPACITY} bytes
+ * </pre>
+ *
+ * <p>Every field except {@code magic} and the monitor's words is read and written with the monitor's lock
+ * held.
+ *
+ * <p>Thread-safe: stateless.
+ */
+final class FileStoreLayout {
+    static final int MAGIC = 0x44545331; // "DTS1"
+    static final int VERSION = 1;
+    static final int MAX_WORLD_SIZE = 512;
+    static final int ENTRY_CAPACITY = 128;
+    static final int MAX_DIMS = 8;
+    static final int MAX_KEY_BYTES = 252;
+    static final int MAX_STORE_KEY_BYTES = 1020;
+
+    static final long MAGIC_OFFSET = 0;
+    static final long VERSION_OFFSET = 4;
+    static final long WORLD_SIZE = 8;
+    static final long CAPACITY = 12;
+    static final long MONITOR = 16;
+    static final long BARRIER_ARRIVED = 32;
+    static final long BARRIER_GENERATION = 36;
+    static final long STORE_KEY_HASH = 40;
+    static final long PIDS = 64;
+    static final long OPEN = 2112;
+    static final long STORE_KEY = 2624;
+    static final long HEADER_SIZE = 4096;
+
+    static final long ENTRY_SIZE = 4096;
+    static final long E_STATE = 0;
+    static final long E_GET_COUNT = 4;
+    static final long E_GETS = 8;
+    static final long E_FINISHES = 12;
+    static final long E_PRODUCER = 16;
+    static final long E_DTYPE = 20;
+    static final long E_NDIM = 24;
+    static final long E_INLINE = 28;
+    static final long E_NBYTES = 32;
+    static final long E_DATA_SEQUENCE = 40;
+    static final long E_KEY_HASH = 48;
+    static final long E_SHAPE = 56;
+    static final long E_KEY = 248;
+    static final long E_INLINE_BYTES = 512;
+    static final int INLINE_CAPACITY = (int) (ENTRY_SIZE - E_INLINE_BYTES);
+
+    static final int FREE = 0;
+    static final int RESERVED = 1;
+    static final int LIVE = 2;
+
+    static final long REGION_SIZE = HEADER_SIZE + ENTRY_CAPACITY * ENTRY_SIZE;
+
+    private FileStoreLayout() {
+    }
+
+    static long entry(int index) {
+        return HEADER_SIZE + index * ENTRY_SIZE;
+    }
+
+    static long pid(int rank) {
+        return PIDS + 4L * rank;
+    }
+
+    static long open(int rank) {
+        return OPEN + rank;
+    }
+
+    /** FNV-1a over the UTF-8 bytes: a quick filter before comparing keys. */
+    static long hash(byte[] bytes) {
+        long h = 0xcbf29ce484222325L;
+        for (byte b : bytes) {
+            h ^= b & 0xff;
+            h *= 0x100000001b3L;
+        }
+        return h;
+    }
+
+    static byte[] utf8(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** True if the entry at {@code base} holds key bytes {@code key}. */
+    static boolean keyEquals(MemorySegment s, long base, byte[] key) {
+        long at = base + E_KEY;
+        if (s.get(java.lang.foreign.ValueLayout.JAVA_INT, at) != key.length) {
+            return false;
+        }
+        return MemorySegment.mismatch(s, at + 4, at + 4 + key.length, MemorySegment.ofArray(key), 0, key.length) < 0;
+    }
+
+    static String key(MemorySegment s, long base) {
+        return Shm.getString(s, base + E_KEY);
+    }
+}

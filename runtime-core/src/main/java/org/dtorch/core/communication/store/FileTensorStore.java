@@ -1,0 +1,846 @@
+package org.dtorch.core.communication.store;
+
+import static org.dtorch.core.communication.store.FileStoreLayout.*;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.function.Supplier;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.dtorch.core.communication.CommException;
+import org.dtorch.core.communication.CommInterruptedException;
+import org.dtorch.core.communication.CommOptions;
+import org.dtorch.core.communication.CommTimeoutException;
+import org.dtorch.core.communication.Deadline;
+import org.dtorch.core.device.DeviceKind;
+import org.dtorch.core.device.DeviceStream;
+import org.dtorch.core.shm.Processes;
+import org.dtorch.core.shm.SharedRegion;
+import org.dtorch.core.shm.Shm;
+import org.dtorch.core.shm.ShmMonitor;
+import org.dtorch.core.shm.ShmTensors;
+import org.dtorch.core.tensor.TorchTensors;
+
+/**
+ * The {@link TensorStore} for participants in several processes of one host (seed section 3.3): the
+ * entries, the barrier and the participants' process ids live in a shared-memory control region named by
+ * the instance id and the store key ({@link FileStoreLayout}); a process-shared futex monitor replaces the
+ * seed's Boost interprocess mutex and condition.
+ *
+ * <p>Data path: a value of at most {@link FileStoreLayout#INLINE_CAPACITY} bytes is copied into its entry
+ * and out again by each consumer. A larger value is copied once, by the producer, into a data region of its
+ * own; each consumer gets a tensor that views that region without copying, valid as long as the consumer
+ * keeps the tensor (the mapping lives until libtorch frees it). As with the memory store, the producer may
+ * reuse the region once {@link #srcWaitUntilGetFinished} returns, so a consumer that keeps the value after
+ * {@link #destFinishGet} must copy it. Producers keep a few finished data regions for reuse (their pages
+ * are then already allocated and mapped), and consumers keep a few mappings, so a repeated exchange of a
+ * large tensor costs one memory copy and no page faults.
+ *
+ * <p>Failures: a wait notices within {@value #PEER_CHECK_MILLIS} ms that a participant's process died
+ * without closing, and fails naming its rank and pid. The last participant to close removes the control
+ * region and every data region; what a killed instance leaves behind is removed by
+ * {@link org.dtorch.core.shm.ShmJanitor} when the next runtime starts.
+ *
+ * <p>Thread-safe: any participant may call any method concurrently; one instance belongs to one rank.
+ */
+public final class FileTensorStore extends TensorStore {
+    static final long PEER_CHECK_MILLIS = 50;
+    private static final long SLEEP_SLICE_NANOS = 50_000_000L;
+    private static final int POOL_LIMIT = 4;
+    private static final int MAPPED_LIMIT = 8;
+    private static final int KEYS_SHOWN_IN_ERRORS = 8;
+
+    private final String regionName;
+    private final SharedRegion control;
+    private final MemorySegment seg;
+    private final ShmMonitor monitor;
+    private final long spinNanos;
+    private volatile boolean closed;
+
+    /** A data region this rank produced into, and the sequence number in its name. */
+    private record DataRegion(SharedRegion region, long sequence) {
+    }
+
+    /** Live keys this rank produced, with their data regions. Guarded by {@code this}. */
+    private final Map<String, DataRegion> producing = new HashMap<>();
+    /** Finished data regions kept for reuse. Guarded by {@code this}. */
+    private final List<DataRegion> pool = new ArrayList<>();
+    /** Data regions of other ranks mapped here, least recently used first. Guarded by {@code this}. */
+    private final LinkedHashMap<String, SharedRegion> mapped = new LinkedHashMap<>(16, 0.75f, true);
+    private long nextDataSequence;
+
+    /** Creates or joins the control region and waits for the others (constructor barrier). */
+    FileTensorStore(TensorStoreCreateInfo info) {
+        super(info);
+        byte[] storeKeyBytes = utf8(info.storeKey());
+        if (storeKeyBytes.length > MAX_STORE_KEY_BYTES) {
+            throw new IllegalArgumentException("store key '" + info.storeKey() + "' is " + storeKeyBytes.length
+                + " bytes; a File store key has at most " + MAX_STORE_KEY_BYTES);
+        }
+        if (info.worldSize() > MAX_WORLD_SIZE) {
+            throw new IllegalArgumentException("store '" + info.storeKey() + "': a File store has at most " + MAX_WORLD_SIZE
+                + " participants, got worldSize " + info.worldSize());
+        }
+        this.spinNanos = CommOptions.global().spinBeforePark().toNanos();
+        this.regionName = regionName(info.instanceId(), info.storeKey());
+        Deadline deadline = Deadline.after(timeout());
+        this.control = openOrCreate(storeKeyBytes, deadline);
+        this.seg = control.segment();
+        this.monitor = new ShmMonitor(seg, MONITOR);
+        try {
+            join();
+            barrier();
+        } catch (RuntimeException e) {
+            close();
+            throw e;
+        }
+    }
+
+    /** {@code dtorch-<instance>-st-<hash of the store key>}: the control region's name. */
+    static String regionName(String instanceId, String storeKey) {
+        String instance = instanceId.length() > 100 ? instanceId.substring(0, 100) : instanceId;
+        return SharedRegion.PREFIX + instance + "-st-" + sha256(storeKey).substring(0, 24);
+    }
+
+    /** The name of this store's control region; its data regions start with it. */
+    public String regionName() {
+        return regionName;
+    }
+
+    private SharedRegion openOrCreate(byte[] storeKeyBytes, Deadline deadline) {
+        while (true) {
+            Optional<SharedRegion> created = SharedRegion.create(regionName, REGION_SIZE);
+            if (created.isPresent()) {
+                SharedRegion region = created.get();
+                MemorySegment s = region.segment();
+                s.set(ValueLayout.JAVA_INT, VERSION_OFFSET, VERSION);
+                s.set(ValueLayout.JAVA_INT, WORLD_SIZE, worldSize());
+                s.set(ValueLayout.JAVA_INT, CAPACITY, ENTRY_CAPACITY);
+                s.set(ValueLayout.JAVA_LONG, STORE_KEY_HASH, hash(storeKeyBytes));
+                Shm.putString(s, STORE_KEY, MAX_STORE_KEY_BYTES + 4, storeKey());
+                Shm.putIntRelease(s, MAGIC_OFFSET, MAGIC);
+                return region;
+            }
+            Optional<SharedRegion> opened = SharedRegion.open(regionName);
+            if (opened.isPresent()) {
+                SharedRegion region = opened.get();
+                try {
+                    awaitInitialized(region, deadline);
+                    checkCompatible(region, storeKeyBytes);
+                    return region;
+                } catch (RuntimeException e) {
+                    region.close();
+                    throw e;
+                }
+            }
+            if (deadline.expired()) {
+                throw new CommTimeoutException("creating store '" + storeKey() + "' (rank " + rank() + ") " + deadline.timedOutAfter()
+                    + ": shared memory " + regionName + " kept appearing and vanishing");
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    private void awaitInitialized(SharedRegion region, Deadline deadline) {
+        if (region.size() != REGION_SIZE) {
+            throw new IllegalStateException("shared memory " + regionName + " of store '" + storeKey() + "' has " + region.size()
+                + " bytes, not the " + REGION_SIZE + " of this version; another program uses the name");
+        }
+        while (Shm.getIntAcquire(region.segment(), MAGIC_OFFSET) != MAGIC) {
+            if (deadline.expired()) {
+                throw new CommTimeoutException("joining store '" + storeKey() + "' (rank " + rank() + ") " + deadline.timedOutAfter()
+                    + ": its creator never finished initializing shared memory " + regionName);
+            }
+            Thread.yield();
+        }
+    }
+
+    private void checkCompatible(SharedRegion region, byte[] storeKeyBytes) {
+        MemorySegment s = region.segment();
+        int version = s.get(ValueLayout.JAVA_INT, VERSION_OFFSET);
+        String key = Shm.getString(s, STORE_KEY);
+        if (version != VERSION || !key.equals(storeKey())) {
+            throw new IllegalStateException("shared memory " + regionName + " holds store '" + key + "' (layout version " + version
+                + "), not store '" + storeKey() + "' (version " + VERSION + ")");
+        }
+        int existing = s.get(ValueLayout.JAVA_INT, WORLD_SIZE);
+        if (existing != worldSize()) {
+            throw new IllegalArgumentException("store '" + storeKey() + "' already exists with worldSize " + existing
+                + "; this participant asked for worldSize " + worldSize());
+        }
+    }
+
+    private void join() {
+        monitor.lock();
+        try {
+            int other = seg.get(ValueLayout.JAVA_INT, pid(rank()));
+            if (seg.get(ValueLayout.JAVA_BYTE, open(rank())) != 0 && Processes.isAlive(other)) {
+                throw new IllegalStateException("store '" + storeKey() + "': rank " + rank() + " is already open in process " + other);
+            }
+            seg.set(ValueLayout.JAVA_INT, pid(rank()), Processes.currentPid());
+            seg.set(ValueLayout.JAVA_BYTE, open(rank()), (byte) 1);
+            monitor.signalAll();
+        } finally {
+            monitor.unlock();
+        }
+    }
+
+    /** The process id of every rank, as each recorded it when it joined; for the same-process check. */
+    int[] participantPids() {
+        enter("participantPids()");
+        try {
+            monitor.lock();
+            try {
+                int[] pids = new int[worldSize()];
+                for (int r = 0; r < pids.length; r++) {
+                    pids[r] = seg.get(ValueLayout.JAVA_INT, pid(r));
+                }
+                return pids;
+            } finally {
+                monitor.unlock();
+            }
+        } finally {
+            exit();
+        }
+    }
+
+    @Override
+    public void srcSet(String key, Tensor value, DeviceStream stream, int getCount, DeviceKind destGetDeviceKind) {
+        String op = describe("srcSet", key);
+        byte[] keyBytes = checkKey(key, "srcSet");
+        Objects.requireNonNull(stream, () -> op + ": stream is null");
+        if (value == null || value.isNull() || !value.defined()) {
+            throw new IllegalArgumentException(op + ": value is " + TorchTensors.describe(value));
+        }
+        if (getCount < 1) {
+            throw new IllegalArgumentException(op + ": getCount must be >= 1, got " + getCount);
+        }
+        DeviceKind valueKind = TorchTensors.deviceKind(value);
+        if (valueKind != stream.device().kind()) {
+            throw new IllegalArgumentException(op + ": value is " + TorchTensors.describe(value) + " but stream is " + stream);
+        }
+        if (valueKind != DeviceKind.CPU || (destGetDeviceKind != null && destGetDeviceKind != valueKind)) {
+            throw new UnsupportedOperationException(op + ": GPU values cross processes through CUDA IPC, which comes with the GPU issue");
+        }
+        long[] shape = TorchTensors.shape(value);
+        if (shape.length > MAX_DIMS) {
+            throw new IllegalArgumentException(op + ": a File store moves tensors of at most " + MAX_DIMS + " dims, got "
+                + TorchTensors.describe(value));
+        }
+        ScalarType dtype = TorchTensors.dtype(value);
+        long nbytes = ShmTensors.byteSize(shape, dtype);
+        enter(op);
+        try {
+            long base = reserve(op, key, keyBytes, shape, dtype, nbytes, getCount, value);
+            if (base < 0) {
+                return; // inline: published already
+            }
+            DataRegion data;
+            try {
+                data = dataRegionFor(nbytes);
+                try {
+                    ShmTensors.copyInto(value, data.region().segment());
+                } catch (RuntimeException e) {
+                    recycle(data);
+                    throw e;
+                }
+            } catch (RuntimeException e) {
+                monitor.lock();
+                try {
+                    Shm.putIntRelease(seg, base + E_STATE, FREE);
+                    monitor.signalAll();
+                } finally {
+                    monitor.unlock();
+                }
+                throw e;
+            }
+            synchronized (this) {
+                producing.put(key, data);
+            }
+            monitor.lock();
+            try {
+                seg.set(ValueLayout.JAVA_LONG, base + E_DATA_SEQUENCE, data.sequence());
+                Shm.putIntRelease(seg, base + E_STATE, LIVE);
+                monitor.signalAll();
+            } finally {
+                monitor.unlock();
+            }
+        } finally {
+            exit();
+        }
+    }
+
+    /**
+     * Claims a free entry for {@code key} and fills its metadata. A small value is copied in and published
+     * at once (returns -1); a large one leaves the entry RESERVED (returns its offset) until its bytes are in
+     * a data region.
+     */
+    private long reserve(String op, String key, byte[] keyBytes, long[] shape, ScalarType dtype, long nbytes, int getCount, Tensor value) {
+        long keyHash = hash(keyBytes);
+        monitor.lock();
+        try {
+            ensureOpen(op);
+            int live = find(keyBytes, keyHash, false);
+            if (live >= 0) {
+                throw new IllegalStateException(op + ": the key is still live (" + counts(entry(live))
+                    + "); call srcWaitUntilGetFinished or reset() before setting it again");
+            }
+            int slot = freeSlot();
+            if (slot < 0) {
+                throw new IllegalStateException(op + ": all " + ENTRY_CAPACITY + " entries of the store are live" + keysHint()
+                    + "; wait for some with srcWaitUntilGetFinished first");
+            }
+            long base = entry(slot);
+            boolean inline = nbytes <= INLINE_CAPACITY;
+            seg.set(ValueLayout.JAVA_INT, base + E_GET_COUNT, getCount);
+            seg.set(ValueLayout.JAVA_INT, base + E_GETS, 0);
+            seg.set(ValueLayout.JAVA_INT, base + E_FINISHES, 0);
+            seg.set(ValueLayout.JAVA_INT, base + E_PRODUCER, rank());
+            seg.set(ValueLayout.JAVA_INT, base + E_DTYPE, dtype.value);
+            seg.set(ValueLayout.JAVA_INT, base + E_NDIM, shape.length);
+            seg.set(ValueLayout.JAVA_INT, base + E_INLINE, inline ? 1 : 0);
+            seg.set(ValueLayout.JAVA_LONG, base + E_NBYTES, nbytes);
+            seg.set(ValueLayout.JAVA_LONG, base + E_KEY_HASH, keyHash);
+            for (int d = 0; d < shape.length; d++) {
+                seg.set(ValueLayout.JAVA_LONG, base + E_SHAPE + 8L * d, shape[d]);
+            }
+            Shm.putString(seg, base + E_KEY, MAX_KEY_BYTES + 4, key);
+            if (inline) {
+                ShmTensors.copyInto(value, seg.asSlice(base + E_INLINE_BYTES, INLINE_CAPACITY));
+                Shm.putIntRelease(seg, base + E_STATE, LIVE);
+                monitor.signalAll();
+                return -1;
+            }
+            Shm.putIntRelease(seg, base + E_STATE, RESERVED);
+            return base;
+        } finally {
+            monitor.unlock();
+        }
+    }
+
+    @Override
+    public void srcWaitUntilGetFinished(String key, DeviceStream stream) {
+        String op = describe("srcWaitUntilGetFinished", key);
+        byte[] keyBytes = checkKey(key, "srcWaitUntilGetFinished");
+        Objects.requireNonNull(stream, "stream");
+        Deadline deadline = Deadline.after(timeout());
+        enter(op);
+        try {
+            long keyHash = hash(keyBytes);
+            Waiter waiter = new Waiter(op, deadline);
+            monitor.lock();
+            try {
+                ensureOpen(op);
+                int index = find(keyBytes, keyHash, false);
+                if (index < 0) {
+                    throw new IllegalStateException(op + ": the key is not live (never set, already waited for, or reset)");
+                }
+                long base = entry(index);
+                int producer = seg.get(ValueLayout.JAVA_INT, base + E_PRODUCER);
+                if (producer != rank()) {
+                    throw new IllegalStateException(op + ": the key was set by rank " + producer + "; only its producer waits for it");
+                }
+                while (seg.get(ValueLayout.JAVA_INT, base + E_FINISHES) < seg.get(ValueLayout.JAVA_INT, base + E_GET_COUNT)) {
+                    waiter.step(() -> seg.get(ValueLayout.JAVA_INT, base + E_FINISHES) + " of " + seg.get(ValueLayout.JAVA_INT, base + E_GET_COUNT)
+                        + " consumers finished (" + seg.get(ValueLayout.JAVA_INT, base + E_GETS) + " took the tensor)");
+                }
+                Shm.putIntRelease(seg, base + E_STATE, FREE);
+                monitor.signalAll();
+            } finally {
+                monitor.unlock();
+            }
+            synchronized (this) {
+                DataRegion data = producing.remove(key);
+                if (data != null) {
+                    recycle(data);
+                }
+            }
+        } finally {
+            exit();
+        }
+    }
+
+    @Override
+    public Tensor destGet(String key, DeviceStream stream) {
+        String op = describe("destGet", key);
+        byte[] keyBytes = checkKey(key, "destGet");
+        Objects.requireNonNull(stream, "stream");
+        Deadline deadline = Deadline.after(timeout());
+        enter(op);
+        try {
+            long keyHash = hash(keyBytes);
+            Waiter waiter = new Waiter(op, deadline);
+            long[] shape;
+            ScalarType dtype;
+            String dataName;
+            long base;
+            monitor.lock();
+            try {
+                while (true) {
+                    ensureOpen(op);
+                    int index = find(keyBytes, keyHash, true);
+                    if (index >= 0) {
+                        base = entry(index);
+                        if (seg.get(ValueLayout.JAVA_INT, base + E_GETS) < seg.get(ValueLayout.JAVA_INT, base + E_GET_COUNT)) {
+                            break;
+                        }
+                    }
+                    waiter.step(() -> {
+                        int live = find(keyBytes, keyHash, false);
+                        return live < 0 ? "no producer set this key" + keysHint()
+                            : "the key is " + counts(entry(live)) + "; no producer set it again";
+                    });
+                }
+                seg.set(ValueLayout.JAVA_INT, base + E_GETS, seg.get(ValueLayout.JAVA_INT, base + E_GETS) + 1);
+                shape = shapeOf(base);
+                dtype = dtypeOf(op, base);
+                if (seg.get(ValueLayout.JAVA_INT, base + E_INLINE) == 1) {
+                    return ShmTensors.copyOut(seg.asSlice(base + E_INLINE_BYTES, INLINE_CAPACITY), shape, dtype);
+                }
+                dataName = dataRegionName(seg.get(ValueLayout.JAVA_INT, base + E_PRODUCER),
+                    seg.get(ValueLayout.JAVA_LONG, base + E_DATA_SEQUENCE));
+            } finally {
+                monitor.unlock();
+            }
+            try {
+                return viewOf(dataName, shape, dtype);
+            } catch (RuntimeException e) {
+                monitor.lock();
+                try {
+                    seg.set(ValueLayout.JAVA_INT, base + E_GETS, seg.get(ValueLayout.JAVA_INT, base + E_GETS) - 1);
+                    monitor.signalAll();
+                } finally {
+                    monitor.unlock();
+                }
+                throw new CommException(op + ": cannot map the value's data region " + dataName, e);
+            }
+        } finally {
+            exit();
+        }
+    }
+
+    @Override
+    public void destFinishGet(String key, DeviceStream stream) {
+        String op = describe("destFinishGet", key);
+        byte[] keyBytes = checkKey(key, "destFinishGet");
+        Objects.requireNonNull(stream, "stream");
+        enter(op);
+        try {
+            monitor.lock();
+            try {
+                ensureOpen(op);
+                int index = find(keyBytes, hash(keyBytes), true);
+                if (index < 0) {
+                    throw new IllegalStateException(op + ": no destGet of this key is outstanding (the key is not set)");
+                }
+                long base = entry(index);
+                int finishes = seg.get(ValueLayout.JAVA_INT, base + E_FINISHES);
+                if (finishes >= seg.get(ValueLayout.JAVA_INT, base + E_GET_COUNT)) {
+                    throw new IllegalStateException(op + ": more finishes than getCount; the key is " + counts(base));
+                }
+                if (finishes >= seg.get(ValueLayout.JAVA_INT, base + E_GETS)) {
+                    throw new IllegalStateException(op + ": no destGet of this key is outstanding; the key is " + counts(base));
+                }
+                seg.set(ValueLayout.JAVA_INT, base + E_FINISHES, finishes + 1);
+                monitor.signalAll();
+            } finally {
+                monitor.unlock();
+            }
+        } finally {
+            exit();
+        }
+    }
+
+    @Override
+    public void reset() {
+        barrier();
+        enter("reset()");
+        try {
+            monitor.lock();
+            try {
+                ensureOpen("reset()");
+                for (int i = 0; i < ENTRY_CAPACITY; i++) {
+                    Shm.putIntRelease(seg, entry(i) + E_STATE, FREE);
+                }
+                monitor.signalAll();
+            } finally {
+                monitor.unlock();
+            }
+            synchronized (this) {
+                producing.values().forEach(this::recycle);
+                producing.clear();
+            }
+        } finally {
+            exit();
+        }
+        barrier();
+    }
+
+    @Override
+    public void barrier() {
+        String op = "barrier() on store '" + storeKey() + "' (rank " + rank() + ")";
+        Deadline deadline = Deadline.after(timeout());
+        enter(op);
+        try {
+            Waiter waiter = new Waiter(op, deadline);
+            monitor.lock();
+            try {
+                ensureOpen(op);
+                int generation = seg.get(ValueLayout.JAVA_INT, BARRIER_GENERATION);
+                int arrived = seg.get(ValueLayout.JAVA_INT, BARRIER_ARRIVED) + 1;
+                if (arrived == worldSize()) {
+                    seg.set(ValueLayout.JAVA_INT, BARRIER_ARRIVED, 0);
+                    seg.set(ValueLayout.JAVA_INT, BARRIER_GENERATION, generation + 1);
+                    monitor.signalAll();
+                    return;
+                }
+                seg.set(ValueLayout.JAVA_INT, BARRIER_ARRIVED, arrived);
+                try {
+                    while (seg.get(ValueLayout.JAVA_INT, BARRIER_GENERATION) == generation) {
+                        ensureOpen(op);
+                        waiter.step(() -> seg.get(ValueLayout.JAVA_INT, BARRIER_ARRIVED) + " of " + worldSize() + " ranks arrived");
+                    }
+                } catch (RuntimeException e) {
+                    if (seg.get(ValueLayout.JAVA_INT, BARRIER_GENERATION) == generation) {
+                        // withdraw, so the barrier stays usable for the others
+                        seg.set(ValueLayout.JAVA_INT, BARRIER_ARRIVED, seg.get(ValueLayout.JAVA_INT, BARRIER_ARRIVED) - 1);
+                    }
+                    throw e;
+                }
+            } finally {
+                monitor.unlock();
+            }
+        } finally {
+            exit();
+        }
+    }
+
+    /**
+     * Leaves the store. The last participant to leave (or the last one alive) removes the control region
+     * and every data region; the others remove only the data regions they keep for reuse (a value they set
+     * may still be read).
+     */
+    @Override
+    public void close() {
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+        }
+        boolean last = true;
+        if (seg != null) {
+            monitor.lock();
+            try {
+                seg.set(ValueLayout.JAVA_BYTE, open(rank()), (byte) 0);
+                for (int r = 0; r < worldSize() && last; r++) {
+                    if (r != rank() && seg.get(ValueLayout.JAVA_BYTE, open(r)) != 0 && Processes.isAlive(seg.get(ValueLayout.JAVA_INT, pid(r)))) {
+                        last = false;
+                    }
+                }
+                monitor.signalAll();
+            } finally {
+                monitor.unlock();
+            }
+        }
+        synchronized (this) {
+            for (DataRegion d : pool) {
+                d.region().unlink();
+                d.region().close();
+            }
+            pool.clear();
+            for (DataRegion d : producing.values()) {
+                if (last) {
+                    d.region().unlink();
+                }
+                d.region().close();
+            }
+            producing.clear();
+            mapped.values().forEach(SharedRegion::release);
+            mapped.clear();
+        }
+        if (control != null) {
+            if (last) {
+                control.unlink();
+                unlinkDataRegions();
+            }
+            control.close();
+        }
+    }
+
+    private void unlinkDataRegions() {
+        String prefix = regionName + "-r";
+        try (DirectoryStream<Path> files = Files.newDirectoryStream(SharedRegion.directory(), regionName + "-r*")) {
+            for (Path file : files) {
+                if (file.getFileName().toString().startsWith(prefix)) {
+                    Files.deleteIfExists(file);
+                }
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot remove the data regions of store '" + storeKey() + "'", e);
+        }
+    }
+
+    /** True once {@link #close()} was called. */
+    public boolean isClosed() {
+        return closed;
+    }
+
+    /** Number of keys live (set and not yet waited for); for tests and diagnostics. */
+    public int liveKeyCount() {
+        enter("liveKeyCount()");
+        try {
+            monitor.lock();
+            try {
+                int n = 0;
+                for (int i = 0; i < ENTRY_CAPACITY; i++) {
+                    if (seg.get(ValueLayout.JAVA_INT, entry(i) + E_STATE) != FREE) {
+                        n++;
+                    }
+                }
+                return n;
+            } finally {
+                monitor.unlock();
+            }
+        } finally {
+            exit();
+        }
+    }
+
+    // ---- waiting -------------------------------------------------------------------------------------
+
+    /**
+     * One wait of one call: spins for the spin budget, then sleeps in slices; between slices checks the
+     * deadline, interruption, and (every {@value #PEER_CHECK_MILLIS} ms) that no participant died.
+     * Called with the monitor's lock held; returns with it held.
+     */
+    private final class Waiter {
+        private final String op;
+        private final Deadline deadline;
+        private final long spinUntil;
+        private long nextPeerCheck;
+
+        Waiter(String op, Deadline deadline) {
+            this.op = op;
+            this.deadline = deadline;
+            this.spinUntil = System.nanoTime() + spinNanos;
+            this.nextPeerCheck = System.nanoTime() + PEER_CHECK_MILLIS * 1_000_000L;
+        }
+
+        void step(Supplier<String> seen) {
+            long remaining = deadline.remainingNanos();
+            if (remaining <= 0) {
+                throw new CommTimeoutException(op + " " + deadline.timedOutAfter() + ": " + seen.get());
+            }
+            if (Thread.currentThread().isInterrupted()) {
+                throw new CommInterruptedException(op + " was interrupted: " + seen.get(), new InterruptedException());
+            }
+            long now = System.nanoTime();
+            if (now - nextPeerCheck >= 0) {
+                nextPeerCheck = now + PEER_CHECK_MILLIS * 1_000_000L;
+                checkPeersAlive(op, seen);
+            }
+            monitor.awaitChange(monitor.sequence(), spinUntil, Math.min(remaining, SLEEP_SLICE_NANOS));
+            ensureOpen(op);
+        }
+    }
+
+    private void checkPeersAlive(String op, Supplier<String> seen) {
+        for (int r = 0; r < worldSize(); r++) {
+            if (seg.get(ValueLayout.JAVA_BYTE, open(r)) == 0) {
+                continue;
+            }
+            int pid = seg.get(ValueLayout.JAVA_INT, pid(r));
+            if (!Processes.isAlive(pid)) {
+                throw new CommException(op + ": participant rank " + r + " (pid " + pid + ") exited without closing the store; "
+                    + seen.get());
+            }
+        }
+    }
+
+    // ---- entries -------------------------------------------------------------------------------------
+
+    /** The index of the entry holding {@code key}: LIVE only, or also RESERVED; -1 if none. Lock held. */
+    private int find(byte[] keyBytes, long keyHash, boolean liveOnly) {
+        for (int i = 0; i < ENTRY_CAPACITY; i++) {
+            long base = entry(i);
+            int state = seg.get(ValueLayout.JAVA_INT, base + E_STATE);
+            if (state == FREE || (liveOnly && state != LIVE)) {
+                continue;
+            }
+            if (seg.get(ValueLayout.JAVA_LONG, base + E_KEY_HASH) == keyHash && keyEquals(seg, base, keyBytes)) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    private int freeSlot() {
+        for (int i = 0; i < ENTRY_CAPACITY; i++) {
+            if (seg.get(ValueLayout.JAVA_INT, entry(i) + E_STATE) == FREE) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    private long[] shapeOf(long base) {
+        int ndim = seg.get(ValueLayout.JAVA_INT, base + E_NDIM);
+        long[] shape = new long[ndim];
+        for (int d = 0; d < ndim; d++) {
+            shape[d] = seg.get(ValueLayout.JAVA_LONG, base + E_SHAPE + 8L * d);
+        }
+        return shape;
+    }
+
+    private ScalarType dtypeOf(String op, long base) {
+        int code = seg.get(ValueLayout.JAVA_INT, base + E_DTYPE);
+        ScalarType dtype = ShmTensors.dtypeOf(code);
+        if (dtype == null) {
+            throw new IllegalStateException(op + ": the entry names dtype code " + code + ", which this libtorch does not know");
+        }
+        return dtype;
+    }
+
+    private String counts(long base) {
+        int getCount = seg.get(ValueLayout.JAVA_INT, base + E_GET_COUNT);
+        return "set for " + getCount + " consumer" + (getCount == 1 ? "" : "s") + ", " + seg.get(ValueLayout.JAVA_INT, base + E_GETS)
+            + " took it, " + seg.get(ValueLayout.JAVA_INT, base + E_FINISHES) + " finished";
+    }
+
+    private String keysHint() {
+        List<String> keys = new ArrayList<>();
+        for (int i = 0; i < ENTRY_CAPACITY; i++) {
+            if (seg.get(ValueLayout.JAVA_INT, entry(i) + E_STATE) != FREE) {
+                keys.add(FileStoreLayout.key(seg, entry(i)));
+            }
+        }
+        if (keys.isEmpty()) {
+            return " (no keys are live)";
+        }
+        keys.sort(null);
+        String shown = String.join("', '", keys.subList(0, Math.min(KEYS_SHOWN_IN_ERRORS, keys.size())));
+        return " (live keys: '" + shown + "'" + (keys.size() > KEYS_SHOWN_IN_ERRORS ? ", ..." : "") + ")";
+    }
+
+    // ---- data regions --------------------------------------------------------------------------------
+
+    private String dataRegionName(int producerRank, long sequence) {
+        return regionName + "-r" + producerRank + "-" + sequence;
+    }
+
+    /** A finished region of about the right size from the pool, or a new one. */
+    private synchronized DataRegion dataRegionFor(long nbytes) {
+        DataRegion best = null;
+        for (DataRegion d : pool) {
+            long size = d.region().size();
+            if (size >= nbytes && size <= Math.max(2 * nbytes, nbytes + (1L << 20)) && (best == null || size < best.region().size())) {
+                best = d;
+            }
+        }
+        if (best != null) {
+            pool.remove(best);
+            return best;
+        }
+        while (true) {
+            long sequence = nextDataSequence++;
+            Optional<SharedRegion> created = SharedRegion.create(dataRegionName(rank(), sequence), nbytes);
+            if (created.isPresent()) {
+                return new DataRegion(created.get(), sequence);
+            }
+        }
+    }
+
+    /** Keeps a finished region for reuse, or removes it when the pool is full. */
+    private synchronized void recycle(DataRegion data) {
+        if (!closed && pool.size() < POOL_LIMIT) {
+            pool.add(data);
+            return;
+        }
+        data.region().unlink();
+        data.region().close();
+    }
+
+    /** A tensor over another rank's data region, mapping it (or reusing this instance's mapping). */
+    private synchronized Tensor viewOf(String dataName, long[] shape, ScalarType dtype) {
+        SharedRegion region = mapped.get(dataName);
+        if (region == null) {
+            region = SharedRegion.open(dataName).orElseThrow(() -> new IllegalStateException("shared memory " + dataName
+                + " does not exist (its producer removed it before every consumer took the value)"));
+            mapped.put(dataName, region);
+            if (mapped.size() > MAPPED_LIMIT) {
+                Iterator<SharedRegion> eldest = mapped.values().iterator();
+                SharedRegion evicted = eldest.next();
+                eldest.remove();
+                evicted.release();
+            }
+        }
+        return ShmTensors.view(region, 0, shape, dtype);
+    }
+
+    // ---- bookkeeping ---------------------------------------------------------------------------------
+
+    /** Holds the control mapping for the duration of one call, so that a concurrent close cannot unmap it. */
+    private void enter(String op) {
+        if (closed || !control.retain()) {
+            throw closedError(op);
+        }
+    }
+
+    private void exit() {
+        control.release();
+    }
+
+    private void ensureOpen(String op) {
+        if (closed) {
+            throw closedError(op);
+        }
+    }
+
+    private IllegalStateException closedError(String op) {
+        return new IllegalStateException(op + ": the store is closed");
+    }
+
+    private String describe(String method, String key) {
+        return method + "('" + key + "') on store '" + storeKey() + "' (rank " + rank() + ")";
+    }
+
+    private byte[] checkKey(String key, String method) {
+        ensureOpen(method + "('" + key + "') on store '" + storeKey() + "' (rank " + rank() + ")");
+        if (key == null || key.isEmpty()) {
+            throw new IllegalArgumentException(method + " on store '" + storeKey() + "' (rank " + rank()
+                + "): key must be a non-empty string, got " + (key == null ? "null" : "''"));
+        }
+        byte[] bytes = key.getBytes(StandardCharsets.UTF_8);
+        if (bytes.length > MAX_KEY_BYTES) {
+            throw new IllegalArgumentException(describe(method, key) + ": a File store key has at most " + MAX_KEY_BYTES
+                + " bytes, got " + bytes.length);
+        }
+        return bytes;
+    }
+
+    private static String sha256(String s) {
+        try {
+            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(s.getBytes(StandardCharsets.UTF_8)));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is missing from this JVM", e);
+        }
+    }
+}

@@ -1,0 +1,74 @@
+package org.dtorch.core.runtime.process;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * The command line that starts another JVM running a main class on this JVM's class path, with the
+ * options the runtime needs there: native access for the FFM API and JavaCPP, JavaCPP's memory
+ * accounting off (libtorch owns tensor memory), and the {@code dtorch.*}, {@code org.bytedeco.*} and
+ * {@code java.io.tmpdir} system properties of this JVM, so the child sees the same configuration.
+ *
+ * <p>Extra JVM options come from {@value #JVM_ARGS_PROPERTY} (space-separated), then from the caller.
+ *
+ * <p>Thread-safe: immutable.
+ */
+public final class JvmCommand {
+    /** System property: extra options for every child JVM, separated by spaces. */
+    public static final String JVM_ARGS_PROPERTY = "dtorch.worker.jvmArgs";
+
+    private static final List<String> BASE_OPTIONS = List.of("--enable-native-access=ALL-UNNAMED",
+        "--sun-misc-unsafe-memory-access=allow", "-XX:+UseSerialGC", "-Xss4m");
+    private static final List<String> INHERITED_PREFIXES = List.of("dtorch.", "org.bytedeco.");
+
+    private final List<String> command;
+
+    private JvmCommand(List<String> command) {
+        this.command = List.copyOf(command);
+    }
+
+    /**
+     * {@code java [options] -cp <this class path> mainClass args...}.
+     *
+     * @param systemProperties properties to set in the child, over the inherited ones
+     * @param jvmOptions       further options, such as {@code -Xmx1g}
+     */
+    public static JvmCommand of(String mainClass, List<String> args, Map<String, String> systemProperties, List<String> jvmOptions) {
+        Objects.requireNonNull(mainClass, "mainClass");
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.addAll(BASE_OPTIONS);
+        for (String name : System.getProperties().stringPropertyNames()) {
+            if ((INHERITED_PREFIXES.stream().anyMatch(name::startsWith) || name.equals("java.io.tmpdir"))
+                && !systemProperties.containsKey(name) && !name.equals(JVM_ARGS_PROPERTY)) {
+                cmd.add("-D" + name + "=" + System.getProperty(name));
+            }
+        }
+        systemProperties.forEach((k, v) -> cmd.add("-D" + k + "=" + v));
+        String extra = System.getProperty(JVM_ARGS_PROPERTY, "").trim();
+        if (!extra.isEmpty()) {
+            cmd.addAll(List.of(extra.split("\\s+")));
+        }
+        cmd.addAll(jvmOptions);
+        cmd.add("-cp");
+        cmd.add(System.getProperty("java.class.path"));
+        cmd.add(mainClass);
+        cmd.addAll(args);
+        return new JvmCommand(cmd);
+    }
+
+    /** The command and its arguments. */
+    public List<String> command() {
+        return command;
+    }
+
+    /** A process builder for the command; the caller decides what happens to its output. */
+    public ProcessBuilder processBuilder() {
+        ProcessBuilder builder = new ProcessBuilder(command);
+        builder.environment().putIfAbsent("THP_MEM_ALLOC_ENABLE", "1");
+        return builder;
+    }
+}

@@ -1,0 +1,187 @@
+package org.dtorch.core.shm;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.VarHandle;
+
+/**
+ * The few C library calls that shared memory needs, through the FFM API: {@code open}, {@code ftruncate},
+ * {@code lseek}, {@code mmap}, {@code munmap}, {@code close}, {@code syscall} (for futexes). Every call
+ * captures {@code errno}; a failure becomes a {@link NativeCallException} naming the call, the path and
+ * the errno.
+ *
+ * <p>{@code mmap} is called directly rather than through {@code FileChannel.map}: unmapping a shared
+ * arena makes every JVM thread take part in a handshake, which costs more than the whole store
+ * operation it belongs to, and unmapping must happen at a known time (an unlinked region keeps its
+ * memory until its last mapping goes).
+ *
+ * <p>Thread-safe: stateless.
+ */
+final class Libc {
+    static final int O_RDWR = 0x2;
+    static final int O_CREAT = 0x40;
+    static final int O_EXCL = 0x80;
+    static final int O_CLOEXEC = 0x80000;
+    static final int PROT_READ = 0x1;
+    static final int PROT_WRITE = 0x2;
+    static final int MAP_SHARED = 0x1;
+    static final int SEEK_END = 2;
+    static final int ENOENT = 2;
+    static final int EINTR = 4;
+    static final int EAGAIN = 11;
+    static final int EEXIST = 17;
+    static final int ETIMEDOUT = 110;
+    static final long MAP_FAILED = -1L;
+
+    private static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
+    private static final VarHandle ERRNO = CALL_STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
+    private static final Linker LINKER = Linker.nativeLinker();
+    private static final Linker.Option ERRNO_OPTION = Linker.Option.captureCallState("errno");
+
+    private static final MethodHandle OPEN = handle("open",
+        FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT),
+        Linker.Option.firstVariadicArg(2), ERRNO_OPTION);
+    private static final MethodHandle CLOSE = handle("close",
+        FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT), ERRNO_OPTION);
+    private static final MethodHandle FTRUNCATE = handle("ftruncate",
+        FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG), ERRNO_OPTION);
+    private static final MethodHandle LSEEK = handle("lseek",
+        FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT), ERRNO_OPTION);
+    private static final MethodHandle MMAP = handle("mmap",
+        FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT,
+            ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG), ERRNO_OPTION);
+    private static final MethodHandle MUNMAP = handle("munmap",
+        FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG), ERRNO_OPTION);
+
+    private Libc() {
+    }
+
+    private static MethodHandle handle(String name, FunctionDescriptor descriptor, Linker.Option... options) {
+        MemorySegment symbol = LINKER.defaultLookup().find(name)
+            .orElseThrow(() -> new UnsupportedOperationException("the C library has no '" + name + "'; shared memory needs Linux"));
+        return LINKER.downcallHandle(symbol, descriptor, options);
+    }
+
+    /** A native call failed. */
+    static final class NativeCallException extends RuntimeException {
+        final int errno;
+
+        NativeCallException(String call, String what, int errno) {
+            super(call + "(" + what + ") failed: errno " + errno + " (" + describe(errno) + ")");
+            this.errno = errno;
+        }
+    }
+
+    static String describe(int errno) {
+        return switch (errno) {
+            case ENOENT -> "no such file";
+            case EEXIST -> "file exists";
+            case 13 -> "permission denied";
+            case 12 -> "out of memory";
+            case 24 -> "too many open files";
+            case 28 -> "no space left on device";
+            case 22 -> "invalid argument";
+            default -> "see errno(3)";
+        };
+    }
+
+    /** {@code open(path, flags, mode)}; the file descriptor. */
+    static int open(String path, int flags, int mode) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            int fd = (int) OPEN.invokeExact(state, arena.allocateFrom(path), flags | O_CLOEXEC, mode);
+            if (fd < 0) {
+                throw new NativeCallException("open", path, errno(state));
+            }
+            return fd;
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("open(" + path + ")", t);
+        }
+    }
+
+    static void close(int fd) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            int rc = (int) CLOSE.invokeExact(state, fd);
+            if (rc < 0 && errno(state) != EINTR) {
+                throw new NativeCallException("close", "fd " + fd, errno(state));
+            }
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("close(" + fd + ")", t);
+        }
+    }
+
+    static void ftruncate(int fd, long size, String what) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            int rc = (int) FTRUNCATE.invokeExact(state, fd, size);
+            if (rc < 0) {
+                throw new NativeCallException("ftruncate", what + ", " + size + " bytes", errno(state));
+            }
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("ftruncate(" + what + ")", t);
+        }
+    }
+
+    /** The size of the open file {@code fd}. */
+    static long size(int fd, String what) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            long end = (long) LSEEK.invokeExact(state, fd, 0L, SEEK_END);
+            if (end < 0) {
+                throw new NativeCallException("lseek", what, errno(state));
+            }
+            return end;
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("lseek(" + what + ")", t);
+        }
+    }
+
+    /** Maps {@code size} bytes of {@code fd} shared, readable and writable; the address. */
+    static long mmapShared(int fd, long size, String what) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            long address = (long) MMAP.invokeExact(state, 0L, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0L);
+            if (address == MAP_FAILED) {
+                throw new NativeCallException("mmap", what + ", " + size + " bytes", errno(state));
+            }
+            return address;
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("mmap(" + what + ")", t);
+        }
+    }
+
+    static void munmap(long address, long size, String what) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            int rc = (int) MUNMAP.invokeExact(state, address, size);
+            if (rc < 0) {
+                throw new NativeCallException("munmap", what, errno(state));
+            }
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("munmap(" + what + ")", t);
+        }
+    }
+
+    private static int errno(MemorySegment state) {
+        return (int) ERRNO.get(state, 0L);
+    }
+}

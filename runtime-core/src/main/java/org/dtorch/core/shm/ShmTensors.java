@@ -1,0 +1,160 @@
+package org.dtorch.core.shm;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.bytedeco.javacpp.Pointer;
+import org.bytedeco.pytorch.MemoryFormatOptional;
+import org.bytedeco.pytorch.PointerConsumer;
+import org.bytedeco.pytorch.ScalarTypeOptional;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.dtorch.core.tensor.TorchTensors;
+
+/**
+ * CPU tensors in and out of shared memory: a tensor's bytes copied into a region (one copy, by torch, so
+ * any layout works), a tensor that views a region without copying (it keeps the mapping alive until
+ * libtorch frees it), and small values copied out.
+ *
+ * <p>Thread-safe: the view registry is concurrent; the deleter may run on any thread.
+ */
+public final class ShmTensors {
+    /** Views alive per data address; the deleter releases the region of the view it was given. */
+    private static final Map<Long, ViewCount> VIEWS = new ConcurrentHashMap<>();
+    private static final PointerConsumer DELETER = new PointerConsumer() {
+        @Override
+        public void call(Pointer data) {
+            released(data.address());
+        }
+    };
+
+    private ShmTensors() {
+    }
+
+    /** The region behind the views that start at one address, and how many are alive. */
+    private static final class ViewCount {
+        final SharedRegion region;
+        int count;
+
+        ViewCount(SharedRegion region) {
+            this.region = region;
+        }
+    }
+
+    /** A pointer at a raw address, for {@code from_blob}. */
+    private static final class RawPointer extends Pointer {
+        RawPointer(long address) {
+            this.address = address;
+        }
+    }
+
+    /** Bytes of a tensor of {@code shape} and {@code dtype}. */
+    public static long byteSize(long[] shape, ScalarType dtype) {
+        long n = torch.elementSize(dtype);
+        for (long s : shape) {
+            n = Math.multiplyExact(n, s);
+        }
+        return n;
+    }
+
+    /** The dtype whose libtorch code is {@code code}, or null. */
+    public static ScalarType dtypeOf(int code) {
+        for (ScalarType t : ScalarType.values()) {
+            if (t.value == code) {
+                return t.intern();
+            }
+        }
+        return null;
+    }
+
+    /**
+     * Copies {@code value} (a CPU tensor, any layout) into {@code target} in row-major order. The target
+     * must hold {@code value.numel() * elementSize} bytes.
+     */
+    public static void copyInto(Tensor value, MemorySegment target) {
+        long[] shape = TorchTensors.shape(value);
+        ScalarType dtype = TorchTensors.dtype(value);
+        long bytes = byteSize(shape, dtype);
+        if (target.byteSize() < bytes) {
+            throw new IllegalArgumentException("a " + TorchTensors.describe(value) + " needs " + bytes + " bytes, the target has "
+                + target.byteSize());
+        }
+        if (bytes == 0) {
+            return;
+        }
+        try (RawPointer data = new RawPointer(target.address());
+             TensorOptions options = new TensorOptions().dtype(new ScalarTypeOptional(dtype));
+             Tensor view = torch.from_blob(data, shape, options)) {
+            view.copy_(value);
+        }
+    }
+
+    /** A new tensor with a copy of the bytes at {@code source}. */
+    public static Tensor copyOut(MemorySegment source, long[] shape, ScalarType dtype) {
+        long bytes = byteSize(shape, dtype);
+        Tensor out;
+        try (TensorOptions options = new TensorOptions().dtype(new ScalarTypeOptional(dtype))) {
+            out = torch.empty(shape, options, new MemoryFormatOptional());
+        }
+        if (bytes > 0) {
+            MemorySegment.copy(source, ValueLayout.JAVA_BYTE, 0, MemorySegment.ofAddress(out.data_ptr().address()).reinterpret(bytes),
+                ValueLayout.JAVA_BYTE, 0, bytes);
+        }
+        return out;
+    }
+
+    /**
+     * A tensor over the bytes of {@code region} starting at {@code offset}, without copying. The tensor
+     * holds a reference to the region: the mapping lives until libtorch frees the tensor's storage.
+     *
+     * @throws IllegalStateException if the region was already unmapped
+     */
+    public static Tensor view(SharedRegion region, long offset, long[] shape, ScalarType dtype) {
+        long bytes = byteSize(shape, dtype);
+        if (offset < 0 || offset + bytes > region.size()) {
+            throw new IllegalArgumentException("a view of " + bytes + " bytes at " + offset + " does not fit " + region);
+        }
+        if (!region.retain()) {
+            throw new IllegalStateException(region + " is no longer mapped");
+        }
+        long address = region.address() + offset;
+        VIEWS.compute(address, (a, c) -> {
+            ViewCount count = c == null ? new ViewCount(region) : c;
+            if (count.region != region) {
+                throw new IllegalStateException("two mappings at one address: " + count.region + " and " + region);
+            }
+            count.count++;
+            return count;
+        });
+        try (RawPointer data = new RawPointer(address);
+             TensorOptions options = new TensorOptions().dtype(new ScalarTypeOptional(dtype))) {
+            return torch.from_blob(data, shape, DELETER, options);
+        } catch (RuntimeException | Error e) {
+            released(address);
+            throw e;
+        }
+    }
+
+    /** Number of tensors alive that view shared memory; for leak checks. */
+    public static int liveViewCount() {
+        int n = 0;
+        for (ViewCount c : VIEWS.values()) {
+            n += c.count; // a racy read is fine for a diagnostic count
+        }
+        return n;
+    }
+
+    private static void released(long address) {
+        SharedRegion[] release = new SharedRegion[1];
+        VIEWS.computeIfPresent(address, (a, c) -> {
+            release[0] = c.region;
+            return --c.count == 0 ? null : c;
+        });
+        if (release[0] != null) {
+            release[0].release();
+        }
+    }
+}
