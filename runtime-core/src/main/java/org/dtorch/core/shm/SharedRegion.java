@@ -33,6 +33,7 @@ public final class SharedRegion implements AutoCloseable {
     private final MemorySegment segment;
     private int references = 1;
     private boolean openerReleased;
+    private volatile boolean unlinkWhenUnmapped;
 
     private SharedRegion(String name, long address, long size) {
         this.name = name;
@@ -157,7 +158,18 @@ public final class SharedRegion implements AutoCloseable {
         }
         if (unmap) {
             Libc.munmap(address, segment.byteSize(), name);
+            if (unlinkWhenUnmapped) {
+                unlink();
+            }
         }
+    }
+
+    /**
+     * Removes the name too when the last reference here goes: for a region that lives exactly as long as
+     * a tensor of this process (other processes keep their own mappings).
+     */
+    public void unlinkWhenUnmapped() {
+        this.unlinkWhenUnmapped = true;
     }
 
     /** True while some holder keeps the mapping. */

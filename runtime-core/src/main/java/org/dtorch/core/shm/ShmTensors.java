@@ -138,6 +138,21 @@ public final class ShmTensors {
         }
     }
 
+    /**
+     * The region that holds the {@code nbytes} bytes at {@code address}, if a tensor of this process views
+     * it ({@link #view}); null otherwise. The caller must hold a tensor over those bytes, which keeps the
+     * region mapped.
+     */
+    public static SharedRegion regionContaining(long address, long nbytes) {
+        for (ViewCount c : VIEWS.values()) {
+            SharedRegion region = c.region;
+            if (address >= region.address() && address + nbytes <= region.address() + region.size()) {
+                return region;
+            }
+        }
+        return null;
+    }
+
     /** Number of tensors alive that view shared memory; for leak checks. */
     public static int liveViewCount() {
         int n = 0;

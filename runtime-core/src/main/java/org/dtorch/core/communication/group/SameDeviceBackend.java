@@ -78,7 +78,8 @@ final class SameDeviceBackend implements CollectiveBackend {
     @Override
     public Tensor allReduce(Tensor input, ReduceOpType op) {
         Tensor x = input.contiguous();
-        Tensor out = torch.empty_like(x);
+        // Peers write their share of the result into every rank's output: it must be memory they all see.
+        Tensor out = store.allocate(TorchTensors.shape(x), TorchTensors.dtype(x));
         if (size == 1) {
             out.copy_(x);
             x.close();

@@ -12,6 +12,7 @@ import org.dtorch.core.communication.CommException;
 import org.dtorch.core.communication.CommInterruptedException;
 import org.dtorch.core.communication.CommTimeoutException;
 import org.dtorch.core.communication.CommOptions;
+import org.dtorch.core.communication.GlobalCommInstanceId;
 import org.dtorch.core.communication.ReduceOpType;
 import org.dtorch.core.communication.store.TensorStore;
 import org.dtorch.core.communication.store.TensorStoreCreateInfo;
@@ -29,7 +30,8 @@ import org.dtorch.core.tensor.TorchTensors;
  * S(j) and {@code replicateToShard} for R to S.
  *
  * <p>The backend is chosen at construction: the same-device backend on {@link TensorStore} when
- * {@code sameDevice} is true (several ranks simulate devices on one), else c10d Gloo for CPU devices.
+ * {@code sameDevice} is true (several ranks simulate devices on one; a memory store when the ranks are
+ * threads of one process, a File store when they are processes), else c10d Gloo for CPU devices.
  * NCCL for GPUs comes with the GPU issue.
  *
  * <p>Shards follow the balanced split ({@link BalancedSplit}): a dimension of {@code n} elements over
@@ -101,8 +103,11 @@ public final class ThreadGroup implements AutoCloseable {
 
     private CollectiveBackend sameDeviceBackend(String initPath, Duration timeout) {
         DeviceStream defaultStream = DeviceStream.of(new Device(key.kind(), Math.toIntExact(key.deviceIds().get(rank))));
-        TensorStore store = TensorStore.create(TensorStoreCreateInfo.builder()
-            .type(TensorStoreType.MEMORY).storeKey(initPath).worldSize(size).rank(rank).timeout(timeout).build());
+        // As the seed's same-device backend: threads of one process share memory, processes share /dev/shm.
+        int slash = initPath.indexOf('/');
+        String instance = slash > 0 ? initPath.substring(0, slash) : GlobalCommInstanceId.processPrefix();
+        TensorStore store = TensorStore.createForParticipants(TensorStoreCreateInfo.builder()
+            .type(TensorStoreType.MEMORY).storeKey(initPath).worldSize(size).rank(rank).timeout(timeout).instanceId(instance).build());
         this.stream = defaultStream;
         return new SameDeviceBackend(store, key.toString(), defaultStream);
     }

@@ -29,7 +29,8 @@ import org.dtorch.core.device.DeviceKind;
  *
  * <p>{@link #close()} destroys every group in the order of {@link ThreadGroupKey#sortKey()}, the same
  * order on every rank and process; the seed requires it because NCCL communicators destroyed in
- * different orders on different ranks deadlock. It then deletes the instance's rendezvous directory.
+ * different orders on different ranks deadlock. It then deletes the instance's rendezvous directory, if
+ * this manager owns it.
  *
  * <p>Thread-safe: any device thread may call {@link #getThreadGroup} concurrently; {@link #close()} runs
  * once, after the device threads stopped using their groups.
@@ -43,6 +44,7 @@ public final class ThreadGroupManager implements AutoCloseable {
     private final Map<ThreadGroupKey, Slots> groups = new ConcurrentHashMap<>();
     private final List<ThreadGroupKey> destroyed = new CopyOnWriteArrayList<>();
     private final CollectiveCounter counter = new CollectiveCounter();
+    private final boolean ownsRendezvous;
     private volatile boolean closed;
 
     /**
@@ -55,8 +57,19 @@ public final class ThreadGroupManager implements AutoCloseable {
         this(dtensorInSameDevice, GlobalCommInstanceId.next(), CommOptions.global().timeout());
     }
 
-    /** A manager with an explicit instance id (shared by the processes of one runtime) and deadline. */
+    /** A manager with an explicit instance id and deadline, that removes the instance's rendezvous files on close. */
     public ThreadGroupManager(boolean dtensorInSameDevice, String instanceId, Duration timeout) {
+        this(dtensorInSameDevice, instanceId, timeout, true);
+    }
+
+    /**
+     * A manager with an explicit instance id (shared by the processes of one runtime) and deadline.
+     *
+     * @param ownsRendezvous true if {@link #close()} removes the instance's rendezvous directory; in a
+     *                       runtime of several processes only the controller owns it, and removes it last
+     */
+    public ThreadGroupManager(boolean dtensorInSameDevice, String instanceId, Duration timeout, boolean ownsRendezvous) {
+        this.ownsRendezvous = ownsRendezvous;
         if (instanceId == null || instanceId.isBlank()) {
             throw new IllegalArgumentException("instanceId must be non-blank");
         }
@@ -146,10 +159,12 @@ public final class ThreadGroupManager implements AutoCloseable {
             destroyed.add(key);
         }
         groups.clear();
-        try {
-            CommPaths.deleteRecursively(CommPaths.root().resolve(instanceId));
-        } catch (RuntimeException e) {
-            first = first == null ? e : first;
+        if (ownsRendezvous) {
+            try {
+                CommPaths.deleteRecursively(CommPaths.root().resolve(instanceId));
+            } catch (RuntimeException e) {
+                first = first == null ? e : first;
+            }
         }
         if (first != null) {
             throw first;

@@ -14,34 +14,63 @@ public final class TensorPromises {
     }
 
     /**
-     * A new tensor promise of the given backend.
+     * A new tensor promise of the given backend. A FILE promise creates its shared-memory region now.
      *
-     * @throws UnsupportedOperationException for FILE and NETWORK until their issues land
+     * @throws UnsupportedOperationException for NETWORK until its issue lands
      */
     public static TensorPromise create(TensorPromiseType type) {
-        requireBuilt(type);
-        return new MemoryTensorPromise();
+        return switch (Objects.requireNonNull(type, "type")) {
+            case MEMORY -> new MemoryTensorPromise();
+            case FILE -> new FileTensorPromise(FilePromiseRegion.create(FilePromiseLayout.TENSOR), true);
+            case NETWORK -> throw notBuilt(type);
+        };
     }
 
     /**
-     * Rebuilds, in this process, a promise serialized in another one.
+     * Rebuilds, in this process, a promise serialized in another one; it can be completed, not awaited
+     * (the future stays with the creator).
      *
-     * @throws IllegalArgumentException      for MEMORY, which never crosses a process
-     * @throws UnsupportedOperationException for FILE and NETWORK until their issues land
+     * @throws IllegalArgumentException      for MEMORY, which never crosses a process, or a name that is not a File promise's
+     * @throws IllegalStateException         if the promise's shared memory is gone (its future was dropped)
+     * @throws UnsupportedOperationException for NETWORK until its issue lands
      */
     public static TensorPromise fromSerialized(TensorPromiseType type, String data) {
-        throw cannotRebuild(type, data);
+        return switch (checkRebuild(type, data)) {
+            case FILE -> new FileTensorPromise(FilePromiseRegion.attach(data, FilePromiseLayout.TENSOR), false);
+            default -> throw new AssertionError(type);
+        };
     }
 
     /** A new void promise of the given backend. */
     public static VoidPromise createVoid(TensorPromiseType type) {
-        requireBuilt(type);
-        return new MemoryVoidPromise();
+        return switch (Objects.requireNonNull(type, "type")) {
+            case MEMORY -> new MemoryVoidPromise();
+            case FILE -> new FileVoidPromise(FilePromiseRegion.create(FilePromiseLayout.VOID), true);
+            case NETWORK -> throw notBuilt(type);
+        };
     }
 
-    /** Rebuilds a void promise serialized in another process. */
+    /** Rebuilds a void promise serialized in another process; see {@link #fromSerialized}. */
     public static VoidPromise voidFromSerialized(TensorPromiseType type, String data) {
-        throw cannotRebuild(type, data);
+        return switch (checkRebuild(type, data)) {
+            case FILE -> new FileVoidPromise(FilePromiseRegion.attach(data, FilePromiseLayout.VOID), false);
+            default -> throw new AssertionError(type);
+        };
+    }
+
+    /**
+     * Fails {@code promise} with {@code cause} unless it was completed already (for File promises, also
+     * when its completer died while writing); true if it did. A controller calls it for operators that
+     * will never run.
+     */
+    public static boolean abandon(Object promise, Throwable cause) {
+        if (promise instanceof FilePromise file) {
+            return file.abandon(cause);
+        }
+        if (promise instanceof MemoryPromise<?> memory) {
+            return memory.completion.completeExceptionally(cause);
+        }
+        throw new IllegalArgumentException("not a promise: " + promise);
     }
 
     /**
@@ -57,25 +86,18 @@ public final class TensorPromises {
         return perDevicePerProcess ? TensorPromiseType.FILE : TensorPromiseType.MEMORY;
     }
 
-    private static void requireBuilt(TensorPromiseType type) {
-        if (Objects.requireNonNull(type, "type") != TensorPromiseType.MEMORY) {
-            throw notBuilt(type);
-        }
-    }
-
-    private static RuntimeException cannotRebuild(TensorPromiseType type, String data) {
+    private static TensorPromiseType checkRebuild(TensorPromiseType type, String data) {
         Objects.requireNonNull(data, "data");
-        if (Objects.requireNonNull(type, "type") == TensorPromiseType.MEMORY) {
-            return new IllegalArgumentException(
+        return switch (Objects.requireNonNull(type, "type")) {
+            case MEMORY -> throw new IllegalArgumentException(
                 "a MEMORY promise cannot be rebuilt from serialized data ('" + data + "'); it never leaves its process");
-        }
-        return notBuilt(type);
+            case NETWORK -> throw notBuilt(type);
+            case FILE -> type;
+        };
     }
 
     private static UnsupportedOperationException notBuilt(TensorPromiseType type) {
-        return new UnsupportedOperationException(type == TensorPromiseType.FILE
-            ? "FILE promises (futures in another process of this host, over shared memory) are not built yet: "
-                + "they come with the per-device-process issue"
-            : "NETWORK promises (futures on another host) are not built yet: they come with the multi-host issue");
+        return new UnsupportedOperationException(
+            "NETWORK promises (futures on another host) are not built yet: they come with the multi-host issue; got " + type);
     }
 }

@@ -37,7 +37,10 @@ import org.dtorch.core.shm.ShmMonitor;
  *   56      64     shape[8]
  *   120     128    deviceSlot       reserved for CUDA IPC memory and event handles (the GPU issue)
  *   248     256    key              int length + UTF-8, at most {@link #MAX_KEY_BYTES}
- *   512     3584   inline bytes     values of at most {@link #INLINE_CAPACITY} bytes
+ *   504     8      dataOffset       where the value starts in its data region
+ *   512     256    dataName         the data region, when the value was allocated in shared memory already
+ *                                   ({@link FileTensorStore#allocate}): int length + UTF-8; empty otherwise
+ *   1024    3072   inline bytes     values of at most {@link #INLINE_CAPACITY} bytes
  * </pre>
  *
  * <p>Every field except {@code magic} and the monitor's words is read and written with the monitor's lock
@@ -81,7 +84,10 @@ final class FileStoreLayout {
     static final long E_KEY_HASH = 48;
     static final long E_SHAPE = 56;
     static final long E_KEY = 248;
-    static final long E_INLINE_BYTES = 512;
+    static final long E_DATA_OFFSET = 504;
+    static final long E_DATA_NAME = 512;
+    static final int DATA_NAME_CAPACITY = 256;
+    static final long E_INLINE_BYTES = 1024;
     static final int INLINE_CAPACITY = (int) (ENTRY_SIZE - E_INLINE_BYTES);
 
     static final int FREE = 0;

@@ -80,6 +80,8 @@ public final class FileTensorStore extends TensorStore {
 
     /** Live keys this rank produced, with their data regions. Guarded by {@code this}. */
     private final Map<String, DataRegion> producing = new HashMap<>();
+    /** This rank's references to live values published without a copy ({@link #allocate}). Guarded by {@code this}. */
+    private final Map<String, Tensor> held = new HashMap<>();
     /** Finished data regions kept for reuse. Guarded by {@code this}. */
     private final List<DataRegion> pool = new ArrayList<>();
     /** Data regions of other ranks mapped here, least recently used first. Guarded by {@code this}. */
@@ -248,7 +250,24 @@ public final class FileTensorStore extends TensorStore {
         long nbytes = ShmTensors.byteSize(shape, dtype);
         enter(op);
         try {
-            long base = reserve(op, key, keyBytes, shape, dtype, nbytes, getCount, value);
+            SharedRegion shared = allocatedRegionOf(value, nbytes);
+            if (shared != null) {
+                // Allocated in shared memory by this store: publish in place; consumers alias it.
+                synchronized (this) {
+                    held.put(key, new Tensor(value));
+                }
+                try {
+                    reserve(op, key, keyBytes, shape, dtype, nbytes, getCount, null, shared.name(),
+                        value.data_ptr().address() - shared.address());
+                } catch (RuntimeException e) {
+                    synchronized (this) {
+                        held.remove(key).close();
+                    }
+                    throw e;
+                }
+                return;
+            }
+            long base = reserve(op, key, keyBytes, shape, dtype, nbytes, getCount, value, null, 0);
             if (base < 0) {
                 return; // inline: published already
             }
@@ -287,12 +306,22 @@ public final class FileTensorStore extends TensorStore {
         }
     }
 
+    /** The region this store allocated that holds {@code value}'s bytes contiguously, or null. */
+    private SharedRegion allocatedRegionOf(Tensor value, long nbytes) {
+        if (nbytes == 0 || !value.is_contiguous()) {
+            return null;
+        }
+        SharedRegion region = ShmTensors.regionContaining(value.data_ptr().address(), nbytes);
+        return region != null && region.name().startsWith(regionName + "-a") ? region : null;
+    }
+
     /**
-     * Claims a free entry for {@code key} and fills its metadata. A small value is copied in and published
-     * at once (returns -1); a large one leaves the entry RESERVED (returns its offset) until its bytes are in
-     * a data region.
+     * Claims a free entry for {@code key} and fills its metadata. A value already in shared memory
+     * ({@code dataName}) or a small one (copied into the entry) is published at once (returns -1); a large
+     * one leaves the entry RESERVED (returns its offset) until its bytes are in a data region.
      */
-    private long reserve(String op, String key, byte[] keyBytes, long[] shape, ScalarType dtype, long nbytes, int getCount, Tensor value) {
+    private long reserve(String op, String key, byte[] keyBytes, long[] shape, ScalarType dtype, long nbytes, int getCount,
+                         Tensor value, String dataName, long dataOffset) {
         long keyHash = hash(keyBytes);
         monitor.lock();
         try {
@@ -308,7 +337,7 @@ public final class FileTensorStore extends TensorStore {
                     + "; wait for some with srcWaitUntilGetFinished first");
             }
             long base = entry(slot);
-            boolean inline = nbytes <= INLINE_CAPACITY;
+            boolean inline = dataName == null && nbytes <= INLINE_CAPACITY;
             seg.set(ValueLayout.JAVA_INT, base + E_GET_COUNT, getCount);
             seg.set(ValueLayout.JAVA_INT, base + E_GETS, 0);
             seg.set(ValueLayout.JAVA_INT, base + E_FINISHES, 0);
@@ -322,6 +351,14 @@ public final class FileTensorStore extends TensorStore {
                 seg.set(ValueLayout.JAVA_LONG, base + E_SHAPE + 8L * d, shape[d]);
             }
             Shm.putString(seg, base + E_KEY, MAX_KEY_BYTES + 4, key);
+            Shm.putString(seg, base + E_DATA_NAME, DATA_NAME_CAPACITY, dataName == null ? "" : dataName);
+            seg.set(ValueLayout.JAVA_LONG, base + E_DATA_OFFSET, dataOffset);
+            if (dataName != null) {
+                seg.set(ValueLayout.JAVA_INT, base + E_INLINE, 0);
+                Shm.putIntRelease(seg, base + E_STATE, LIVE);
+                monitor.signalAll();
+                return -1;
+            }
             if (inline) {
                 ShmTensors.copyInto(value, seg.asSlice(base + E_INLINE_BYTES, INLINE_CAPACITY));
                 Shm.putIntRelease(seg, base + E_STATE, LIVE);
@@ -371,6 +408,10 @@ public final class FileTensorStore extends TensorStore {
                 if (data != null) {
                     recycle(data);
                 }
+                Tensor published = held.remove(key);
+                if (published != null) {
+                    published.close();
+                }
             }
         } finally {
             exit();
@@ -390,6 +431,8 @@ public final class FileTensorStore extends TensorStore {
             long[] shape;
             ScalarType dtype;
             String dataName;
+            long dataOffset;
+            boolean cacheable;
             long base;
             monitor.lock();
             try {
@@ -414,13 +457,16 @@ public final class FileTensorStore extends TensorStore {
                 if (seg.get(ValueLayout.JAVA_INT, base + E_INLINE) == 1) {
                     return ShmTensors.copyOut(seg.asSlice(base + E_INLINE_BYTES, INLINE_CAPACITY), shape, dtype);
                 }
-                dataName = dataRegionName(seg.get(ValueLayout.JAVA_INT, base + E_PRODUCER),
-                    seg.get(ValueLayout.JAVA_LONG, base + E_DATA_SEQUENCE));
+                String allocated = Shm.getString(seg, base + E_DATA_NAME);
+                cacheable = allocated.isEmpty();
+                dataName = cacheable ? dataRegionName(seg.get(ValueLayout.JAVA_INT, base + E_PRODUCER),
+                    seg.get(ValueLayout.JAVA_LONG, base + E_DATA_SEQUENCE)) : allocated;
+                dataOffset = seg.get(ValueLayout.JAVA_LONG, base + E_DATA_OFFSET);
             } finally {
                 monitor.unlock();
             }
             try {
-                return viewOf(dataName, shape, dtype);
+                return viewOf(dataName, dataOffset, cacheable, shape, dtype);
             } catch (RuntimeException e) {
                 monitor.lock();
                 try {
@@ -486,6 +532,8 @@ public final class FileTensorStore extends TensorStore {
             synchronized (this) {
                 producing.values().forEach(this::recycle);
                 producing.clear();
+                held.values().forEach(Tensor::close);
+                held.clear();
             }
         } finally {
             exit();
@@ -573,6 +621,8 @@ public final class FileTensorStore extends TensorStore {
                 d.region().close();
             }
             producing.clear();
+            held.values().forEach(Tensor::close);
+            held.clear();
             mapped.values().forEach(SharedRegion::release);
             mapped.clear();
         }
@@ -586,12 +636,9 @@ public final class FileTensorStore extends TensorStore {
     }
 
     private void unlinkDataRegions() {
-        String prefix = regionName + "-r";
-        try (DirectoryStream<Path> files = Files.newDirectoryStream(SharedRegion.directory(), regionName + "-r*")) {
+        try (DirectoryStream<Path> files = Files.newDirectoryStream(SharedRegion.directory(), regionName + "-*")) {
             for (Path file : files) {
-                if (file.getFileName().toString().startsWith(prefix)) {
-                    Files.deleteIfExists(file);
-                }
+                Files.deleteIfExists(file);
             }
         } catch (IOException e) {
             throw new UncheckedIOException("cannot remove the data regions of store '" + storeKey() + "'", e);
@@ -778,8 +825,17 @@ public final class FileTensorStore extends TensorStore {
         data.region().close();
     }
 
-    /** A tensor over another rank's data region, mapping it (or reusing this instance's mapping). */
-    private synchronized Tensor viewOf(String dataName, long[] shape, ScalarType dtype) {
+    /**
+     * A tensor over another rank's data region, mapping it. Pool regions are reused by their producer, so
+     * their mappings are kept (a few); an allocated region lives as long as its tensor, so it is not.
+     */
+    private synchronized Tensor viewOf(String dataName, long offset, boolean cacheable, long[] shape, ScalarType dtype) {
+        if (!cacheable) {
+            try (SharedRegion region = SharedRegion.open(dataName).orElseThrow(() -> new IllegalStateException("shared memory "
+                + dataName + " does not exist (its producer freed the value before every consumer took it)"))) {
+                return ShmTensors.view(region, offset, shape, dtype);
+            }
+        }
         SharedRegion region = mapped.get(dataName);
         if (region == null) {
             region = SharedRegion.open(dataName).orElseThrow(() -> new IllegalStateException("shared memory " + dataName
@@ -792,7 +848,39 @@ public final class FileTensorStore extends TensorStore {
                 evicted.release();
             }
         }
-        return ShmTensors.view(region, 0, shape, dtype);
+        return ShmTensors.view(region, offset, shape, dtype);
+    }
+
+    /**
+     * A new tensor in a shared-memory region of its own: published with {@link #srcSet}, it is not copied,
+     * and every consumer's {@link #destGet} aliases it (writes through any of them are seen by all). The
+     * region goes when the tensor and every consumer's view are freed.
+     */
+    @Override
+    public Tensor allocate(long[] shape, ScalarType dtype) {
+        Objects.requireNonNull(shape, "shape");
+        Objects.requireNonNull(dtype, "dtype");
+        enter("allocate()");
+        try {
+            long nbytes = ShmTensors.byteSize(shape, dtype);
+            SharedRegion region;
+            synchronized (this) {
+                while (true) {
+                    Optional<SharedRegion> created = SharedRegion.create(regionName + "-a" + rank() + "-" + nextDataSequence++,
+                        Math.max(1, nbytes));
+                    if (created.isPresent()) {
+                        region = created.get();
+                        break;
+                    }
+                }
+            }
+            region.unlinkWhenUnmapped();
+            try (region) {
+                return ShmTensors.view(region, 0, shape, dtype);
+            }
+        } finally {
+            exit();
+        }
     }
 
     // ---- bookkeeping ---------------------------------------------------------------------------------

@@ -130,6 +130,18 @@ public abstract class TensorStore implements AutoCloseable {
         }
     }
 
+    /**
+     * A new tensor, uninitialized, that this store can publish without copying and whose consumers alias
+     * it: a write through what {@link #destGet} returned is seen by the producer and every other consumer.
+     * The memory backend shares every tensor that way; the File backend allocates this one in shared memory.
+     */
+    public Tensor allocate(long[] shape, org.bytedeco.pytorch.global.torch.ScalarType dtype) {
+        try (org.bytedeco.pytorch.TensorOptions options = new org.bytedeco.pytorch.TensorOptions()
+            .dtype(new org.bytedeco.pytorch.ScalarTypeOptional(dtype))) {
+            return org.bytedeco.pytorch.global.torch.empty(shape, options, new org.bytedeco.pytorch.MemoryFormatOptional());
+        }
+    }
+
     /** Collective: barrier, drop every key and value, barrier. Every participant must call it. */
     public abstract void reset();
 

@@ -64,6 +64,20 @@ class ThreadGroupCollectivesTest {
     void shouldMatchTorchOnTheFullTensor(Backend backend, int world, ScalarType dtype, String shapeName, long[] shape) {
         ThreadGroupManager manager = manager(backend, world);
         List<Long> ids = GroupFixtures.ids(world);
+        List<List<String>> failures = RankThreads.run(world, Duration.ofSeconds(90),
+            rank -> runEveryCollective(manager.getThreadGroup(DeviceKind.CPU, ids, rank), dtype, shape));
+
+        List<String> all = failures.stream().flatMap(List::stream).toList();
+        assertEquals(List.of(), all, backend + " world " + world + " " + TorchTensors.dtypeName(dtype) + " " + Arrays.toString(shape));
+    }
+
+    /**
+     * Runs every collective of {@code group} on deterministic inputs and compares each result with torch on
+     * the full tensors; the mismatches, empty when all match. Every rank calls it, in threads or processes.
+     */
+    static List<String> runEveryCollective(ThreadGroup group, ScalarType dtype, long[] shape) {
+        int world = group.getWorldSize();
+        int rank = group.getRank();
         int last = shape.length - 1;
         Tensor full = TestTensors.pattern(shape, dtype, 0, 37, 0);
         List<Tensor> partials = GroupFixtures.perRank(world, r -> TestTensors.pattern(shape, dtype, 5 * r, 3, 1));
@@ -72,64 +86,61 @@ class ThreadGroupCollectivesTest {
         if (dtype != ScalarType.Long) {
             ops.add(ReduceOpType.AVG);
         }
-
-        List<List<String>> failures = RankThreads.run(world, Duration.ofSeconds(90), rank -> {
-            ThreadGroup group = manager.getThreadGroup(DeviceKind.CPU, ids, rank);
-            Checker check = new Checker(rank);
-            Tensor mine = partials.get(rank);
-            try (Tensor before = mine.clone()) {
-                for (ReduceOpType op : ops) {
-                    try (Tensor expected = GroupFixtures.reference(partials, op); Tensor actual = group.allReduce(mine, op)) {
-                        check.equal("allReduce(" + op + ")", expected, actual, op == ReduceOpType.AVG);
-                    }
-                }
-                check.equal("allReduce leaves its input alone", before, mine, false);
-            }
-            try (Tensor expected = cat(equalShaped, 0); Tensor actual = group.equalShapeAllGatherIntoTensor(equalShaped.get(rank))) {
-                check.equal("equalShapeAllGatherIntoTensor", expected, actual, false);
-            }
-            try (Tensor shard = shardOf(full, 0, world, rank); Tensor actual = group.allGatherIntoTensor(shard, shape[0])) {
-                check.equal("allGatherIntoTensor", full, actual, false);
-            }
-            try (Tensor shard = shardOf(full, last, world, rank); Tensor actual = group.allGather(shard, last, shape[last])) {
-                check.equal("allGather(dim " + last + ")", full, actual, false);
-            }
-            try (Tensor shard = shardOf(full, last, world, rank)) {
-                List<Tensor> pieces = group.allGatherIntoVec(shard, last, shape[last]);
-                check.that("allGatherIntoVec size", pieces.size() == world, "got " + pieces.size() + " pieces");
-                for (int r = 0; r < pieces.size(); r++) {
-                    try (Tensor expected = shardOf(full, last, world, r); Tensor piece = pieces.get(r)) {
-                        check.equal("allGatherIntoVec piece " + r, expected, piece, false);
-                    }
+        Checker check = new Checker(rank);
+        Tensor mine = partials.get(rank);
+        try (Tensor before = mine.clone()) {
+            for (ReduceOpType op : ops) {
+                try (Tensor expected = GroupFixtures.reference(partials, op); Tensor actual = group.allReduce(mine, op)) {
+                    check.equal("allReduce(" + op + ")", expected, actual, op == ReduceOpType.AVG);
                 }
             }
-            for (ReduceOpType op : List.of(ReduceOpType.SUM, ReduceOpType.MAX)) {
-                try (Tensor reduced = GroupFixtures.reference(partials, op); Tensor expected = shardOf(reduced, 0, world, rank);
-                     Tensor actual = group.reduceScatterTensor(mine, op)) {
-                    check.equal("reduceScatterTensor(" + op + ")", expected, actual, false);
+            check.equal("allReduce leaves its input alone", before, mine, false);
+        }
+        try (Tensor expected = cat(equalShaped, 0); Tensor actual = group.equalShapeAllGatherIntoTensor(equalShaped.get(rank))) {
+            check.equal("equalShapeAllGatherIntoTensor", expected, actual, false);
+        }
+        try (Tensor shard = shardOf(full, 0, world, rank); Tensor actual = group.allGatherIntoTensor(shard, shape[0])) {
+            check.equal("allGatherIntoTensor", full, actual, false);
+        }
+        try (Tensor shard = shardOf(full, last, world, rank); Tensor actual = group.allGather(shard, last, shape[last])) {
+            check.equal("allGather(dim " + last + ")", full, actual, false);
+        }
+        try (Tensor shard = shardOf(full, last, world, rank)) {
+            List<Tensor> pieces = group.allGatherIntoVec(shard, last, shape[last]);
+            check.that("allGatherIntoVec size", pieces.size() == world, "got " + pieces.size() + " pieces");
+            for (int r = 0; r < pieces.size(); r++) {
+                try (Tensor expected = shardOf(full, last, world, r); Tensor piece = pieces.get(r)) {
+                    check.equal("allGatherIntoVec piece " + r, expected, piece, false);
                 }
             }
-            try (Tensor reduced = GroupFixtures.reference(partials, ReduceOpType.SUM); Tensor expected = shardOf(reduced, last, world, rank);
-                 Tensor actual = group.reduceScatterTensor(mine, last, ReduceOpType.SUM)) {
-                check.equal("reduceScatterTensor(dim " + last + ")", expected, actual, false);
+        }
+        for (ReduceOpType op : List.of(ReduceOpType.SUM, ReduceOpType.MAX)) {
+            try (Tensor reduced = GroupFixtures.reference(partials, op); Tensor expected = shardOf(reduced, 0, world, rank);
+                 Tensor actual = group.reduceScatterTensor(mine, op)) {
+                check.equal("reduceScatterTensor(" + op + ")", expected, actual, false);
             }
-            try (Tensor shard = shardOf(full, 0, world, rank); Tensor expected = shardOf(full, last, world, rank);
-                 Tensor actual = group.allToAll(shard, 0, last, shape[0])) {
-                check.equal("allToAll(0 -> " + last + ")", expected, actual, false);
+        }
+        try (Tensor reduced = GroupFixtures.reference(partials, ReduceOpType.SUM); Tensor expected = shardOf(reduced, last, world, rank);
+             Tensor actual = group.reduceScatterTensor(mine, last, ReduceOpType.SUM)) {
+            check.equal("reduceScatterTensor(dim " + last + ")", expected, actual, false);
+        }
+        try (Tensor shard = shardOf(full, 0, world, rank); Tensor expected = shardOf(full, last, world, rank);
+             Tensor actual = group.allToAll(shard, 0, last, shape[0])) {
+            check.equal("allToAll(0 -> " + last + ")", expected, actual, false);
+        }
+        try (Tensor shard = shardOf(full, last, world, rank); Tensor expected = shardOf(full, 0, world, rank);
+             Tensor actual = group.allToAll(shard, last, 0, shape[last])) {
+            check.equal("allToAll(" + last + " -> 0)", expected, actual, false);
+        }
+        for (int dim : new int[] {0, last}) {
+            try (Tensor expected = shardOf(full, dim, world, rank); Tensor actual = group.replicateToShard(full, dim)) {
+                check.equal("replicateToShard(dim " + dim + ")", expected, actual, false);
             }
-            try (Tensor shard = shardOf(full, last, world, rank); Tensor expected = shardOf(full, 0, world, rank);
-                 Tensor actual = group.allToAll(shard, last, 0, shape[last])) {
-                check.equal("allToAll(" + last + " -> 0)", expected, actual, false);
-            }
-            for (int dim : new int[] {0, last}) {
-                try (Tensor expected = shardOf(full, dim, world, rank); Tensor actual = group.replicateToShard(full, dim)) {
-                    check.equal("replicateToShard(dim " + dim + ")", expected, actual, false);
-                }
-            }
-            return check.failures;
-        });
-        List<String> all = failures.stream().flatMap(List::stream).toList();
-        assertEquals(List.of(), all, backend + " world " + world + " " + TorchTensors.dtypeName(dtype) + " " + Arrays.toString(shape));
+        }
+        full.close();
+        partials.forEach(Tensor::close);
+        equalShaped.forEach(Tensor::close);
+        return check.failures;
     }
 
     /** Rank {@code rank}'s balanced shard of {@code t} on {@code dim}, contiguous. */

@@ -184,12 +184,12 @@ class PromiseFutureTest {
         assertEquals(TensorPromiseType.MEMORY, TensorPromises.typeFor(DeviceKind.GPU, false));
         assertEquals(TensorPromiseType.FILE, TensorPromises.typeFor(DeviceKind.GPU, true));
         assertEquals(TensorPromiseType.FILE, TensorPromises.typeFor(DeviceKind.CPU, true));
-        UnsupportedOperationException file = assertThrows(UnsupportedOperationException.class, () -> TensorPromises.create(TensorPromiseType.FILE));
-        assertTrue(file.getMessage().contains("per-device-process issue"), file.getMessage());
-        assertThrows(UnsupportedOperationException.class, () -> TensorPromises.create(TensorPromiseType.NETWORK));
+        UnsupportedOperationException net = assertThrows(UnsupportedOperationException.class, () -> TensorPromises.create(TensorPromiseType.NETWORK));
+        assertTrue(net.getMessage().contains("multi-host issue"), net.getMessage());
         assertThrows(UnsupportedOperationException.class, () -> TensorPromises.create(TensorPromiseType.MEMORY).serialize());
         assertThrows(IllegalArgumentException.class, () -> TensorPromises.fromSerialized(TensorPromiseType.MEMORY, "x"));
-        assertThrows(UnsupportedOperationException.class, () -> TensorPromises.fromSerialized(TensorPromiseType.FILE, "/dtorch-x"));
+        assertThrows(IllegalArgumentException.class, () -> TensorPromises.fromSerialized(TensorPromiseType.FILE, "/dtorch-x"));
+        assertThrows(UnsupportedOperationException.class, () -> TensorPromises.fromSerialized(TensorPromiseType.NETWORK, "x"));
         assertEquals(TensorPromiseType.MEMORY, TensorPromises.create(TensorPromiseType.MEMORY).type());
     }
 }

@@ -120,6 +120,32 @@ class FileTensorStoreTest {
     }
 
     @Test
+    void shouldPublishAnAllocatedTensorInPlaceSoConsumersWriteThroughIt() {
+        List<TensorStore> stores = createAll(freshKey(), 2, Duration.ofSeconds(10));
+        try {
+            Tensor shared = stores.get(0).allocate(new long[] {4, 1000}, ScalarType.Float);
+            shared.zero_();
+            RankThreads.runAll(2, rank -> {
+                TensorStore store = stores.get(rank);
+                if (rank == 0) {
+                    store.srcSet("out", shared, CPU, 1);
+                    store.srcWaitUntilGetFinished("out", CPU);
+                } else {
+                    try (Tensor alias = store.destGet("out", CPU)) {
+                        alias.fill_(new org.bytedeco.pytorch.Scalar(9f));
+                    }
+                    store.destFinishGet("out", CPU);
+                }
+            });
+            assertEquals(9f * 4000, shared.sum().item_float(), "the consumer's writes must land in the producer's tensor");
+            shared.close();
+        } finally {
+            stores.forEach(TensorStore::close);
+        }
+        assertEquals(0, ShmTensors.liveViewCount());
+    }
+
+    @Test
     void shouldKeepAViewValidAfterTheStoreIsClosed() {
         List<TensorStore> stores = createAll(freshKey(), 2, Duration.ofSeconds(10));
         Tensor kept;

@@ -1,0 +1,285 @@
+package org.dtorch.core.communication.promise;
+
+import static org.dtorch.core.communication.promise.FilePromiseLayout.*;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.concurrent.atomic.AtomicLong;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.dtorch.core.communication.CommInterruptedException;
+import org.dtorch.core.communication.CommOptions;
+import org.dtorch.core.communication.GlobalCommInstanceId;
+import org.dtorch.core.shm.Futex;
+import org.dtorch.core.shm.Processes;
+import org.dtorch.core.shm.SharedRegion;
+import org.dtorch.core.shm.Shm;
+import org.dtorch.core.shm.ShmTensors;
+import org.dtorch.core.tensor.TorchTensors;
+
+/**
+ * One File promise's shared memory ({@link FilePromiseLayout}), seen from one process: completing it with
+ * a value or an error, waiting for it, and reading the outcome. A tensor value is copied once, into the
+ * region itself when small or into a region of its own ({@code <name>-v}) when large, which the reader
+ * maps, views without copying and unlinks.
+ *
+ * <p>Lifetime: the creating process names the region {@code dtorch-<instance>-pr-<n>}; the future's side
+ * unlinks it (and the value region) once it has read the outcome, or when it is dropped unread
+ * ({@link #abandon()}). Each holder keeps one reference to the mapping and {@link #release()}s it.
+ *
+ * <p>Thread-safe: completion is a compare-and-set on the state word; reading is idempotent.
+ */
+final class FilePromiseRegion {
+    private static final AtomicLong COUNTER = new AtomicLong();
+    private static final long SLEEP_SLICE_NANOS = 100_000_000L;
+
+    private final SharedRegion region;
+    private final MemorySegment seg;
+
+    private FilePromiseRegion(SharedRegion region) {
+        this.region = region;
+        this.seg = region.segment();
+    }
+
+    /** A new region for a promise of {@code kind}, in the PENDING state. */
+    static FilePromiseRegion create(int kind) {
+        while (true) {
+            String name = SharedRegion.PREFIX + GlobalCommInstanceId.processPrefix() + "-pr-" + COUNTER.incrementAndGet();
+            SharedRegion region = SharedRegion.create(name, REGION_SIZE).orElse(null);
+            if (region == null) {
+                continue; // left by an earlier process with our prefix: take the next number
+            }
+            MemorySegment s = region.segment();
+            s.set(ValueLayout.JAVA_INT, KIND, kind);
+            Shm.putString(s, DOORBELL, DOORBELL_CAPACITY, FileFutureWatcher.instance().doorbellName());
+            Shm.putIntRelease(s, MAGIC_OFFSET, MAGIC);
+            return new FilePromiseRegion(region);
+        }
+    }
+
+    /**
+     * Attaches to the region of a promise created in another process.
+     *
+     * @throws IllegalArgumentException if {@code name} is not a promise region's name
+     * @throws IllegalStateException    if the region does not exist (its future was dropped) or holds another kind
+     */
+    static FilePromiseRegion attach(String name, int kind) {
+        if (name == null || !name.startsWith(SharedRegion.PREFIX) || !name.contains("-pr-") || name.contains("/")) {
+            throw new IllegalArgumentException("'" + name + "' does not name a File promise (dtorch-<instance>-pr-<n>)");
+        }
+        SharedRegion region = SharedRegion.open(name).orElseThrow(() -> new IllegalStateException("File promise " + name
+            + " does not exist: its future was dropped, or its process is gone"));
+        MemorySegment s = region.segment();
+        if (region.size() != REGION_SIZE || Shm.getIntAcquire(s, MAGIC_OFFSET) != MAGIC || s.get(ValueLayout.JAVA_INT, KIND) != kind) {
+            region.close();
+            throw new IllegalStateException("shared memory " + name + " is not a File " + (kind == TENSOR ? "tensor" : "void")
+                + " promise");
+        }
+        return new FilePromiseRegion(region);
+    }
+
+    String name() {
+        return region.name();
+    }
+
+    /** Another holder of the same mapping (the future of a promise made here). */
+    FilePromiseRegion share() {
+        if (!region.retain()) {
+            throw new IllegalStateException("File promise " + name() + " is already released");
+        }
+        return new FilePromiseRegion(region);
+    }
+
+    /** Drops this holder's mapping. */
+    void release() {
+        region.release();
+    }
+
+    // ---- completing ----------------------------------------------------------------------------------
+
+    /** Publishes {@code value}; false if the promise was completed already. */
+    boolean tryCompleteWithValue(Tensor value) {
+        long[] shape = TorchTensors.shape(value);
+        if (shape.length > MAX_DIMS) {
+            throw new IllegalArgumentException("a File promise carries tensors of at most " + MAX_DIMS + " dims, got "
+                + TorchTensors.describe(value));
+        }
+        if (!value.is_cpu()) {
+            throw new UnsupportedOperationException("a File promise carries GPU tensors through CUDA IPC, which comes with the GPU issue");
+        }
+        if (!claim()) {
+            return false;
+        }
+        try {
+            ScalarType dtype = TorchTensors.dtype(value);
+            long nbytes = ShmTensors.byteSize(shape, dtype);
+            seg.set(ValueLayout.JAVA_INT, DTYPE, dtype.value);
+            seg.set(ValueLayout.JAVA_INT, NDIM, shape.length);
+            seg.set(ValueLayout.JAVA_LONG, NBYTES, nbytes);
+            for (int d = 0; d < shape.length; d++) {
+                seg.set(ValueLayout.JAVA_LONG, SHAPE + 8L * d, shape[d]);
+            }
+            if (nbytes <= INLINE_CAPACITY) {
+                seg.set(ValueLayout.JAVA_INT, INLINE, 1);
+                ShmTensors.copyInto(value, seg.asSlice(INLINE_BYTES, INLINE_CAPACITY));
+            } else {
+                seg.set(ValueLayout.JAVA_INT, INLINE, 0);
+                writeValueRegion(value, nbytes);
+            }
+        } catch (RuntimeException e) {
+            publish(ERROR_STATE, "setting the value failed: " + RemoteFailureException.describe(e));
+            throw e;
+        }
+        publish(VALUE, null);
+        return true;
+    }
+
+    private void writeValueRegion(Tensor value, long nbytes) {
+        String valueName = name() + "-v";
+        SharedRegion.unlink(valueName);
+        try (SharedRegion data = SharedRegion.create(valueName, Math.max(1, nbytes))
+            .orElseThrow(() -> new IllegalStateException("cannot create " + valueName))) {
+            ShmTensors.copyInto(value, data.segment());
+        }
+        if (Shm.getIntVolatile(seg, ABANDONED) != 0) {
+            SharedRegion.unlink(valueName); // nobody will read it
+        }
+    }
+
+    /** Publishes "done" without a value (a void promise); false if the promise was completed already. */
+    boolean tryCompleteWithoutValue() {
+        if (!claim()) {
+            return false;
+        }
+        publish(VALUE, null);
+        return true;
+    }
+
+    /** Publishes an error; false if the promise was completed already. */
+    boolean tryCompleteWithError(Throwable error) {
+        if (!claim()) {
+            return false;
+        }
+        publish(ERROR_STATE, RemoteFailureException.describe(error));
+        return true;
+    }
+
+    /**
+     * Fails a promise whose completer died while writing it (state WRITING, writer gone); true if it did.
+     * Lets a controller fail the futures of a killed worker even in that corner.
+     */
+    boolean failIfWriterDied(Throwable error) {
+        int writer = seg.get(ValueLayout.JAVA_INT, WRITER_PID);
+        if (Shm.getIntAcquire(seg, STATE) == WRITING && !Processes.isAlive(writer)
+            && Shm.casInt(seg, WRITER_PID, writer, Processes.currentPid())) {
+            publish(ERROR_STATE, RemoteFailureException.describe(error));
+            return true;
+        }
+        return false;
+    }
+
+    private boolean claim() {
+        if (!Shm.casInt(seg, STATE, PENDING, WRITING)) {
+            return false;
+        }
+        seg.set(ValueLayout.JAVA_INT, WRITER_PID, Processes.currentPid());
+        return true;
+    }
+
+    private void publish(int state, String error) {
+        if (error != null) {
+            Shm.putString(seg, ERROR, ERROR_CAPACITY, error);
+        }
+        Shm.putIntRelease(seg, STATE, state);
+        if (Shm.getIntVolatile(seg, SLEEPERS) > 0) {
+            Futex.wakeAll(seg, STATE);
+        }
+        FileFutureWatcher.ring(Shm.getString(seg, DOORBELL));
+    }
+
+    // ---- reading -------------------------------------------------------------------------------------
+
+    /** True once a value or an error is published. */
+    boolean isDone() {
+        int state = Shm.getIntAcquire(seg, STATE);
+        return state == VALUE || state == ERROR_STATE;
+    }
+
+    /**
+     * Waits until the promise is done or {@code timeoutNanos} pass: spins for the global spin budget,
+     * then sleeps on the state word's futex.
+     *
+     * @return true if done
+     */
+    boolean awaitDone(long timeoutNanos, String what) {
+        if (isDone()) {
+            return true;
+        }
+        long start = System.nanoTime();
+        long spinEnd = start + Math.min(CommOptions.global().spinBeforePark().toNanos(), timeoutNanos);
+        while (System.nanoTime() - spinEnd < 0) {
+            if (isDone()) {
+                return true;
+            }
+            Thread.onSpinWait();
+        }
+        while (true) {
+            int state = Shm.getIntAcquire(seg, STATE);
+            if (state == VALUE || state == ERROR_STATE) {
+                return true;
+            }
+            long remaining = timeoutNanos - (System.nanoTime() - start);
+            if (remaining <= 0) {
+                return false;
+            }
+            if (Thread.currentThread().isInterrupted()) {
+                throw new CommInterruptedException(what + " was interrupted while waiting for File promise " + name(), new InterruptedException());
+            }
+            Shm.getAndAddInt(seg, SLEEPERS, 1);
+            try {
+                Futex.await(seg, STATE, state, Math.min(remaining, SLEEP_SLICE_NANOS));
+            } finally {
+                Shm.getAndAddInt(seg, SLEEPERS, -1);
+            }
+        }
+    }
+
+    /** The published error's text, or null if the promise holds a value. Call once done. */
+    String errorText() {
+        return Shm.getIntAcquire(seg, STATE) == ERROR_STATE ? Shm.getString(seg, ERROR) : null;
+    }
+
+    /**
+     * The published value as a tensor the caller owns: a copy of a small value, a view of a large one
+     * (its value region is unlinked once mapped). Call once done and when {@link #errorText()} is null.
+     */
+    Tensor readValue() {
+        Shm.getIntAcquire(seg, STATE);
+        int ndim = seg.get(ValueLayout.JAVA_INT, NDIM);
+        long[] shape = new long[ndim];
+        for (int d = 0; d < ndim; d++) {
+            shape[d] = seg.get(ValueLayout.JAVA_LONG, SHAPE + 8L * d);
+        }
+        int code = seg.get(ValueLayout.JAVA_INT, DTYPE);
+        ScalarType dtype = ShmTensors.dtypeOf(code);
+        if (dtype == null) {
+            throw new IllegalStateException("File promise " + name() + " names dtype code " + code + ", which this libtorch does not know");
+        }
+        if (seg.get(ValueLayout.JAVA_INT, INLINE) == 1) {
+            return ShmTensors.copyOut(seg.asSlice(INLINE_BYTES, INLINE_CAPACITY), shape, dtype);
+        }
+        String valueName = name() + "-v";
+        try (SharedRegion data = SharedRegion.open(valueName).orElseThrow(() -> new IllegalStateException(
+            "the value of File promise " + name() + " is gone (" + valueName + " does not exist)"))) {
+            SharedRegion.unlink(valueName);
+            return ShmTensors.view(data, 0, shape, dtype);
+        }
+    }
+
+    /** The future side is gone or done: remove the names, so that nothing is left once mappings close. */
+    void abandon() {
+        Shm.putIntVolatile(seg, ABANDONED, 1);
+        SharedRegion.unlink(name());
+        SharedRegion.unlink(name() + "-v");
+    }
+}

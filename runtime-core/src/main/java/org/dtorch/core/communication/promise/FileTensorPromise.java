@@ -1,0 +1,34 @@
+package org.dtorch.core.communication.promise;
+
+import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.tensor.TorchTensors;
+
+/**
+ * A {@link TensorPromise} whose future may live in another process of this host (seed section 4.4):
+ * shared memory with a futex instead of Boost's interprocess mutex and condition. {@link #serialize()}
+ * names the region; {@link TensorPromises#fromSerialized} attaches to it elsewhere.
+ *
+ * <p>Thread-safe: completion is a compare-and-set in shared memory.
+ */
+final class FileTensorPromise extends FilePromise implements TensorPromise {
+
+    FileTensorPromise(FilePromiseRegion region, boolean creator) {
+        super(region, creator, "TensorPromise");
+    }
+
+    @Override
+    public void setValue(Tensor t) {
+        if (t == null || t.isNull() || !t.defined()) {
+            throw new IllegalArgumentException("TensorPromise.setValue: value is " + TorchTensors.describe(t));
+        }
+        if (!region.tryCompleteWithValue(t)) {
+            throw alreadyCompleted("setValue");
+        }
+        completed();
+    }
+
+    @Override
+    public TensorFuture getFuture() {
+        return new FileTensorFuture(takeFuture());
+    }
+}

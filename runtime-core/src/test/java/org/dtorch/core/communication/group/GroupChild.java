@@ -1,0 +1,32 @@
+package org.dtorch.core.communication.group;
+
+import java.time.Duration;
+import java.util.List;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.dtorch.core.device.DeviceKind;
+
+/**
+ * One rank of a group in a child JVM, for {@link ThreadGroupProcessTest}:
+ * {@code GroupChild <instance> <sameDevice> <worldSize> <rank>}. Runs every collective and prints the
+ * mismatches (none: {@code OK}).
+ */
+public final class GroupChild {
+
+    private GroupChild() {
+    }
+
+    public static void main(String[] args) {
+        int world = Integer.parseInt(args[2]);
+        int rank = Integer.parseInt(args[3]);
+        try (ThreadGroupManager manager = new ThreadGroupManager(Boolean.parseBoolean(args[1]), args[0], Duration.ofSeconds(60), false)) {
+            ThreadGroup group = manager.getThreadGroup(DeviceKind.CPU, GroupFixtures.ids(world), rank);
+            System.out.println("BACKEND " + group.backendName());
+            List<String> failures = ThreadGroupProcessTest.runAll(group);
+            System.out.println(failures.isEmpty() ? "OK" : "FAILED " + failures);
+            System.exit(failures.isEmpty() ? 0 : 1);
+        } catch (Throwable e) {
+            e.printStackTrace(System.out);
+            System.exit(1);
+        }
+    }
+}

@@ -1,0 +1,55 @@
+package org.dtorch.core.communication.promise;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.Map;
+import java.util.Optional;
+import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.shm.SharedRegion;
+import org.dtorch.core.testing.ChildJvm;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** File promises completed in a child JVM: the value, the error, and a future's own timeout. */
+@Tag("multiprocess")
+@Timeout(120)
+class FilePromiseProcessTest {
+
+    @Test
+    void shouldSeeValueErrorAndOwnTimeoutAcrossProcesses() throws Exception {
+        TensorPromise large = TensorPromises.create(TensorPromiseType.FILE);
+        TensorPromise failing = TensorPromises.create(TensorPromiseType.FILE);
+        VoidPromise done = TensorPromises.createVoid(TensorPromiseType.FILE);
+        TensorPromise never = TensorPromises.create(TensorPromiseType.FILE);
+        TensorFuture largeFuture = large.getFuture();
+        TensorFuture failingFuture = failing.getFuture();
+        VoidFuture doneFuture = done.getFuture();
+        TensorFuture neverFuture = never.getFuture();
+        var doneView = doneFuture.toCompletableFuture();
+        try (ChildJvm child = ChildJvm.start("promise-child", PromiseChild.class, Map.of(), large.serialize(), failing.serialize(),
+            done.serialize())) {
+            child.awaitLine("ATTACHED", Duration.ofSeconds(60));
+            try (Tensor value = largeFuture.get()) {
+                assertEquals(8.0 * (1 << 20), value.sum().item_double());
+            }
+            FutureFailedException e = assertThrows(FutureFailedException.class, failingFuture::get);
+            assertTrue(e.getMessage().contains("IllegalArgumentException: bad shard on cpu:3"), e.getMessage());
+            doneFuture.get();
+            doneView.get(10, java.util.concurrent.TimeUnit.SECONDS);
+            long start = System.nanoTime();
+            Optional<Tensor> nothing = neverFuture.waitFor(Duration.ofMillis(300));
+            long waited = (System.nanoTime() - start) / 1_000_000;
+            assertTrue(nothing.isEmpty());
+            assertTrue(waited >= 290 && waited < 2_000, "waited " + waited + " ms for a 300 ms timeout");
+            child.awaitSuccess(Duration.ofSeconds(60));
+        }
+        assertFalse(SharedRegion.exists(large.serialize()) || SharedRegion.exists(large.serialize() + "-v"));
+        assertTrue(TensorPromises.abandon(never, new RuntimeException("the worker is gone")));
+        assertThrows(FutureFailedException.class, neverFuture::get);
+    }
+}

@@ -1,0 +1,34 @@
+package org.dtorch.core.communication.promise;
+
+import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.testing.TestTensors;
+
+/**
+ * Completes File promises created in the parent JVM, as a worker does:
+ * {@code PromiseChild <largeValueName> <errorName> <voidName>}.
+ */
+public final class PromiseChild {
+
+    private PromiseChild() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        try {
+            TensorPromise large = TensorPromises.fromSerialized(TensorPromiseType.FILE, args[0]);
+            TensorPromise failing = TensorPromises.fromSerialized(TensorPromiseType.FILE, args[1]);
+            VoidPromise done = TensorPromises.voidFromSerialized(TensorPromiseType.FILE, args[2]);
+            System.out.println("ATTACHED");
+            Thread.sleep(200); // the parent is asleep on the futex by now
+            try (Tensor value = TestTensors.full(8f, 1 << 20)) {
+                large.setValue(value);
+            }
+            failing.setException(new IllegalArgumentException("bad shard on cpu:3"));
+            done.setValue();
+            System.out.println("OK");
+            System.exit(0);
+        } catch (Throwable e) {
+            e.printStackTrace(System.out);
+            System.exit(1);
+        }
+    }
+}
