@@ -63,7 +63,8 @@ public final class DTorch implements AutoCloseable {
     /**
      * Starts a runtime.
      *
-     * @throws UnsupportedOperationException for per-device-process mode or GPUs, until their issues land
+     * @throws UnsupportedOperationException for GPUs, until their issue lands
+     * @throws org.dtorch.core.communication.CommException if per-device-process mode cannot start its workers
      */
     public static DTorch init(DTorchOptions options) {
         return new DTorch(Objects.requireNonNull(options, "options"));

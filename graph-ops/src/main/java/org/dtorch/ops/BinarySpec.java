@@ -138,4 +138,17 @@ public final class BinarySpec implements OpSpec {
             };
         });
     }
+
+    Kind kind() {
+        return kind;
+    }
+
+    static BinarySpec of(Kind kind) {
+        return switch (kind) {
+            case ADD -> ADD;
+            case SUB -> SUB;
+            case MUL -> MUL;
+            case DIV -> DIV;
+        };
+    }
 }

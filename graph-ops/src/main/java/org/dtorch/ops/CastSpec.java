@@ -46,4 +46,8 @@ public final class CastSpec implements OpSpec {
     public DeviceKernel kernel(Operator op, long deviceId) {
         return new LocalKernel(in -> in.getFirst().to(dtype));
     }
+
+    ScalarType dtype() {
+        return dtype;
+    }
 }

@@ -86,4 +86,8 @@ public final class CatSpec implements OpSpec {
             }
         });
     }
+
+    int dim() {
+        return dim;
+    }
 }

@@ -132,4 +132,37 @@ public final class FactorySpec implements OpSpec {
             }
         });
     }
+
+    Kind kind() {
+        return kind;
+    }
+
+    TensorMeta meta() {
+        return meta;
+    }
+
+    double value() {
+        return value;
+    }
+
+    double start() {
+        return start;
+    }
+
+    double step() {
+        return step;
+    }
+
+    long seed() {
+        return seed;
+    }
+
+    /** A factory rebuilt in a worker process from its parameters; validated as the public factories do. */
+    static FactorySpec restore(Kind kind, TensorMeta meta, double value, double start, double step, long seed) {
+        TensorMeta checked = meta(kind, meta.shape(), meta.dtype(), meta.sharding());
+        if ((kind == Kind.RAND || kind == Kind.RANDN) && !Rules.isFloating(meta.dtype())) {
+            throw new IllegalArgumentException(kind.name().toLowerCase() + " needs a floating-point dtype");
+        }
+        return new FactorySpec(kind, checked, value, start, step, seed);
+    }
 }

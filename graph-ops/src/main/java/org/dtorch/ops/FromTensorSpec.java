@@ -36,14 +36,23 @@ public final class FromTensorSpec implements OpSpec {
         return new FromTensorSpec(source, sharding, false);
     }
 
+    /** Takes {@code source} itself, for a worker process that runs the operator on one device only. */
+    static FromTensorSpec owningForOneDevice(Tensor source, Sharding sharding) {
+        return new FromTensorSpec(source, sharding, false, 1);
+    }
+
     private FromTensorSpec(Tensor source, Sharding sharding, boolean copy) {
+        this(source, sharding, copy, sharding.mesh().count());
+    }
+
+    private FromTensorSpec(Tensor source, Sharding sharding, boolean copy, int devices) {
         Objects.requireNonNull(source, "source");
         if (!source.is_cpu()) {
             throw new IllegalArgumentException("tensor: the data must be a CPU tensor, got " + TorchTensors.describe(source));
         }
         this.meta = Rules.factoryMeta("tensor", new TensorMeta(TorchTensors.shape(source), TorchTensors.dtype(source), sharding));
         this.data = copy ? source.clone(new MemoryFormatOptional(torch.MemoryFormat.Contiguous)) : source;
-        this.devicesLeft = new AtomicInteger(sharding.mesh().count());
+        this.devicesLeft = new AtomicInteger(devices);
     }
 
     @Override
@@ -68,5 +77,14 @@ public final class FromTensorSpec implements OpSpec {
                 }
             }
         });
+    }
+
+    /** The values, for the codec; valid until every device took its shard. */
+    Tensor data() {
+        return data;
+    }
+
+    Sharding sharding() {
+        return meta.sharding();
     }
 }

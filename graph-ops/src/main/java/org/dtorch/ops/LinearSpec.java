@@ -99,4 +99,8 @@ public final class LinearSpec implements OpSpec {
             }
         });
     }
+
+    boolean hasBias() {
+        return hasBias;
+    }
 }

@@ -55,4 +55,16 @@ public final class NarrowSpec implements OpSpec {
         int d = Rules.normalizeDim(name(), dim, op.inputs().getFirst().meta().ndim());
         return new LocalKernel(in -> in.getFirst().narrow(d, start, length));
     }
+
+    int dim() {
+        return dim;
+    }
+
+    long start() {
+        return start;
+    }
+
+    long length() {
+        return length;
+    }
 }

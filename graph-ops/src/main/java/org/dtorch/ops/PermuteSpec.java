@@ -83,4 +83,16 @@ public final class PermuteSpec implements OpSpec {
         long[] order = Arrays.stream(dims).mapToLong(d -> d < 0 ? d + dims.length : d).toArray();
         return new LocalKernel(in -> in.getFirst().permute(order));
     }
+
+    int[] dims() {
+        return dims.clone();
+    }
+
+    /** A permutation named {@code permute} or {@code transpose}, as rebuilt in a worker process. */
+    static PermuteSpec restore(String name, int[] dims) {
+        if (!name.equals("permute") && !name.equals("transpose")) {
+            throw new IllegalArgumentException("a permutation is named permute or transpose, got '" + name + "'");
+        }
+        return new PermuteSpec(name, dims);
+    }
 }

@@ -56,4 +56,8 @@ public final class RedistributeSpec implements OpSpec {
             }
         };
     }
+
+    Sharding target() {
+        return target;
+    }
 }

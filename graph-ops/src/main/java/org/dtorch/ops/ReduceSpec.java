@@ -129,4 +129,16 @@ public final class ReduceSpec implements OpSpec {
             };
         });
     }
+
+    Kind kind() {
+        return kind;
+    }
+
+    int[] dims() {
+        return dims.clone();
+    }
+
+    boolean keepdim() {
+        return keepdim;
+    }
 }

@@ -105,4 +105,12 @@ public final class ReshapeSpec implements OpSpec {
         long[] local = op.outputs().getFirst().meta().layout().localShape(deviceId);
         return new LocalKernel(in -> in.getFirst().reshape(local));
     }
+
+    long[] requested() {
+        return requested.clone();
+    }
+
+    boolean asView() {
+        return name.equals("view");
+    }
 }

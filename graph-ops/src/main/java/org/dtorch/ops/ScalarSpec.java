@@ -99,4 +99,20 @@ public final class ScalarSpec implements OpSpec {
             }
         });
     }
+
+    Kind kind() {
+        return kind;
+    }
+
+    double value() {
+        return value;
+    }
+
+    boolean floating() {
+        return floating;
+    }
+
+    static ScalarSpec restore(Kind kind, double value, boolean floating) {
+        return new ScalarSpec(kind, value, floating);
+    }
 }

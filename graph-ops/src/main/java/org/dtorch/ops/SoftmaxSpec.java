@@ -51,4 +51,8 @@ public final class SoftmaxSpec implements OpSpec {
         int d = Rules.normalizeDim(name(), dim, op.inputs().getFirst().meta().ndim());
         return new LocalKernel(in -> in.getFirst().softmax(d));
     }
+
+    int dim() {
+        return dim;
+    }
 }

@@ -77,4 +77,8 @@ public final class UnarySpec implements OpSpec {
             }
         });
     }
+
+    Kind kind() {
+        return kind;
+    }
 }

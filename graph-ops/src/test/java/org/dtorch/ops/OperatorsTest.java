@@ -34,7 +34,7 @@ class OperatorsTest {
     private static final Placement S1 = Placement.shard(1);
     private static final Placement S2 = Placement.shard(2);
     private static final Placement P = Placement.partial();
-    private static DTorch dt;
+    static DTorch dt;
 
     @BeforeAll
     static void start() {

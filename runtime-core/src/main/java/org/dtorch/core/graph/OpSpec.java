@@ -35,6 +35,14 @@ public interface OpSpec {
     }
 
     /**
+     * The operator will never run on some of its devices (the worker process of one died, or the runtime is
+     * shutting down): complete, with {@code cause}, whatever the client waits on. System operators that carry
+     * a promise fail it (unless it is complete already); the default does nothing.
+     */
+    default void abandon(Throwable cause) {
+    }
+
+    /**
      * The devices that run the operator, sorted. By default every device of every input's and output's mesh.
      */
     default List<Long> devices(Operator op) {

@@ -21,6 +21,11 @@ public final class Operand {
         this.meta = Objects.requireNonNull(meta, "meta");
     }
 
+    /** An operand rebuilt in a worker process from its id and metadata; only the per-device-process runtime calls it. */
+    public static Operand remote(long id, TensorMeta meta) {
+        return new Operand(id, meta);
+    }
+
     /** The operand's id, unique within its runtime. */
     public long id() {
         return id;

@@ -28,6 +28,14 @@ public final class Operator {
         this.devicesLeft = new AtomicInteger(devices.size());
     }
 
+    /**
+     * An operator rebuilt in a worker process from what the controller sent: same id, spec and operands.
+     * Only the per-device-process runtime calls it.
+     */
+    public static Operator remote(long id, OpSpec spec, List<Operand> inputs, List<Operand> outputs) {
+        return new Operator(id, spec, inputs, outputs);
+    }
+
     /** The operator's id: its position in the client's program. */
     public long id() {
         return id;

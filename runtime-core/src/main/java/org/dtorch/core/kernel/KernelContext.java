@@ -55,14 +55,18 @@ public record KernelContext(Device device, DeviceStream stream, ThreadGroupManag
         return group;
     }
 
-    /** Creates (a barrier with the other participants) this device's instance of the operation's store {@code name}. */
+    /**
+     * Creates (a barrier with the other participants) this device's instance of the operation's store
+     * {@code name}, keyed by the runtime instance too, so that two runtimes of one JVM never meet; a File
+     * store when the devices are processes.
+     */
     TensorStore store(String name, List<Long> participants) {
         int rank = participants.indexOf(deviceId());
         if (rank < 0) {
             throw new IllegalArgumentException("device " + device + " is not among the participants " + participants + " of store '"
                 + storeNamespace + "/" + name + "'");
         }
-        return TensorStore.create(TensorStoreCreateInfo.builder().storeKey(storeNamespace + "/" + name)
-            .worldSize(participants.size()).rank(rank).timeout(timeout).build());
+        return TensorStore.create(TensorStoreCreateInfo.builder().type(groups.storeType()).instanceId(groups.instanceId())
+            .storeKey(groups.instanceId() + "/" + storeNamespace + "/" + name).worldSize(participants.size()).rank(rank).timeout(timeout).build());
     }
 }

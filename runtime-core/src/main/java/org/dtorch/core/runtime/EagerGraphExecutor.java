@@ -20,10 +20,10 @@ final class EagerGraphExecutor {
 
     private final WorkQueue<Object> inbox = new WorkQueue<>();
     private final LogicalGraph graph;
-    private final Map<Long, PerDeviceThreadNodeRunner> runners;
+    private final Map<Long, ? extends DeviceNode> runners;
     private final Thread thread;
 
-    EagerGraphExecutor(LogicalGraph graph, Map<Long, PerDeviceThreadNodeRunner> runners) {
+    EagerGraphExecutor(LogicalGraph graph, Map<Long, ? extends DeviceNode> runners) {
         this.graph = graph;
         this.runners = runners;
         this.thread = Thread.ofPlatform().name("dtorch-controller").daemon().unstarted(this::loop);
@@ -46,8 +46,14 @@ final class EagerGraphExecutor {
 
     private void loop() {
         while (true) {
-            Object message = inbox.take();
+            Object message = inbox.poll();
+            if (message == null) {
+                // Caught up: hand the batch to the devices, then wait for the client.
+                runners.values().forEach(DeviceNode::flush);
+                message = inbox.take();
+            }
             if (message == SHUTDOWN) {
+                runners.values().forEach(DeviceNode::flush);
                 return;
             }
             try {

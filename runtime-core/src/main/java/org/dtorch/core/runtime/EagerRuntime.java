@@ -6,9 +6,13 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import org.dtorch.core.communication.CommException;
 import org.dtorch.core.communication.GlobalCommInstanceId;
 import org.dtorch.core.communication.group.ThreadGroupManager;
+import org.dtorch.core.communication.promise.RemoteFailureException;
 import org.dtorch.core.communication.promise.TensorPromiseType;
 import org.dtorch.core.communication.promise.TensorPromises;
 import org.dtorch.core.communication.promise.VoidFuture;
@@ -19,29 +23,48 @@ import org.dtorch.core.graph.GraphConstructor;
 import org.dtorch.core.graph.GraphMessage;
 import org.dtorch.core.graph.LogicalGraph;
 import org.dtorch.core.graph.Operator;
+import org.dtorch.core.runtime.process.OpSpecCodecs;
+import org.dtorch.core.shm.SharedRegion;
+import org.dtorch.core.shm.ShmJanitor;
 
 /**
- * One runtime in thread mode: a {@link GraphConstructor} for the client, an {@link EagerGraphExecutor}
- * controller thread, one {@link PerDeviceThreadNodeRunner} worker thread per device, a
- * {@link ThreadGroupManager} for their collectives.
+ * One runtime: a {@link GraphConstructor} for the client, an {@link EagerGraphExecutor} controller thread,
+ * and one device node per device, which is a worker thread of this JVM ({@link PerDeviceThreadNodeRunner},
+ * thread mode) or a worker JVM of its own ({@link WorkerProcess}, per-device-process mode). Both run the
+ * same runner and kernels; in process mode collectives go over Gloo between the processes, stores and
+ * promises over shared memory, and failures are recorded on a {@link SharedFailureBoard}.
+ *
+ * <p>Starting removes what dead runtime instances left in the shared-memory and rendezvous directories
+ * ({@link ShmJanitor}).
  *
  * <p>{@link #close()} refuses new operators, lets the controller dispatch what was queued, waits up to the
- * shutdown timeout for the workers to run it, cancels the rest (their futures fail, naming the shutdown),
- * stops and joins every thread, drops every tensor and destroys the groups.
+ * shutdown timeout for the devices to run it, cancels the rest (their futures fail, naming the shutdown),
+ * stops every device, and removes the runtime's shared memory and rendezvous files.
+ *
+ * <p>In process mode, a worker that dies is noticed within milliseconds: every pending future fails with a
+ * {@link WorkerDiedException} naming the device and the exit status, the remaining workers are shut down,
+ * and the runtime refuses new operators.
  *
  * <p>Thread-safe: one client thread builds the graph; {@link #close()} may be called from any thread, once.
  */
 public final class EagerRuntime implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(EagerRuntime.class.getName());
+    /** How long a communication failure waits for news of a dead worker before it is reported as it is. */
+    private static final long DEATH_GRACE_MILLIS = 300;
 
     private final RuntimeOptions options;
     private final List<Device> devices;
+    private final String instanceId;
     private final ThreadGroupManager groups;
-    private final FailureRegistry failures = new FailureRegistry();
+    private final FailureRegistry failures;
     private final LogicalGraph graph;
-    private final Map<Long, PerDeviceThreadNodeRunner> runners = new LinkedHashMap<>();
+    private final Map<Long, DeviceNode> nodes = new LinkedHashMap<>();
     private final EagerGraphExecutor controller;
     private final GraphConstructor constructor;
+    private final OperatorEncoder encoder;
+    private final ScheduledExecutorService failureTimer;
+    private volatile Throwable brokenBy;
+    private volatile boolean closing;
     private boolean closed;
 
     private EagerRuntime(RuntimeOptions options) {
@@ -51,28 +74,50 @@ public final class EagerRuntime implements AutoCloseable {
             all.add(new Device(options.deviceKind(), i));
         }
         this.devices = List.copyOf(all);
-        this.groups = new ThreadGroupManager(options.sameDevice(), GlobalCommInstanceId.next(), options.timeout());
-        this.graph = new LogicalGraph(operand -> failures.forget(operand.id()));
-        for (Device device : devices) {
-            runners.put((long) device.index(), new PerDeviceThreadNodeRunner(device, graph, failures, groups, options.timeout()));
+        ShmJanitor.removeStale();
+        this.instanceId = GlobalCommInstanceId.next();
+        boolean processes = options.perDevicePerProcess();
+        this.groups = new ThreadGroupManager(options.sameDevice(), instanceId, options.timeout(),
+            processes ? ThreadGroupManager.Role.CONTROLLER : ThreadGroupManager.Role.ONE_PROCESS);
+        if (processes) {
+            SharedFailureBoard board = SharedFailureBoard.create(SharedRegion.PREFIX + instanceId + "-failures");
+            this.failures = board;
+            this.graph = new LogicalGraph(operand -> failures.forget(operand.id()));
+            this.encoder = new OperatorEncoder(SharedRegion.PREFIX + instanceId);
+            this.failureTimer = Executors.newSingleThreadScheduledExecutor(r -> Thread.ofPlatform().daemon()
+                .name("dtorch-failure-timer").unstarted(r));
+            try {
+                nodes.putAll(WorkerPool.start(options, devices, instanceId, board.name(), graph, encoder, new WorkerEvents()));
+            } catch (RuntimeException e) {
+                failureTimer.shutdownNow();
+                board.unlink();
+                board.close();
+                groups.close();
+                throw e;
+            }
+        } else {
+            this.failures = FailureRegistry.inMemory();
+            this.graph = new LogicalGraph(operand -> failures.forget(operand.id()));
+            this.encoder = null;
+            this.failureTimer = null;
+            for (Device device : devices) {
+                nodes.put((long) device.index(), new PerDeviceThreadNodeRunner(device, graph, failures, groups, options.timeout()));
+            }
         }
-        this.controller = new EagerGraphExecutor(graph, runners);
+        this.controller = new EagerGraphExecutor(graph, nodes);
         this.constructor = new GraphConstructor(this::accept);
-        runners.values().forEach(PerDeviceThreadNodeRunner::start);
+        nodes.values().forEach(DeviceNode::start);
         controller.start();
     }
 
     /**
-     * Starts a runtime.
+     * Starts a runtime: worker threads, or worker processes when {@link RuntimeOptions#perDevicePerProcess()}.
      *
-     * @throws UnsupportedOperationException for per-device-process mode, which is not built yet
+     * @throws UnsupportedOperationException for GPU devices, which come with the GPU issue
+     * @throws CommException                 if the worker processes cannot start
      */
     public static EagerRuntime start(RuntimeOptions options) {
         Objects.requireNonNull(options, "options");
-        if (options.perDevicePerProcess()) {
-            throw new UnsupportedOperationException("per-device-process mode (one worker process per device, File stores and "
-                + "promises) is not built yet: it comes with the per-device-process issue; use thread mode");
-        }
         if (options.deviceKind() != org.dtorch.core.device.DeviceKind.CPU) {
             throw new UnsupportedOperationException("GPU devices are not built yet: CUDA streams and NCCL come with the GPU issue");
         }
@@ -82,13 +127,16 @@ public final class EagerRuntime implements AutoCloseable {
     private void accept(GraphMessage message) {
         if (message instanceof GraphMessage.AddOperator add) {
             checkDevices(add.operator());
+            if (options.perDevicePerProcess()) {
+                OpSpecCodecs.require(add.operator().spec());
+            }
         }
         controller.accept(message);
     }
 
     private void checkDevices(Operator op) {
         for (long device : op.devices()) {
-            if (!runners.containsKey(device)) {
+            if (!nodes.containsKey(device)) {
                 throw new IllegalArgumentException(op.label() + ": device " + device + " is not one of this runtime's "
                     + options.deviceKind().shortName() + " devices 0.." + (devices.size() - 1));
             }
@@ -110,7 +158,15 @@ public final class EagerRuntime implements AutoCloseable {
         return devices;
     }
 
-    /** The runtime's group manager (its collective counter, for instance). */
+    /** The id that names this runtime's shared memory and rendezvous files. */
+    public String instanceId() {
+        return instanceId;
+    }
+
+    /**
+     * The runtime's group manager. In process mode the groups live in the workers; this one only owns the
+     * rendezvous directory, and its collective counter stays at zero.
+     */
     public ThreadGroupManager groups() {
         return groups;
     }
@@ -118,6 +174,22 @@ public final class EagerRuntime implements AutoCloseable {
     /** The promise type of values produced in this runtime ({@link TensorPromises#typeFor}). */
     public TensorPromiseType promiseType() {
         return TensorPromises.typeFor(options.deviceKind(), options.perDevicePerProcess());
+    }
+
+    /** Why the runtime stopped taking operators (a worker died), or null while it is healthy. */
+    public Throwable brokenBy() {
+        return brokenBy;
+    }
+
+    /** The process ids of the workers, by device, in process mode; empty in thread mode. */
+    public Map<Long, Long> workerPids() {
+        Map<Long, Long> pids = new LinkedHashMap<>();
+        nodes.forEach((id, node) -> {
+            if (node instanceof WorkerProcess w) {
+                pids.put(id, w.pid());
+            }
+        });
+        return pids;
     }
 
     /** One {@link VoidFuture} per device, done when everything queued to it so far has run, joined. */
@@ -131,9 +203,17 @@ public final class EagerRuntime implements AutoCloseable {
         return new VoidFutureCollect(futures);
     }
 
-    /** Tensors the workers hold, over all devices; for leak checks. */
+    /**
+     * Tensors the devices hold, over all devices; for leak checks. In process mode, as the workers reported
+     * after running everything sent to them so far (this waits for those reports, up to the timeout).
+     */
     public int liveBlobCount() {
-        return runners.values().stream().mapToInt(PerDeviceThreadNodeRunner::liveBlobs).sum();
+        for (DeviceNode node : nodes.values()) {
+            if (node instanceof WorkerProcess w) {
+                w.awaitReported(options.timeout());
+            }
+        }
+        return nodes.values().stream().mapToInt(DeviceNode::liveBlobs).sum();
     }
 
     /** Operators queued or running; for diagnostics. */
@@ -146,35 +226,124 @@ public final class EagerRuntime implements AutoCloseable {
         return failures.size();
     }
 
+    /** What the runtime hears from its worker processes. */
+    private final class WorkerEvents implements WorkerProcess.Events {
+
+        @Override
+        public void operatorFailed(WorkerProcess worker, Operator op, String text, boolean communication) {
+            RemoteFailureException reported = new RemoteFailureException(text);
+            if (!communication || brokenBy != null) {
+                op.spec().abandon(brokenBy != null ? brokenBy : reported);
+                return;
+            }
+            // A broken collective often means a peer died: give the news of its death a moment to arrive,
+            // so that the future names the dead device rather than the broken connection.
+            failureTimer.schedule(() -> {
+                Throwable death = brokenBy != null ? brokenBy : deadWorkerNow();
+                op.spec().abandon(death != null ? death : reported);
+            }, DEATH_GRACE_MILLIS, TimeUnit.MILLISECONDS);
+        }
+
+        @Override
+        public void exited(WorkerProcess worker, int status, String fatal) {
+            if (closing && status == 0 && fatal == null) {
+                return;
+            }
+            WorkerDiedException death = new WorkerDiedException(worker.device(), worker.pid(), status, fatal);
+            workerDied(worker, death);
+        }
+    }
+
+    /** A worker that has exited already, as a cause, or null. */
+    private Throwable deadWorkerNow() {
+        for (DeviceNode node : nodes.values()) {
+            if (node instanceof WorkerProcess w && !w.isAlive()) {
+                return new WorkerDiedException(w.device(), w.pid(), w.exitStatusNow(), null);
+            }
+        }
+        return null;
+    }
+
+    private synchronized void workerDied(WorkerProcess dead, WorkerDiedException death) {
+        if (brokenBy == null) {
+            brokenBy = death;
+            if (!closing) {
+                LOG.log(System.Logger.Level.ERROR, death.getMessage() + "; failing every pending operator and stopping the other workers");
+            }
+            constructor.close("broken: " + death.getMessage());
+        }
+        dead.markDead(death);
+        for (Operator op : graph.pendingInOrder()) {
+            op.spec().abandon(brokenBy);
+        }
+        for (DeviceNode node : nodes.values()) {
+            if (node != dead && node instanceof WorkerProcess w && w.isAlive()) {
+                w.cancel(brokenBy);
+                w.stop();
+            }
+        }
+    }
+
     @Override
     public synchronized void close() {
         if (closed) {
             return;
         }
         closed = true;
+        closing = true;
         constructor.close("closed");
         try {
             controller.shutdown(options.shutdownTimeout());
             long deadline = System.nanoTime() + options.shutdownTimeout().toNanos();
-            while (graph.size() > 0 && System.nanoTime() < deadline) {
-                Thread.sleep(1);
+            while (graph.size() > 0 && System.nanoTime() < deadline && brokenBy == null) {
+                wait(1);
             }
             if (graph.size() > 0) {
                 CommException cancelled = new CommException("the runtime was closed before this operator ran ("
                     + graph.size() + " operators were still pending after " + options.shutdownTimeout() + ")");
-                runners.values().forEach(r -> r.cancel(cancelled));
+                nodes.values().forEach(n -> n.cancel(cancelled));
+                if (options.perDevicePerProcess()) {
+                    for (Operator op : graph.pendingInOrder()) {
+                        op.spec().abandon(brokenBy != null ? brokenBy : cancelled);
+                    }
+                }
             }
-            runners.values().forEach(PerDeviceThreadNodeRunner::stop);
+            nodes.values().forEach(DeviceNode::stop);
             Duration joinTimeout = options.timeout().plus(options.shutdownTimeout());
-            for (Map.Entry<Long, PerDeviceThreadNodeRunner> entry : runners.entrySet()) {
+            for (Map.Entry<Long, DeviceNode> entry : nodes.entrySet()) {
                 if (!entry.getValue().join(joinTimeout)) {
-                    LOG.log(System.Logger.Level.WARNING, "worker of device " + entry.getKey() + " did not stop within " + joinTimeout);
+                    LOG.log(System.Logger.Level.WARNING, "device " + entry.getKey() + " did not stop within " + joinTimeout);
+                    if (entry.getValue() instanceof WorkerProcess w) {
+                        w.destroy();
+                        w.join(Duration.ofSeconds(10));
+                    }
                 }
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } finally {
+            if (options.perDevicePerProcess()) {
+                nodes.values().forEach(n -> ((WorkerProcess) n).destroy());
+                failureTimer.shutdownNow();
+                encoder.releaseAll();
+                SharedFailureBoard board = (SharedFailureBoard) failures;
+                board.unlink();
+                board.close();
+                removeInstanceFiles();
+            }
             groups.close();
+        }
+    }
+
+    /** Whatever shared memory of this instance is left (a killed worker's stores, for instance). */
+    private void removeInstanceFiles() {
+        String prefix = SharedRegion.PREFIX + instanceId + "-";
+        try (var files = java.nio.file.Files.newDirectoryStream(SharedRegion.directory(), prefix + "*")) {
+            for (var file : files) {
+                java.nio.file.Files.deleteIfExists(file);
+            }
+        } catch (java.io.IOException e) {
+            LOG.log(System.Logger.Level.WARNING, "cannot remove the shared memory of runtime " + instanceId + ": " + e);
         }
     }
 }

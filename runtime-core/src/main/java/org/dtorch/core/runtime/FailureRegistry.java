@@ -9,33 +9,60 @@ import java.util.concurrent.ConcurrentHashMap;
  * the registry after running an operator. Because data only crosses devices inside a communicating
  * kernel, a device that received data from a failed peer always sees that peer's record.
  *
- * <p>Thread-safe: a concurrent map.
+ * <p>In thread mode the registry is a map of this process ({@link #inMemory()}); in per-device-process
+ * mode it is a board in shared memory ({@link SharedFailureBoard}) that every worker writes and reads.
+ *
+ * <p>Thread-safe: every implementation.
  */
-final class FailureRegistry {
-    private final Map<Long, Throwable> failures = new ConcurrentHashMap<>();
-    /** Set once anything failed: until then the per-operator checks cost one volatile read. */
-    private volatile boolean anyFailure;
+interface FailureRegistry {
 
-    void fail(long operandId, Throwable cause) {
-        failures.putIfAbsent(operandId, cause);
-        anyFailure = true;
-    }
+    /** Records that {@code operandId} failed; the first cause stays. */
+    void fail(long operandId, Throwable cause);
 
-    Throwable failure(long operandId) {
-        return anyFailure ? failures.get(operandId) : null;
-    }
+    /** Why {@code operandId} failed, or null. */
+    Throwable failure(long operandId);
 
     /** False until something failed: the common case skips every lookup. */
-    boolean anyFailure() {
-        return anyFailure;
-    }
+    boolean anyFailure();
 
     /** Forgets an operand that nobody uses any more. */
-    void forget(long operandId) {
-        failures.remove(operandId);
-    }
+    void forget(long operandId);
 
-    int size() {
-        return failures.size();
+    /** Operands recorded as failed. */
+    int size();
+
+    /** A registry for devices that are threads of this process. */
+    static FailureRegistry inMemory() {
+        return new FailureRegistry() {
+            private final Map<Long, Throwable> failures = new ConcurrentHashMap<>();
+            /** Set once anything failed: until then the per-operator checks cost one volatile read. */
+            private volatile boolean any;
+
+            @Override
+            public void fail(long operandId, Throwable cause) {
+                failures.putIfAbsent(operandId, cause);
+                any = true;
+            }
+
+            @Override
+            public Throwable failure(long operandId) {
+                return any ? failures.get(operandId) : null;
+            }
+
+            @Override
+            public boolean anyFailure() {
+                return any;
+            }
+
+            @Override
+            public void forget(long operandId) {
+                failures.remove(operandId);
+            }
+
+            @Override
+            public int size() {
+                return failures.size();
+            }
+        };
     }
 }

@@ -3,6 +3,7 @@ package org.dtorch.core.runtime;
 import java.util.List;
 import java.util.Objects;
 import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.communication.promise.TensorPromises;
 import org.dtorch.core.communication.promise.TensorPromise;
 import org.dtorch.core.graph.DeviceKernel;
 import org.dtorch.core.graph.OpSpec;
@@ -40,6 +41,16 @@ public final class GetTensorSpec implements OpSpec {
                 + " is distributed: redistribute it to one device first");
         }
         return List.of();
+    }
+
+    @Override
+    public void abandon(Throwable cause) {
+        TensorPromises.abandon(promise, cause);
+    }
+
+    /** The promise the worker completes. */
+    public TensorPromise promise() {
+        return promise;
     }
 
     @Override

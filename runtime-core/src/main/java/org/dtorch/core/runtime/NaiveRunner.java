@@ -101,6 +101,10 @@ final class NaiveRunner {
         blobs.release(operand.id());
     }
 
+    void release(long operandId) {
+        blobs.release(operandId);
+    }
+
     int liveBlobs() {
         return blobs.size();
     }

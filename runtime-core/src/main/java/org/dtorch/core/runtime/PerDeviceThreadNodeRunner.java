@@ -14,7 +14,7 @@ import org.dtorch.core.graph.Operator;
  *
  * <p>Thread-safe: the controller submits from its thread; the worker thread does the rest.
  */
-final class PerDeviceThreadNodeRunner {
+final class PerDeviceThreadNodeRunner implements DeviceNode {
     private static final Object STOP = new Object();
     private static final System.Logger LOG = System.getLogger(PerDeviceThreadNodeRunner.class.getName());
 
@@ -35,34 +35,41 @@ final class PerDeviceThreadNodeRunner {
         this.thread = Thread.ofPlatform().name("dtorch-worker-" + device).daemon().unstarted(this::loop);
     }
 
-    void start() {
+    @Override
+    public void start() {
         thread.start();
     }
 
-    void submit(Operator op) {
+    @Override
+    public void submit(Operator op) {
         inbox.offer(op);
     }
 
-    void submitRelease(Operand operand) {
+    @Override
+    public void submitRelease(Operand operand) {
         inbox.offer(new Release(operand));
     }
 
     /** Fails every operator not yet run instead of running it, and interrupts a wait in progress. */
-    void cancel(Throwable cause) {
+    @Override
+    public void cancel(Throwable cause) {
         cancelledBy = cause;
         thread.interrupt();
     }
 
-    void stop() {
+    @Override
+    public void stop() {
         inbox.offer(STOP);
     }
 
-    boolean join(Duration timeout) throws InterruptedException {
+    @Override
+    public boolean join(Duration timeout) throws InterruptedException {
         thread.join(timeout);
         return !thread.isAlive();
     }
 
-    int liveBlobs() {
+    @Override
+    public int liveBlobs() {
         return runner.liveBlobs();
     }
 

@@ -3,6 +3,7 @@ package org.dtorch.core.runtime;
 import java.util.List;
 import java.util.Objects;
 import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.communication.promise.TensorPromises;
 import org.dtorch.core.communication.promise.VoidPromise;
 import org.dtorch.core.graph.DeviceKernel;
 import org.dtorch.core.graph.OpSpec;
@@ -40,9 +41,24 @@ public final class SyncSpec implements OpSpec {
         return List.of();
     }
 
+    /** The device it marks. */
+    public long device() {
+        return device;
+    }
+
     @Override
     public List<Long> devices(Operator op) {
         return List.of(device);
+    }
+
+    @Override
+    public void abandon(Throwable cause) {
+        TensorPromises.abandon(promise, cause);
+    }
+
+    /** The promise the worker completes. */
+    public VoidPromise promise() {
+        return promise;
     }
 
     @Override

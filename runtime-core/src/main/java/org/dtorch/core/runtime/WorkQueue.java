@@ -28,6 +28,11 @@ final class WorkQueue<T> {
         }
     }
 
+    /** The next item, or null at once if there is none. */
+    T poll() {
+        return items.poll();
+    }
+
     /** The next item, waiting as long as it takes; an interrupt returns null. */
     T take() {
         T item = items.poll();

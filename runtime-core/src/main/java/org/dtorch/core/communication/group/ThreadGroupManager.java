@@ -44,8 +44,18 @@ public final class ThreadGroupManager implements AutoCloseable {
     private final Map<ThreadGroupKey, Slots> groups = new ConcurrentHashMap<>();
     private final List<ThreadGroupKey> destroyed = new CopyOnWriteArrayList<>();
     private final CollectiveCounter counter = new CollectiveCounter();
-    private final boolean ownsRendezvous;
+    private final Role role;
     private volatile boolean closed;
+
+    /** Where the manager's ranks live, which decides who owns the rendezvous files and which stores kernels use. */
+    public enum Role {
+        /** Every rank is a thread of this process: memory stores; this manager owns the rendezvous files. */
+        ONE_PROCESS,
+        /** The controller of a runtime whose ranks are worker processes: it owns the rendezvous files. */
+        CONTROLLER,
+        /** A worker process of such a runtime: File stores; the controller removes the rendezvous files. */
+        WORKER
+    }
 
     /**
      * A manager with a fresh instance id and the global timeout.
@@ -57,19 +67,18 @@ public final class ThreadGroupManager implements AutoCloseable {
         this(dtensorInSameDevice, GlobalCommInstanceId.next(), CommOptions.global().timeout());
     }
 
-    /** A manager with an explicit instance id and deadline, that removes the instance's rendezvous files on close. */
+    /** A manager with an explicit instance id and deadline, for ranks that are threads of this process. */
     public ThreadGroupManager(boolean dtensorInSameDevice, String instanceId, Duration timeout) {
-        this(dtensorInSameDevice, instanceId, timeout, true);
+        this(dtensorInSameDevice, instanceId, timeout, Role.ONE_PROCESS);
     }
 
     /**
-     * A manager with an explicit instance id (shared by the processes of one runtime) and deadline.
-     *
-     * @param ownsRendezvous true if {@link #close()} removes the instance's rendezvous directory; in a
-     *                       runtime of several processes only the controller owns it, and removes it last
+     * A manager with an explicit instance id (shared by the processes of one runtime), deadline and role.
+     * Only a {@link Role#WORKER} leaves the instance's rendezvous directory in place when it closes: the
+     * controller removes it last.
      */
-    public ThreadGroupManager(boolean dtensorInSameDevice, String instanceId, Duration timeout, boolean ownsRendezvous) {
-        this.ownsRendezvous = ownsRendezvous;
+    public ThreadGroupManager(boolean dtensorInSameDevice, String instanceId, Duration timeout, Role role) {
+        this.role = java.util.Objects.requireNonNull(role, "role");
         if (instanceId == null || instanceId.isBlank()) {
             throw new IllegalArgumentException("instanceId must be non-blank");
         }
@@ -117,6 +126,17 @@ public final class ThreadGroupManager implements AutoCloseable {
         return instanceId;
     }
 
+    /** Where the ranks live. */
+    public Role role() {
+        return role;
+    }
+
+    /** The store backend kernels use between the ranks: MEMORY for threads of one process, FILE for processes. */
+    public org.dtorch.core.communication.store.TensorStoreType storeType() {
+        return role == Role.ONE_PROCESS ? org.dtorch.core.communication.store.TensorStoreType.MEMORY
+            : org.dtorch.core.communication.store.TensorStoreType.FILE;
+    }
+
     /** True when groups use the same-device backend. */
     public boolean dtensorInSameDevice() {
         return dtensorInSameDevice;
@@ -159,7 +179,7 @@ public final class ThreadGroupManager implements AutoCloseable {
             destroyed.add(key);
         }
         groups.clear();
-        if (ownsRendezvous) {
+        if (role != Role.WORKER) {
             try {
                 CommPaths.deleteRecursively(CommPaths.root().resolve(instanceId));
             } catch (RuntimeException e) {

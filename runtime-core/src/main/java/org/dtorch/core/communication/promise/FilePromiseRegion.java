@@ -31,6 +31,15 @@ import org.dtorch.core.tensor.TorchTensors;
  */
 final class FilePromiseRegion {
     private static final AtomicLong COUNTER = new AtomicLong();
+    /** Regions created here whose future has not removed them yet; removed at exit too. */
+    private static final java.util.Set<String> OWNED = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    static {
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> OWNED.forEach(name -> {
+            SharedRegion.unlink(name);
+            SharedRegion.unlink(name + "-v");
+        }), "dtorch-promise-cleanup"));
+    }
     private static final long SLEEP_SLICE_NANOS = 100_000_000L;
 
     private final SharedRegion region;
@@ -53,6 +62,7 @@ final class FilePromiseRegion {
             s.set(ValueLayout.JAVA_INT, KIND, kind);
             Shm.putString(s, DOORBELL, DOORBELL_CAPACITY, FileFutureWatcher.instance().doorbellName());
             Shm.putIntRelease(s, MAGIC_OFFSET, MAGIC);
+            OWNED.add(name);
             return new FilePromiseRegion(region);
         }
     }
@@ -281,5 +291,6 @@ final class FilePromiseRegion {
         Shm.putIntVolatile(seg, ABANDONED, 1);
         SharedRegion.unlink(name());
         SharedRegion.unlink(name() + "-v");
+        OWNED.remove(name());
     }
 }

@@ -18,15 +18,18 @@ public final class GroupChild {
     public static void main(String[] args) {
         int world = Integer.parseInt(args[2]);
         int rank = Integer.parseInt(args[3]);
-        try (ThreadGroupManager manager = new ThreadGroupManager(Boolean.parseBoolean(args[1]), args[0], Duration.ofSeconds(60), false)) {
+        List<String> failures;
+        try (ThreadGroupManager manager = new ThreadGroupManager(Boolean.parseBoolean(args[1]), args[0], Duration.ofSeconds(60),
+            ThreadGroupManager.Role.WORKER)) {
             ThreadGroup group = manager.getThreadGroup(DeviceKind.CPU, GroupFixtures.ids(world), rank);
             System.out.println("BACKEND " + group.backendName());
-            List<String> failures = ThreadGroupProcessTest.runAll(group);
-            System.out.println(failures.isEmpty() ? "OK" : "FAILED " + failures);
-            System.exit(failures.isEmpty() ? 0 : 1);
+            failures = ThreadGroupProcessTest.runAll(group);
         } catch (Throwable e) {
             e.printStackTrace(System.out);
             System.exit(1);
+            return;
         }
+        System.out.println(failures.isEmpty() ? "OK" : "FAILED " + failures);
+        System.exit(failures.isEmpty() ? 0 : 1);
     }
 }

@@ -1,0 +1,95 @@
+package org.dtorch.ops;
+
+import java.util.List;
+import java.util.function.BiConsumer;
+import java.util.function.Function;
+import org.dtorch.core.graph.OpSpec;
+import org.dtorch.core.graph.TensorMeta;
+import org.dtorch.core.runtime.process.OpSpecCodec;
+import org.dtorch.core.runtime.process.OpSpecCodecProvider;
+import org.dtorch.core.runtime.process.SpecReader;
+import org.dtorch.core.runtime.process.SpecWriter;
+import org.dtorch.core.runtime.process.WireReader;
+
+/**
+ * The codecs of this module's operators, for per-device-process mode: each writes the parameters its spec
+ * was built from and rebuilds the spec through the same validating constructor or factory. Registered in
+ * {@code META-INF/services/org.dtorch.core.runtime.process.OpSpecCodecProvider}.
+ *
+ * <p>Thread-safe: stateless.
+ */
+public final class OpsCodecs implements OpSpecCodecProvider {
+
+    /** A codec from a writer and a reader function. */
+    private record Codec<S extends OpSpec>(Class<S> specClass, String tag, BiConsumer<S, SpecWriter> writer,
+                                           Function<SpecReader, S> reader) implements OpSpecCodec<S> {
+        @Override
+        public void write(S spec, SpecWriter out) {
+            writer.accept(spec, out);
+        }
+
+        @Override
+        public S read(SpecReader in) {
+            return reader.apply(in);
+        }
+    }
+
+    private static <E extends Enum<E>> E enumOf(WireReader in, Class<E> type, String what) {
+        E[] values = type.getEnumConstants();
+        return values[in.getByteIn(what, 0, values.length - 1)];
+    }
+
+    @Override
+    public List<OpSpecCodec<?>> codecs() {
+        return List.of(
+            new Codec<>(BinarySpec.class, "ops.binary", (s, out) -> out.wire().putByte(s.kind().ordinal()),
+                in -> BinarySpec.of(enumOf(in.wire(), BinarySpec.Kind.class, "binary kind"))),
+            new Codec<>(ScalarSpec.class, "ops.scalar",
+                (s, out) -> out.wire().putByte(s.kind().ordinal()).putDouble(s.value()).putBoolean(s.floating()),
+                in -> ScalarSpec.restore(enumOf(in.wire(), ScalarSpec.Kind.class, "scalar kind"), in.wire().getDouble("scalar value"),
+                    in.wire().getBoolean("scalar floating"))),
+            new Codec<>(UnarySpec.class, "ops.unary", (s, out) -> out.wire().putByte(s.kind().ordinal()),
+                in -> UnarySpec.of(enumOf(in.wire(), UnarySpec.Kind.class, "unary kind"))),
+            new Codec<>(MatmulSpec.class, "ops.matmul", (s, out) -> { }, in -> MatmulSpec.INSTANCE),
+            new Codec<>(LinearSpec.class, "ops.linear", (s, out) -> out.wire().putBoolean(s.hasBias()),
+                in -> new LinearSpec(in.wire().getBoolean("linear bias"))),
+            new Codec<>(ReduceSpec.class, "ops.reduce",
+                (s, out) -> out.wire().putByte(s.kind().ordinal()).putInts(s.dims()).putBoolean(s.keepdim()),
+                in -> new ReduceSpec(enumOf(in.wire(), ReduceSpec.Kind.class, "reduce kind"), in.wire().getInts("reduce dims"),
+                    in.wire().getBoolean("reduce keepdim"))),
+            new Codec<>(SoftmaxSpec.class, "ops.softmax", (s, out) -> out.wire().putInt(s.dim()),
+                in -> new SoftmaxSpec(in.wire().getInt("softmax dim"))),
+            new Codec<>(PermuteSpec.class, "ops.permute", (s, out) -> out.wire().putString(s.name()).putInts(s.dims()),
+                in -> PermuteSpec.restore(in.wire().getString("permute name"), in.wire().getInts("permute dims"))),
+            new Codec<>(ReshapeSpec.class, "ops.reshape", (s, out) -> out.wire().putLongs(s.requested()).putBoolean(s.asView()),
+                in -> new ReshapeSpec(in.wire().getLongs("reshape shape"), in.wire().getBoolean("reshape view"))),
+            new Codec<>(NarrowSpec.class, "ops.narrow", (s, out) -> out.wire().putInt(s.dim()).putLong(s.start()).putLong(s.length()),
+                in -> new NarrowSpec(in.wire().getInt("narrow dim"), in.wire().getLong("narrow start"), in.wire().getLong("narrow length"))),
+            new Codec<>(CatSpec.class, "ops.cat", (s, out) -> out.wire().putInt(s.dim()), in -> new CatSpec(in.wire().getInt("cat dim"))),
+            new Codec<>(CastSpec.class, "ops.cast", (s, out) -> out.wire().putDtype(s.dtype()),
+                in -> new CastSpec(in.wire().getDtype("cast dtype"))),
+            new Codec<>(RedistributeSpec.class, "ops.redistribute", (s, out) -> out.sharding(s.target()),
+                in -> new RedistributeSpec(in.sharding("redistribute target"))),
+            new Codec<>(CopySpec.class, "ops.copy", (s, out) -> { }, in -> CopySpec.INSTANCE),
+            new Codec<>(FactorySpec.class, "ops.factory", (s, out) -> {
+                TensorMeta meta = s.meta();
+                out.wire().putByte(s.kind().ordinal()).putLongs(meta.shape()).putDtype(meta.dtype());
+                out.sharding(meta.sharding());
+                out.wire().putDouble(s.value()).putDouble(s.start()).putDouble(s.step()).putLong(s.seed());
+            }, in -> {
+                FactorySpec.Kind kind = enumOf(in.wire(), FactorySpec.Kind.class, "factory kind");
+                long[] shape = in.wire().getShape("factory shape");
+                var dtype = in.wire().getDtype("factory dtype");
+                var sharding = in.sharding("factory sharding");
+                return FactorySpec.restore(kind, new TensorMeta(shape, dtype, sharding), in.wire().getDouble("factory value"),
+                    in.wire().getDouble("factory start"), in.wire().getDouble("factory step"), in.wire().getLong("factory seed"));
+            }),
+            new Codec<>(FromTensorSpec.class, "ops.tensor", (s, out) -> {
+                out.sharding(s.sharding());
+                out.tensor(s.data());
+            }, in -> {
+                var sharding = in.sharding("tensor sharding");
+                return FromTensorSpec.owningForOneDevice(in.tensor("tensor data"), sharding);
+            }));
+    }
+}

@@ -1,0 +1,56 @@
+package org.dtorch.ops;
+
+import java.util.List;
+import org.dtorch.core.runtime.process.OpSpecCodec;
+import org.dtorch.core.runtime.process.OpSpecCodecProvider;
+import org.dtorch.core.runtime.process.SpecReader;
+import org.dtorch.core.runtime.process.SpecWriter;
+
+/** Codecs of the test-only operators, so that they run in worker processes too (test class path only). */
+public final class TestOpsCodecs implements OpSpecCodecProvider {
+
+    @Override
+    public List<OpSpecCodec<?>> codecs() {
+        return List.of(new OpSpecCodec<TestOps.Sleep>() {
+            @Override
+            public Class<TestOps.Sleep> specClass() {
+                return TestOps.Sleep.class;
+            }
+
+            @Override
+            public String tag() {
+                return "test.sleep";
+            }
+
+            @Override
+            public void write(TestOps.Sleep spec, SpecWriter out) {
+                out.wire().putLong(spec.millis());
+            }
+
+            @Override
+            public TestOps.Sleep read(SpecReader in) {
+                return new TestOps.Sleep(in.wire().getLong("sleep millis"));
+            }
+        }, new OpSpecCodec<TestOps.FailOn>() {
+            @Override
+            public Class<TestOps.FailOn> specClass() {
+                return TestOps.FailOn.class;
+            }
+
+            @Override
+            public String tag() {
+                return "test.fail_on";
+            }
+
+            @Override
+            public void write(TestOps.FailOn spec, SpecWriter out) {
+                out.wire().putLong(spec.device());
+            }
+
+            @Override
+            public TestOps.FailOn read(SpecReader in) {
+                return new TestOps.FailOn(in.wire().getLong("fail device"));
+            }
+        });
+    }
+}

@@ -1,0 +1,268 @@
+package org.dtorch.core.runtime;
+
+import java.io.EOFException;
+import java.io.IOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.dtorch.core.communication.CommException;
+import org.dtorch.core.communication.promise.RemoteFailureException;
+import org.dtorch.core.communication.group.ThreadGroupManager;
+import org.dtorch.core.device.Device;
+import org.dtorch.core.device.DeviceKind;
+import org.dtorch.core.graph.Operator;
+import org.dtorch.core.runtime.process.ControlChannel;
+import org.dtorch.core.runtime.process.OperatorCodec;
+import org.dtorch.core.runtime.process.ProtocolException;
+import org.dtorch.core.runtime.process.WireReader;
+import org.dtorch.core.runtime.process.WireWriter;
+
+/**
+ * The main class of a worker process (per-device-process mode): one device, driven by the controller over
+ * a Unix-domain socket. A reader thread decodes what the controller sends; the main thread runs the
+ * operators in order with the same {@link NaiveRunner} and kernels as thread mode, and reports which ran
+ * ({@code DONE}, in batches, with the number of tensors it holds) and which promise errors occurred
+ * ({@code FAILED}).
+ *
+ * <p>A malformed, truncated or corrupted message is never executed: the worker reports it ({@code FATAL})
+ * and exits with status {@value #EXIT_PROTOCOL}. When the controller goes away (its socket closes), the
+ * worker cancels what is queued and exits.
+ *
+ * <p>Arguments: {@code --socket PATH --device N --devices N --instance ID --failures NAME --timeout-ms MS
+ * --same-device BOOL}.
+ *
+ * <p>Not thread-safe: a process entry point.
+ */
+public final class WorkerMain {
+    /** Exit status after a message that was not valid. */
+    public static final int EXIT_PROTOCOL = 3;
+    /** Exit status when the worker could not start. */
+    public static final int EXIT_STARTUP = 2;
+    private static final Object STOP = new Object();
+    private static final int DONE_BATCH = 256;
+    private static final long ORPHAN_GRACE_MILLIS = 5_000;
+
+    private record Release(long operandId) {
+    }
+
+    private final Device device;
+    private final ControlChannel channel;
+    private final NaiveRunner runner;
+    private final SharedFailureBoard failures;
+    private final ThreadGroupManager groups;
+    private final WorkQueue<Object> inbox = new WorkQueue<>();
+    private final Thread workerThread = Thread.currentThread();
+    private final List<Long> done = new ArrayList<>();
+    private volatile Throwable cancelledBy;
+    private int reportedBlobs = -1;
+
+    private WorkerMain(Device device, ControlChannel channel, SharedFailureBoard failures, ThreadGroupManager groups, Duration timeout) {
+        this.device = device;
+        this.channel = channel;
+        this.failures = failures;
+        this.groups = groups;
+        this.runner = new NaiveRunner(device, failures, groups, timeout);
+    }
+
+    public static void main(String[] args) {
+        Map<String, String> options = parse(args);
+        WorkerMain worker;
+        try {
+            Device device = new Device(DeviceKind.CPU, Integer.parseInt(options.get("device")));
+            Duration timeout = Duration.ofMillis(Long.parseLong(options.get("timeout-ms")));
+            SocketChannel socket = SocketChannel.open(StandardProtocolFamily.UNIX);
+            socket.connect(UnixDomainSocketAddress.of(Path.of(options.get("socket"))));
+            ControlChannel channel = new ControlChannel(socket, "the controller");
+            channel.send(ControlChannel.HELLO, new WireWriter().putInt(WorkerPool.PROTOCOL_VERSION).putLong(device.index())
+                .putLong(ProcessHandle.current().pid()).toByteArray());
+            ThreadGroupManager groups = new ThreadGroupManager(Boolean.parseBoolean(options.get("same-device")), options.get("instance"),
+                timeout, ThreadGroupManager.Role.WORKER);
+            worker = new WorkerMain(device, channel, SharedFailureBoard.open(options.get("failures")), groups, timeout);
+        } catch (Throwable e) {
+            System.err.println("worker could not start: " + e);
+            e.printStackTrace();
+            System.exit(EXIT_STARTUP);
+            return;
+        }
+        System.exit(worker.run());
+    }
+
+    private static Map<String, String> parse(String[] args) {
+        Map<String, String> options = new HashMap<>();
+        for (int i = 0; i + 1 < args.length; i += 2) {
+            if (!args[i].startsWith("--")) {
+                throw new IllegalArgumentException("expected --name value pairs, got '" + args[i] + "'");
+            }
+            options.put(args[i].substring(2), args[i + 1]);
+        }
+        for (String required : List.of("socket", "device", "instance", "failures", "timeout-ms", "same-device")) {
+            if (!options.containsKey(required)) {
+                throw new IllegalArgumentException("missing --" + required);
+            }
+        }
+        return options;
+    }
+
+    /** Runs until SHUTDOWN (or the controller is gone); the exit status. */
+    private int run() {
+        Thread reader = Thread.ofPlatform().daemon().name("dtorch-control-reader").start(this::readControl);
+        try {
+            while (true) {
+                Object task = inbox.poll();
+                if (task == null) {
+                    report();
+                    task = inbox.take();
+                }
+                if (task == null) {
+                    Thread.interrupted(); // a cancel woke us; queued work fails from now on
+                    continue;
+                }
+                if (task == STOP) {
+                    return 0;
+                }
+                if (task instanceof Operator op) {
+                    Throwable cancelled = cancelledBy;
+                    if (cancelled != null) {
+                        runner.cancel(op, cancelled);
+                    } else {
+                        runner.run(op);
+                    }
+                    Thread.interrupted();
+                    done.add(op.id());
+                    if (done.size() >= DONE_BATCH) {
+                        report();
+                    }
+                } else if (task instanceof Release r) {
+                    runner.release(r.operandId());
+                } else if (task instanceof ProtocolException bad) {
+                    sendFatal("rejected a control message: " + bad.getMessage());
+                    return EXIT_PROTOCOL;
+                }
+            }
+        } finally {
+            try {
+                report();
+            } catch (RuntimeException ignored) {
+                // the controller may be gone
+            }
+            runner.clear();
+            groups.close();
+            failures.close();
+            channel.close();
+            reader.interrupt();
+        }
+    }
+
+    /** Sends the operators run since the last report, and the number of tensors held, if anything changed. */
+    private void report() {
+        int blobs = runner.liveBlobs();
+        if (done.isEmpty() && blobs == reportedBlobs) {
+            flushQuietly();
+            return;
+        }
+        WireWriter out = new WireWriter().putInt(done.size());
+        done.forEach(out::putLong);
+        out.putInt(blobs);
+        done.clear();
+        reportedBlobs = blobs;
+        channel.queue(ControlChannel.DONE, out.toByteArray());
+        flushQuietly();
+    }
+
+    private void flushQuietly() {
+        try {
+            channel.flush();
+        } catch (IOException e) {
+            cancelledBy = new CommException("the controller is gone: " + e);
+        }
+    }
+
+    /** A promise of operator {@code operatorId} failed: the controller decides what its future reports. */
+    private void reportFailure(long operatorId, Throwable cause) {
+        channel.queue(ControlChannel.FAILED, new WireWriter().putLong(operatorId).putBoolean(isCommunicationFailure(cause))
+            .putString(RemoteFailureException.describe(cause)).toByteArray());
+    }
+
+    /** True if {@code cause} may come from a peer that died (a collective or store that broke). */
+    static boolean isCommunicationFailure(Throwable cause) {
+        for (Throwable t = cause; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            if (t instanceof CommException && !(t instanceof RemoteFailureException)) {
+                return true;
+            }
+            String text = String.valueOf(t.getMessage()).toLowerCase(java.util.Locale.ROOT);
+            if (text.contains("gloo") || text.contains("connection") || text.contains("peer") || text.contains("exited without closing")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private void sendFatal(String text) {
+        try {
+            channel.send(ControlChannel.FATAL, new WireWriter().putString(text).toByteArray());
+        } catch (IOException | RuntimeException ignored) {
+            // the controller also sees the exit status
+        }
+        System.err.println("worker of " + device + ": " + text);
+    }
+
+    private void readControl() {
+        try {
+            while (true) {
+                ControlChannel.Frame frame = channel.receive();
+                WireReader in = frame.reader();
+                switch (frame.type()) {
+                    case ControlChannel.OPERATOR -> inbox.offer(OperatorCodec.decode(in, this::reportFailure));
+                    case ControlChannel.RELEASE -> {
+                        long id = in.getLong("released operand id");
+                        in.expectEnd("RELEASE");
+                        inbox.offer(new Release(id));
+                    }
+                    case ControlChannel.CANCEL -> {
+                        String why = in.getString("cancel reason");
+                        in.expectEnd("CANCEL");
+                        cancelledBy = new CommException("cancelled by the controller: " + why);
+                        workerThread.interrupt();
+                    }
+                    case ControlChannel.SHUTDOWN -> {
+                        in.expectEnd("SHUTDOWN");
+                        inbox.offer(STOP);
+                        return;
+                    }
+                    default -> throw new ProtocolException("the controller sent a frame of type " + frame.type()
+                        + ", which only workers send");
+                }
+            }
+        } catch (ProtocolException bad) {
+            cancelledBy = bad;
+            inbox.offer(bad);
+            workerThread.interrupt();
+        } catch (EOFException | java.nio.channels.ClosedChannelException gone) {
+            orphaned("the controller closed the control channel");
+        } catch (IOException | RuntimeException e) {
+            orphaned("the control channel broke: " + e);
+        }
+    }
+
+    /** The controller is gone: cancel, stop, and make sure the process ends even if a kernel hangs. */
+    private void orphaned(String why) {
+        cancelledBy = new CommException(why);
+        workerThread.interrupt();
+        inbox.offer(STOP);
+        Thread.ofPlatform().daemon().start(() -> {
+            try {
+                Thread.sleep(ORPHAN_GRACE_MILLIS);
+            } catch (InterruptedException ignored) {
+                // exit now
+            }
+            System.err.println("worker of " + device + ": " + why + "; exiting");
+            Runtime.getRuntime().halt(EXIT_PROTOCOL);
+        });
+    }
+}

@@ -1,0 +1,175 @@
+package org.dtorch.core.runtime;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import org.dtorch.core.communication.CommException;
+import org.dtorch.core.communication.CommTimeoutException;
+import org.dtorch.core.communication.Deadline;
+import org.dtorch.core.communication.GlobalCommInstanceId;
+import org.dtorch.core.device.Device;
+import org.dtorch.core.graph.LogicalGraph;
+import org.dtorch.core.runtime.process.ControlChannel;
+import org.dtorch.core.runtime.process.JvmCommand;
+import org.dtorch.core.runtime.process.WireReader;
+import org.dtorch.core.shm.SharedRegion;
+
+/**
+ * Starts the worker processes of a per-device-process runtime and connects them: a Unix-domain socket in
+ * the shared-memory directory (owner-only), one JVM per device running {@link WorkerMain}, and a
+ * {@code HELLO} from each within the startup timeout (property {@value #STARTUP_PROPERTY}, seconds,
+ * default {@value #DEFAULT_STARTUP_SECONDS}). A worker that exits or does not report in time fails the
+ * start with its output; nothing is left running.
+ *
+ * <p>Not thread-safe: the runtime's constructor uses it once.
+ */
+final class WorkerPool {
+    /** System property: seconds every worker has to start and connect. */
+    static final String STARTUP_PROPERTY = "dtorch.worker.startupSeconds";
+    static final long DEFAULT_STARTUP_SECONDS = 120;
+    /** Version of the control protocol; a worker of another version is refused. */
+    static final int PROTOCOL_VERSION = 1;
+
+    private WorkerPool() {
+    }
+
+    /** The socket's path for {@code instanceId}. */
+    static Path socketPath(String instanceId) {
+        return SharedRegion.directory().resolve(SharedRegion.PREFIX + instanceId + "-ctl.sock");
+    }
+
+    /**
+     * Starts and connects one worker per device.
+     *
+     * @throws CommException if a worker cannot start or connect in time (the others are killed)
+     */
+    static Map<Long, WorkerProcess> start(RuntimeOptions options, List<Device> devices, String instanceId, String failureBoard,
+                                          LogicalGraph graph, OperatorEncoder encoder, WorkerProcess.Events events) {
+        Path socket = socketPath(instanceId);
+        Map<Long, WorkerProcess> workers = new LinkedHashMap<>();
+        try (ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
+            Files.deleteIfExists(socket);
+            server.bind(UnixDomainSocketAddress.of(socket));
+            Files.setPosixFilePermissions(socket, PosixFilePermissions.fromString("rw-------"));
+            for (Device device : devices) {
+                workers.put((long) device.index(), new WorkerProcess(device, spawn(options, device, instanceId, failureBoard, socket),
+                    graph, encoder, events));
+            }
+            Deadline deadline = Deadline.after(Duration.ofSeconds(Long.getLong(STARTUP_PROPERTY, DEFAULT_STARTUP_SECONDS)));
+            connectAll(server, workers, deadline);
+            return workers;
+        } catch (IOException | RuntimeException e) {
+            workers.values().forEach(WorkerProcess::destroy);
+            if (e instanceof CommException ce) {
+                throw ce;
+            }
+            throw new CommException("cannot start the worker processes of runtime " + instanceId + ": " + e, e);
+        } finally {
+            try {
+                Files.deleteIfExists(socket);
+            } catch (IOException ignored) {
+                // the janitor removes it later
+            }
+        }
+    }
+
+    private static Process spawn(RuntimeOptions options, Device device, String instanceId, String failureBoard, Path socket) {
+        List<String> args = List.of("--socket", socket.toString(), "--device", String.valueOf(device.index()), "--devices",
+            String.valueOf(options.deviceCount()), "--instance", instanceId, "--failures", failureBoard, "--timeout-ms",
+            String.valueOf(options.timeout().toMillis()), "--same-device", String.valueOf(options.sameDevice()));
+        ProcessBuilder builder = JvmCommand.of(WorkerMain.class.getName(), args, Map.of(GlobalCommInstanceId.PROPERTY, instanceId),
+            List.of("-Xmx" + System.getProperty("dtorch.worker.heap", "1g"))).processBuilder();
+        builder.redirectErrorStream(true);
+        try {
+            return builder.start();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot start the worker process of " + device, e);
+        }
+    }
+
+    private static void connectAll(ServerSocketChannel server, Map<Long, WorkerProcess> workers, Deadline deadline) throws IOException {
+        server.configureBlocking(false);
+        int connected = 0;
+        while (connected < workers.size()) {
+            SocketChannel accepted = server.accept();
+            if (accepted != null) {
+                accepted.configureBlocking(true);
+                attach(new ControlChannel(accepted, "a worker"), accepted, workers, deadline);
+                connected++;
+                continue;
+            }
+            for (WorkerProcess w : workers.values()) {
+                if (!w.isAlive()) {
+                    throw new CommException("the worker process of " + w.device() + " (pid " + w.pid() + ") exited with status "
+                        + w.exitStatusNow() + " while starting; its output:\n" + w.outputTail());
+                }
+            }
+            if (deadline.expired()) {
+                StringBuilder output = new StringBuilder();
+                workers.values().forEach(w -> output.append("\n").append(w.device()).append(" (pid ").append(w.pid()).append("): ")
+                    .append(w.outputTail()));
+                throw new CommTimeoutException("starting " + workers.size() + " worker processes " + deadline.timedOutAfter() + ": "
+                    + connected + " connected; their output so far:" + output);
+            }
+            try {
+                Thread.sleep(5);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new CommException("interrupted while starting the worker processes");
+            }
+        }
+    }
+
+    /** Reads the HELLO of a new connection (within the deadline) and gives the channel to its worker. */
+    private static void attach(ControlChannel channel, SocketChannel socket, Map<Long, WorkerProcess> workers, Deadline deadline) {
+        ControlChannel.Frame hello;
+        try (var reader = java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor()) {
+            var frame = reader.submit(channel::receive);
+            hello = frame.get(Math.max(1, deadline.remainingNanos()), java.util.concurrent.TimeUnit.NANOSECONDS);
+        } catch (java.util.concurrent.TimeoutException e) {
+            channel.close();
+            throw new CommTimeoutException("a worker connected but sent no HELLO " + deadline.timedOutAfter());
+        } catch (java.util.concurrent.ExecutionException e) {
+            channel.close();
+            throw new CommException("a worker connected but its HELLO could not be read: " + e.getCause(), e.getCause());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            channel.close();
+            throw new CommException("interrupted while starting the worker processes");
+        }
+        WireReader in = hello.reader();
+        int version = in.getInt("protocol version");
+        long device = in.getLong("device");
+        long pid = in.getLong("pid");
+        in.expectEnd("HELLO");
+        WorkerProcess worker = workers.get(device);
+        if (hello.type() != ControlChannel.HELLO || version != PROTOCOL_VERSION || worker == null || worker.pid() != pid
+            || worker.isAttached()) {
+            channel.close();
+            throw new CommException("a worker introduced itself as device " + device + ", pid " + pid + ", protocol " + version
+                + "; expected one of " + workers.keySet() + " with protocol " + PROTOCOL_VERSION);
+        }
+        worker.attach(new ControlChannel(socket, "the worker of " + worker.device()));
+    }
+
+    private static void closeQuietly(SocketChannel channel) {
+        try {
+            channel.close();
+        } catch (IOException ignored) {
+            // closing anyway
+        }
+    }
+}

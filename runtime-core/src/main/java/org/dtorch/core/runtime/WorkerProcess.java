@@ -1,0 +1,326 @@
+package org.dtorch.core.runtime;
+
+import java.io.BufferedReader;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.dtorch.core.device.Device;
+import org.dtorch.core.graph.LogicalGraph;
+import org.dtorch.core.graph.Operand;
+import org.dtorch.core.graph.Operator;
+import org.dtorch.core.runtime.process.ControlChannel;
+import org.dtorch.core.runtime.process.OperatorCodec;
+import org.dtorch.core.runtime.process.ProtocolException;
+import org.dtorch.core.runtime.process.WireReader;
+import org.dtorch.core.runtime.process.WireWriter;
+
+/**
+ * The controller's handle on the worker process of one device (per-device-process mode): sends it
+ * operators and releases over the {@link ControlChannel}, and on a reader thread takes its reports: which
+ * operators it ran ({@code DONE}), which failed ({@code FAILED}), and unrecoverable errors ({@code FATAL}).
+ * The worker's output is forwarded to this process's standard error, prefixed with the device; its last
+ * lines go into error messages.
+ *
+ * <p>Operators run in the order they were sent, so the ones sent and not yet reported are a queue. When the
+ * process exits, the runtime hears of it through {@link Events#exited} (the JVM's process reaper calls back
+ * within milliseconds of a SIGKILL), and every operator still queued here is abandoned.
+ *
+ * <p>Thread-safe: the controller thread sends; the reader thread and the exit callback take reports.
+ */
+final class WorkerProcess implements DeviceNode {
+    private static final System.Logger LOG = System.getLogger(WorkerProcess.class.getName());
+    private static final int OUTPUT_TAIL = 40;
+
+    /** What the runtime hears from its workers. */
+    interface Events {
+        /** A kernel's promise failed on {@code worker}'s device (the worker reported the error text). */
+        void operatorFailed(WorkerProcess worker, Operator op, String text, boolean communication);
+
+        /** The worker process exited; {@code fatal} is what it reported before, if anything. */
+        void exited(WorkerProcess worker, int status, String fatal);
+    }
+
+    private final Device device;
+    private final Process process;
+    private final LogicalGraph graph;
+    private final OperatorEncoder encoder;
+    private final Events events;
+    private final Deque<Operator> inFlight = new ArrayDeque<>();
+    private final Deque<String> outputTail = new ArrayDeque<>();
+    private volatile ControlChannel channel;
+    private volatile int liveBlobs;
+    private volatile String fatal;
+    private volatile boolean exited;
+    private volatile Throwable deadCause;
+    private Thread reader;
+
+    WorkerProcess(Device device, Process process, LogicalGraph graph, OperatorEncoder encoder, Events events) {
+        this.device = device;
+        this.process = process;
+        this.graph = graph;
+        this.encoder = encoder;
+        this.events = events;
+        Thread.ofPlatform().daemon().name("dtorch-worker-output-" + device).start(this::pumpOutput);
+        process.onExit().thenRun(this::onExit);
+    }
+
+    Device device() {
+        return device;
+    }
+
+    long pid() {
+        return process.pid();
+    }
+
+    boolean isAlive() {
+        return process.isAlive();
+    }
+
+    /** The exit status, or -1 while the process runs. */
+    int exitStatusNow() {
+        return process.isAlive() ? -1 : process.exitValue();
+    }
+
+    boolean isAttached() {
+        return channel != null;
+    }
+
+    /** Connects the channel the worker opened (after its HELLO). */
+    void attach(ControlChannel connected) {
+        this.channel = connected;
+    }
+
+    @Override
+    public void start() {
+        reader = Thread.ofPlatform().daemon().name("dtorch-worker-reader-" + device).start(this::readReports);
+    }
+
+    @Override
+    public void submit(Operator op) {
+        Throwable dead = deadCause;
+        if (dead == null) {
+            try {
+                byte[] bytes = encoder.encode(op).bytes();
+                synchronized (inFlight) {
+                    inFlight.add(op);
+                }
+                channel.queue(ControlChannel.OPERATOR, bytes);
+                return;
+            } catch (RuntimeException e) {
+                synchronized (inFlight) {
+                    inFlight.remove(op);
+                }
+                dead = new IllegalStateException("operator " + op.label() + " could not be sent to " + device + ": " + e, e);
+                LOG.log(System.Logger.Level.ERROR, dead.getMessage(), e);
+            }
+        }
+        op.spec().abandon(dead);
+        finished(op);
+    }
+
+    @Override
+    public void submitRelease(Operand operand) {
+        if (deadCause == null) {
+            channel.queue(ControlChannel.RELEASE, new WireWriter().putLong(operand.id()).toByteArray());
+        }
+    }
+
+    @Override
+    public void flush() {
+        ControlChannel c = channel;
+        if (c == null || deadCause != null || !c.hasQueued()) {
+            return;
+        }
+        try {
+            c.flush();
+        } catch (IOException e) {
+            LOG.log(System.Logger.Level.DEBUG, "cannot write to the worker of " + device + " (it is exiting?): " + e);
+        }
+    }
+
+    @Override
+    public void cancel(Throwable cause) {
+        sendNow(ControlChannel.CANCEL, new WireWriter().putString(String.valueOf(cause.getMessage())).toByteArray());
+    }
+
+    @Override
+    public void stop() {
+        sendNow(ControlChannel.SHUTDOWN, new byte[0]);
+    }
+
+    private void sendNow(byte type, byte[] payload) {
+        ControlChannel c = channel;
+        if (c == null || exited) {
+            return;
+        }
+        try {
+            c.send(type, payload);
+        } catch (IOException e) {
+            LOG.log(System.Logger.Level.DEBUG, "cannot write to the worker of " + device + ": " + e);
+        }
+    }
+
+    @Override
+    public boolean join(Duration timeout) throws InterruptedException {
+        return process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS);
+    }
+
+    /** Kills the process (SIGKILL) if it still runs. */
+    void destroy() {
+        process.destroyForcibly();
+    }
+
+    @Override
+    public int liveBlobs() {
+        return liveBlobs;
+    }
+
+    /** Waits (up to {@code timeout}) until the worker reported every operator sent to it; false if not. */
+    boolean awaitReported(Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (true) {
+            synchronized (inFlight) {
+                if (inFlight.isEmpty()) {
+                    return true;
+                }
+            }
+            if (deadCause != null || System.nanoTime() - deadline > 0) {
+                return false;
+            }
+            Thread.onSpinWait();
+            Thread.yield();
+        }
+    }
+
+    /** The last lines the worker printed, for error messages. */
+    String outputTail() {
+        synchronized (outputTail) {
+            return String.join("\n", outputTail);
+        }
+    }
+
+    /** Fails every operator sent and not yet reported, and refuses new ones (they are abandoned at once). */
+    void markDead(Throwable cause) {
+        deadCause = cause;
+        List<Operator> abandoned;
+        synchronized (inFlight) {
+            abandoned = new ArrayList<>(inFlight);
+            inFlight.clear();
+        }
+        for (Operator op : abandoned) {
+            op.spec().abandon(cause);
+            finished(op);
+        }
+    }
+
+    /** The operator with {@code id} among those sent and not yet reported, or null. */
+    private Operator inFlight(long id) {
+        synchronized (inFlight) {
+            for (Operator op : inFlight) {
+                if (op.id() == id) {
+                    return op;
+                }
+            }
+        }
+        return null;
+    }
+
+    private void finished(Operator op) {
+        if (op.deviceDone()) {
+            graph.completed(op);
+            encoder.release(op);
+        }
+    }
+
+    private void readReports() {
+        ControlChannel c = channel;
+        try {
+            while (true) {
+                ControlChannel.Frame frame = c.receive();
+                WireReader in = frame.reader();
+                switch (frame.type()) {
+                    case ControlChannel.DONE -> onDone(in);
+                    case ControlChannel.FAILED -> {
+                        long opId = in.getLong("failed operator id");
+                        boolean communication = in.getBoolean("failed communication flag");
+                        String text = in.getString("failure text");
+                        in.expectEnd("FAILED");
+                        Operator op = inFlight(opId);
+                        if (op != null) {
+                            events.operatorFailed(this, op, text, communication);
+                        }
+                    }
+                    case ControlChannel.FATAL -> {
+                        fatal = in.getString("fatal text");
+                        LOG.log(System.Logger.Level.ERROR, "the worker of " + device + " failed: " + fatal);
+                    }
+                    default -> throw new ProtocolException("the worker of " + device + " sent a frame of type " + frame.type()
+                        + ", which only the controller sends");
+                }
+            }
+        } catch (EOFException closed) {
+            // the worker closed the channel: it is exiting; onExit reports how
+        } catch (IOException | RuntimeException e) {
+            if (!exited) {
+                fatal = fatal != null ? fatal : "the control channel broke: " + e;
+                LOG.log(System.Logger.Level.ERROR, "the control channel of " + device + " broke; stopping its worker", e);
+                process.destroyForcibly();
+            }
+        }
+    }
+
+    private void onDone(WireReader in) {
+        int count = in.getCount("done count", 1 << 20);
+        for (int i = 0; i < count; i++) {
+            long id = in.getLong("done operator id");
+            Operator op;
+            synchronized (inFlight) {
+                op = inFlight.peekFirst();
+                if (op == null || op.id() != id) {
+                    throw new ProtocolException("the worker of " + device + " reports operator " + id + " done, but the next one sent is "
+                        + (op == null ? "none" : op.label()));
+                }
+                inFlight.removeFirst();
+            }
+            finished(op);
+        }
+        liveBlobs = in.getInt("live blobs");
+        in.expectEnd("DONE");
+    }
+
+    private void onExit() {
+        exited = true;
+        int status = process.exitValue();
+        try {
+            if (reader != null) {
+                reader.join(2000);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        events.exited(this, status, fatal);
+    }
+
+    private void pumpOutput() {
+        try (BufferedReader in = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+            for (String line; (line = in.readLine()) != null; ) {
+                synchronized (outputTail) {
+                    outputTail.addLast(line);
+                    if (outputTail.size() > OUTPUT_TAIL) {
+                        outputTail.removeFirst();
+                    }
+                }
+                System.err.println("[dtorch " + device + "] " + line);
+            }
+        } catch (IOException ignored) {
+            // the process is gone
+        }
+    }
+}

@@ -1,0 +1,163 @@
+package org.dtorch.core.runtime.process;
+
+import java.io.EOFException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.util.zip.CRC32C;
+
+/**
+ * Frames on the Unix-domain socket between the controller and one worker.
+ *
+ * <pre>
+ *   frame := length:int  magic:int  type:byte  payload  crc:int
+ *            length counts the bytes after itself; crc is CRC-32C over magic, type and payload
+ * </pre>
+ *
+ * <p>A frame that is too short or too long, has the wrong magic (another protocol version), an unknown
+ * type, or a checksum that does not match is a {@link ProtocolException}: the receiver never decodes its
+ * payload. Frames are queued with {@link #queue} and written in batches by {@link #flush}, so a burst of
+ * operators costs one system call.
+ *
+ * <p>Thread-safe: sending is synchronized; one thread receives.
+ */
+public final class ControlChannel implements AutoCloseable {
+    /** {@code DTC1}: this version of the protocol. */
+    public static final int MAGIC = 0x44544331;
+    /** The largest frame accepted. */
+    public static final int MAX_FRAME = 64 << 20;
+    private static final int HEADER = 4 + 4 + 1;
+
+    /** Frame types. */
+    public static final byte HELLO = 1;
+    public static final byte OPERATOR = 2;
+    public static final byte RELEASE = 3;
+    public static final byte CANCEL = 4;
+    public static final byte SHUTDOWN = 5;
+    public static final byte DONE = 6;
+    public static final byte FAILED = 7;
+    public static final byte FATAL = 8;
+    private static final byte LAST_TYPE = FATAL;
+
+    private final SocketChannel socket;
+    private final String peer;
+    private ByteBuffer out = ByteBuffer.allocate(64 * 1024);
+    private final ByteBuffer lengthIn = ByteBuffer.allocate(4);
+    private final CRC32C sendCrc = new CRC32C();
+    private final CRC32C receiveCrc = new CRC32C();
+
+    /** A channel over a connected socket; {@code peer} names the other side in errors. */
+    public ControlChannel(SocketChannel socket, String peer) {
+        this.socket = socket;
+        this.peer = peer;
+    }
+
+    /** One received frame: its type and payload. */
+    public record Frame(byte type, byte[] bytes, int offset, int length) {
+        /** A reader over the payload. */
+        public WireReader reader() {
+            return new WireReader(bytes, offset, length);
+        }
+    }
+
+    /** Queues a frame; {@link #flush} writes it. */
+    public synchronized void queue(byte type, byte[] payload) {
+        int frame = HEADER + payload.length + 4;
+        if (frame - 4 > MAX_FRAME) {
+            throw new IllegalArgumentException("a frame of " + payload.length + " bytes exceeds the " + MAX_FRAME + " byte limit");
+        }
+        if (out.remaining() < frame) {
+            ByteBuffer bigger = ByteBuffer.allocate(Math.max(out.capacity() * 2, out.position() + frame));
+            out.flip();
+            bigger.put(out);
+            out = bigger;
+        }
+        int start = out.position();
+        out.putInt(frame - 4).putInt(MAGIC).put(type).put(payload);
+        sendCrc.reset();
+        sendCrc.update(out.array(), start + 4, frame - 8);
+        out.putInt((int) sendCrc.getValue());
+    }
+
+    /** Writes every queued frame. */
+    public synchronized void flush() throws IOException {
+        if (out.position() == 0) {
+            return;
+        }
+        out.flip();
+        while (out.hasRemaining()) {
+            socket.write(out);
+        }
+        out.clear();
+        if (out.capacity() > 1 << 20) {
+            out = ByteBuffer.allocate(64 * 1024);
+        }
+    }
+
+    /** Queues and writes one frame. */
+    public synchronized void send(byte type, byte[] payload) throws IOException {
+        queue(type, payload);
+        flush();
+    }
+
+    /** True if frames are queued and not yet written. */
+    public synchronized boolean hasQueued() {
+        return out.position() > 0;
+    }
+
+    /**
+     * Blocks for the next frame.
+     *
+     * @throws EOFException      when the peer closed the connection
+     * @throws ProtocolException when the frame is not one this protocol accepts
+     */
+    public Frame receive() throws IOException {
+        lengthIn.clear();
+        readFully(lengthIn, true);
+        int length = lengthIn.flip().getInt();
+        if (length < HEADER - 4 + 4 || length > MAX_FRAME) {
+            throw new ProtocolException("frame from " + peer + " of " + length + " bytes: outside [" + (HEADER + 4 - 4) + ", " + MAX_FRAME + "]");
+        }
+        ByteBuffer body = ByteBuffer.allocate(length);
+        readFully(body, false);
+        byte[] bytes = body.array();
+        int magic = body.getInt(0);
+        if (magic != MAGIC) {
+            throw new ProtocolException("frame from " + peer + " has magic 0x" + Integer.toHexString(magic) + ", expected 0x"
+                + Integer.toHexString(MAGIC) + " (another protocol version?)");
+        }
+        receiveCrc.reset();
+        receiveCrc.update(bytes, 0, length - 4);
+        int crc = body.getInt(length - 4);
+        if (crc != (int) receiveCrc.getValue()) {
+            throw new ProtocolException("frame from " + peer + " fails its checksum: corrupted");
+        }
+        byte type = bytes[4];
+        if (type < HELLO || type > LAST_TYPE) {
+            throw new ProtocolException("frame from " + peer + " has unknown type " + type);
+        }
+        return new Frame(type, bytes, 5, length - 9);
+    }
+
+    private void readFully(ByteBuffer buffer, boolean atFrameStart) throws IOException {
+        while (buffer.hasRemaining()) {
+            int n = socket.read(buffer);
+            if (n < 0) {
+                if (atFrameStart && buffer.position() == 0) {
+                    throw new EOFException(peer + " closed the control channel");
+                }
+                throw new ProtocolException("truncated frame from " + peer + ": the connection closed after " + buffer.position() + " of "
+                    + buffer.capacity() + " bytes");
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        try {
+            socket.close();
+        } catch (IOException ignored) {
+            // closing anyway
+        }
+    }
+}

@@ -1,0 +1,61 @@
+package org.dtorch.core.runtime.process;
+
+import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.communication.promise.TensorPromise;
+import org.dtorch.core.communication.promise.TensorPromiseType;
+import org.dtorch.core.communication.promise.VoidPromise;
+import org.dtorch.core.distributed.Sharding;
+
+/**
+ * What an {@link OpSpecCodec} writes through: the wire primitives, shardings, tensors, and promises (by
+ * their serialized names).
+ *
+ * <p>Not thread-safe: one thread writes one operator.
+ */
+public final class SpecWriter {
+    private final WireWriter out;
+    private final String sharedNamePrefix;
+    private int tensors;
+
+    SpecWriter(WireWriter out, String sharedNamePrefix) {
+        this.out = out;
+        this.sharedNamePrefix = sharedNamePrefix;
+    }
+
+    /** The wire primitives. */
+    public WireWriter wire() {
+        return out;
+    }
+
+    /** A sharding: mesh and placements. */
+    public SpecWriter sharding(Sharding sharding) {
+        MetaCodec.writeSharding(out, sharding);
+        return this;
+    }
+
+    /** A File tensor promise, by its shared-memory name; the worker completes it. */
+    public SpecWriter promise(TensorPromise promise) {
+        requireFile(promise.type());
+        out.putString(promise.serialize());
+        return this;
+    }
+
+    /** A File void promise, by its shared-memory name. */
+    public SpecWriter promise(VoidPromise promise) {
+        requireFile(promise.type());
+        out.putString(promise.serialize());
+        return this;
+    }
+
+    private static void requireFile(TensorPromiseType type) {
+        if (type != TensorPromiseType.FILE) {
+            throw new IllegalArgumentException("a promise that crosses to a worker process must be a FILE promise, got " + type);
+        }
+    }
+
+    /** A CPU tensor's values; large ones through shared memory that lives until the operator ran everywhere. */
+    public SpecWriter tensor(Tensor value) {
+        out.putTensor(value, sharedNamePrefix + "-t" + tensors++);
+        return this;
+    }
+}
