@@ -3,6 +3,9 @@ package org.dtorch.ops;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.dtorch.core.distributed.DeviceMesh;
 import org.bytedeco.pytorch.Tensor;
 import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
@@ -31,5 +34,33 @@ class ProcessModeSmokeTest {
             }
             dt.sync();
         }
+    }
+
+    /** A small tensor-parallel MLP with a loss, formatted; the same program for every mode. */
+    private static String mlp(DTorch dt) {
+        DeviceMesh mesh = dt.initDeviceMesh(new int[] {2, 2}, "dp", "tp");
+        DTensor x = dt.randn(1, new long[] {8, 16}, mesh, Placement.shard(0), Placement.replicate());
+        DTensor w1 = dt.randn(2, new long[] {32, 16}, mesh, Placement.replicate(), Placement.shard(0));
+        DTensor w2 = dt.randn(3, new long[] {16, 32}, mesh, Placement.replicate(), Placement.shard(1));
+        DTensor h = dt.linear(x, w1).gelu();
+        DTensor y = dt.linear(h, w2).redistribute(Placement.shard(0), Placement.replicate());
+        DTensor loss = y.mul(y).mean();
+        try (Tensor a = y.toTorch(); Tensor b = loss.toTorch()) {
+            return TorchTensors.format(a, 1000) + " " + TorchTensors.format(b, 1);
+        }
+    }
+
+    @Test
+    void shouldGiveTheSameResultsBitForBitAsThreadMode() {
+        List<String> results = new ArrayList<>();
+        for (boolean processes : new boolean[] {false, true}) {
+            for (boolean sameDevice : new boolean[] {false, true}) {
+                try (DTorch dt = DTorch.init(DTorchOptions.builder().devices(4).perDevicePerProcess(processes).sameDevice(sameDevice)
+                    .timeout(Duration.ofSeconds(30)).build())) {
+                    results.add(mlp(dt));
+                }
+            }
+        }
+        assertEquals(1, results.stream().distinct().count(), "threads, processes, and the same-device simulation of each: " + results);
     }
 }

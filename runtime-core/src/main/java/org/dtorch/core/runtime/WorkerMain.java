@@ -30,6 +30,9 @@ import org.dtorch.core.runtime.process.WireWriter;
  * ({@code DONE}, in batches, with the number of tensors it holds) and which promise errors occurred
  * ({@code FAILED}).
  *
+ * <p>Only a writer thread of its own writes to the socket: the main thread is interrupted to cancel waits,
+ * and an interrupted thread that touches a socket channel closes it.
+ *
  * <p>A malformed, truncated or corrupted message is never executed: the worker reports it ({@code FATAL})
  * and exits with status {@value #EXIT_PROTOCOL}. When the controller goes away (its socket closes), the
  * worker cancels what is queued and exits.
@@ -61,6 +64,11 @@ public final class WorkerMain {
     private final List<Long> done = new ArrayList<>();
     private volatile Throwable cancelledBy;
     private int reportedBlobs = -1;
+    private final Object writeSignal = new Object();
+    /** Guarded by {@link #writeSignal}. */
+    private boolean writePending;
+    /** Guarded by {@link #writeSignal}. */
+    private boolean writerStopping;
 
     private WorkerMain(Device device, ControlChannel channel, SharedFailureBoard failures, ThreadGroupManager groups, Duration timeout) {
         this.device = device;
@@ -111,7 +119,8 @@ public final class WorkerMain {
 
     /** Runs until SHUTDOWN (or the controller is gone); the exit status. */
     private int run() {
-        Thread reader = Thread.ofPlatform().daemon().name("dtorch-control-reader").start(this::readControl);
+        Thread.ofPlatform().daemon().name("dtorch-control-reader").start(this::readControl);
+        Thread writer = Thread.ofPlatform().daemon().name("dtorch-control-writer").start(this::writeControl);
         try {
             while (true) {
                 Object task = inbox.poll();
@@ -154,8 +163,16 @@ public final class WorkerMain {
             runner.clear();
             groups.close();
             failures.close();
-            channel.close();
-            reader.interrupt();
+            synchronized (writeSignal) {
+                writerStopping = true;
+                writeSignal.notifyAll();
+            }
+            try {
+                writer.join(10_000);
+            } catch (InterruptedException ignored) {
+                // closing anyway
+            }
+            channel.closeGracefully(Duration.ofSeconds(2));
         }
     }
 
@@ -175,11 +192,35 @@ public final class WorkerMain {
         flushQuietly();
     }
 
+    /** Asks the writer thread to write what is queued. */
     private void flushQuietly() {
-        try {
-            channel.flush();
-        } catch (IOException e) {
-            cancelledBy = new CommException("the controller is gone: " + e);
+        synchronized (writeSignal) {
+            writePending = true;
+            writeSignal.notifyAll();
+        }
+    }
+
+    private void writeControl() {
+        while (true) {
+            synchronized (writeSignal) {
+                while (!writePending && !writerStopping) {
+                    try {
+                        writeSignal.wait();
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                }
+                if (!writePending && writerStopping) {
+                    return;
+                }
+                writePending = false;
+            }
+            try {
+                channel.flush();
+            } catch (IOException e) {
+                cancelledBy = new CommException("the controller is gone: " + e);
+                return;
+            }
         }
     }
 
@@ -204,11 +245,8 @@ public final class WorkerMain {
     }
 
     private void sendFatal(String text) {
-        try {
-            channel.send(ControlChannel.FATAL, new WireWriter().putString(text).toByteArray());
-        } catch (IOException | RuntimeException ignored) {
-            // the controller also sees the exit status
-        }
+        channel.queue(ControlChannel.FATAL, new WireWriter().putString(text).toByteArray());
+        flushQuietly();
         System.err.println("worker of " + device + ": " + text);
     }
 

@@ -58,6 +58,7 @@ final class WorkerProcess implements DeviceNode {
     private volatile int liveBlobs;
     private volatile String fatal;
     private volatile boolean exited;
+    private volatile boolean stopRequested;
     private volatile Throwable deadCause;
     private Thread reader;
 
@@ -152,7 +153,12 @@ final class WorkerProcess implements DeviceNode {
 
     @Override
     public void stop() {
+        stopRequested = true;
         sendNow(ControlChannel.SHUTDOWN, new byte[0]);
+        ControlChannel c = channel;
+        if (c != null) {
+            c.shutdownOutput(); // the worker's last read ends, and it need not linger for us
+        }
     }
 
     private void sendNow(byte type, byte[] payload) {
@@ -268,7 +274,7 @@ final class WorkerProcess implements DeviceNode {
         } catch (EOFException closed) {
             // the worker closed the channel: it is exiting; onExit reports how
         } catch (IOException | RuntimeException e) {
-            if (!exited) {
+            if (!exited && !stopRequested) {
                 fatal = fatal != null ? fatal : "the control channel broke: " + e;
                 LOG.log(System.Logger.Level.ERROR, "the control channel of " + device + " broke; stopping its worker", e);
                 process.destroyForcibly();

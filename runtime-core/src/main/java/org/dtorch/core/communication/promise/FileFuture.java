@@ -91,7 +91,8 @@ abstract class FileFuture {
         outcome.read();
         synchronized (outcome) {
             if (outcome.error != null) {
-                throw new FutureFailedException(what, new RemoteFailureException(outcome.error));
+                Throwable local = outcome.region.localError();
+                throw new FutureFailedException(what, local != null ? local : new RemoteFailureException(outcome.error));
             }
             return outcome.tensor;
         }

@@ -44,10 +44,20 @@ final class FilePromiseRegion {
 
     private final SharedRegion region;
     private final MemorySegment seg;
+    /**
+     * The error object, when the promise was failed in this process: a future here then rethrows it as it
+     * is, not as text. Shared by the promise and its future.
+     */
+    private final java.util.concurrent.atomic.AtomicReference<Throwable> localError;
 
     private FilePromiseRegion(SharedRegion region) {
+        this(region, new java.util.concurrent.atomic.AtomicReference<>());
+    }
+
+    private FilePromiseRegion(SharedRegion region, java.util.concurrent.atomic.AtomicReference<Throwable> localError) {
         this.region = region;
         this.seg = region.segment();
+        this.localError = localError;
     }
 
     /** A new region for a promise of {@code kind}, in the PENDING state. */
@@ -97,7 +107,7 @@ final class FilePromiseRegion {
         if (!region.retain()) {
             throw new IllegalStateException("File promise " + name() + " is already released");
         }
-        return new FilePromiseRegion(region);
+        return new FilePromiseRegion(region, localError);
     }
 
     /** Drops this holder's mapping. */
@@ -170,8 +180,14 @@ final class FilePromiseRegion {
         if (!claim()) {
             return false;
         }
+        localError.set(error);
         publish(ERROR_STATE, RemoteFailureException.describe(error));
         return true;
+    }
+
+    /** The error, if this process set it; null if it came from elsewhere (then only its text is known). */
+    Throwable localError() {
+        return localError.get();
     }
 
     /**
@@ -182,6 +198,7 @@ final class FilePromiseRegion {
         int writer = seg.get(ValueLayout.JAVA_INT, WRITER_PID);
         if (Shm.getIntAcquire(seg, STATE) == WRITING && !Processes.isAlive(writer)
             && Shm.casInt(seg, WRITER_PID, writer, Processes.currentPid())) {
+            localError.set(error);
             publish(ERROR_STATE, RemoteFailureException.describe(error));
             return true;
         }

@@ -152,6 +152,45 @@ public final class ControlChannel implements AutoCloseable {
         }
     }
 
+    /** Tells the peer that nothing more will be sent (it reads end-of-stream after the last frame). */
+    public synchronized void shutdownOutput() {
+        try {
+            socket.shutdownOutput();
+        } catch (IOException ignored) {
+            // the peer is gone already
+        }
+    }
+
+    /**
+     * Closes after the peer has read what was sent: stops sending, then discards what the peer still sends
+     * until it closes too or {@code linger} passes. (Closing a Unix socket with unread input resets the
+     * connection, and the peer could lose the last frames it had not read yet.)
+     */
+    public void closeGracefully(java.time.Duration linger) {
+        try {
+            socket.shutdownOutput();
+            socket.configureBlocking(false);
+            ByteBuffer sink = ByteBuffer.allocate(8192);
+            long deadline = System.nanoTime() + linger.toNanos();
+            while (System.nanoTime() < deadline) {
+                sink.clear();
+                int n = socket.read(sink);
+                if (n < 0) {
+                    break;
+                }
+                if (n == 0) {
+                    Thread.sleep(1);
+                }
+            }
+        } catch (IOException ignored) {
+            // closing anyway
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } finally {
+            close();
+        }
+    }
+
     @Override
     public void close() {
         try {

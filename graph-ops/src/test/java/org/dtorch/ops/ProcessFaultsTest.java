@@ -1,0 +1,108 @@
+package org.dtorch.ops;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Stream;
+import org.bytedeco.pytorch.Tensor;
+import org.dtorch.api.DTensor;
+import org.dtorch.api.DTorch;
+import org.dtorch.api.DTorchOptions;
+import org.dtorch.core.communication.CommPaths;
+import org.dtorch.core.communication.promise.FutureFailedException;
+import org.dtorch.core.communication.promise.TensorFuture;
+import org.dtorch.core.distributed.Placement;
+import org.dtorch.core.runtime.WorkerDiedException;
+import org.dtorch.core.shm.SharedRegion;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** Per-device-process mode when a worker is killed: clear errors, no hang, nothing left behind. */
+@Tag("multiprocess")
+@Timeout(180)
+class ProcessFaultsTest {
+
+    private static DTorch start() {
+        return DTorch.init(DTorchOptions.builder().devices(4).perDevicePerProcess(true).timeout(Duration.ofSeconds(60))
+            .shutdownTimeout(Duration.ofSeconds(5)).build());
+    }
+
+    private static List<String> filesOf(String instanceId) throws IOException {
+        try (Stream<Path> files = Files.list(SharedRegion.directory())) {
+            return files.map(p -> p.getFileName().toString()).filter(n -> n.startsWith(SharedRegion.PREFIX + instanceId + "-")).toList();
+        }
+    }
+
+    @Test
+    void shouldFailEveryPendingFutureNamingTheKilledDeviceAndItsExitStatus() throws Exception {
+        DTorch dt = start();
+        String instance = dt.runtime().instanceId();
+        long victim = dt.runtime().workerPids().get(2L);
+        List<TensorFuture> futures = new ArrayList<>();
+        try {
+            DTensor x = dt.ones(new long[] {8, 4}, dt.defaultMesh(), Placement.shard(0));
+            try (Tensor warm = x.sum().toTorch()) {
+                assertEquals(32.0, warm.item_double());
+            }
+            // A graph that keeps every device busy for seconds, with collectives between the slow steps.
+            DTensor t = x;
+            for (int i = 0; i < 20; i++) {
+                t = dt.apply(new TestOps.Sleep(150), t).redistribute(Placement.replicate()).redistribute(Placement.shard(0));
+                futures.add(t.sum().toTorchAsync());
+            }
+            Thread.sleep(400);
+            long killedAt = System.nanoTime();
+            assertTrue(ProcessHandle.of(victim).orElseThrow().destroyForcibly());
+            int failed = 0;
+            for (TensorFuture f : futures) {
+                try (Tensor value = f.get()) {
+                    assertEquals(32.0, value.item_double(), "a future that completes before the kill has the right value");
+                } catch (FutureFailedException e) {
+                    failed++;
+                    WorkerDiedException death = assertInstanceOf(WorkerDiedException.class, e.getCause(), e.getMessage());
+                    assertTrue(death.getMessage().contains("cpu:2 (pid " + victim + ") exited with status 137 (killed by SIGKILL)"),
+                        death.getMessage());
+                }
+            }
+            long failedWithinMillis = (System.nanoTime() - killedAt) / 1_000_000;
+            assertTrue(failed > 0, "the kill came while work was pending");
+            assertTrue(failedWithinMillis < 5_000, "every future completed " + failedWithinMillis + " ms after the kill");
+            assertNotNull(dt.runtime().brokenBy());
+            IllegalStateException refused = assertThrows(IllegalStateException.class, () -> x.mul(2.0));
+            assertTrue(refused.getMessage().contains("cpu:2"), refused.getMessage());
+        } finally {
+            long start = System.nanoTime();
+            dt.close();
+            assertTrue((System.nanoTime() - start) / 1_000_000 < 10_000, "close after a worker death must not hang");
+        }
+        for (long pid : dt.runtime().workerPids().values()) {
+            assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false), "worker " + pid + " still runs");
+        }
+        assertEquals(List.of(), filesOf(instance), "shared memory left behind");
+        assertFalse(Files.exists(CommPaths.root().resolve(instance)), "rendezvous directory left behind");
+    }
+
+    @Test
+    void shouldRunAndCleanUpNormallyAfterAnotherRuntimeLostAWorker() throws Exception {
+        try (DTorch dt = start()) {
+            String instance = dt.runtime().instanceId();
+            DTensor x = dt.full(3, new long[] {6, 2}, dt.defaultMesh(), Placement.shard(0));
+            try (Tensor value = x.redistribute(Placement.replicate()).sum().toTorch()) {
+                assertEquals(36.0, value.item_double());
+            }
+            dt.close();
+            assertEquals(List.of(), filesOf(instance));
+        }
+    }
+}
