@@ -7,7 +7,7 @@ import java.util.List;
 /**
  * Runs the communication-core benchmarks and writes a Markdown report.
  *
- * <p>Usage: {@code CommBenchmarks [all|store,future,allreduce,redistribute,pipeline] [report.md]}; see docs/benchmarks.md for
+ * <p>Usage: {@code CommBenchmarks [all|store,future,allreduce,redistribute,pipeline,process] [report.md]}; see docs/benchmarks.md for
  * the Maven command.
  */
 public final class CommBenchmarks {
@@ -36,6 +36,9 @@ public final class CommBenchmarks {
         }
         if (all || selected.contains("pipeline")) {
             PipelineBenchmark.run(report);
+        }
+        if (all || selected.contains("process")) {
+            ProcessBenchmark.run(report);
         }
         report.write(reportFile);
         System.out.println("report written to " + reportFile.toAbsolutePath());

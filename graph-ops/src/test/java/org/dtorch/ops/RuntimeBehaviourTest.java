@@ -24,6 +24,7 @@ import org.junit.jupiter.api.Timeout;
 
 @Timeout(180)
 class RuntimeBehaviourTest {
+    private static final java.util.Set<String> PROCESS_WIDE = java.util.Set.of("dtorch-file-futures");
 
     /** Per-device-process mode instead of threads; {@code RuntimeBehaviourInProcessesTest} turns it on. */
     boolean processes() {
@@ -171,7 +172,7 @@ class RuntimeBehaviourTest {
         Thread.sleep(50);
         // The File-future watcher serves every runtime of the process and outlives each of them.
         assertTrue(Thread.getAllStackTraces().keySet().stream()
-                .noneMatch(th -> th.getName().startsWith("dtorch-") && !th.getName().equals("dtorch-file-futures") && th.isAlive()),
+                .noneMatch(th -> th.getName().startsWith("dtorch-") && !PROCESS_WIDE.contains(th.getName()) && th.isAlive()),
             "every runtime thread has stopped");
     }
 

@@ -13,15 +13,16 @@ import org.dtorch.polyglot.PyBridge;
 import org.dtorch.polyglot.PythonHost;
 
 /**
- * {@code dtorch run [--devices cpu:4] [--same-device] [--timeout-seconds N] [--log-level LEVEL] script.py [args...]}:
- * runs a Python script on a DTorch runtime and exits with the script's exit code. {@code --probe-jit} prints
+ * {@code dtorch run [--devices cpu:4] [--same-device] [--per-device-process] [--timeout-seconds N] [--log-level LEVEL]
+ * script.py [args...]}: runs a Python script on a DTorch runtime and exits with the script's exit code.
+ * {@code --per-device-process} gives every device a worker process of its own instead of a thread. {@code --probe-jit} prints
  * the GraalPy engine's implementation ({@code GraalVM CE} when the optimizing JIT is on) and exits.
  *
  * <p>Not thread-safe: a program entry point.
  */
 public final class Launcher {
-    private static final String USAGE = "usage: dtorch run [--devices cpu:N] [--same-device] [--timeout-seconds N] "
-        + "[--log-level LEVEL] script.py [args...]";
+    private static final String USAGE = "usage: dtorch run [--devices cpu:N] [--same-device] [--per-device-process] "
+        + "[--timeout-seconds N] [--log-level LEVEL] script.py [args...]";
 
     private Launcher() {
     }
@@ -58,6 +59,7 @@ public final class Launcher {
                     options.devices(Integer.parseInt(parts[1]));
                 }
                 case "--same-device" -> options.sameDevice(true);
+                case "--per-device-process" -> options.perDevicePerProcess(true);
                 case "--timeout-seconds" -> options.timeout(Duration.ofSeconds(Long.parseLong(take(rest, flag))));
                 case "--log-level" -> Logger.getLogger("").setLevel(Level.parse(take(rest, flag).toUpperCase(java.util.Locale.ROOT)));
                 default -> {

@@ -44,6 +44,21 @@ class LauncherTest {
     }
 
     @Test
+    @org.junit.jupiter.api.Tag("multiprocess")
+    void shouldRunAScriptWithAWorkerProcessPerDevice(@TempDir Path dir) throws IOException {
+        Path script = dir.resolve("processes.py");
+        Files.writeString(script, String.join("\n",
+            "import dtorch",
+            "mesh = dtorch.init_device_mesh('cpu', (2,))",
+            "x = dtorch.arange(8, device_mesh=mesh, placements=[dtorch.Shard(0)])",
+            "y = (x * 2).redistribute(mesh, [dtorch.Replicate()])",
+            "assert y.to_torch().tolist() == [0, 2, 4, 6, 8, 10, 12, 14], y.to_torch().tolist()",
+            "assert y.sum().to_torch().item() == 56",
+            ""));
+        assertEquals(0, launch("run", "--devices", "cpu:2", "--per-device-process", script.toString()));
+    }
+
+    @Test
     void shouldPrintThePythonTracebackAndFailOnAnUncaughtError(@TempDir Path dir) throws IOException {
         Path script = dir.resolve("broken.py");
         Files.writeString(script, "import dtorch\n\ndef inner():\n    return dtorch.zeros(3, device_mesh=dtorch.init_device_mesh('cpu', (4,)),"

@@ -107,7 +107,7 @@ final class WorkerPool {
             SocketChannel accepted = server.accept();
             if (accepted != null) {
                 accepted.configureBlocking(true);
-                attach(new ControlChannel(accepted, "a worker"), accepted, workers, deadline);
+                attach(new ControlChannel(accepted, "a worker"), workers, deadline);
                 connected++;
                 continue;
             }
@@ -134,7 +134,7 @@ final class WorkerPool {
     }
 
     /** Reads the HELLO of a new connection (within the deadline) and gives the channel to its worker. */
-    private static void attach(ControlChannel channel, SocketChannel socket, Map<Long, WorkerProcess> workers, Deadline deadline) {
+    private static void attach(ControlChannel channel, Map<Long, WorkerProcess> workers, Deadline deadline) {
         ControlChannel.Frame hello;
         try (var reader = java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor()) {
             var frame = reader.submit(channel::receive);
@@ -162,7 +162,8 @@ final class WorkerPool {
             throw new CommException("a worker introduced itself as device " + device + ", pid " + pid + ", protocol " + version
                 + "; expected one of " + workers.keySet() + " with protocol " + PROTOCOL_VERSION);
         }
-        worker.attach(new ControlChannel(socket, "the worker of " + worker.device()));
+        channel.setPeer("the worker of " + worker.device());
+        worker.attach(channel);
     }
 
     private static void closeQuietly(SocketChannel channel) {

@@ -36,6 +36,8 @@ final class Libc {
     static final int EINTR = 4;
     static final int EAGAIN = 11;
     static final int EEXIST = 17;
+    static final int EPERM = 1;
+    static final int ESRCH = 3;
     static final int ETIMEDOUT = 110;
     static final long MAP_FAILED = -1L;
 
@@ -56,6 +58,8 @@ final class Libc {
     private static final MethodHandle MMAP = handle("mmap",
         FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT,
             ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG), ERRNO_OPTION);
+    private static final MethodHandle KILL = handle("kill",
+        FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT), ERRNO_OPTION);
     private static final MethodHandle MUNMAP = handle("munmap",
         FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG), ERRNO_OPTION);
 
@@ -178,6 +182,19 @@ final class Libc {
             throw e;
         } catch (Throwable t) {
             throw new IllegalStateException("munmap(" + what + ")", t);
+        }
+    }
+
+    /** {@code kill(pid, 0)}: 0 if the process exists, else the errno ({@link #ESRCH} when it does not). */
+    static int probeProcess(int pid) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            int rc = (int) KILL.invokeExact(state, pid, 0);
+            return rc == 0 ? 0 : errno(state);
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("kill(" + pid + ", 0)", t);
         }
     }
 

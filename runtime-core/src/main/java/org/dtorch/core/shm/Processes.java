@@ -17,8 +17,9 @@ public final class Processes {
     }
 
     /**
-     * True if a process with id {@code pid} exists (a zombie that nobody reaped counts as gone). A pid
-     * may be reused by an unrelated process after its owner died; callers treat "alive" as "maybe alive".
+     * True if a process with id {@code pid} exists and has not exited (a zombie that nobody reaped yet counts
+     * as gone). A pid may be reused by an unrelated process after its owner died; callers treat "alive" as
+     * "maybe alive". Costs a {@code kill(pid, 0)} and, for a live pid, a read of {@code /proc/<pid>/stat}.
      */
     public static boolean isAlive(int pid) {
         if (pid <= 0) {
@@ -27,6 +28,21 @@ public final class Processes {
         if (pid == PID) {
             return true;
         }
-        return ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false);
+        int probe = Libc.probeProcess(pid);
+        if (probe == Libc.ESRCH) {
+            return false;
+        }
+        return !isZombie(pid);
+    }
+
+    private static boolean isZombie(int pid) {
+        try {
+            String stat = java.nio.file.Files.readString(java.nio.file.Path.of("/proc", Integer.toString(pid), "stat"));
+            int end = stat.lastIndexOf(')');
+            char state = end >= 0 && end + 2 < stat.length() ? stat.charAt(end + 2) : '?';
+            return state == 'Z' || state == 'X';
+        } catch (java.io.IOException e) {
+            return true; // gone between the probe and the read
+        }
     }
 }

@@ -31,7 +31,31 @@ public final class ShmTensors {
         }
     };
 
+    /** Dtypes by libtorch code; built once (the enum's values() copies an array on every call). */
+    private static final ScalarType[] BY_CODE = byCode();
+    /** Options for each dtype, made once: building them costs several native calls. */
+    private static final Map<ScalarType, TensorOptions> OPTIONS = new ConcurrentHashMap<>();
+    private static final MemoryFormatOptional NO_MEMORY_FORMAT = new MemoryFormatOptional();
+
     private ShmTensors() {
+    }
+
+    private static ScalarType[] byCode() {
+        int max = 0;
+        for (ScalarType t : ScalarType.values()) {
+            max = Math.max(max, t.value);
+        }
+        ScalarType[] table = new ScalarType[max + 1];
+        for (ScalarType t : ScalarType.values()) {
+            if (t.value >= 0 && table[t.value] == null) {
+                table[t.value] = t.intern();
+            }
+        }
+        return table;
+    }
+
+    private static TensorOptions options(ScalarType dtype) {
+        return OPTIONS.computeIfAbsent(dtype, d -> new TensorOptions().dtype(new ScalarTypeOptional(d)));
     }
 
     /** The region behind the views that start at one address, and how many are alive. */
@@ -62,12 +86,7 @@ public final class ShmTensors {
 
     /** The dtype whose libtorch code is {@code code}, or null. */
     public static ScalarType dtypeOf(int code) {
-        for (ScalarType t : ScalarType.values()) {
-            if (t.value == code) {
-                return t.intern();
-            }
-        }
-        return null;
+        return code >= 0 && code < BY_CODE.length ? BY_CODE[code] : null;
     }
 
     /**
@@ -85,9 +104,15 @@ public final class ShmTensors {
         if (bytes == 0) {
             return;
         }
+        if (value.is_contiguous()) {
+            // One plain memcpy: libtorch's copy kernel splits the work into parallel chunks, which on a busy
+            // machine moves memory slower than a single streaming copy does.
+            MemorySegment.copy(MemorySegment.ofAddress(value.data_ptr().address()).reinterpret(bytes), ValueLayout.JAVA_BYTE, 0, target,
+                ValueLayout.JAVA_BYTE, 0, bytes);
+            return;
+        }
         try (RawPointer data = new RawPointer(target.address());
-             TensorOptions options = new TensorOptions().dtype(new ScalarTypeOptional(dtype));
-             Tensor view = torch.from_blob(data, shape, options)) {
+             Tensor view = torch.from_blob(data, shape, options(dtype))) {
             view.copy_(value);
         }
     }
@@ -95,10 +120,7 @@ public final class ShmTensors {
     /** A new tensor with a copy of the bytes at {@code source}. */
     public static Tensor copyOut(MemorySegment source, long[] shape, ScalarType dtype) {
         long bytes = byteSize(shape, dtype);
-        Tensor out;
-        try (TensorOptions options = new TensorOptions().dtype(new ScalarTypeOptional(dtype))) {
-            out = torch.empty(shape, options, new MemoryFormatOptional());
-        }
+        Tensor out = torch.empty(shape, options(dtype), NO_MEMORY_FORMAT);
         if (bytes > 0) {
             MemorySegment.copy(source, ValueLayout.JAVA_BYTE, 0, MemorySegment.ofAddress(out.data_ptr().address()).reinterpret(bytes),
                 ValueLayout.JAVA_BYTE, 0, bytes);
@@ -129,9 +151,8 @@ public final class ShmTensors {
             count.count++;
             return count;
         });
-        try (RawPointer data = new RawPointer(address);
-             TensorOptions options = new TensorOptions().dtype(new ScalarTypeOptional(dtype))) {
-            return torch.from_blob(data, shape, DELETER, options);
+        try (RawPointer data = new RawPointer(address)) {
+            return torch.from_blob(data, shape, DELETER, options(dtype));
         } catch (RuntimeException | Error e) {
             released(address);
             throw e;

@@ -46,7 +46,7 @@ abstract class FileFuture {
                 error = "reading the value failed: " + RemoteFailureException.describe(e);
             }
             read = true;
-            region.abandon();
+            region.forget();
         }
 
         @Override

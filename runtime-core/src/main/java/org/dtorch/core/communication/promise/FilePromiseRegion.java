@@ -49,6 +49,8 @@ final class FilePromiseRegion {
      * is, not as text. Shared by the promise and its future.
      */
     private final java.util.concurrent.atomic.AtomicReference<Throwable> localError;
+    /** The future process's doorbell, read once. */
+    private final String doorbell;
 
     private FilePromiseRegion(SharedRegion region) {
         this(region, new java.util.concurrent.atomic.AtomicReference<>());
@@ -58,6 +60,7 @@ final class FilePromiseRegion {
         this.region = region;
         this.seg = region.segment();
         this.localError = localError;
+        this.doorbell = Shm.getString(seg, DOORBELL);
     }
 
     /** A new region for a promise of {@code kind}, in the PENDING state. */
@@ -221,7 +224,10 @@ final class FilePromiseRegion {
         if (Shm.getIntVolatile(seg, SLEEPERS) > 0) {
             Futex.wakeAll(seg, STATE);
         }
-        FileFutureWatcher.ring(Shm.getString(seg, DOORBELL));
+        FileFutureWatcher.ring(doorbell);
+        // The future's process keeps its own mapping; nobody needs to find the region by name any more, and
+        // removing it here keeps the system call off the reader's path.
+        SharedRegion.unlink(name());
     }
 
     // ---- reading -------------------------------------------------------------------------------------
@@ -303,7 +309,18 @@ final class FilePromiseRegion {
         }
     }
 
-    /** The future side is gone or done: remove the names, so that nothing is left once mappings close. */
+    /**
+     * The future read the outcome: nothing of this process needs the names any more (the completer removed
+     * the region's name; the reader removed the value region's once it mapped it).
+     */
+    void forget() {
+        OWNED.remove(name());
+    }
+
+    /**
+     * The future side is gone unread: remove the names, so that nothing is left once mappings close. A
+     * setter that comes later sees {@code abandoned} and removes what it creates.
+     */
     void abandon() {
         Shm.putIntVolatile(seg, ABANDONED, 1);
         SharedRegion.unlink(name());

@@ -61,8 +61,8 @@ import org.dtorch.core.tensor.TorchTensors;
  * <p>Thread-safe: any participant may call any method concurrently; one instance belongs to one rank.
  */
 public final class FileTensorStore extends TensorStore {
-    static final long PEER_CHECK_MILLIS = 50;
-    private static final long SLEEP_SLICE_NANOS = 50_000_000L;
+    static final long PEER_CHECK_MILLIS = 250;
+    private static final long SLEEP_SLICE_NANOS = 250_000_000L;
     private static final int POOL_LIMIT = 4;
     private static final int MAPPED_LIMIT = 8;
     private static final int KEYS_SHOWN_IN_ERRORS = 8;

@@ -40,9 +40,10 @@ public final class ControlChannel implements AutoCloseable {
     private static final byte LAST_TYPE = FATAL;
 
     private final SocketChannel socket;
-    private final String peer;
+    private volatile String peer;
     private ByteBuffer out = ByteBuffer.allocate(64 * 1024);
-    private final ByteBuffer lengthIn = ByteBuffer.allocate(4);
+    /** Bytes received and not yet taken, between position and limit: one read fetches many small frames. */
+    private ByteBuffer in = ByteBuffer.allocate(256 * 1024).flip();
     private final CRC32C sendCrc = new CRC32C();
     private final CRC32C receiveCrc = new CRC32C();
 
@@ -50,6 +51,11 @@ public final class ControlChannel implements AutoCloseable {
     public ControlChannel(SocketChannel socket, String peer) {
         this.socket = socket;
         this.peer = peer;
+    }
+
+    /** Renames the other side, for error messages (once it introduced itself). */
+    public void setPeer(String name) {
+        this.peer = name;
     }
 
     /** One received frame: its type and payload. */
@@ -112,15 +118,15 @@ public final class ControlChannel implements AutoCloseable {
      * @throws ProtocolException when the frame is not one this protocol accepts
      */
     public Frame receive() throws IOException {
-        lengthIn.clear();
-        readFully(lengthIn, true);
-        int length = lengthIn.flip().getInt();
-        if (length < HEADER - 4 + 4 || length > MAX_FRAME) {
+        fill(4, true);
+        int length = in.getInt();
+        if (length < HEADER + 4 - 4 || length > MAX_FRAME) {
             throw new ProtocolException("frame from " + peer + " of " + length + " bytes: outside [" + (HEADER + 4 - 4) + ", " + MAX_FRAME + "]");
         }
-        ByteBuffer body = ByteBuffer.allocate(length);
-        readFully(body, false);
-        byte[] bytes = body.array();
+        fill(length, false);
+        byte[] bytes = new byte[length];
+        in.get(bytes);
+        ByteBuffer body = ByteBuffer.wrap(bytes);
         int magic = body.getInt(0);
         if (magic != MAGIC) {
             throw new ProtocolException("frame from " + peer + " has magic 0x" + Integer.toHexString(magic) + ", expected 0x"
@@ -139,16 +145,35 @@ public final class ControlChannel implements AutoCloseable {
         return new Frame(type, bytes, 5, length - 9);
     }
 
-    private void readFully(ByteBuffer buffer, boolean atFrameStart) throws IOException {
-        while (buffer.hasRemaining()) {
-            int n = socket.read(buffer);
-            if (n < 0) {
-                if (atFrameStart && buffer.position() == 0) {
-                    throw new EOFException(peer + " closed the control channel");
+    /** Reads until at least {@code n} bytes are buffered. */
+    private void fill(int n, boolean atFrameStart) throws IOException {
+        if (in.remaining() >= n) {
+            return;
+        }
+        if (in.capacity() < n) {
+            ByteBuffer bigger = ByteBuffer.allocate(n);
+            bigger.put(in);
+            in = bigger.flip();
+        }
+        in.compact();
+        try {
+            while (in.position() < n) {
+                int read = socket.read(in);
+                if (read < 0) {
+                    if (atFrameStart && in.position() == 0) {
+                        throw new EOFException(peer + " closed the control channel");
+                    }
+                    int got = in.position();
+                    in.clear(); // nothing of the broken frame stays to be taken for the start of another
+                    throw new ProtocolException("truncated frame from " + peer + ": the connection closed after " + got + " of "
+                        + n + " bytes");
                 }
-                throw new ProtocolException("truncated frame from " + peer + ": the connection closed after " + buffer.position() + " of "
-                    + buffer.capacity() + " bytes");
             }
+        } finally {
+            in.flip();
+        }
+        if (in.capacity() > 4 << 20 && in.remaining() <= 256 * 1024) {
+            in = ByteBuffer.allocate(256 * 1024).put(in).flip(); // a huge frame passed: give the memory back
         }
     }
 

@@ -1,0 +1,134 @@
+package org.dtorch.benchmarks;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.locks.LockSupport;
+import org.bytedeco.javacpp.LongPointer;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
+import org.dtorch.core.communication.promise.TensorPromise;
+import org.dtorch.core.communication.promise.TensorPromiseType;
+import org.dtorch.core.communication.promise.TensorPromises;
+import org.dtorch.core.communication.store.TensorStore;
+import org.dtorch.core.communication.store.TensorStoreCreateInfo;
+import org.dtorch.core.communication.store.TensorStoreType;
+import org.dtorch.core.device.Device;
+import org.dtorch.core.device.DeviceStream;
+import org.dtorch.core.shm.SharedRegion;
+import org.dtorch.core.shm.Shm;
+
+/**
+ * The other process of {@link ProcessBenchmark}: {@code ProcessBenchPeer <mode> <instance> <key> <n>}.
+ * <ul>
+ *   <li>{@code consume}: rank 1 of a File store; takes and finishes key {@code x} {@code n} times.</li>
+ *   <li>{@code latency}: the same, reading the producer's send time from element 0 of each (int64) value;
+ *       prints the latencies ({@code SAMPLES ...}).</li>
+ *   <li>{@code promise} (the instance argument names a flag region): reads {@code <promise name> <delay us> <i>}
+ *       lines; once the getter is in {@code get()}, waits the delay, then sets the promise to an int64 tensor whose
+ *       element 0 is the time just before {@code setValue}.</li>
+ *   <li>{@code idle}: joins the store and waits {@code n} ms without setting anything.</li>
+ * </ul>
+ * {@link System#nanoTime()} is the system's monotonic clock, the same in every process of the host.
+ */
+public final class ProcessBenchPeer {
+    private static final DeviceStream CPU = DeviceStream.of(Device.cpu(0));
+
+    private ProcessBenchPeer() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        String mode = args[0];
+        int n = Integer.parseInt(args[3]);
+        if (mode.equals("promise")) {
+            promises(args[1]);
+            System.exit(0);
+        }
+        if (mode.equals("futex")) {
+            futexes(args[1], n);
+            System.exit(0);
+        }
+        TensorStoreCreateInfo info = TensorStoreCreateInfo.builder().type(TensorStoreType.FILE).instanceId(args[1]).storeKey(args[2])
+            .worldSize(2).rank(1).timeout(Duration.ofSeconds(120)).build();
+        try (TensorStore store = TensorStore.create(info)) {
+            System.out.println("READY");
+            switch (mode) {
+                case "consume" -> {
+                    for (int i = 0; i < n; i++) {
+                        store.destGet("x", CPU).close();
+                        store.destFinishGet("x", CPU);
+                    }
+                }
+                case "latency" -> {
+                    StringBuilder samples = new StringBuilder("SAMPLES");
+                    for (int i = 0; i < n; i++) {
+                        try (Tensor got = store.destGet("x", CPU)) {
+                            long sent = new LongPointer(got.data_ptr()).get(0);
+                            samples.append(' ').append(System.nanoTime() - sent);
+                        }
+                        store.destFinishGet("x", CPU);
+                    }
+                    System.out.println(samples);
+                }
+                case "idle" -> Thread.sleep(n);
+                default -> throw new IllegalArgumentException(mode);
+            }
+            store.barrier();
+        }
+        System.exit(0);
+    }
+
+    /**
+     * The floor under the promise wake-up: {@code n} times, once the waiter publishes {@code i} in word 4 of the
+     * flag region, wait 2 ms, store the time at offset 8, store {@code i} in word 16 and wake its futex.
+     */
+    private static void futexes(String flagName, int n) throws Exception {
+        try (SharedRegion flags = SharedRegion.open(flagName).orElseThrow()) {
+            System.out.println("READY");
+            var seg = flags.segment();
+            for (int i = 1; i <= n; i++) {
+                while (Shm.getIntAcquire(seg, 4) != i) {
+                    Thread.onSpinWait();
+                }
+                LockSupport.parkNanos(2_000_000);
+                seg.set(java.lang.foreign.ValueLayout.JAVA_LONG, 8, System.nanoTime());
+                Shm.putIntRelease(seg, 16, i);
+                org.dtorch.core.shm.Futex.wakeAll(seg, 16);
+            }
+        }
+    }
+
+    /**
+     * Per line {@code <promise> <delay us> <i>}: attach, publish {@code i} in word 0 of the flag region (ready),
+     * wait until the getter publishes {@code i} in word 1 (it is entering {@code get()}), wait the delay, set.
+     */
+    private static void promises(String flagName) throws Exception {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        try (SharedRegion flags = SharedRegion.open(flagName).orElseThrow();
+             Tensor value = torch.zeros(new long[] {128}, new org.bytedeco.pytorch.TensorOptions().dtype(
+                 new org.bytedeco.pytorch.ScalarTypeOptional(torch.ScalarType.Long)))) {
+            System.out.println("READY");
+            LongPointer first = new LongPointer(value.data_ptr());
+            for (String line; (line = in.readLine()) != null && !line.equals("END"); ) {
+                String[] parts = line.split(" ");
+                TensorPromise promise = TensorPromises.fromSerialized(TensorPromiseType.FILE, parts[0]);
+                long delayNanos = Long.parseLong(parts[1]) * 1000;
+                int i = Integer.parseInt(parts[2]);
+                Shm.putIntRelease(flags.segment(), 0, i);
+                while (Shm.getIntAcquire(flags.segment(), 4) != i) {
+                    Thread.onSpinWait();
+                }
+                long until = System.nanoTime() + delayNanos;
+                if (delayNanos >= 500_000) {
+                    LockSupport.parkNanos(delayNanos);
+                }
+                while (System.nanoTime() < until) {
+                    Thread.onSpinWait();
+                }
+                first.put(0, System.nanoTime());
+                promise.setValue(value);
+            }
+        }
+    }
+}
