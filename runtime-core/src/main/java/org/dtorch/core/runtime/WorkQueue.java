@@ -35,6 +35,12 @@ final class WorkQueue<T> {
 
     /** The next item, waiting as long as it takes; an interrupt returns null. */
     T take() {
+        return take(Long.MAX_VALUE);
+    }
+
+    /** The next item, waiting at most about {@code maxWaitNanos}; null at the deadline or on an interrupt. */
+    T take(long maxWaitNanos) {
+        long deadline = maxWaitNanos == Long.MAX_VALUE ? Long.MAX_VALUE : System.nanoTime() + maxWaitNanos;
         T item = items.poll();
         if (item != null) {
             return item;
@@ -46,7 +52,7 @@ final class WorkQueue<T> {
                 return item;
             }
         }
-        long yieldEnd = System.nanoTime() + YIELD_NANOS;
+        long yieldEnd = Math.min(System.nanoTime() + YIELD_NANOS, deadline);
         while (System.nanoTime() - yieldEnd < 0) {
             Thread.yield();
             item = items.poll();
@@ -56,13 +62,17 @@ final class WorkQueue<T> {
         }
         Thread self = Thread.currentThread();
         while (true) {
+            long left = deadline == Long.MAX_VALUE ? PARK_NANOS : deadline - System.nanoTime();
+            if (left <= 0) {
+                return items.poll();
+            }
             parked = self;
             item = items.poll();
             if (item != null) {
                 parked = null;
                 return item;
             }
-            LockSupport.parkNanos(this, PARK_NANOS);
+            LockSupport.parkNanos(this, Math.min(PARK_NANOS, left));
             parked = null;
             item = items.poll();
             if (item != null) {

@@ -49,6 +49,7 @@ public final class WorkerMain {
     public static final int EXIT_STARTUP = 2;
     private static final Object STOP = new Object();
     private static final int DONE_BATCH = 256;
+    private static final long REPORT_DELAY_NANOS = 200_000;
     private static final long ORPHAN_GRACE_MILLIS = 5_000;
 
     private record Release(long operandId) {
@@ -124,6 +125,11 @@ public final class WorkerMain {
         try {
             while (true) {
                 Object task = inbox.poll();
+                if (task == null && !done.isEmpty()) {
+                    // Reports are for bookkeeping (futures are set through shared memory): while operators keep
+                    // coming, batch them; report once the queue stayed empty for a moment.
+                    task = inbox.take(REPORT_DELAY_NANOS);
+                }
                 if (task == null) {
                     report();
                     task = inbox.take();
@@ -180,7 +186,9 @@ public final class WorkerMain {
     private void report() {
         int blobs = runner.liveBlobs();
         if (done.isEmpty() && blobs == reportedBlobs) {
-            flushQuietly();
+            if (channel.hasQueued()) {
+                flushQuietly(); // FAILED reports
+            }
             return;
         }
         WireWriter out = new WireWriter().putInt(done.size());

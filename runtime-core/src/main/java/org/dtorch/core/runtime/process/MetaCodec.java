@@ -36,15 +36,49 @@ final class MetaCodec {
     }
 
     static TensorMeta readMeta(WireReader in, String what) {
-        long[] shape = in.getShape(what + " shape");
-        var dtype = in.getDtype(what + " dtype");
+        int start = in.position();
+        long[] shape = in.getShape("shape");
+        var dtype = in.getDtype("dtype");
         Sharding sharding = readSharding(in, what);
+        Key key = new Key(in.span(start, in.position()));
+        synchronized (RECENT) {
+            TensorMeta seen = RECENT.get(key);
+            if (seen != null) {
+                return seen; // the same bytes decode to the same (immutable) metadata, its layout computed once
+            }
+        }
+        TensorMeta meta;
         try {
-            return new TensorMeta(shape, dtype, sharding);
+            meta = new TensorMeta(shape, dtype, sharding);
         } catch (IllegalArgumentException e) {
             throw new ProtocolException(what + ": " + e.getMessage(), e);
         }
+        synchronized (RECENT) {
+            RECENT.put(key, meta);
+        }
+        return meta;
     }
+
+    /** Encoded metadata as a map key. */
+    private record Key(byte[] bytes) {
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Key k && java.util.Arrays.equals(k.bytes, bytes);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Arrays.hashCode(bytes);
+        }
+    }
+
+    /** Metadata decoded recently: a program uses a few shapes and meshes over and over. */
+    private static final java.util.Map<Key, TensorMeta> RECENT = new java.util.LinkedHashMap<>(256, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(java.util.Map.Entry<Key, TensorMeta> eldest) {
+            return size() > 256;
+        }
+    };
 
     static void writeSharding(WireWriter out, Sharding sharding) {
         DeviceMesh mesh = sharding.mesh();
@@ -64,13 +98,14 @@ final class MetaCodec {
     }
 
     static Sharding readSharding(WireReader in, String what) {
-        int kind = in.getByteIn(what + " mesh kind", 0, DeviceKind.values().length - 1);
-        int[] shape = in.getInts(what + " mesh shape");
-        long[] ids = in.getLongs(what + " mesh ids");
-        int names = in.getCount(what + " mesh dim names", MAX_MESH_DIMS);
+        // Labels are constants: they only matter in errors, and building them costs on every operator.
+        int kind = in.getByteIn("mesh kind", 0, DeviceKind.values().length - 1);
+        int[] shape = in.getInts("mesh shape");
+        long[] ids = in.getLongs("mesh ids");
+        int names = in.getCount("mesh dim names", MAX_MESH_DIMS);
         List<String> dimNames = new ArrayList<>(names);
         for (int i = 0; i < names; i++) {
-            dimNames.add(in.getString(what + " mesh dim name"));
+            dimNames.add(in.getString("mesh dim name"));
         }
         if (shape.length > MAX_MESH_DIMS) {
             throw new ProtocolException(what + ": a mesh of " + shape.length + " dims");
@@ -81,14 +116,14 @@ final class MetaCodec {
         } catch (IllegalArgumentException e) {
             throw new ProtocolException(what + ": " + e.getMessage(), e);
         }
-        int count = in.getCount(what + " placements", MAX_MESH_DIMS);
+        int count = in.getCount("placements", MAX_MESH_DIMS);
         List<Placement> placements = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {
-            int tag = in.getByte(what + " placement");
+            int tag = in.getByte("placement");
             placements.add(switch (tag) {
                 case 0 -> Placement.replicate();
-                case 1 -> Placement.shard(in.getIntIn(what + " shard dim", 0, 63));
-                case 2 -> Placement.partial(ReduceOpType.values()[in.getByteIn(what + " partial op", 0, ReduceOpType.values().length - 1)]);
+                case 1 -> Placement.shard(in.getIntIn("shard dim", 0, 63));
+                case 2 -> Placement.partial(ReduceOpType.values()[in.getByteIn("partial op", 0, ReduceOpType.values().length - 1)]);
                 default -> throw new ProtocolException(what + ": unknown placement tag " + tag);
             });
         }

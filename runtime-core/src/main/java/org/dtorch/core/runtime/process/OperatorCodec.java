@@ -104,11 +104,15 @@ public final class OperatorCodec {
     }
 
     private static List<Operand> readOperands(WireReader in, String what) {
-        int n = in.getCount(what + " count", MAX_OPERANDS);
+        int n = in.getCount(what, MAX_OPERANDS);
         List<Operand> operands = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
-            long id = in.getLong(what + " id");
-            operands.add(Operand.remote(id, MetaCodec.readMeta(in, what + " %" + id)));
+            long id = in.getLong(what);
+            try {
+                operands.add(Operand.remote(id, MetaCodec.readMeta(in, what)));
+            } catch (ProtocolException e) {
+                throw new ProtocolException(what + " %" + id + ": " + e.getMessage(), e);
+            }
         }
         return operands;
     }

@@ -21,6 +21,9 @@ public final class WireReader {
     /** Most elements of an array, characters of a string, or dimensions of a shape that a message may hold. */
     public static final int MAX_COUNT = 1 << 20;
     private static final int MAX_DIMS = 64;
+    /** A strict decoder per thread: malformed UTF-8 is an error, not a replacement character. */
+    private static final ThreadLocal<java.nio.charset.CharsetDecoder> UTF8 = ThreadLocal.withInitial(
+        () -> StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT).onUnmappableCharacter(CodingErrorAction.REPORT));
 
     private final byte[] bytes;
     private int position;
@@ -99,11 +102,10 @@ public final class WireReader {
     }
 
     public String getString(String what) {
-        int n = getCount(what + " length", MAX_COUNT);
+        int n = getCount(what, MAX_COUNT);
         need(n, what);
         try {
-            String s = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
-                .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(bytes, position, n)).toString();
+            String s = UTF8.get().decode(ByteBuffer.wrap(bytes, position, n)).toString();
             position += n;
             return s;
         } catch (CharacterCodingException e) {
@@ -112,7 +114,7 @@ public final class WireReader {
     }
 
     public long[] getLongs(String what) {
-        int n = getCount(what + " count", MAX_COUNT);
+        int n = getCount(what, MAX_COUNT);
         need(8 * n, what);
         long[] values = new long[n];
         for (int i = 0; i < n; i++) {
@@ -122,7 +124,7 @@ public final class WireReader {
     }
 
     public int[] getInts(String what) {
-        int n = getCount(what + " count", MAX_COUNT);
+        int n = getCount(what, MAX_COUNT);
         need(4 * n, what);
         int[] values = new int[n];
         for (int i = 0; i < n; i++) {
@@ -191,6 +193,16 @@ public final class WireReader {
             }
         }
         throw new ProtocolException(what + ": unknown tensor encoding " + kind);
+    }
+
+    /** The read position (for callers that cache what a span of bytes decodes to). */
+    int position() {
+        return position;
+    }
+
+    /** Bytes {@code [from, to)} of the message, for a cache key. */
+    byte[] span(int from, int to) {
+        return java.util.Arrays.copyOfRange(bytes, from, to);
     }
 
     /** Bytes left unread. */
