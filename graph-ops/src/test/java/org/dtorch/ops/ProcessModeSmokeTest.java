@@ -37,7 +37,7 @@ class ProcessModeSmokeTest {
     }
 
     /** A small tensor-parallel MLP with a loss, formatted; the same program for every mode. */
-    private static String mlp(DTorch dt) {
+    static String mlp(DTorch dt) {
         DeviceMesh mesh = dt.initDeviceMesh(new int[] {2, 2}, "dp", "tp");
         DTensor x = dt.randn(1, new long[] {8, 16}, mesh, Placement.shard(0), Placement.replicate());
         DTensor w1 = dt.randn(2, new long[] {32, 16}, mesh, Placement.replicate(), Placement.shard(0));

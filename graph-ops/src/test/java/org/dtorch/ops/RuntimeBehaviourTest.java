@@ -181,16 +181,7 @@ class RuntimeBehaviourTest {
         List<String> results = new ArrayList<>();
         for (boolean sameDevice : new boolean[] {false, true}) {
             try (DTorch dt = start(sameDevice)) {
-                DeviceMesh mesh = dt.initDeviceMesh(new int[] {2, 2}, "dp", "tp");
-                DTensor x = dt.randn(1, new long[] {8, 16}, mesh, Placement.shard(0), Placement.replicate());
-                DTensor w1 = dt.randn(2, new long[] {32, 16}, mesh, Placement.replicate(), Placement.shard(0));
-                DTensor w2 = dt.randn(3, new long[] {16, 32}, mesh, Placement.replicate(), Placement.shard(1));
-                DTensor h = dt.linear(x, w1).gelu();
-                DTensor y = dt.linear(h, w2).redistribute(Placement.shard(0), Placement.replicate());
-                DTensor loss = y.mul(y).mean();
-                try (Tensor a = y.toTorch(); Tensor b = loss.toTorch()) {
-                    results.add(TorchTensors.format(a, 1000) + " " + TorchTensors.format(b, 1));
-                }
+                results.add(ProcessModeSmokeTest.mlp(dt));
             }
         }
         assertEquals(results.get(0), results.get(1), "thread mode and the same-device simulation must agree bit for bit");

@@ -47,6 +47,16 @@ public final class CommPaths {
         return path.resolveSibling(path.getFileName() + suffix);
     }
 
+    /** The SHA-256 of {@code s}'s UTF-8 bytes in hex: short, file-name-safe names for long keys. */
+    public static String sha256Hex(String s) {
+        try {
+            return java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256")
+                .digest(s.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is missing from this JVM", e);
+        }
+    }
+
     /** Deletes a directory tree; missing is fine. */
     public static void deleteRecursively(Path dir) {
         if (!Files.exists(dir)) {

@@ -1,11 +1,7 @@
 package org.dtorch.core.communication.group;
 
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -208,7 +204,7 @@ public final class ThreadGroupManager implements AutoCloseable {
             readable = "same-" + readable;
         }
         if (readable.length() > MAX_READABLE_NAME) {
-            readable = readable.substring(0, MAX_READABLE_NAME / 2) + "-" + sha256(key.sortKey()).substring(0, 16);
+            readable = readable.substring(0, MAX_READABLE_NAME / 2) + "-" + CommPaths.sha256Hex(key.sortKey()).substring(0, 16);
         }
         return instanceId + "/" + readable;
     }
@@ -216,14 +212,6 @@ public final class ThreadGroupManager implements AutoCloseable {
     private void ensureOpen(ThreadGroupKey key) {
         if (closed) {
             throw new IllegalStateException("ThreadGroupManager " + instanceId + " is closed; cannot get group " + key);
-        }
-    }
-
-    private static String sha256(String s) {
-        try {
-            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(s.getBytes(StandardCharsets.UTF_8)));
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException("SHA-256 is missing from this JVM", e);
         }
     }
 

@@ -10,11 +10,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HexFormat;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -118,7 +115,7 @@ public final class FileTensorStore extends TensorStore {
     /** {@code dtorch-<instance>-st-<hash of the store key>}: the control region's name. */
     static String regionName(String instanceId, String storeKey) {
         String instance = instanceId.length() > 100 ? instanceId.substring(0, 100) : instanceId;
-        return SharedRegion.PREFIX + instance + "-st-" + sha256(storeKey).substring(0, 24);
+        return SharedRegion.PREFIX + instance + "-st-" + org.dtorch.core.communication.CommPaths.sha256Hex(storeKey).substring(0, 24);
     }
 
     /** The name of this store's control region; its data regions start with it. */
@@ -227,17 +224,7 @@ public final class FileTensorStore extends TensorStore {
     public void srcSet(String key, Tensor value, DeviceStream stream, int getCount, DeviceKind destGetDeviceKind) {
         String op = describe("srcSet", key);
         byte[] keyBytes = checkKey(key, "srcSet");
-        Objects.requireNonNull(stream, () -> op + ": stream is null");
-        if (value == null || value.isNull() || !value.defined()) {
-            throw new IllegalArgumentException(op + ": value is " + TorchTensors.describe(value));
-        }
-        if (getCount < 1) {
-            throw new IllegalArgumentException(op + ": getCount must be >= 1, got " + getCount);
-        }
-        DeviceKind valueKind = TorchTensors.deviceKind(value);
-        if (valueKind != stream.device().kind()) {
-            throw new IllegalArgumentException(op + ": value is " + TorchTensors.describe(value) + " but stream is " + stream);
-        }
+        DeviceKind valueKind = checkSrcSet(op, value, stream, getCount);
         if (valueKind != DeviceKind.CPU || (destGetDeviceKind != null && destGetDeviceKind != valueKind)) {
             throw new UnsupportedOperationException(op + ": GPU values cross processes through CUDA IPC, which comes with the GPU issue");
         }
@@ -922,13 +909,5 @@ public final class FileTensorStore extends TensorStore {
                 + " bytes, got " + bytes.length);
         }
         return bytes;
-    }
-
-    private static String sha256(String s) {
-        try {
-            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(s.getBytes(StandardCharsets.UTF_8)));
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException("SHA-256 is missing from this JVM", e);
-        }
     }
 }

@@ -40,17 +40,7 @@ public final class MemoryTensorStore extends TensorStore {
     public void srcSet(String key, Tensor value, DeviceStream stream, int getCount, DeviceKind destGetDeviceKind) {
         String op = "srcSet('" + key + "') on store '" + storeKey() + "' (rank " + rank() + ")";
         checkKey(key, "srcSet");
-        Objects.requireNonNull(stream, () -> op + ": stream is null");
-        if (value == null || value.isNull() || !value.defined()) {
-            throw new IllegalArgumentException(op + ": value is " + TorchTensors.describe(value));
-        }
-        if (getCount < 1) {
-            throw new IllegalArgumentException(op + ": getCount must be >= 1, got " + getCount);
-        }
-        DeviceKind valueKind = TorchTensors.deviceKind(value);
-        if (valueKind != stream.device().kind()) {
-            throw new IllegalArgumentException(op + ": value is " + TorchTensors.describe(value) + " but stream is " + stream);
-        }
+        DeviceKind valueKind = checkSrcSet(op, value, stream, getCount);
         if (destGetDeviceKind != null && destGetDeviceKind != valueKind) {
             throw new UnsupportedOperationException(op + ": moving the value from " + valueKind.shortName() + " to "
                 + destGetDeviceKind.shortName() + " needs the GPU backend, which comes with the GPU issue");

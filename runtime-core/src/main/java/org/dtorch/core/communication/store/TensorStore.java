@@ -142,6 +142,26 @@ public abstract class TensorStore implements AutoCloseable {
         }
     }
 
+    /**
+     * The checks every backend's {@code srcSet} makes before touching its state: a stream, a defined value
+     * on the stream's device kind, at least one consumer. Returns the value's device kind.
+     */
+    protected static DeviceKind checkSrcSet(String op, Tensor value, DeviceStream stream, int getCount) {
+        Objects.requireNonNull(stream, () -> op + ": stream is null");
+        if (value == null || value.isNull() || !value.defined()) {
+            throw new IllegalArgumentException(op + ": value is " + org.dtorch.core.tensor.TorchTensors.describe(value));
+        }
+        if (getCount < 1) {
+            throw new IllegalArgumentException(op + ": getCount must be >= 1, got " + getCount);
+        }
+        DeviceKind valueKind = org.dtorch.core.tensor.TorchTensors.deviceKind(value);
+        if (valueKind != stream.device().kind()) {
+            throw new IllegalArgumentException(op + ": value is " + org.dtorch.core.tensor.TorchTensors.describe(value) + " but stream is "
+                + stream);
+        }
+        return valueKind;
+    }
+
     /** Collective: barrier, drop every key and value, barrier. Every participant must call it. */
     public abstract void reset();
 

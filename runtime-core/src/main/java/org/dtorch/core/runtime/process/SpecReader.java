@@ -44,16 +44,8 @@ public final class SpecReader {
      */
     public TensorPromise tensorPromise(String what) {
         String name = in.getString(what);
-        TensorPromise attached;
-        try {
-            attached = TensorPromises.fromSerialized(TensorPromiseType.FILE, name);
-        } catch (IllegalArgumentException e) {
-            throw new ProtocolException(what + ": " + e.getMessage(), e);
-        } catch (IllegalStateException gone) {
-            LOG.log(System.Logger.Level.DEBUG, () -> what + ": " + gone.getMessage() + "; its value will be dropped");
-            attached = TensorPromises.create(TensorPromiseType.MEMORY);
-        }
-        TensorPromise target = attached;
+        TensorPromise target = attach(what, name, n -> TensorPromises.fromSerialized(TensorPromiseType.FILE, n),
+            () -> TensorPromises.create(TensorPromiseType.MEMORY));
         return new TensorPromise() {
             @Override
             public void setValue(Tensor t) {
@@ -85,15 +77,8 @@ public final class SpecReader {
     /** The File void promise written by {@link SpecWriter#promise(VoidPromise)}; see {@link #tensorPromise}. */
     public VoidPromise voidPromise(String what) {
         String name = in.getString(what);
-        VoidPromise attached;
-        try {
-            attached = TensorPromises.voidFromSerialized(TensorPromiseType.FILE, name);
-        } catch (IllegalArgumentException e) {
-            throw new ProtocolException(what + ": " + e.getMessage(), e);
-        } catch (IllegalStateException gone) {
-            attached = TensorPromises.createVoid(TensorPromiseType.MEMORY);
-        }
-        VoidPromise target = attached;
+        VoidPromise target = attach(what, name, n -> TensorPromises.voidFromSerialized(TensorPromiseType.FILE, n),
+            () -> TensorPromises.createVoid(TensorPromiseType.MEMORY));
         return new VoidPromise() {
             @Override
             public void setValue() {
@@ -120,6 +105,22 @@ public final class SpecReader {
                 return TensorPromiseType.FILE;
             }
         };
+    }
+
+    /**
+     * Attaches to promise {@code name}; a name that is not a promise's is a protocol error, a promise whose
+     * future is gone gives {@code discard} (what the worker sets is dropped).
+     */
+    private static <P> P attach(String what, String name, java.util.function.Function<String, P> attach,
+                                java.util.function.Supplier<P> discard) {
+        try {
+            return attach.apply(name);
+        } catch (IllegalArgumentException e) {
+            throw new ProtocolException(what + ": " + e.getMessage(), e);
+        } catch (IllegalStateException gone) {
+            LOG.log(System.Logger.Level.DEBUG, () -> what + ": " + gone.getMessage() + "; what the worker sets will be dropped");
+            return discard.get();
+        }
     }
 
     /** A tensor written by {@link SpecWriter#tensor}, as a new tensor the caller owns. */

@@ -1,7 +1,6 @@
 package org.dtorch.core.communication.store;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -9,17 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
-import org.dtorch.core.communication.CommInterruptedException;
-import org.dtorch.core.communication.CommTimeoutException;
-import org.dtorch.core.device.Device;
-import org.dtorch.core.device.DeviceKind;
-import org.dtorch.core.device.DeviceStream;
 import org.dtorch.core.shm.ShmTensors;
 import org.dtorch.core.testing.RankThreads;
 import org.dtorch.core.testing.ShmFiles;
@@ -32,29 +22,24 @@ import org.junit.jupiter.api.Timeout;
  * The File store's protocol with its participants as threads of this process (the shared-memory path is
  * the same as across processes; {@code FileTensorStoreProcessTest} runs it across JVMs).
  */
-@Timeout(60)
-class FileTensorStoreTest {
-    private static final AtomicInteger KEYS = new AtomicInteger();
-    private static final DeviceStream CPU = DeviceStream.of(Device.cpu(0));
+class FileTensorStoreTest extends TensorStoreContractTest {
     private final String instance = ShmFiles.freshInstance("fts");
     /** Views are counted per process; other tests' futures may still hold theirs until collected. */
     private final int viewsBefore = ShmTensors.liveViewCount();
 
-    private String freshKey() {
-        return "test/file-store-" + KEYS.incrementAndGet();
-    }
-
-    private TensorStoreCreateInfo info(String key, int world, int rank, Duration timeout) {
+    @Override
+    TensorStoreCreateInfo info(String key, int world, int rank, Duration timeout) {
         return TensorStoreCreateInfo.builder().type(TensorStoreType.FILE).storeKey(key).worldSize(world).rank(rank).timeout(timeout)
             .instanceId(instance).build();
     }
 
-    private List<TensorStore> createAll(String key, int world, Duration timeout) {
-        return RankThreads.run(world, rank -> TensorStore.create(info(key, world, rank, timeout)));
+    @Override
+    int liveKeyCount(TensorStore store) {
+        return ((FileTensorStore) store).liveKeyCount();
     }
 
-    private FileTensorStore solo(Duration timeout) {
-        return (FileTensorStore) TensorStore.create(info(freshKey(), 1, 0, timeout));
+    private FileTensorStore fileSolo(Duration timeout) {
+        return (FileTensorStore) solo(timeout);
     }
 
     @AfterEach
@@ -198,130 +183,15 @@ class FileTensorStoreTest {
     }
 
     @Test
-    void shouldNameKeyAndStoreWhenWaitsTimeOut() {
-        try (FileTensorStore store = solo(Duration.ofMillis(200)); Tensor t = TestTensors.full(1f, 2)) {
-            CommTimeoutException get = assertThrows(CommTimeoutException.class, () -> store.destGet("3", CPU));
-            assertTrue(get.getMessage().startsWith("destGet('3') on store '" + store.storeKey()
-                + "' (rank 0) timed out after 200 ms: no producer set this key"), get.getMessage());
-            store.srcSet("result", t, CPU, 3);
-            store.destGet("result", CPU).close();
-            store.destGet("result", CPU).close();
-            store.destFinishGet("result", CPU);
-            CommTimeoutException wait = assertThrows(CommTimeoutException.class, () -> store.srcWaitUntilGetFinished("result", CPU));
-            assertTrue(wait.getMessage().endsWith("1 of 3 consumers finished (2 took the tensor)"), wait.getMessage());
-            store.destFinishGet("result", CPU);
-            store.destGet("result", CPU).close();
-            store.destFinishGet("result", CPU);
-            store.srcWaitUntilGetFinished("result", CPU);
-        }
-    }
-
-    @Test
-    void shouldCountArrivalsWhenBarrierTimesOutAndStayUsable() throws Exception {
-        String key = freshKey();
-        AtomicReference<TensorStore> first = new AtomicReference<>();
-        CountDownLatch created = new CountDownLatch(1);
-        Thread creator = Thread.ofPlatform().start(() -> {
-            first.set(TensorStore.create(info(key, 2, 0, Duration.ofSeconds(10))));
-            created.countDown();
-        });
-        try (TensorStore second = TensorStore.create(info(key, 2, 1, Duration.ofMillis(300)))) {
-            assertTrue(created.await(10, TimeUnit.SECONDS));
-            CommTimeoutException e = assertThrows(CommTimeoutException.class, second::barrier);
-            assertTrue(e.getMessage().startsWith("barrier() on store '" + key + "' (rank 1) timed out after 300 ms: 1 of 2 ranks arrived"),
-                e.getMessage());
-            RankThreads.runAll(2, rank -> (rank == 0 ? first.get() : second).barrier());
-        } finally {
-            creator.join(5000);
-            if (first.get() != null) {
-                first.get().close();
-            }
-        }
-    }
-
-    @Test
-    void shouldRejectBadInputBeforeTouchingTheStore() {
-        try (FileTensorStore store = solo(Duration.ofMillis(200)); Tensor t = TestTensors.full(2f, 2);
+    void shouldRejectWhatAFileStoreCannotCarryBeforeTouchingIt() {
+        try (FileTensorStore store = fileSolo(Duration.ofMillis(200)); Tensor t = TestTensors.full(2f, 2);
              Tensor nineDims = TestTensors.full(1f, 1, 1, 1, 1, 1, 1, 1, 1, 1)) {
-            assertThrows(IllegalArgumentException.class, () -> store.srcSet("a", t, CPU, 0));
-            assertThrows(IllegalArgumentException.class, () -> store.srcSet("a", null, CPU, 1));
-            assertThrows(IllegalArgumentException.class, () -> store.srcSet("", t, CPU, 1));
             IllegalArgumentException longKey = assertThrows(IllegalArgumentException.class, () -> store.srcSet("k".repeat(300), t, CPU, 1));
             assertTrue(longKey.getMessage().contains("at most 252 bytes"), longKey.getMessage());
             IllegalArgumentException dims = assertThrows(IllegalArgumentException.class, () -> store.srcSet("a", nineDims, CPU, 1));
             assertTrue(dims.getMessage().contains("at most 8 dims"), dims.getMessage());
-            UnsupportedOperationException gpu = assertThrows(UnsupportedOperationException.class,
-                () -> store.srcSet("a", t, CPU, 1, DeviceKind.GPU));
-            assertTrue(gpu.getMessage().contains("GPU issue"), gpu.getMessage());
             assertEquals(0, store.liveKeyCount(), "rejected calls must not change the store");
-
-            store.srcSet("a", t, CPU, 1);
-            IllegalStateException live = assertThrows(IllegalStateException.class, () -> store.srcSet("a", t, CPU, 1));
-            assertTrue(live.getMessage().contains("still live (set for 1 consumer, 0 took it, 0 finished)"), live.getMessage());
-            IllegalStateException early = assertThrows(IllegalStateException.class, () -> store.destFinishGet("a", CPU));
-            assertTrue(early.getMessage().contains("no destGet of this key is outstanding"), early.getMessage());
-            assertTrue(assertThrows(IllegalStateException.class, () -> store.srcWaitUntilGetFinished("b", CPU)).getMessage().contains("not live"));
-            store.destGet("a", CPU).close();
-            store.destFinishGet("a", CPU);
-            store.srcWaitUntilGetFinished("a", CPU);
         }
-    }
-
-    @Test
-    void shouldRejectWorldSizeMismatchNamingBothValues() {
-        String key = freshKey();
-        try (TensorStore first = TensorStore.create(info(key, 1, 0, Duration.ofSeconds(1)))) {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> TensorStore.create(info(key, 3, 0, Duration.ofSeconds(1))));
-            assertTrue(e.getMessage().contains("worldSize 1") && e.getMessage().contains("worldSize 3"), e.getMessage());
-            first.barrier();
-        }
-    }
-
-    @Test
-    void shouldThrowWhenInterruptedWithoutTakingAnything() throws Exception {
-        try (FileTensorStore store = solo(Duration.ofSeconds(30)); Tensor t = TestTensors.full(3f, 2)) {
-            AtomicReference<Throwable> failure = new AtomicReference<>();
-            Thread waiter = Thread.ofPlatform().start(() -> {
-                try {
-                    store.destGet("late", CPU);
-                } catch (Throwable e) {
-                    failure.set(e);
-                }
-            });
-            Thread.sleep(150);
-            waiter.interrupt();
-            waiter.join(5000);
-            assertInstanceOf(CommInterruptedException.class, failure.get());
-            assertTrue(failure.get().getMessage().contains("destGet('late')"), failure.get().getMessage());
-            store.srcSet("late", t, CPU, 1);
-            store.destGet("late", CPU).close();
-            store.destFinishGet("late", CPU);
-            store.srcWaitUntilGetFinished("late", CPU);
-        }
-    }
-
-    @Test
-    void shouldFailUseAfterCloseAndWakeBlockedCallers() throws Exception {
-        FileTensorStore store = solo(Duration.ofSeconds(30));
-        AtomicReference<Throwable> failure = new AtomicReference<>();
-        Thread waiter = Thread.ofPlatform().start(() -> {
-            try {
-                store.destGet("never", CPU);
-            } catch (Throwable e) {
-                failure.set(e);
-            }
-        });
-        Thread.sleep(150);
-        store.close();
-        waiter.join(5000);
-        assertFalse(waiter.isAlive());
-        assertInstanceOf(IllegalStateException.class, failure.get());
-        assertTrue(failure.get().getMessage().contains("closed"), failure.get().getMessage());
-        try (Tensor t = TestTensors.full(1f, 1)) {
-            assertTrue(assertThrows(IllegalStateException.class, () -> store.srcSet("x", t, CPU, 1)).getMessage().contains("closed"));
-        }
-        store.close();
     }
 
     @Test
