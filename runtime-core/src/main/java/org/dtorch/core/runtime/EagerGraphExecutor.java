@@ -38,10 +38,11 @@ final class EagerGraphExecutor {
         inbox.offer(message);
     }
 
-    /** Processes everything queued so far, then stops; returns when the thread has ended. */
-    void shutdown(java.time.Duration timeout) throws InterruptedException {
+    /** Processes everything queued so far, then stops; true once the thread has ended, false at the timeout. */
+    boolean shutdown(java.time.Duration timeout) throws InterruptedException {
         inbox.offer(SHUTDOWN);
         thread.join(timeout);
+        return !thread.isAlive();
     }
 
     private void loop() {

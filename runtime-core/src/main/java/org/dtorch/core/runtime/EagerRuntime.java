@@ -65,6 +65,8 @@ public final class EagerRuntime implements AutoCloseable {
     private final ScheduledExecutorService failureTimer;
     private volatile Throwable brokenBy;
     private volatile boolean closing;
+    /** Serializes the handling of worker deaths (not the runtime's monitor, which {@link #close()} holds while it waits). */
+    private final Object deathLock = new Object();
     private boolean closed;
 
     private EagerRuntime(RuntimeOptions options) {
@@ -264,7 +266,13 @@ public final class EagerRuntime implements AutoCloseable {
         return null;
     }
 
-    private synchronized void workerDied(WorkerProcess dead, WorkerDiedException death) {
+    private void workerDied(WorkerProcess dead, WorkerDiedException death) {
+        synchronized (deathLock) {
+            handleDeath(dead, death);
+        }
+    }
+
+    private void handleDeath(WorkerProcess dead, WorkerDiedException death) {
         if (brokenBy == null) {
             brokenBy = death;
             if (!closing) {
@@ -293,7 +301,13 @@ public final class EagerRuntime implements AutoCloseable {
         closing = true;
         constructor.close("closed");
         try {
-            controller.shutdown(options.shutdownTimeout());
+            if (!controller.shutdown(options.shutdownTimeout()) && options.perDevicePerProcess()) {
+                // The controller is stuck, most likely writing to a worker that stopped reading (a hung kernel):
+                // stop the workers, which breaks the write, rather than wait on it for ever.
+                LOG.log(System.Logger.Level.WARNING, "the controller did not drain within " + options.shutdownTimeout()
+                    + "; killing the worker processes");
+                nodes.values().forEach(n -> ((WorkerProcess) n).destroy());
+            }
             long deadline = System.nanoTime() + options.shutdownTimeout().toNanos();
             while (graph.size() > 0 && System.nanoTime() < deadline && brokenBy == null) {
                 wait(1);

@@ -37,6 +37,7 @@ import org.dtorch.core.runtime.process.WireWriter;
 final class WorkerProcess implements DeviceNode {
     private static final System.Logger LOG = System.getLogger(WorkerProcess.class.getName());
     private static final int OUTPUT_TAIL = 40;
+    private static final int FLUSH_BYTES = 32 * 1024;
 
     /** What the runtime hears from its workers. */
     interface Events {
@@ -113,6 +114,9 @@ final class WorkerProcess implements DeviceNode {
                     inFlight.add(op);
                 }
                 channel.queue(ControlChannel.OPERATOR, bytes);
+                if (channel.queuedBytes() >= FLUSH_BYTES) {
+                    flush(); // a client that never pauses must not leave the worker idle behind a full buffer
+                }
                 return;
             } catch (RuntimeException e) {
                 synchronized (inFlight) {

@@ -106,6 +106,11 @@ public final class ControlChannel implements AutoCloseable {
         flush();
     }
 
+    /** Bytes queued and not yet written. */
+    public synchronized int queuedBytes() {
+        return out.position();
+    }
+
     /** True if frames are queued and not yet written. */
     public synchronized boolean hasQueued() {
         return out.position() > 0;
