@@ -90,6 +90,7 @@ class RuntimeBehaviourTest {
             acc.close();
             dt.sync();
             assertEquals(blobsBefore, dt.runtime().liveBlobCount(), "every dropped handle's tensor must be freed");
+            java.lang.ref.Reference.reachabilityFence(base); // else the Cleaner may release base's tensor before the count
             assertEquals(0, dt.runtime().pendingOperatorCount());
             if (processes()) {
                 // The controller's resident size follows its heap (encoding garbage) here; what leaks in process
