@@ -1,8 +1,5 @@
 package org.dtorch.benchmarks;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.locks.LockSupport;
 import org.bytedeco.javacpp.LongPointer;
@@ -25,9 +22,9 @@ import org.dtorch.core.shm.Shm;
  *   <li>{@code consume}: rank 1 of a File store; takes and finishes key {@code x} {@code n} times.</li>
  *   <li>{@code latency}: the same, reading the producer's send time from element 0 of each (int64) value;
  *       prints the latencies ({@code SAMPLES ...}).</li>
- *   <li>{@code promise} (the instance argument names a flag region): reads {@code <promise name> <delay us> <i>}
- *       lines; once the getter is in {@code get()}, waits the delay, then sets the promise to an int64 tensor whose
- *       element 0 is the time just before {@code setValue}.</li>
+ *   <li>{@code promise} (the instance argument names a flag region): takes requests from the flag region; once
+ *       the getter is in {@code get()}, waits the delay, then sets the promise to an int64 tensor whose element 0
+ *       is the time just before {@code setValue}.</li>
  *   <li>{@code idle}: joins the store and waits {@code n} ms without setting anything.</li>
  * </ul>
  * {@link System#nanoTime()} is the system's monotonic clock, the same in every process of the host.
@@ -100,23 +97,31 @@ public final class ProcessBenchPeer {
     }
 
     /**
-     * Per line {@code <promise> <delay us> <i>}: attach, publish {@code i} in word 0 of the flag region (ready),
-     * wait until the getter publishes {@code i} in word 1 (it is entering {@code get()}), wait the delay, set.
+     * For each request {@code i} the getter publishes in the flag region (word 8: {@code i}, a futex the peer
+     * sleeps on; word 12: the delay in us; from offset 64: the promise's name): attach, acknowledge in word 0,
+     * wait until the getter publishes {@code i} in word 4 (it is entering {@code get()}), wait the delay, set.
+     * Only shared memory passes between the processes: a pipe makes the scheduler pair its two ends up on one
+     * CPU, which is not what a runtime's worker and client do.
      */
     private static void promises(String flagName) throws Exception {
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         try (SharedRegion flags = SharedRegion.open(flagName).orElseThrow();
              Tensor value = torch.zeros(new long[] {128}, new org.bytedeco.pytorch.TensorOptions().dtype(
                  new org.bytedeco.pytorch.ScalarTypeOptional(torch.ScalarType.Long)))) {
             System.out.println("READY");
+            var seg = flags.segment();
             LongPointer first = new LongPointer(value.data_ptr());
-            for (String line; (line = in.readLine()) != null && !line.equals("END"); ) {
-                String[] parts = line.split(" ");
-                TensorPromise promise = TensorPromises.fromSerialized(TensorPromiseType.FILE, parts[0]);
-                long delayNanos = Long.parseLong(parts[1]) * 1000;
-                int i = Integer.parseInt(parts[2]);
-                Shm.putIntRelease(flags.segment(), 0, i);
-                while (Shm.getIntAcquire(flags.segment(), 4) != i) {
+            for (int i = 1; ; i++) {
+                int request;
+                while ((request = Shm.getIntAcquire(seg, 8)) != i && request >= 0) {
+                    org.dtorch.core.shm.Futex.await(seg, 8, request, 1_000_000_000L);
+                }
+                if (request < 0) {
+                    return; // the getter is done
+                }
+                TensorPromise promise = TensorPromises.fromSerialized(TensorPromiseType.FILE, Shm.getString(seg, 64));
+                long delayNanos = seg.get(java.lang.foreign.ValueLayout.JAVA_INT, 12) * 1000L;
+                Shm.putIntRelease(seg, 0, i);
+                while (Shm.getIntAcquire(seg, 4) != i) {
                     Thread.onSpinWait();
                 }
                 long until = System.nanoTime() + delayNanos;

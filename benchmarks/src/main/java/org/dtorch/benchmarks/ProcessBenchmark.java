@@ -62,7 +62,8 @@ final class ProcessBenchmark {
         report.note(bandwidth);
         report.section("File promise wake-up across processes",
             "A peer JVM completes a File promise while this JVM is blocked in `get()`; latency from the peer's clock just before "
-                + "`setValue` to `get()` returning. Baseline: a MEMORY promise set by another thread of this JVM after the same delay.");
+                + "`setValue` to `get()` returning; requests pass through shared memory only. Baseline: a MEMORY promise set by "
+                + "another thread of this JVM after the same delay.");
         promiseWakeup(report);
         blockedWaiters(report);
         report.section("Pipeline per operator: process mode against thread mode (1 device)",
@@ -189,6 +190,7 @@ final class ProcessBenchmark {
         try (org.dtorch.core.shm.SharedRegion flags = org.dtorch.core.shm.SharedRegion.create(flagName, 4096).orElseThrow();
              Peer peer = Peer.start("promise", flagName, "-", 0)) {
             peer.awaitLine("READY");
+            var seg = flags.segment();
             int sequence = 0;
             for (long delayMicros : new long[] {20, 2000}) {
                 int iterations = delayMicros < 100 ? 5_000 : 1_000;
@@ -197,11 +199,14 @@ final class ProcessBenchmark {
                     TensorPromise promise = TensorPromises.create(TensorPromiseType.FILE);
                     TensorFuture future = promise.getFuture();
                     int n = ++sequence;
-                    peer.send(promise.serialize() + " " + delayMicros + " " + n);
-                    while (org.dtorch.core.shm.Shm.getIntAcquire(flags.segment(), 0) != n) {
+                    org.dtorch.core.shm.Shm.putString(seg, 64, 1024, promise.serialize());
+                    seg.set(ValueLayout.JAVA_INT, 12, (int) delayMicros);
+                    org.dtorch.core.shm.Shm.putIntRelease(seg, 8, n); // request n
+                    org.dtorch.core.shm.Futex.wakeAll(seg, 8);
+                    while (org.dtorch.core.shm.Shm.getIntAcquire(seg, 0) != n) {
                         Thread.onSpinWait();
                     }
-                    org.dtorch.core.shm.Shm.putIntRelease(flags.segment(), 4, n); // entering get()
+                    org.dtorch.core.shm.Shm.putIntRelease(seg, 4, n); // entering get()
                     try (Tensor got = future.get()) {
                         long latency = System.nanoTime() - new LongPointer(got.data_ptr()).get(0);
                         if (i >= 0) {
@@ -213,7 +218,8 @@ final class ProcessBenchmark {
                 String label = delayMicros < 100 ? "setter waits 20 us (getter still spinning)" : "setter waits 2 ms (getter asleep in futex)";
                 report.row(label, file, memory, "p50 <= 30 us");
             }
-            peer.send("END");
+            org.dtorch.core.shm.Shm.putIntRelease(seg, 8, -1);
+            org.dtorch.core.shm.Futex.wakeAll(seg, 8);
         } finally {
             org.dtorch.core.shm.SharedRegion.unlink(flagName);
         }

@@ -42,6 +42,8 @@ public final class ShmMonitor {
     private final MemorySegment segment;
     private final long base;
     private final int pid = Processes.currentPid();
+    /** Set by {@link #signalAll()} when it woke someone; read and cleared by the holder in {@link #unlock()}. Guarded by the lock. */
+    private boolean wokeSleepers;
 
     /** The monitor whose words start at {@code base} of {@code segment} (4-byte aligned). */
     public ShmMonitor(MemorySegment segment, long base) {
@@ -86,11 +88,20 @@ public final class ShmMonitor {
         }
     }
 
-    /** Releases the lock, waking one sleeper if there is one. */
+    /**
+     * Releases the lock, waking one sleeper if there is one. If {@link #signalAll()} woke sleepers while the
+     * lock was held, gives the CPU up once: the scheduler tends to put a woken thread on the waker's CPU, where
+     * it would wait until the waker blocks.
+     */
     public void unlock() {
+        boolean yield = wokeSleepers;
+        wokeSleepers = false;
         int previous = Shm.getAndSetInt(segment, base + LOCK, 0);
         if ((previous & WAITERS_BIT) != 0) {
             Futex.wake(segment, base + LOCK, 1);
+        }
+        if (yield) {
+            Thread.yield();
         }
     }
 
@@ -99,6 +110,7 @@ public final class ShmMonitor {
         Shm.getAndAddInt(segment, base + SEQUENCE, 1);
         if (Shm.getIntVolatile(segment, base + SLEEPERS) > 0) {
             Futex.wakeAll(segment, base + SEQUENCE);
+            wokeSleepers = true;
         }
     }
 
