@@ -3,8 +3,6 @@ package org.dtorch.benchmarks;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
-import java.io.OutputStreamWriter;
-import java.io.Writer;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -370,16 +368,14 @@ final class ProcessBenchmark {
         return TensorStoreCreateInfo.builder().storeKey(key).worldSize(2).rank(rank).timeout(Duration.ofSeconds(60)).build();
     }
 
-    /** The peer JVM: its stdin for commands, its stdout for {@code READY} and samples. */
+    /** The peer JVM: its stdout for {@code READY} and samples. */
     private static final class Peer implements AutoCloseable {
         private final Process process;
         private final BufferedReader out;
-        private final Writer in;
 
         private Peer(Process process) {
             this.process = process;
             this.out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
-            this.in = new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8);
         }
 
         static Peer start(String mode, String instance, String key, int n) throws IOException {
@@ -410,11 +406,6 @@ final class ProcessBenchmark {
                 }
             }
             throw new IllegalStateException("the peer exited before printing its samples");
-        }
-
-        void send(String line) throws IOException {
-            in.write(line + "\n");
-            in.flush();
         }
 
         @Override
