@@ -45,17 +45,25 @@ def test_get_releases_the_gil():
 
     thread = threading.Thread(target=count)
     thread.start()
+    measured = None
     try:
-        f = slow(rounds=8).to_torch_async()
-        time.sleep(0.05)
-        before = counter[0]
-        f.get()
-        advanced = counter[0] - before
+        # The measurement needs get() to block for a while: lengthen the work until it does.
+        rounds = 8
+        for _ in range(5):
+            f = slow(rounds=rounds).to_torch_async()
+            time.sleep(0.05)
+            before = counter[0]
+            start = time.monotonic()
+            f.get()
+            if time.monotonic() - start >= 0.02:
+                measured = counter[0] - before
+                break
+            rounds *= 2
     finally:
         stop.set()
         thread.join()
-    assert advanced > 1000, "another Python thread must run while get() blocks (it advanced %d)" % advanced
-
+    assert measured is not None, "get() never blocked for 20 ms, even with %d rounds of work" % rounds
+    assert measured > 1000, "another Python thread must run while get() blocks (it advanced %d)" % measured
 
 def test_await_gather_and_other_coroutines_run_meanwhile():
     ticks = []
