@@ -16,7 +16,6 @@ import org.dtorch.core.graph.LogicalGraph;
 import org.dtorch.core.graph.Operand;
 import org.dtorch.core.graph.Operator;
 import org.dtorch.core.runtime.process.ControlChannel;
-import org.dtorch.core.runtime.process.OperatorCodec;
 import org.dtorch.core.runtime.process.ProtocolException;
 import org.dtorch.core.runtime.process.WireReader;
 import org.dtorch.core.runtime.process.WireWriter;

@@ -34,11 +34,8 @@ final class Libc {
     static final int SEEK_END = 2;
     static final int ENOENT = 2;
     static final int EINTR = 4;
-    static final int EAGAIN = 11;
     static final int EEXIST = 17;
-    static final int EPERM = 1;
     static final int ESRCH = 3;
-    static final int ETIMEDOUT = 110;
     static final long MAP_FAILED = -1L;
 
     private static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();

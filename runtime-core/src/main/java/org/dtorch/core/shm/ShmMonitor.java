@@ -146,10 +146,4 @@ public final class ShmMonitor {
             lock();
         }
     }
-
-    /** Wakes every sleeper without a state change (a closing instance wants its own waiters to look). */
-    public void nudge() {
-        Shm.getAndAddInt(segment, base + SEQUENCE, 1);
-        Futex.wakeAll(segment, base + SEQUENCE);
-    }
 }

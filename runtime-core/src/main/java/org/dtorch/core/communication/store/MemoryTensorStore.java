@@ -7,7 +7,6 @@ import org.dtorch.core.communication.Deadline;
 import org.dtorch.core.device.DeviceEvent;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.device.DeviceStream;
-import org.dtorch.core.tensor.TorchTensors;
 
 /**
  * The {@link TensorStore} for participants that are threads of one process (seed section 3.4).

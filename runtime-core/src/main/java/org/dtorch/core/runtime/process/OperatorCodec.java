@@ -2,7 +2,6 @@ package org.dtorch.core.runtime.process;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.function.Consumer;
 import org.dtorch.core.graph.OpSpec;
 import org.dtorch.core.graph.Operand;
 import org.dtorch.core.graph.Operator;

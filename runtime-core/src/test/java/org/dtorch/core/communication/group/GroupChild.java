@@ -2,7 +2,6 @@ package org.dtorch.core.communication.group;
 
 import java.time.Duration;
 import java.util.List;
-import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.device.DeviceKind;
 
 /**

@@ -9,7 +9,6 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
 import org.bytedeco.pytorch.Tensor;
-import org.dtorch.core.shm.SharedRegion;
 import org.dtorch.core.testing.ChildJvm;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;

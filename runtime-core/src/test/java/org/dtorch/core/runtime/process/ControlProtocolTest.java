@@ -23,7 +23,6 @@ import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.distributed.Sharding;
-import org.dtorch.core.graph.Operand;
 import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.core.runtime.SyncSpec;
