@@ -79,6 +79,14 @@ public final class FromTensorSpec implements OpSpec {
         });
     }
 
+    /** Per-device-process mode: the workers got their copy; drop the controller's. */
+    @Override
+    public void sentToWorkers() {
+        if (devicesLeft.getAndSet(0) > 0) {
+            data.close();
+        }
+    }
+
     /** The values, for the codec; valid until every device took its shard. */
     Tensor data() {
         return data;

@@ -32,6 +32,13 @@ class ProcessModeSmokeTest {
             try (Tensor total = c.sum().toTorch()) {
                 assertEquals(216.0, total.item_double());
             }
+            // A client tensor larger than a control frame carries crosses through shared memory.
+            try (Tensor host = org.bytedeco.pytorch.global.torch.rand(new long[] {512, 512})) {
+                DTensor big = dt.tensor(host, dt.defaultMesh(), Placement.shard(1));
+                try (Tensor back = big.redistribute(Placement.replicate()).toTorch()) {
+                    assertEquals(true, host.equal(back), "a 1 MiB tensor must come back unchanged");
+                }
+            }
             dt.sync();
         }
     }

@@ -43,6 +43,14 @@ public interface OpSpec {
     }
 
     /**
+     * The operator was encoded and sent to the worker processes of all its devices (per-device-process mode):
+     * this process will not run its kernel. A spec that holds data for its kernels (a tensor from the client)
+     * may drop it now; the default does nothing.
+     */
+    default void sentToWorkers() {
+    }
+
+    /**
      * The devices that run the operator, sorted. By default every device of every input's and output's mesh.
      */
     default List<Long> devices(Operator op) {

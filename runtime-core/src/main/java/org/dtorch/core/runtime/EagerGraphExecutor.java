@@ -72,8 +72,14 @@ final class EagerGraphExecutor {
 
     private void dispatch(Operator op) {
         graph.add(op);
+        boolean remote = true;
         for (long device : op.devices()) {
-            runners.get(device).submit(op);
+            DeviceNode node = runners.get(device);
+            node.submit(op);
+            remote &= node instanceof WorkerProcess;
+        }
+        if (remote) {
+            op.spec().sentToWorkers();
         }
     }
 
