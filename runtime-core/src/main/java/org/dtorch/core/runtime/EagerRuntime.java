@@ -343,21 +343,13 @@ public final class EagerRuntime implements AutoCloseable {
                 SharedFailureBoard board = (SharedFailureBoard) failures;
                 board.unlink();
                 board.close();
-                removeInstanceFiles();
+                try {
+                    SharedRegion.unlinkAll(SharedRegion.PREFIX + instanceId + "-"); // what a killed worker's stores left
+                } catch (RuntimeException e) {
+                    LOG.log(System.Logger.Level.WARNING, "cannot remove the shared memory of runtime " + instanceId + ": " + e);
+                }
             }
             groups.close();
-        }
-    }
-
-    /** Whatever shared memory of this instance is left (a killed worker's stores, for instance). */
-    private void removeInstanceFiles() {
-        String prefix = SharedRegion.PREFIX + instanceId + "-";
-        try (var files = java.nio.file.Files.newDirectoryStream(SharedRegion.directory(), prefix + "*")) {
-            for (var file : files) {
-                java.nio.file.Files.deleteIfExists(file);
-            }
-        } catch (java.io.IOException e) {
-            LOG.log(System.Logger.Level.WARNING, "cannot remove the shared memory of runtime " + instanceId + ": " + e);
         }
     }
 }

@@ -33,6 +33,8 @@ final class Libc {
     static final int MAP_SHARED = 0x1;
     static final int SEEK_END = 2;
     static final int ENOENT = 2;
+    static final int EAGAIN = 11;
+    static final int ETIMEDOUT = 110;
     static final int EINTR = 4;
     static final int EEXIST = 17;
     static final int ESRCH = 3;
@@ -55,6 +57,13 @@ final class Libc {
     private static final MethodHandle MMAP = handle("mmap",
         FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT,
             ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG), ERRNO_OPTION);
+    private static final MethodHandle SYSCALL_FUTEX = handle("syscall",
+        FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.ADDRESS, ValueLayout.JAVA_INT,
+            ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.JAVA_INT),
+        Linker.Option.firstVariadicArg(1), ERRNO_OPTION);
+    private static final StructLayout TIMESPEC = MemoryLayout.structLayout(ValueLayout.JAVA_LONG.withName("tv_sec"),
+        ValueLayout.JAVA_LONG.withName("tv_nsec"));
+    private static final long SYS_FUTEX = 202; // x86_64
     private static final MethodHandle KILL = handle("kill",
         FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT), ERRNO_OPTION);
     private static final MethodHandle MUNMAP = handle("munmap",
@@ -179,6 +188,28 @@ final class Libc {
             throw e;
         } catch (Throwable t) {
             throw new IllegalStateException("munmap(" + what + ")", t);
+        }
+    }
+
+    /**
+     * {@code syscall(SYS_futex, word, op, value, timeout, NULL, 0)}: the result, or minus the errno.
+     * {@code timeoutNanos} below zero means no timeout.
+     */
+    static long futex(MemorySegment word, int op, int value, long timeoutNanos) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            MemorySegment timeout = MemorySegment.NULL;
+            if (timeoutNanos >= 0) {
+                timeout = arena.allocate(TIMESPEC);
+                timeout.set(ValueLayout.JAVA_LONG, 0, timeoutNanos / 1_000_000_000L);
+                timeout.set(ValueLayout.JAVA_LONG, 8, timeoutNanos % 1_000_000_000L);
+            }
+            long result = (long) SYSCALL_FUTEX.invokeExact(state, SYS_FUTEX, word, op, value, timeout, MemorySegment.NULL, 0);
+            return result >= 0 ? result : -errno(state);
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("futex", t);
         }
     }
 

@@ -191,6 +191,18 @@ public final class SharedRegion implements AutoCloseable {
         }
     }
 
+    /** Removes every region whose name starts with {@code prefix} (one runtime's or one store's). */
+    public static void unlinkAll(String prefix) {
+        checkName(prefix);
+        try (java.nio.file.DirectoryStream<Path> files = Files.newDirectoryStream(directory(), prefix + "*")) {
+            for (Path file : files) {
+                Files.deleteIfExists(file);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot remove the shared memory named " + prefix + "*", e);
+        }
+    }
+
     /** True if region {@code name} exists. */
     public static boolean exists(String name) {
         return Files.exists(pathOf(name));

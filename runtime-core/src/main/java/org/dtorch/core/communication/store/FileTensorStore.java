@@ -2,14 +2,9 @@ package org.dtorch.core.communication.store;
 
 import static org.dtorch.core.communication.store.FileStoreLayout.*;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.DirectoryStream;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -581,19 +576,17 @@ public final class FileTensorStore extends TensorStore {
             closed = true;
         }
         boolean last = true;
-        if (seg != null) {
-            monitor.lock();
-            try {
-                seg.set(ValueLayout.JAVA_BYTE, open(rank()), (byte) 0);
-                for (int r = 0; r < worldSize() && last; r++) {
-                    if (r != rank() && seg.get(ValueLayout.JAVA_BYTE, open(r)) != 0 && Processes.isAlive(seg.get(ValueLayout.JAVA_INT, pid(r)))) {
-                        last = false;
-                    }
+        monitor.lock();
+        try {
+            seg.set(ValueLayout.JAVA_BYTE, open(rank()), (byte) 0);
+            for (int r = 0; r < worldSize() && last; r++) {
+                if (r != rank() && seg.get(ValueLayout.JAVA_BYTE, open(r)) != 0 && Processes.isAlive(seg.get(ValueLayout.JAVA_INT, pid(r)))) {
+                    last = false;
                 }
-                monitor.signalAll();
-            } finally {
-                monitor.unlock();
             }
+            monitor.signalAll();
+        } finally {
+            monitor.unlock();
         }
         synchronized (this) {
             for (DataRegion d : pool) {
@@ -613,23 +606,11 @@ public final class FileTensorStore extends TensorStore {
             mapped.values().forEach(SharedRegion::release);
             mapped.clear();
         }
-        if (control != null) {
-            if (last) {
-                control.unlink();
-                unlinkDataRegions();
-            }
-            control.close();
+        if (last) {
+            control.unlink();
+            SharedRegion.unlinkAll(regionName + "-");
         }
-    }
-
-    private void unlinkDataRegions() {
-        try (DirectoryStream<Path> files = Files.newDirectoryStream(SharedRegion.directory(), regionName + "-*")) {
-            for (Path file : files) {
-                Files.deleteIfExists(file);
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot remove the data regions of store '" + storeKey() + "'", e);
-        }
+        control.close();
     }
 
     /** True once {@link #close()} was called. */
