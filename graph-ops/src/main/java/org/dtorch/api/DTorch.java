@@ -230,7 +230,8 @@ public final class DTorch implements AutoCloseable {
     /**
      * A future of the whole tensor on one device, returned at once (seed 4.5): a distributed tensor is first
      * redistributed to the first device of its mesh; a {@code get_tensor} operator carries the promise to
-     * that device's worker. The future keeps {@code t} alive until the value arrives.
+     * that device's worker. The future keeps {@code t} alive until the value arrives; its {@code get()} waits
+     * up to the runtime's timeout ({@link DTorchOptions.Builder#timeout}).
      */
     public TensorFuture getTensorAsync(DTensor t) {
         Objects.requireNonNull(t, "tensor");
@@ -239,7 +240,7 @@ public final class DTorch implements AutoCloseable {
             DeviceMesh one = DeviceMesh.of(t.mesh().kind(), t.mesh().deviceIds().getFirst());
             local = t.redistribute(one, Placement.replicate());
         }
-        TensorPromise promise = TensorPromises.create(runtime.promiseType());
+        TensorPromise promise = TensorPromises.create(runtime.promiseType(), runtime.options().timeout());
         TensorFuture future = promise.getFuture();
         try {
             graph().add(new GetTensorSpec(promise), List.of(local.operand()));

@@ -9,7 +9,7 @@ import org.dtorch.core.runtime.RuntimeOptions;
 /**
  * How {@link DTorch#init(DTorchOptions)} sets up a runtime: devices, the default mesh, timeouts, and the
  * same-device simulation. Defaults: 4 CPU devices as threads, a 1-D default mesh over all of them, the
- * global communication timeout (300 s), 30 s to drain at close.
+ * global communication timeout (300 s), 2 s to drain at close ({@link RuntimeOptions#DEFAULT_SHUTDOWN_TIMEOUT}).
  *
  * <p>Thread-safe: immutable.
  */
@@ -68,7 +68,7 @@ public final class DTorchOptions {
         private boolean sameDevice;
         private boolean perDevicePerProcess;
         private Duration timeout = CommOptions.global().timeout();
-        private Duration shutdownTimeout = Duration.ofSeconds(30);
+        private Duration shutdownTimeout = RuntimeOptions.DEFAULT_SHUTDOWN_TIMEOUT;
         private int[] meshShape;
         private List<String> meshDimNames = List.of();
 
@@ -99,13 +99,20 @@ public final class DTorchOptions {
             return this;
         }
 
-        /** Deadline of every blocking call of the runtime; default the global communication timeout. */
+        /**
+         * Deadline of every blocking call of the runtime, the kernels' and the client's ({@code get()} and
+         * {@code sync()} of the futures it returns, Python's {@code await}); default the global communication
+         * timeout.
+         */
         public Builder timeout(Duration value) {
             this.timeout = value;
             return this;
         }
 
-        /** How long {@code close()} waits for queued work before cancelling it; default 30 s. */
+        /**
+         * How long {@code close()} waits for queued work before cancelling it; default 2 s. The teardown after it
+         * takes at most 2 s more, whatever the devices are blocked in.
+         */
         public Builder shutdownTimeout(Duration value) {
             this.shutdownTimeout = value;
             return this;

@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.communication.promise.DirectCompletion;
 import org.dtorch.core.communication.promise.TensorFuture;
 
 /**
@@ -13,7 +14,7 @@ import org.dtorch.core.communication.promise.TensorFuture;
  *
  * <p>Thread-safe: as the inner future.
  */
-final class KeptAliveTensorFuture implements TensorFuture {
+final class KeptAliveTensorFuture implements TensorFuture, DirectCompletion {
     private final TensorFuture inner;
     @SuppressWarnings({"unused", "FieldCanBeLocal"})
     private volatile DTensor keepAlive;
@@ -21,7 +22,17 @@ final class KeptAliveTensorFuture implements TensorFuture {
     KeptAliveTensorFuture(TensorFuture inner, DTensor source) {
         this.inner = inner;
         this.keepAlive = source;
-        inner.toCompletableFuture().whenComplete((value, error) -> keepAlive = null);
+        directCompletion().whenComplete((value, error) -> keepAlive = null);
+    }
+
+    @Override
+    public CompletableFuture<?> directCompletion() {
+        return inner instanceof DirectCompletion direct ? direct.directCompletion() : inner.toCompletableFuture();
+    }
+
+    @Override
+    public Duration timeout() {
+        return inner.timeout();
     }
 
     @Override

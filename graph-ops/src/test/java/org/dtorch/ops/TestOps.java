@@ -60,4 +60,51 @@ final class TestOps {
             });
         }
     }
+
+    /**
+     * Passes its input through; on {@code device} only, first holds it for {@code millis}: asleep, or, with
+     * {@code ignoreInterrupts}, parked in a loop that ignores interrupts (a kernel stuck in native code).
+     */
+    record StallOn(long device, long millis, boolean ignoreInterrupts) implements OpSpec {
+        @Override
+        public String name() {
+            return "stall";
+        }
+
+        @Override
+        public List<TensorMeta> inferOutputs(List<TensorMeta> inputs) {
+            return List.of(inputs.getFirst());
+        }
+
+        @Override
+        public DeviceKernel kernel(Operator op, long deviceId) {
+            return new LocalKernel(in -> {
+                if (deviceId == device) {
+                    stall();
+                }
+                return in.getFirst().clone();
+            });
+        }
+
+        private void stall() {
+            long end = System.nanoTime() + millis * 1_000_000L;
+            if (!ignoreInterrupts) {
+                try {
+                    Thread.sleep(millis);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException("interrupted", e);
+                }
+                return;
+            }
+            boolean interrupted = false;
+            for (long left = end - System.nanoTime(); left > 0; left = end - System.nanoTime()) {
+                java.util.concurrent.locks.LockSupport.parkNanos(left);
+                interrupted |= Thread.interrupted();
+            }
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
 }

@@ -51,6 +51,27 @@ public final class TestOpsCodecs implements OpSpecCodecProvider {
             public TestOps.FailOn read(SpecReader in) {
                 return new TestOps.FailOn(in.wire().getLong("fail device"));
             }
+        }, new OpSpecCodec<TestOps.StallOn>() {
+            @Override
+            public Class<TestOps.StallOn> specClass() {
+                return TestOps.StallOn.class;
+            }
+
+            @Override
+            public String tag() {
+                return "test.stall_on";
+            }
+
+            @Override
+            public void write(TestOps.StallOn spec, SpecWriter out) {
+                out.wire().putLong(spec.device()).putLong(spec.millis()).putBoolean(spec.ignoreInterrupts());
+            }
+
+            @Override
+            public TestOps.StallOn read(SpecReader in) {
+                return new TestOps.StallOn(in.wire().getLong("stall device"), in.wire().getLong("stall millis"),
+                    in.wire().getBoolean("stall ignores interrupts"));
+            }
         });
     }
 }

@@ -5,6 +5,8 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.TimeoutException;
 import org.bytedeco.pytorch.Tensor;
+import java.util.concurrent.CompletableFuture;
+import org.dtorch.core.communication.promise.DirectCompletion;
 import org.dtorch.core.communication.promise.TensorFuture;
 import org.graalvm.polyglot.HostAccess;
 import org.graalvm.polyglot.Value;
@@ -23,7 +25,9 @@ public final class PyTensorFuture {
 
     PyTensorFuture(TensorFuture future) {
         this.future = Objects.requireNonNull(future, "future");
-        future.toCompletableFuture().whenComplete((value, error) -> markCompleted());
+        // Noted on the completer's thread (a volatile write), so that wake-up measurements start at the value.
+        CompletableFuture<?> direct = future instanceof DirectCompletion d ? d.directCompletion() : future.toCompletableFuture();
+        direct.whenComplete((value, error) -> markCompleted());
     }
 
     /** Records the first moment any completion callback saw the value (callbacks run in no fixed order). */
@@ -37,6 +41,12 @@ public final class PyTensorFuture {
     @HostAccess.Export
     public long completedAtNanos() {
         return completedAtNanos;
+    }
+
+    /** The deadline of {@link #get()} and of Python's {@code await}, in milliseconds: the runtime's timeout. */
+    @HostAccess.Export
+    public long timeoutMillis() {
+        return future.timeout().toMillis();
     }
 
     /** Blocks up to the runtime's timeout; the value, or the runtime's error. */
@@ -71,7 +81,8 @@ public final class PyTensorFuture {
     /**
      * Calls {@code callback(value, error)} once when the future completes: {@code value} a host tensor and
      * {@code error} null, or {@code value} null and {@code error} the message (naming the failed operator
-     * and device). If the future is already complete the call happens on this thread, now.
+     * and device). The call happens on one of the runtime's callback threads, never on a device's worker, so
+     * a callback may block; if the future is already complete it may happen on this thread, now.
      */
     @HostAccess.Export
     public void onDone(Value callback) {
@@ -80,11 +91,16 @@ public final class PyTensorFuture {
         }
         future.toCompletableFuture().whenComplete((value, error) -> {
             markCompleted();
-            if (error == null) {
-                callback.executeVoid(new PyHostTensor(new Tensor(value)), null);
-            } else {
-                Throwable cause = error instanceof java.util.concurrent.CompletionException && error.getCause() != null ? error.getCause() : error;
-                callback.executeVoid(null, cause.getClass().getName() + ": " + cause.getMessage());
+            try {
+                if (error == null) {
+                    callback.executeVoid(new PyHostTensor(new Tensor(value)), null);
+                } else {
+                    Throwable cause = error instanceof java.util.concurrent.CompletionException && error.getCause() != null ? error.getCause() : error;
+                    callback.executeVoid(null, cause.getClass().getName() + ": " + cause.getMessage());
+                }
+            } catch (RuntimeException raised) {
+                // As asyncio does with a callback that raises: say so, and carry on.
+                System.err.println("dtorch: a done callback raised " + raised.getMessage());
             }
         });
     }

@@ -34,17 +34,31 @@ class TensorFuture:
     result = get
 
     def add_done_callback(self, fn):
-        """Calls fn(value, error) from the completing thread once done: a HostTensor and None, or None and an exception."""
+        """Calls fn(value, error) once done: a HostTensor and None, or None and an exception.
+
+        fn runs on one of the runtime's callback threads (never on a device's worker), so it may block, even on
+        another future; an exception it raises is printed and otherwise ignored.
+        """
         def done(value, error):
             fn(HostTensor(value) if value is not None else None, _bridge.translate(error) if error is not None else None)
         self._java.onDone(done)
 
     def __await__(self):
+        """Waits without polling, up to the runtime's timeout (then raises TimeoutError, like get())."""
         loop = asyncio.get_running_loop()
         waiter = loop.create_future()
+        timeout_ms = self._java.timeoutMillis()
+
+        def expire():
+            if not waiter.done():
+                waiter.set_exception(TimeoutError(
+                    "await of TensorFuture timed out after %s: the value has not arrived" % _seconds(timeout_ms)))
+
+        timer = loop.call_later(timeout_ms / 1000.0, expire)
 
         def resolve(value, error):
-            if waiter.done():  # the awaiting task was cancelled: nobody wants the value
+            timer.cancel()
+            if waiter.done():  # the awaiting task was cancelled, or the deadline passed: nobody wants the value
                 return
             if error is not None:
                 waiter.set_exception(_bridge.translate(error))
@@ -58,7 +72,14 @@ class TensorFuture:
                 pass  # the loop is closed: nobody is waiting any more
 
         self._java.onDone(done)
-        return (yield from waiter.__await__())
+        try:
+            return (yield from waiter.__await__())
+        finally:
+            timer.cancel()
 
     def __repr__(self):
         return "TensorFuture(ready=%s)" % self.is_ready()
+
+
+def _seconds(millis):
+    return "%g s" % (millis / 1000.0)

@@ -7,7 +7,7 @@ import java.util.Objects;
  * Options of the communication core, with one global instance that blocking calls use when the caller
  * gives no timeout of its own (the seed's {@code GlobalOption::GetCommTimeoutSecond}).
  *
- * <p>Defaults come from system properties, read once when this class loads:
+ * <p>Defaults come from system properties, read on the first call of {@link #global()}:
  * <ul>
  *   <li>{@value #TIMEOUT_PROPERTY}: the default deadline of every blocking call, in seconds
  *       (default {@value #DEFAULT_TIMEOUT_SECONDS});</li>
@@ -32,7 +32,8 @@ public record CommOptions(Duration timeout, Duration spinBeforePark) {
     /** Default spin before parking when the property is absent, in microseconds. */
     public static final long DEFAULT_SPIN_MICROS = 50;
 
-    private static volatile CommOptions global = fromSystemProperties();
+    /** Null until the first {@link #global()} reads the system properties. */
+    private static volatile CommOptions global;
 
     /** Validates the components. */
     public CommOptions {
@@ -44,16 +45,52 @@ public record CommOptions(Duration timeout, Duration spinBeforePark) {
         }
     }
 
-    /** The options read from the system properties, falling back to the defaults. */
+    /**
+     * The options read from the system properties, falling back to the defaults.
+     *
+     * @throws IllegalArgumentException if a property is set to something that is not a whole number in range
+     *                                  (a timeout of 0 or less, a negative spin), naming the property and the value
+     */
     public static CommOptions fromSystemProperties() {
-        long seconds = Long.getLong(TIMEOUT_PROPERTY, DEFAULT_TIMEOUT_SECONDS);
-        long spin = Long.getLong(SPIN_PROPERTY, DEFAULT_SPIN_MICROS);
-        return new CommOptions(Duration.ofSeconds(seconds), Duration.ofNanos(spin * 1000));
+        long seconds = longProperty(TIMEOUT_PROPERTY, DEFAULT_TIMEOUT_SECONDS, 1, "a positive whole number of seconds");
+        long spin = longProperty(SPIN_PROPERTY, DEFAULT_SPIN_MICROS, 0, "a whole number of microseconds, 0 or more");
+        return new CommOptions(Duration.ofSeconds(seconds), Duration.ofNanos(Math.multiplyExact(spin, 1000L)));
     }
 
-    /** The options in force for this JVM. */
+    private static long longProperty(String name, long defaultValue, long min, String expected) {
+        String text = System.getProperty(name);
+        if (text == null) {
+            return defaultValue;
+        }
+        long value;
+        try {
+            value = Long.parseLong(text.strip());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("system property " + name + " must be " + expected + ", got '" + text + "'");
+        }
+        if (value < min || value > Long.MAX_VALUE / 1_000_000_000L) {
+            throw new IllegalArgumentException("system property " + name + " must be " + expected + ", got '" + text + "'");
+        }
+        return value;
+    }
+
+    /**
+     * The options in force for this JVM: the last {@link #setGlobal} or, before any, the system properties.
+     *
+     * @throws IllegalArgumentException while a property holds a value that is not valid (see {@link #fromSystemProperties()})
+     */
     public static CommOptions global() {
-        return global;
+        CommOptions current = global;
+        if (current == null) {
+            synchronized (CommOptions.class) {
+                current = global;
+                if (current == null) {
+                    current = fromSystemProperties();
+                    global = current;
+                }
+            }
+        }
+        return current;
     }
 
     /** Replaces the options in force for this JVM; calls that already started keep their deadline. */

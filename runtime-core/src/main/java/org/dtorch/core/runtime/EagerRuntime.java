@@ -10,6 +10,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.dtorch.core.communication.CommException;
+import org.dtorch.core.communication.Deadline;
 import org.dtorch.core.communication.GlobalCommInstanceId;
 import org.dtorch.core.communication.group.ThreadGroupManager;
 import org.dtorch.core.communication.promise.RemoteFailureException;
@@ -51,6 +52,10 @@ public final class EagerRuntime implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(EagerRuntime.class.getName());
     /** How long a communication failure waits for news of a dead worker before it is reported as it is. */
     private static final long DEATH_GRACE_MILLIS = 300;
+    /** How long {@link #close()} waits for the devices to stop once the queued work is done or cancelled. */
+    static final Duration TEARDOWN_GRACE = Duration.ofMillis(1500);
+    /** How often {@link #close()} aborts groups again while devices are still blocked in collectives. */
+    private static final Duration ABORT_PASS = Duration.ofMillis(20);
 
     private final RuntimeOptions options;
     private final List<Device> devices;
@@ -65,6 +70,8 @@ public final class EagerRuntime implements AutoCloseable {
     private final ScheduledExecutorService failureTimer;
     private volatile Throwable brokenBy;
     private volatile boolean closing;
+    /** Set before the runtime kills its own workers: their deaths are then no failure. */
+    private volatile boolean killing;
     /** Serializes the handling of worker deaths (not the runtime's monitor, which {@link #close()} holds while it waits). */
     private final Object deathLock = new Object();
     private boolean closed;
@@ -194,15 +201,18 @@ public final class EagerRuntime implements AutoCloseable {
         return pids;
     }
 
-    /** One {@link VoidFuture} per device, done when everything queued to it so far has run, joined. */
+    /**
+     * One {@link VoidFuture} per device, done when everything queued to it so far has run, joined; its
+     * {@code get()} waits up to the runtime's timeout.
+     */
     public VoidFutureCollect syncFuture() {
         List<VoidFuture> futures = new ArrayList<>();
         for (Device device : devices) {
-            VoidPromise promise = TensorPromises.createVoid(promiseType());
+            VoidPromise promise = TensorPromises.createVoid(promiseType(), options.timeout());
             futures.add(promise.getFuture());
             constructor.add(new SyncSpec(promise, device.index()), List.of());
         }
-        return new VoidFutureCollect(futures);
+        return new VoidFutureCollect(futures, options.timeout());
     }
 
     /**
@@ -248,8 +258,8 @@ public final class EagerRuntime implements AutoCloseable {
 
         @Override
         public void exited(WorkerProcess worker, int status, String fatal) {
-            if (closing && status == 0 && fatal == null) {
-                return;
+            if (closing && (killing || status == 0) && fatal == null) {
+                return; // close() completed or cancelled everything this worker had
             }
             WorkerDiedException death = new WorkerDiedException(worker.device(), worker.pid(), status, fatal);
             workerDied(worker, death);
@@ -293,51 +303,53 @@ public final class EagerRuntime implements AutoCloseable {
     }
 
     @Override
-    public synchronized void close() {
-        if (closed) {
-            return;
+    public void close() {
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
         }
-        closed = true;
         closing = true;
         constructor.close("closed");
+        boolean processes = options.perDevicePerProcess();
         try {
-            if (!controller.shutdown(options.shutdownTimeout()) && options.perDevicePerProcess()) {
+            Deadline drain = Deadline.after(options.shutdownTimeout());
+            if (!controller.shutdown(options.shutdownTimeout()) && processes) {
                 // The controller is stuck, most likely writing to a worker that stopped reading (a hung kernel):
                 // stop the workers, which breaks the write, rather than wait on it for ever.
                 LOG.log(System.Logger.Level.WARNING, "the controller did not drain within " + options.shutdownTimeout()
                     + "; killing the worker processes");
-                nodes.values().forEach(n -> ((WorkerProcess) n).destroy());
+                killWorkers();
             }
-            long deadline = System.nanoTime() + options.shutdownTimeout().toNanos();
-            while (graph.size() > 0 && System.nanoTime() < deadline && brokenBy == null) {
-                wait(1);
+            while (graph.size() > 0 && !drain.expired() && brokenBy == null) {
+                synchronized (this) {
+                    wait(1);
+                }
             }
-            if (graph.size() > 0) {
-                CommException cancelled = new CommException("the runtime was closed before this operator ran ("
-                    + graph.size() + " operators were still pending after " + options.shutdownTimeout() + ")");
-                nodes.values().forEach(n -> n.cancel(cancelled));
-                if (options.perDevicePerProcess()) {
+            boolean cancelled = graph.size() > 0;
+            if (cancelled) {
+                CommException cause = new CommException("the runtime was closed before this operator ran ("
+                    + graph.size() + " operators were still pending after " + Deadline.format(options.shutdownTimeout()) + ")");
+                nodes.values().forEach(n -> n.cancel(cause));
+                if (processes) {
                     for (Operator op : graph.pendingInOrder()) {
-                        op.spec().abandon(brokenBy != null ? brokenBy : cancelled);
+                        op.spec().abandon(brokenBy != null ? brokenBy : cause);
                     }
+                } else {
+                    groups.abort(cause.getMessage());
                 }
             }
             nodes.values().forEach(DeviceNode::stop);
-            Duration joinTimeout = options.timeout().plus(options.shutdownTimeout());
-            for (Map.Entry<Long, DeviceNode> entry : nodes.entrySet()) {
-                if (!entry.getValue().join(joinTimeout)) {
-                    LOG.log(System.Logger.Level.WARNING, "device " + entry.getKey() + " did not stop within " + joinTimeout);
-                    if (entry.getValue() instanceof WorkerProcess w) {
-                        w.destroy();
-                        w.join(Duration.ofSeconds(10));
-                    }
-                }
-            }
+            awaitNodes(cancelled);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+            if (processes) {
+                killWorkers();
+            }
         } finally {
-            if (options.perDevicePerProcess()) {
-                nodes.values().forEach(n -> ((WorkerProcess) n).destroy());
+            if (processes) {
+                killWorkers();
                 failureTimer.shutdownNow();
                 encoder.releaseAll();
                 SharedFailureBoard board = (SharedFailureBoard) failures;
@@ -351,5 +363,45 @@ public final class EagerRuntime implements AutoCloseable {
             }
             groups.close();
         }
+    }
+
+    /**
+     * Waits, at most {@link #TEARDOWN_GRACE}, for every device to stop. In thread mode, devices blocked in a
+     * collective are freed by aborting the groups their idle peers hold (again on every pass, as each freed
+     * rank frees others); a thread still running after the grace (a kernel that ignores interrupts) is left
+     * behind with a warning. In process mode, a worker still alive after the grace is killed.
+     */
+    private void awaitNodes(boolean cancelled) throws InterruptedException {
+        Deadline grace = Deadline.after(TEARDOWN_GRACE);
+        List<DeviceNode> running = new ArrayList<>(nodes.values());
+        while (!running.isEmpty() && !grace.expired()) {
+            Duration slice = Duration.ofNanos(Math.max(1, Math.min(grace.remainingNanos(), ABORT_PASS.toNanos())));
+            if (running.getFirst().join(slice)) {
+                running.removeFirst();
+                continue;
+            }
+            if (cancelled && !options.perDevicePerProcess()) {
+                groups.abort("the runtime is closing");
+            }
+        }
+        for (Map.Entry<Long, DeviceNode> entry : nodes.entrySet()) {
+            if (running.contains(entry.getValue())) {
+                LOG.log(System.Logger.Level.WARNING, "device " + entry.getKey() + " did not stop within "
+                    + Deadline.format(TEARDOWN_GRACE) + (options.perDevicePerProcess() ? "; killing its worker process"
+                    : "; its thread is left to finish the kernel it is in"));
+            }
+        }
+        if (options.perDevicePerProcess() && !running.isEmpty()) {
+            killWorkers();
+            for (DeviceNode node : running) {
+                node.join(Duration.ofSeconds(2));
+            }
+        }
+    }
+
+    /** Kills every worker process still alive (SIGKILL); their deaths are expected and not reported as failures. */
+    private void killWorkers() {
+        killing = true;
+        nodes.values().forEach(n -> ((WorkerProcess) n).destroy());
     }
 }

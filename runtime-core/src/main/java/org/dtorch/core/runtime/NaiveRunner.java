@@ -25,6 +25,7 @@ import org.dtorch.core.tensor.TorchTensors;
  * <p>Not thread-safe: owned by one worker thread.
  */
 final class NaiveRunner {
+    private static final System.Logger LOG = System.getLogger(NaiveRunner.class.getName());
     private final Device device;
     private final KernelStream stream;
     private final BlobTable blobs = new BlobTable();
@@ -63,7 +64,7 @@ final class NaiveRunner {
             if (op.spec().communicates()) {
                 runOnPlaceholders(op, kernel, ctx);
             }
-            report(kernel, ctx, upstream);
+            report(op, kernel, ctx, upstream);
             return;
         }
         List<Tensor> inputs = localInputs(op);
@@ -73,14 +74,14 @@ final class NaiveRunner {
         } catch (Throwable e) {
             OperatorFailedException cause = OperatorFailedException.kernelFailed(op, device, e);
             failOutputs(op, cause);
-            report(kernel, ctx, cause);
+            report(op, kernel, ctx, cause);
             return;
         }
         Throwable late = peerFailure(op);
         if (late != null) {
             closeNew(outputs, inputs);
             failOutputs(op, late);
-            report(kernel, ctx, late);
+            report(op, kernel, ctx, late);
             return;
         }
         store(op, outputs, inputs);
@@ -89,12 +90,14 @@ final class NaiveRunner {
     /** The runtime is closing: fails the operator without running it. */
     void cancel(Operator op, Throwable cause) {
         failOutputs(op, cause);
+        DeviceKernel kernel;
         try {
-            DeviceKernel kernel = op.spec().kernel(op, device.index());
-            report(kernel, context(op), cause);
-        } catch (RuntimeException ignored) {
-            // nothing more to tell anyone
+            kernel = op.spec().kernel(op, device.index());
+        } catch (RuntimeException e) {
+            op.spec().abandon(cause); // no kernel to tell: fail the operator's promise, if it has one, directly
+            return;
         }
+        report(op, kernel, context(op), cause);
     }
 
     void release(Operand operand) {
@@ -236,11 +239,18 @@ final class NaiveRunner {
         }
     }
 
-    private static void report(DeviceKernel kernel, KernelContext ctx, Throwable cause) {
+    /**
+     * Tells the kernel that the operator failed (system kernels complete their promise with the cause). If
+     * that throws, the operator's promise is failed through its spec: a promise left pending would only
+     * time out, and then without naming the failure.
+     */
+    private static void report(Operator op, DeviceKernel kernel, KernelContext ctx, Throwable cause) {
         try {
             kernel.failed(ctx, cause);
-        } catch (RuntimeException ignored) {
-            // a promise already completed keeps its first result
+        } catch (RuntimeException e) {
+            // Most often the promise was completed already and keeps its first result; abandon then does nothing.
+            LOG.log(System.Logger.Level.DEBUG, "reporting the failure of " + op.label() + " threw " + e);
+            op.spec().abandon(cause);
         }
     }
 

@@ -7,7 +7,8 @@ import org.dtorch.core.device.DeviceKind;
 
 /**
  * How a runtime is set up. Defaults: 4 CPU devices, thread mode (every device a worker thread of this
- * JVM), distinct devices (collectives over Gloo), the global communication timeout, 30 s to drain at close.
+ * JVM), distinct devices (collectives over Gloo), the global communication timeout, {@link #DEFAULT_SHUTDOWN_TIMEOUT}
+ * to drain at close.
  *
  * <p>Thread-safe: immutable.
  *
@@ -16,10 +17,18 @@ import org.dtorch.core.device.DeviceKind;
  * @param sameDevice          simulate every device on one physical device (same-device collectives)
  * @param perDevicePerProcess one worker process per device instead of threads (not built yet)
  * @param timeout             deadline of every blocking call of the runtime's kernels
- * @param shutdownTimeout     how long {@code close()} waits for queued work before cancelling it
+ * @param shutdownTimeout     how long {@code close()} waits for queued work before cancelling it; the teardown
+ *                            after that is bounded too, so {@code close()} returns within this plus 2 s
  */
 public record RuntimeOptions(DeviceKind deviceKind, int deviceCount, boolean sameDevice, boolean perDevicePerProcess,
                              Duration timeout, Duration shutdownTimeout) {
+
+    /**
+     * How long {@code close()} lets queued work run by default: enough for what a script queued last, short
+     * enough that {@code close()} returns within 5 s whatever the devices are doing. Wait on a future (or
+     * {@code sync()}) before closing to keep longer work.
+     */
+    public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = Duration.ofSeconds(2);
 
     /** Validates the components. */
     public RuntimeOptions {
@@ -33,7 +42,7 @@ public record RuntimeOptions(DeviceKind deviceKind, int deviceCount, boolean sam
 
     /** The defaults: 4 CPU devices in threads. */
     public static RuntimeOptions defaults() {
-        return new RuntimeOptions(DeviceKind.CPU, 4, false, false, CommOptions.global().timeout(), Duration.ofSeconds(30));
+        return new RuntimeOptions(DeviceKind.CPU, 4, false, false, CommOptions.global().timeout(), DEFAULT_SHUTDOWN_TIMEOUT);
     }
 
     /** A copy with another device count. */

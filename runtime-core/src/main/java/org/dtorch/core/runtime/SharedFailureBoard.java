@@ -25,6 +25,10 @@ import org.dtorch.core.shm.Shm;
  * <p>When the table is full, a failure stays in the recording process only (and a warning is logged):
  * peers then see it only through their own failed kernels.
  *
+ * <p>Every operation holds a reference on the mapping while it touches it, so an operation that races with
+ * {@link #close()} (a worker's exit being handled as the runtime closes) sees an empty board instead of
+ * unmapped memory.
+ *
  * <p>Thread-safe: slots are claimed by compare-and-set; readers acquire the state before the contents.
  */
 final class SharedFailureBoard implements FailureRegistry, AutoCloseable {
@@ -79,6 +83,17 @@ final class SharedFailureBoard implements FailureRegistry, AutoCloseable {
     @Override
     public void fail(long operandId, Throwable cause) {
         local.putIfAbsent(operandId, cause);
+        if (!region.retain()) {
+            return; // closed: the failure stays in this process
+        }
+        try {
+            publish(operandId, cause);
+        } finally {
+            region.release();
+        }
+    }
+
+    private void publish(long operandId, Throwable cause) {
         if (find(operandId) >= 0) {
             return;
         }
@@ -102,11 +117,15 @@ final class SharedFailureBoard implements FailureRegistry, AutoCloseable {
             return null;
         }
         Throwable mine = local.get(operandId);
-        if (mine != null) {
+        if (mine != null || !region.retain()) {
             return mine;
         }
-        int index = find(operandId);
-        return index < 0 ? null : new RemoteFailureException(Shm.getString(seg, slot(index) + S_TEXT));
+        try {
+            int index = find(operandId);
+            return index < 0 ? null : new RemoteFailureException(Shm.getString(seg, slot(index) + S_TEXT));
+        } finally {
+            region.release();
+        }
     }
 
     /** The slot holding {@code operandId}, or -1; waits out a slot being written. */
@@ -130,27 +149,51 @@ final class SharedFailureBoard implements FailureRegistry, AutoCloseable {
 
     @Override
     public boolean anyFailure() {
-        return !local.isEmpty() || Shm.getIntAcquire(seg, ANY) != 0;
+        if (!local.isEmpty()) {
+            return true;
+        }
+        if (!region.retain()) {
+            return false;
+        }
+        try {
+            return Shm.getIntAcquire(seg, ANY) != 0;
+        } finally {
+            region.release();
+        }
     }
 
     @Override
     public void forget(long operandId) {
         local.remove(operandId);
-        int index;
-        while ((index = find(operandId)) >= 0) {
-            Shm.casInt(seg, slot(index) + S_STATE, FULL, GONE);
+        if (!region.retain()) {
+            return;
+        }
+        try {
+            int index;
+            while ((index = find(operandId)) >= 0) {
+                Shm.casInt(seg, slot(index) + S_STATE, FULL, GONE);
+            }
+        } finally {
+            region.release();
         }
     }
 
     @Override
     public int size() {
-        int n = 0;
-        for (int i = 0; i < CAPACITY; i++) {
-            if (Shm.getIntAcquire(seg, slot(i) + S_STATE) == FULL) {
-                n++;
-            }
+        if (!region.retain()) {
+            return 0;
         }
-        return n;
+        try {
+            int n = 0;
+            for (int i = 0; i < CAPACITY; i++) {
+                if (Shm.getIntAcquire(seg, slot(i) + S_STATE) == FULL) {
+                    n++;
+                }
+            }
+            return n;
+        } finally {
+            region.release();
+        }
     }
 
     /** The board's shared-memory name. */

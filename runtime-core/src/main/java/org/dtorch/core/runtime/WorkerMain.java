@@ -275,6 +275,8 @@ public final class WorkerMain {
                         in.expectEnd("CANCEL");
                         cancelledBy = new CommException("cancelled by the controller: " + why);
                         workerThread.interrupt();
+                        // Peers blocked in a collective this device will skip fail once its idle groups are gone.
+                        groups.abort("cancelled by the controller: " + why);
                     }
                     case ControlChannel.SHUTDOWN -> {
                         in.expectEnd("SHUTDOWN");
@@ -300,6 +302,7 @@ public final class WorkerMain {
     private void orphaned(String why) {
         cancelledBy = new CommException(why);
         workerThread.interrupt();
+        groups.abort(why);
         inbox.offer(STOP);
         Thread.ofPlatform().daemon().start(() -> {
             try {

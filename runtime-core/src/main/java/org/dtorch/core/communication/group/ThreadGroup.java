@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
 import org.bytedeco.pytorch.MemoryFormatOptional;
 import org.bytedeco.pytorch.Tensor;
@@ -44,8 +45,14 @@ import org.dtorch.core.tensor.TorchTensors;
  * point of the protocol, so the group refuses further collectives with a message naming that failure;
  * create a new group.
  *
- * <p>Not thread-safe: one thread per rank calls its instance; the ranks' instances are used concurrently,
- * and every rank calls the same collectives in the same order.
+ * <p>{@link #abort(String)} is how a runtime that shuts down frees ranks blocked in a collective that will
+ * never complete: it makes the instance refuse every further call and releases its backend at once if no
+ * collective runs on it, which breaks the connections its peers wait on (a Gloo rank whose peer's group is
+ * destroyed fails within milliseconds with "connection closed by peer").
+ *
+ * <p>Not thread-safe, except {@link #abort(String)}: one thread per rank calls its instance; the ranks'
+ * instances are used concurrently, and every rank calls the same collectives in the same order.
+ * {@link #abort(String)} may be called from any thread at any time.
  */
 public final class ThreadGroup implements AutoCloseable {
     private final ThreadGroupKey key;
@@ -55,8 +62,11 @@ public final class ThreadGroup implements AutoCloseable {
     private final CollectiveBackend backend;
     private final CollectiveCounter counter;
     private DeviceStream stream;
+    /** Held while a collective runs or the backend closes; {@link #abort} only takes it when free. */
+    private final ReentrantLock inUse = new ReentrantLock();
     private String brokenBy;
-    private boolean closed;
+    private volatile String abortedBy;
+    private volatile boolean closed;
 
     /**
      * Joins a group. Blocks until every rank has joined (or the global communication timeout).
@@ -287,11 +297,39 @@ public final class ThreadGroup implements AutoCloseable {
     /** Leaves the group and releases its backend. Idempotent. */
     @Override
     public void close() {
-        if (closed) {
-            return;
+        inUse.lock();
+        try {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            backend.close();
+        } finally {
+            inUse.unlock();
         }
-        closed = true;
-        backend.close();
+    }
+
+    /**
+     * Makes this instance refuse every further call (naming {@code reason}), and releases its backend now
+     * unless a collective is running on it. Call it again once that collective has returned (it fails
+     * quickly once the peers' instances are released). Idempotent.
+     *
+     * @return true once the backend is released; false while a collective still runs on it
+     */
+    public boolean abort(String reason) {
+        Objects.requireNonNull(reason, "reason");
+        if (abortedBy == null) {
+            abortedBy = reason;
+        }
+        if (!inUse.tryLock()) {
+            return false;
+        }
+        try {
+            close();
+            return true;
+        } finally {
+            inUse.unlock();
+        }
     }
 
     /** True once closed. */
@@ -306,8 +344,17 @@ public final class ThreadGroup implements AutoCloseable {
 
     /** Runs one collective; a communication failure gets the group's context and poisons the group. */
     private <T> T communicate(String op, CollectiveKind kind, Supplier<T> body) {
-        ensureUsable(op);
-        counter.record(kind);
+        inUse.lock();
+        try {
+            ensureUsable(op);
+            counter.record(kind);
+            return runNamed(op, body);
+        } finally {
+            inUse.unlock();
+        }
+    }
+
+    private <T> T runNamed(String op, Supplier<T> body) {
         try {
             return body.get();
         } catch (CommTimeoutException e) {
@@ -318,13 +365,18 @@ public final class ThreadGroup implements AutoCloseable {
             brokenBy = where(op) + ": " + e.getMessage();
             throw e;
         } catch (CommException e) {
-            CommException named = new CommException(where(op) + ": " + e.getMessage(), e);
+            String aborting = abortedBy != null ? " (the group was being aborted: " + abortedBy + ")" : "";
+            CommException named = new CommException(where(op) + ": " + e.getMessage() + aborting, e);
             brokenBy = named.getMessage();
             throw named;
         }
     }
 
     private void ensureUsable(String op) {
+        String aborted = abortedBy;
+        if (aborted != null) {
+            throw new CommException(where(op) + ": the group was aborted: " + aborted);
+        }
         if (closed) {
             throw new IllegalStateException(where(op) + ": the group is closed");
         }

@@ -7,9 +7,14 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.stream.Collectors;
+import org.dtorch.core.communication.CommException;
+import org.dtorch.core.communication.CommInterruptedException;
 import org.dtorch.core.communication.CommOptions;
 import org.dtorch.core.communication.CommPaths;
+import org.dtorch.core.communication.CommTimeoutException;
+import org.dtorch.core.communication.Deadline;
 import org.dtorch.core.communication.GlobalCommInstanceId;
 import org.dtorch.core.device.DeviceKind;
 
@@ -28,10 +33,21 @@ import org.dtorch.core.device.DeviceKind;
  * different orders on different ranks deadlock. It then deletes the instance's rendezvous directory, if
  * this manager owns it.
  *
- * <p>Thread-safe: any device thread may call {@link #getThreadGroup} concurrently; {@link #close()} runs
- * once, after the device threads stopped using their groups.
+ * <p>When every rank is a thread of this process ({@link Role#ONE_PROCESS}), the ranks of a new group
+ * first meet in this manager, where waiting can be interrupted and aborted, and only then start the
+ * backend's own rendezvous (c10d's, which nothing can interrupt), which then finds every rank present.
+ *
+ * <p>{@link #abort(String)} is for shutdown: it wakes ranks waiting for a group to form and releases every
+ * group instance that no collective is using (see {@link ThreadGroup#abort(String)}), so that ranks blocked
+ * in a collective whose peers will never come fail within milliseconds. Call it again until it reports
+ * nothing busy.
+ *
+ * <p>Thread-safe: any device thread may call {@link #getThreadGroup} concurrently; {@link #abort(String)}
+ * from any thread at any time; {@link #close()} runs once, after the device threads stopped using their
+ * groups (an instance still in use then is left to its thread, with a warning).
  */
 public final class ThreadGroupManager implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(ThreadGroupManager.class.getName());
     private static final int MAX_READABLE_NAME = 80;
 
     private final boolean dtensorInSameDevice;
@@ -42,6 +58,7 @@ public final class ThreadGroupManager implements AutoCloseable {
     private final CollectiveCounter counter = new CollectiveCounter();
     private final Role role;
     private volatile boolean closed;
+    private volatile String abortedBy;
 
     /** Where the manager's ranks live, which decides who owns the rendezvous files and which stores kernels use. */
     public enum Role {
@@ -97,8 +114,11 @@ public final class ThreadGroupManager implements AutoCloseable {
         Slots slots = groups.computeIfAbsent(key, k -> new Slots(initPath(k), k.size()));
         synchronized (slots.locks[rank]) {
             ensureOpen(key);
-            ThreadGroup group = slots.groups[rank];
+            ThreadGroup group = slots.groups.get(rank);
             if (group == null) {
+                if (role == Role.ONE_PROCESS) {
+                    slots.awaitAllRanks(key, rank);
+                }
                 group = new ThreadGroup(slots.initPath, kind, key.deviceIds(), rank, key.size(), dtensorInSameDevice, timeout, counter);
                 try {
                     group.barrier();
@@ -106,10 +126,45 @@ public final class ThreadGroupManager implements AutoCloseable {
                     group.close();
                     throw e;
                 }
-                slots.groups[rank] = group;
+                slots.groups.set(rank, group);
+                String aborted = abortedBy; // abort() may have swept the slots before this group was in them
+                if (aborted != null) {
+                    group.abort(aborted);
+                    ensureOpen(key);
+                }
             }
             return group;
         }
+    }
+
+    /**
+     * Shutdown: refuses new groups, wakes ranks waiting for a group to form, and releases every group instance
+     * no collective is using (a rank blocked in a collective fails once its peers' instances are gone).
+     * Idempotent; call it again until it returns 0.
+     *
+     * @param reason named in the errors of every call refused from now on
+     * @return how many group instances are still busy in a collective
+     */
+    public int abort(String reason) {
+        java.util.Objects.requireNonNull(reason, "reason");
+        if (abortedBy == null) {
+            abortedBy = reason;
+        }
+        int busy = 0;
+        for (ThreadGroupKey key : keys()) {
+            Slots slots = groups.get(key);
+            if (slots == null) {
+                continue;
+            }
+            slots.wakeWaiters();
+            for (int rank = 0; rank < slots.groups.length(); rank++) {
+                ThreadGroup group = slots.groups.get(rank);
+                if (group != null && !group.abort(reason)) {
+                    busy++;
+                }
+            }
+        }
+        return busy;
     }
 
     /** Counts every collective that this manager's groups ran, per rank and kind. */
@@ -158,19 +213,24 @@ public final class ThreadGroupManager implements AutoCloseable {
         RuntimeException first = null;
         for (ThreadGroupKey key : keys()) {
             Slots slots = groups.get(key);
-            for (int rank = 0; rank < slots.groups.length; rank++) {
-                synchronized (slots.locks[rank]) {
-                    ThreadGroup group = slots.groups[rank];
-                    if (group == null) {
+            slots.wakeWaiters();
+            for (int rank = 0; rank < slots.groups.length(); rank++) {
+                ThreadGroup group = slots.groups.get(rank);
+                if (group == null) {
+                    continue;
+                }
+                try {
+                    if (!group.abort("the group manager " + instanceId + " is closed")) {
+                        // Its thread is still inside a collective (it outlived the runtime's shutdown): releasing the
+                        // backend under it would block or crash; it is left to that thread, which finds it aborted.
+                        LOG.log(System.Logger.Level.WARNING, "group " + key + " rank " + rank
+                            + " is still in a collective; leaving it to its thread");
                         continue;
                     }
-                    try {
-                        group.close();
-                    } catch (RuntimeException e) {
-                        first = first == null ? e : first;
-                    }
-                    slots.groups[rank] = null;
+                } catch (RuntimeException e) {
+                    first = first == null ? e : first;
                 }
+                slots.groups.set(rank, null);
             }
             destroyed.add(key);
         }
@@ -210,37 +270,101 @@ public final class ThreadGroupManager implements AutoCloseable {
     }
 
     private void ensureOpen(ThreadGroupKey key) {
+        String aborted = abortedBy;
+        if (aborted != null) {
+            throw new CommException("ThreadGroupManager " + instanceId + " was aborted (" + aborted + "); cannot get group " + key);
+        }
         if (closed) {
             throw new IllegalStateException("ThreadGroupManager " + instanceId + " is closed; cannot get group " + key);
         }
     }
 
-    /** The per-rank group instances of one key, each guarded by its own lock. */
-    private static final class Slots {
+    /**
+     * The per-rank group instances of one key, each slot guarded by its own lock for creation, and the
+     * meeting point of the ranks of a group that is being created in this process.
+     */
+    private final class Slots {
         final String initPath;
-        final ThreadGroup[] groups;
+        final AtomicReferenceArray<ThreadGroup> groups;
         final Object[] locks;
+        /** Guards {@link #arrived} and {@link #arrivedCount}; notified on every arrival and on abort. */
+        private final Object gate = new Object();
+        private final boolean[] arrived;
+        private int arrivedCount;
 
         Slots(String initPath, int size) {
             this.initPath = Objects.requireNonNull(initPath);
-            this.groups = new ThreadGroup[size];
+            this.groups = new AtomicReferenceArray<>(size);
             this.locks = new Object[size];
+            this.arrived = new boolean[size];
             for (int i = 0; i < size; i++) {
                 locks[i] = new Object();
             }
+        }
+
+        /**
+         * Records {@code rank}'s arrival and waits until every rank of the group has arrived, so that the
+         * backend's rendezvous, which cannot be interrupted, only starts once it can complete.
+         */
+        void awaitAllRanks(ThreadGroupKey key, int rank) {
+            Deadline deadline = Deadline.after(timeout);
+            synchronized (gate) {
+                if (!arrived[rank]) {
+                    arrived[rank] = true;
+                    arrivedCount++;
+                    gate.notifyAll();
+                }
+                while (arrivedCount < arrived.length) {
+                    String aborted = abortedBy;
+                    if (aborted != null || closed) {
+                        throw new CommException("creating group " + key + " (rank " + rank + " of " + arrived.length
+                            + ") was aborted while waiting for ranks " + missing() + ": " + (aborted != null ? aborted : "the manager is closed"));
+                    }
+                    long remaining = deadline.remainingNanos();
+                    if (remaining <= 0) {
+                        throw new CommTimeoutException("creating group " + key + " (rank " + rank + " of " + arrived.length + ") "
+                            + deadline.timedOutAfter() + ": " + arrivedCount + " of " + arrived.length + " ranks arrived, still waiting for ranks "
+                            + missing());
+                    }
+                    try {
+                        java.util.concurrent.TimeUnit.NANOSECONDS.timedWait(gate, remaining);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        throw new CommInterruptedException("creating group " + key + " (rank " + rank + " of " + arrived.length
+                            + ") was interrupted while waiting for ranks " + missing(), e);
+                    }
+                }
+            }
+        }
+
+        void wakeWaiters() {
+            synchronized (gate) {
+                gate.notifyAll();
+            }
+        }
+
+        /** The ranks that have not arrived; call holding {@link #gate}. */
+        private List<Integer> missing() {
+            List<Integer> out = new ArrayList<>();
+            for (int r = 0; r < arrived.length; r++) {
+                if (!arrived[r]) {
+                    out.add(r);
+                }
+            }
+            return out;
         }
     }
 
     /** For diagnostics: how many group instances exist. */
     int liveGroupCount() {
-        List<ThreadGroup> live = new ArrayList<>();
+        int live = 0;
         for (Slots s : groups.values()) {
-            for (ThreadGroup g : s.groups) {
-                if (g != null) {
-                    live.add(g);
+            for (int rank = 0; rank < s.groups.length(); rank++) {
+                if (s.groups.get(rank) != null) {
+                    live++;
                 }
             }
         }
-        return live.size();
+        return live;
     }
 }

@@ -13,18 +13,31 @@ import org.dtorch.core.communication.Deadline;
  *
  * <p>Thread-safe: the underlying future is.
  */
-final class CompletableVoidFuture implements VoidFuture {
+final class CompletableVoidFuture implements VoidFuture, DirectCompletion {
     private final CompletableFuture<Void> done;
     private final String what;
+    /** Null for the global timeout at the time of the call. */
+    private final Duration getTimeout;
 
-    CompletableVoidFuture(CompletableFuture<Void> done, String what) {
+    CompletableVoidFuture(CompletableFuture<Void> done, String what, Duration getTimeout) {
         this.done = done;
         this.what = what;
+        this.getTimeout = getTimeout;
+    }
+
+    @Override
+    public Duration timeout() {
+        return getTimeout != null ? getTimeout : CommOptions.global().timeout();
+    }
+
+    @Override
+    public CompletableFuture<?> directCompletion() {
+        return done;
     }
 
     @Override
     public void get() {
-        Duration timeout = CommOptions.global().timeout();
+        Duration timeout = timeout();
         if (!CompletionWait.awaitDone(done, timeout.toNanos(), what + ".get()")) {
             throw new CommTimeoutException(what + ".get() " + Deadline.after(timeout).timedOutAfter()
                 + ": no value or error was set");
@@ -49,7 +62,7 @@ final class CompletableVoidFuture implements VoidFuture {
 
     @Override
     public CompletableFuture<Void> toCompletableFuture() {
-        return done.copy();
+        return FutureCallbacks.offCompleter(done);
     }
 
     private void rethrowFailure() {

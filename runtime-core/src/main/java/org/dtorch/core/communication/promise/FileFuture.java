@@ -18,6 +18,8 @@ import org.dtorch.core.communication.Deadline;
 abstract class FileFuture {
     private final Outcome outcome;
     private final String what;
+    /** Null for the global timeout at the time of the call. */
+    private final Duration getTimeout;
     private CompletableFuture<Object> completion;
 
     /** The outcome, read once; the cleanup action of its future. Guarded by itself. */
@@ -60,9 +62,10 @@ abstract class FileFuture {
         }
     }
 
-    FileFuture(FilePromiseRegion region, boolean tensorKind, String what) {
+    FileFuture(FilePromiseRegion region, boolean tensorKind, String what, Duration getTimeout) {
         this.outcome = new Outcome(region, tensorKind);
         this.what = what;
+        this.getTimeout = getTimeout;
         FilePromise.CLEANER.register(this, outcome);
     }
 
@@ -71,9 +74,14 @@ abstract class FileFuture {
         return outcome.region.isDone();
     }
 
-    /** Waits up to the global timeout, or throws naming the promise. */
+    /** The default deadline of {@code get()}: the one the promise was made with, else the global timeout. */
+    public final Duration timeout() {
+        return getTimeout != null ? getTimeout : CommOptions.global().timeout();
+    }
+
+    /** Waits up to {@link #timeout()}, or throws naming the promise. */
     final void awaitOrThrow() {
-        Duration timeout = CommOptions.global().timeout();
+        Duration timeout = timeout();
         if (!outcome.region.awaitDone(timeout.toNanos(), what + ".get()")) {
             throw new CommTimeoutException(what + ".get() " + Deadline.after(timeout).timedOutAfter()
                 + ": no value or error was set (File promise " + outcome.region.name() + "; the producing operator has not run)");
@@ -98,9 +106,14 @@ abstract class FileFuture {
         }
     }
 
-    /** A view completed by the process's watcher thread when the promise is done. */
+    /** A view completed from a callback thread once the process's watcher thread sees the promise done. */
     @SuppressWarnings("unchecked")
-    final synchronized <T> CompletableFuture<T> completion() {
+    final <T> CompletableFuture<T> completion() {
+        return FutureCallbacks.offCompleter((CompletableFuture<T>) directCompletion());
+    }
+
+    /** Completed by the process's watcher thread when the promise is done; for internal stages only. */
+    public final synchronized CompletableFuture<?> directCompletion() {
         if (completion == null) {
             CompletableFuture<Object> view = new CompletableFuture<>();
             completion = view;
@@ -116,6 +129,6 @@ abstract class FileFuture {
                 return true;
             });
         }
-        return (CompletableFuture<T>) completion.copy();
+        return completion;
     }
 }

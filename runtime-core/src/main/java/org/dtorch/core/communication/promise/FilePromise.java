@@ -1,5 +1,7 @@
 package org.dtorch.core.communication.promise;
 
+import java.time.Duration;
+import org.dtorch.core.communication.CommOptions;
 import java.lang.ref.Cleaner;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -19,8 +21,11 @@ abstract class FilePromise {
     private final String name;
     private final AtomicBoolean futureTaken = new AtomicBoolean();
     private final Cleaner.Cleanable cleanable;
+    /** The default deadline of the future's {@code get()}; null for the global timeout at the time of the call. */
+    final Duration getTimeout;
 
-    FilePromise(FilePromiseRegion region, boolean creator, String name) {
+    FilePromise(FilePromiseRegion region, boolean creator, String name, Duration getTimeout) {
+        this.getTimeout = getTimeout == null ? null : CommOptions.validateTimeout(getTimeout);
         this.region = region;
         this.creator = creator;
         this.name = name;

@@ -12,10 +12,10 @@ import org.bytedeco.pytorch.Tensor;
  *
  * <p>Thread-safe: any thread may wait, query or register callbacks.
  */
-final class FileTensorFuture extends FileFuture implements TensorFuture {
+final class FileTensorFuture extends FileFuture implements TensorFuture, DirectCompletion {
 
-    FileTensorFuture(FilePromiseRegion region) {
-        super(region, true, "TensorFuture");
+    FileTensorFuture(FilePromiseRegion region, Duration getTimeout) {
+        super(region, true, "TensorFuture", getTimeout);
     }
 
     @Override

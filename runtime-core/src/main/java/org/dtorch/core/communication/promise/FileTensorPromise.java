@@ -1,5 +1,6 @@
 package org.dtorch.core.communication.promise;
 
+import java.time.Duration;
 import org.bytedeco.pytorch.Tensor;
 import org.dtorch.core.tensor.TorchTensors;
 
@@ -12,8 +13,8 @@ import org.dtorch.core.tensor.TorchTensors;
  */
 final class FileTensorPromise extends FilePromise implements TensorPromise {
 
-    FileTensorPromise(FilePromiseRegion region, boolean creator) {
-        super(region, creator, "TensorPromise");
+    FileTensorPromise(FilePromiseRegion region, boolean creator, Duration getTimeout) {
+        super(region, creator, "TensorPromise", getTimeout);
     }
 
     @Override
@@ -29,6 +30,6 @@ final class FileTensorPromise extends FilePromise implements TensorPromise {
 
     @Override
     public TensorFuture getFuture() {
-        return new FileTensorFuture(takeFuture());
+        return new FileTensorFuture(takeFuture(), getTimeout);
     }
 }

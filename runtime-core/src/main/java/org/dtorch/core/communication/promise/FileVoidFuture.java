@@ -8,10 +8,10 @@ import java.util.concurrent.CompletableFuture;
  *
  * <p>Thread-safe: any thread may wait, query or register callbacks.
  */
-final class FileVoidFuture extends FileFuture implements VoidFuture {
+final class FileVoidFuture extends FileFuture implements VoidFuture, DirectCompletion {
 
-    FileVoidFuture(FilePromiseRegion region) {
-        super(region, false, "VoidFuture");
+    FileVoidFuture(FilePromiseRegion region, Duration getTimeout) {
+        super(region, false, "VoidFuture", getTimeout);
     }
 
     @Override

@@ -1,5 +1,6 @@
 package org.dtorch.core.communication.promise;
 
+import java.time.Duration;
 /**
  * A {@link VoidPromise} whose future may live in another process of this host.
  *
@@ -7,8 +8,8 @@ package org.dtorch.core.communication.promise;
  */
 final class FileVoidPromise extends FilePromise implements VoidPromise {
 
-    FileVoidPromise(FilePromiseRegion region, boolean creator) {
-        super(region, creator, "VoidPromise");
+    FileVoidPromise(FilePromiseRegion region, boolean creator, Duration getTimeout) {
+        super(region, creator, "VoidPromise", getTimeout);
     }
 
     @Override
@@ -21,6 +22,6 @@ final class FileVoidPromise extends FilePromise implements VoidPromise {
 
     @Override
     public VoidFuture getFuture() {
-        return new FileVoidFuture(takeFuture());
+        return new FileVoidFuture(takeFuture(), getTimeout);
     }
 }

@@ -1,5 +1,7 @@
 package org.dtorch.core.communication.promise;
 
+import java.time.Duration;
+import org.dtorch.core.communication.CommOptions;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -16,9 +18,12 @@ abstract class MemoryPromise<T> {
     final CompletableFuture<T> completion = new CompletableFuture<>();
     private final AtomicBoolean futureTaken = new AtomicBoolean();
     private final String name;
+    /** The default deadline of the future's {@code get()}; null for the global timeout at the time of the call. */
+    final Duration getTimeout;
 
-    MemoryPromise(String name) {
+    MemoryPromise(String name, Duration getTimeout) {
         this.name = name;
+        this.getTimeout = getTimeout == null ? null : CommOptions.validateTimeout(getTimeout);
     }
 
     /** Completes with {@code value}; false if already completed. */

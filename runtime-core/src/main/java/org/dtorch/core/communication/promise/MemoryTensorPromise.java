@@ -18,8 +18,8 @@ import org.dtorch.core.tensor.TorchTensors;
  */
 final class MemoryTensorPromise extends MemoryPromise<Tensor> implements TensorPromise {
 
-    MemoryTensorPromise() {
-        super("TensorPromise");
+    MemoryTensorPromise(Duration getTimeout) {
+        super("TensorPromise", getTimeout);
     }
 
     @Override
@@ -37,20 +37,32 @@ final class MemoryTensorPromise extends MemoryPromise<Tensor> implements TensorP
     @Override
     public TensorFuture getFuture() {
         takeFuture();
-        return new MemoryTensorFuture(completion);
+        return new MemoryTensorFuture(completion, getTimeout);
     }
 
     /** The future of a {@link MemoryTensorPromise}. Thread-safe. */
-    static final class MemoryTensorFuture implements TensorFuture {
+    static final class MemoryTensorFuture implements TensorFuture, DirectCompletion {
         private final CompletableFuture<Tensor> value;
+        private final Duration getTimeout;
 
-        MemoryTensorFuture(CompletableFuture<Tensor> value) {
+        MemoryTensorFuture(CompletableFuture<Tensor> value, Duration getTimeout) {
             this.value = value;
+            this.getTimeout = getTimeout;
+        }
+
+        @Override
+        public Duration timeout() {
+            return getTimeout != null ? getTimeout : CommOptions.global().timeout();
+        }
+
+        @Override
+        public CompletableFuture<?> directCompletion() {
+            return value;
         }
 
         @Override
         public Tensor get() {
-            Duration timeout = CommOptions.global().timeout();
+            Duration timeout = timeout();
             if (!CompletionWait.awaitDone(value, timeout.toNanos(), "TensorFuture.get()")) {
                 throw new CommTimeoutException("TensorFuture.get() " + Deadline.after(timeout).timedOutAfter()
                     + ": no value or error was set (the producing operator has not run)");
@@ -74,7 +86,7 @@ final class MemoryTensorPromise extends MemoryPromise<Tensor> implements TensorP
 
         @Override
         public CompletableFuture<Tensor> toCompletableFuture() {
-            return value.copy();
+            return FutureCallbacks.offCompleter(value);
         }
 
         private Tensor newReference() {

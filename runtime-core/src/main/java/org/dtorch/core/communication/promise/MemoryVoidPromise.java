@@ -1,5 +1,6 @@
 package org.dtorch.core.communication.promise;
 
+import java.time.Duration;
 /**
  * A {@link VoidPromise} whose future lives in the same process.
  *
@@ -7,8 +8,8 @@ package org.dtorch.core.communication.promise;
  */
 final class MemoryVoidPromise extends MemoryPromise<Void> implements VoidPromise {
 
-    MemoryVoidPromise() {
-        super("VoidPromise");
+    MemoryVoidPromise(Duration getTimeout) {
+        super("VoidPromise", getTimeout);
     }
 
     @Override
@@ -21,6 +22,6 @@ final class MemoryVoidPromise extends MemoryPromise<Void> implements VoidPromise
     @Override
     public VoidFuture getFuture() {
         takeFuture();
-        return new CompletableVoidFuture(completion, "VoidFuture");
+        return new CompletableVoidFuture(completion, "VoidFuture", getTimeout);
     }
 }

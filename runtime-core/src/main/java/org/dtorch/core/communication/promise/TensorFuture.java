@@ -15,7 +15,15 @@ import org.bytedeco.pytorch.Tensor;
 public interface TensorFuture {
 
     /**
-     * Blocks until the value or an error is present, up to the global communication timeout.
+     * The deadline of {@link #get()}: the one the promise was made with (a runtime's timeout, for the futures
+     * a runtime returns), else the global communication timeout.
+     */
+    default Duration timeout() {
+        return org.dtorch.core.communication.CommOptions.global().timeout();
+    }
+
+    /**
+     * Blocks until the value or an error is present, up to {@link #timeout()}.
      *
      * @throws FutureFailedException  if the promise was completed with an error (the original is the cause)
      * @throws org.dtorch.core.communication.CommTimeoutException at the deadline
@@ -34,7 +42,9 @@ public interface TensorFuture {
     boolean isReady();
 
     /**
-     * A view for callbacks and composition, completed when this future is. Completing the returned
+     * A view for callbacks and composition, completed when this future is, from a callback thread: stages
+     * attached to it never run on a device's worker thread or on the process's File-future watcher, so a
+     * callback may block (on another value, say) without stalling the runtime. Completing the returned
      * future does not affect this one. Its values are references owned by the future: close none of
      * them, and take a {@code new Tensor(value)} to keep one.
      */

@@ -1,5 +1,6 @@
 package org.dtorch.core.communication.promise;
 
+import java.time.Duration;
 import java.util.Objects;
 import org.dtorch.core.device.DeviceKind;
 
@@ -19,9 +20,17 @@ public final class TensorPromises {
      * @throws UnsupportedOperationException for NETWORK until its issue lands
      */
     public static TensorPromise create(TensorPromiseType type) {
+        return create(type, null);
+    }
+
+    /**
+     * As {@link #create(TensorPromiseType)}, with the deadline of its future's {@code get()} (a runtime's
+     * timeout); null for the global communication timeout at the time of the call.
+     */
+    public static TensorPromise create(TensorPromiseType type, Duration getTimeout) {
         return switch (Objects.requireNonNull(type, "type")) {
-            case MEMORY -> new MemoryTensorPromise();
-            case FILE -> new FileTensorPromise(FilePromiseRegion.create(FilePromiseLayout.TENSOR), true);
+            case MEMORY -> new MemoryTensorPromise(getTimeout);
+            case FILE -> new FileTensorPromise(FilePromiseRegion.create(FilePromiseLayout.TENSOR), true, getTimeout);
             case NETWORK -> throw notBuilt(type);
         };
     }
@@ -36,16 +45,21 @@ public final class TensorPromises {
      */
     public static TensorPromise fromSerialized(TensorPromiseType type, String data) {
         return switch (checkRebuild(type, data)) {
-            case FILE -> new FileTensorPromise(FilePromiseRegion.attach(data, FilePromiseLayout.TENSOR), false);
+            case FILE -> new FileTensorPromise(FilePromiseRegion.attach(data, FilePromiseLayout.TENSOR), false, null);
             default -> throw new AssertionError(type);
         };
     }
 
     /** A new void promise of the given backend. */
     public static VoidPromise createVoid(TensorPromiseType type) {
+        return createVoid(type, null);
+    }
+
+    /** As {@link #createVoid(TensorPromiseType)}, with the deadline of its future's {@code get()}; see {@link #create(TensorPromiseType, Duration)}. */
+    public static VoidPromise createVoid(TensorPromiseType type, Duration getTimeout) {
         return switch (Objects.requireNonNull(type, "type")) {
-            case MEMORY -> new MemoryVoidPromise();
-            case FILE -> new FileVoidPromise(FilePromiseRegion.create(FilePromiseLayout.VOID), true);
+            case MEMORY -> new MemoryVoidPromise(getTimeout);
+            case FILE -> new FileVoidPromise(FilePromiseRegion.create(FilePromiseLayout.VOID), true, getTimeout);
             case NETWORK -> throw notBuilt(type);
         };
     }
@@ -53,7 +67,7 @@ public final class TensorPromises {
     /** Rebuilds a void promise serialized in another process; see {@link #fromSerialized}. */
     public static VoidPromise voidFromSerialized(TensorPromiseType type, String data) {
         return switch (checkRebuild(type, data)) {
-            case FILE -> new FileVoidPromise(FilePromiseRegion.attach(data, FilePromiseLayout.VOID), false);
+            case FILE -> new FileVoidPromise(FilePromiseRegion.attach(data, FilePromiseLayout.VOID), false, null);
             default -> throw new AssertionError(type);
         };
     }

@@ -11,7 +11,15 @@ import java.util.concurrent.CompletableFuture;
 public interface VoidFuture {
 
     /**
-     * Blocks until done, up to the global communication timeout.
+     * The deadline of {@link #get()}: the one the promise was made with (a runtime's timeout, for the futures
+     * a runtime returns), else the global communication timeout.
+     */
+    default Duration timeout() {
+        return org.dtorch.core.communication.CommOptions.global().timeout();
+    }
+
+    /**
+     * Blocks until done, up to {@link #timeout()}.
      *
      * @throws FutureFailedException if an error was set (the original is the cause)
      * @throws org.dtorch.core.communication.CommTimeoutException at the deadline
@@ -28,6 +36,9 @@ public interface VoidFuture {
     /** True only when done or failed. */
     boolean isReady();
 
-    /** A view for callbacks, completed when this future is; completing it does not affect this one. */
+    /**
+     * A view for callbacks, completed when this future is, from a callback thread (never a device's worker
+     * or the File-future watcher); completing it does not affect this one.
+     */
     CompletableFuture<Void> toCompletableFuture();
 }

@@ -14,12 +14,20 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <p>Thread-safe: any thread may wait, query or register callbacks.
  */
-public final class VoidFutureCollect implements VoidFuture {
+public final class VoidFutureCollect implements VoidFuture, DirectCompletion {
     private final CompletableVoidFuture all;
     private final int size;
 
-    /** Collects {@code futures}; an empty list is ready at once. */
+    /** Collects {@code futures}; an empty list is ready at once. {@link #get()} waits up to the global timeout. */
     public VoidFutureCollect(List<? extends VoidFuture> futures) {
+        this(futures, null);
+    }
+
+    /**
+     * Collects {@code futures}, with the deadline of {@link #get()} (a runtime's timeout); null for the
+     * global communication timeout at the time of the call.
+     */
+    public VoidFutureCollect(List<? extends VoidFuture> futures, Duration getTimeout) {
         Objects.requireNonNull(futures, "futures");
         this.size = futures.size();
         CompletableFuture<Void> done = new CompletableFuture<>();
@@ -30,7 +38,9 @@ public final class VoidFutureCollect implements VoidFuture {
         for (int i = 0; i < size; i++) {
             VoidFuture f = Objects.requireNonNull(futures.get(i), "future " + i);
             int index = i;
-            f.toCompletableFuture().whenComplete((ignored, error) -> {
+            // Our own futures are joined on their completer's thread (no callback thread in between).
+            CompletableFuture<?> member = f instanceof DirectCompletion direct ? direct.directCompletion() : f.toCompletableFuture();
+            member.whenComplete((ignored, error) -> {
                 if (error != null) {
                     Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
                     done.completeExceptionally(new CollectedFailure(index, size, cause));
@@ -39,7 +49,7 @@ public final class VoidFutureCollect implements VoidFuture {
                 }
             });
         }
-        this.all = new CompletableVoidFuture(done, "VoidFutureCollect of " + size);
+        this.all = new CompletableVoidFuture(done, "VoidFutureCollect of " + size, getTimeout);
     }
 
     /** Collects the given futures. */
@@ -50,6 +60,16 @@ public final class VoidFutureCollect implements VoidFuture {
     /** The number of futures collected. */
     public int size() {
         return size;
+    }
+
+    @Override
+    public Duration timeout() {
+        return all.timeout();
+    }
+
+    @Override
+    public CompletableFuture<?> directCompletion() {
+        return all.directCompletion();
     }
 
     @Override

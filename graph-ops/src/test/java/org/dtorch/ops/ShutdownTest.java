@@ -1,0 +1,148 @@
+package org.dtorch.ops;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.bytedeco.pytorch.Tensor;
+import org.dtorch.api.DTensor;
+import org.dtorch.api.DTorch;
+import org.dtorch.api.DTorchOptions;
+import org.dtorch.core.communication.promise.FutureFailedException;
+import org.dtorch.core.communication.promise.TensorFuture;
+import org.dtorch.core.distributed.Placement;
+import org.junit.jupiter.api.RepeatedTest;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * {@code close()} with work in flight returns within 5 s whatever the devices are blocked in, and leaves every
+ * future completed (with its value, or with an error naming the shutdown) and no thread or process behind.
+ * {@link ShutdownInProcessesTest} runs the same with every device a worker process.
+ */
+@Timeout(120)
+class ShutdownTest {
+    private static final long CLOSE_LIMIT_MILLIS = 5_000;
+    /** Threads that serve every runtime of the process and outlive each of them. */
+    private static final List<String> PROCESS_WIDE = List.of("dtorch-file-futures", "dtorch-callbacks-");
+
+    boolean processes() {
+        return false;
+    }
+
+    private DTorchOptions.Builder options() {
+        return DTorchOptions.builder().devices(4).perDevicePerProcess(processes()).timeout(Duration.ofSeconds(60));
+    }
+
+    /** The program of the report: 40 steps of matmul, scale and S(0) -> S(1), then a sum, closed at once. */
+    @RepeatedTest(10)
+    void shouldCloseWithinFiveSecondsRightAfterEnqueueingManySteps() throws Exception {
+        DTorch dt = DTorch.init(options().build());
+        List<TensorFuture> futures = new ArrayList<>();
+        try {
+            DTensor x = dt.randn(1, new long[] {256, 256}, dt.defaultMesh(), Placement.shard(0));
+            DTensor w = dt.randn(2, new long[] {256, 256}, dt.defaultMesh(), Placement.replicate());
+            DTensor t = x;
+            for (int step = 0; step < 40; step++) {
+                t = x.matmul(w).mul(0.001).redistribute(Placement.shard(1));
+            }
+            futures.add(t.sum().toTorchAsync());
+        } finally {
+            assertClosesInTime(dt);
+        }
+        assertAllCompleted(futures);
+    }
+
+    /** Where device 3 is when the runtime closes, while devices 0 to 2 wait for it. */
+    enum Blocker {
+        /** Devices 0-2 in a Gloo all-gather of a group that exists, device 3 asleep in a kernel. */
+        COLLECTIVE,
+        /** Devices 0-2 creating a group (its rendezvous), device 3 asleep in a kernel. */
+        GROUP_CREATION,
+        /** Same-device backend: devices 0-2 waiting in a tensor store, device 3 asleep in a kernel. */
+        STORE_WAIT,
+        /** Devices 0-2 in a Gloo all-gather, device 3 in a kernel that ignores interrupts for 8 s. */
+        KERNEL_IGNORING_INTERRUPTS
+    }
+
+    @ParameterizedTest
+    @EnumSource(Blocker.class)
+    void shouldCloseWithinFiveSecondsWhateverTheDevicesAreBlockedIn(Blocker blocker) throws Exception {
+        DTorch dt = DTorch.init(options().sameDevice(blocker == Blocker.STORE_WAIT).shutdownTimeout(Duration.ofMillis(100)).build());
+        List<TensorFuture> futures = new ArrayList<>();
+        long stallMillis = blocker == Blocker.KERNEL_IGNORING_INTERRUPTS ? 8_000 : 30_000;
+        try {
+            DTensor x = dt.ones(new long[] {8, 8}, dt.defaultMesh(), Placement.shard(0));
+            if (blocker != Blocker.GROUP_CREATION) {
+                try (Tensor warm = x.redistribute(Placement.replicate()).sum().toTorch()) { // the group exists from now on
+                    assertEquals(64.0, warm.item_double());
+                }
+            }
+            DTensor stalled = dt.apply(new TestOps.StallOn(3, stallMillis, blocker == Blocker.KERNEL_IGNORING_INTERRUPTS), x);
+            for (int i = 0; i < 3; i++) {
+                futures.add(stalled.redistribute(Placement.replicate()).sum().toTorchAsync());
+            }
+            Thread.sleep(500); // devices 0 to 2 reach the collective (or the rendezvous) and wait there for device 3
+            assertFalse(futures.getFirst().isReady(), "device 3 holds everything up");
+        } finally {
+            assertClosesInTime(dt);
+        }
+        assertAllCompleted(futures);
+        if (blocker == Blocker.KERNEL_IGNORING_INTERRUPTS && !processes()) {
+            // Nothing can stop that thread: close() left it to finish its kernel, after which it ends.
+            awaitRuntimeThreadsGone(Duration.ofMillis(stallMillis + 10_000));
+        }
+        assertNoRuntimeThreadLeft();
+    }
+
+    private static void assertClosesInTime(DTorch dt) {
+        Map<Long, Long> pids = dt.runtime().workerPids();
+        long start = System.nanoTime();
+        dt.close();
+        long closeMillis = (System.nanoTime() - start) / 1_000_000;
+        assertTrue(closeMillis < CLOSE_LIMIT_MILLIS, "close took " + closeMillis + " ms");
+        for (Map.Entry<Long, Long> worker : pids.entrySet()) {
+            assertFalse(ProcessHandle.of(worker.getValue()).map(ProcessHandle::isAlive).orElse(false),
+                "the worker process of device " + worker.getKey() + " is gone once close() returns");
+        }
+    }
+
+    private static void assertAllCompleted(List<TensorFuture> futures) {
+        for (TensorFuture f : futures) {
+            assertTrue(f.isReady(), "every future is completed, one way or the other, once close() returns");
+            try (Tensor value = f.get()) {
+                assertTrue(value.numel() >= 1);
+            } catch (FutureFailedException failed) {
+                assertTrue(failed.getMessage().contains("closed") || failed.getMessage().contains("abort")
+                    || failed.getMessage().contains("cancel") || failed.getMessage().contains("interrupted"),
+                    "a future cut short by close() says so: " + failed.getMessage());
+            }
+        }
+    }
+
+    private static void awaitRuntimeThreadsGone(Duration limit) throws InterruptedException {
+        long deadline = System.nanoTime() + limit.toNanos();
+        while (!runtimeThreads().isEmpty() && System.nanoTime() < deadline) {
+            Thread.sleep(50);
+        }
+    }
+
+    private static void assertNoRuntimeThreadLeft() throws InterruptedException {
+        Thread.sleep(50);
+        assertEquals(List.of(), runtimeThreads(), "every runtime thread has stopped");
+    }
+
+    private static List<String> runtimeThreads() {
+        return Thread.getAllStackTraces().keySet().stream()
+            .filter(Thread::isAlive)
+            .map(Thread::getName)
+            .filter(name -> name.startsWith("dtorch-") && PROCESS_WIDE.stream().noneMatch(name::startsWith))
+            .sorted()
+            .toList();
+    }
+}
