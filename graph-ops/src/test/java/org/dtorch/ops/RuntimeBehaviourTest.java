@@ -24,7 +24,8 @@ import org.junit.jupiter.api.Timeout;
 
 @Timeout(180)
 class RuntimeBehaviourTest {
-    private static final java.util.Set<String> PROCESS_WIDE = java.util.Set.of("dtorch-file-futures");
+    /** Threads that serve every runtime of the process (the File-future watcher, the callback pool) and outlive each. */
+    private static final List<String> PROCESS_WIDE = List.of("dtorch-file-futures", "dtorch-callbacks-");
 
     /** Per-device-process mode instead of threads; {@code RuntimeBehaviourInProcessesTest} turns it on. */
     boolean processes() {
@@ -173,7 +174,7 @@ class RuntimeBehaviourTest {
         Thread.sleep(50);
         // The File-future watcher serves every runtime of the process and outlives each of them.
         assertTrue(Thread.getAllStackTraces().keySet().stream()
-                .noneMatch(th -> th.getName().startsWith("dtorch-") && !PROCESS_WIDE.contains(th.getName()) && th.isAlive()),
+                .noneMatch(th -> th.getName().startsWith("dtorch-") && PROCESS_WIDE.stream().noneMatch(th.getName()::startsWith) && th.isAlive()),
             "every runtime thread has stopped");
     }
 

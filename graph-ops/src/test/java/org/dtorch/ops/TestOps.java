@@ -107,4 +107,41 @@ final class TestOps {
             }
         }
     }
+
+    /**
+     * Like {@code get_tensor}, but its kernel's {@code failed} throws without completing the promise (a report
+     * that breaks). Thread mode only: its promise does not cross processes.
+     */
+    record BrokenReport(org.dtorch.core.communication.promise.TensorPromise promise) implements OpSpec {
+        @Override
+        public String name() {
+            return "broken_report";
+        }
+
+        @Override
+        public List<TensorMeta> inferOutputs(List<TensorMeta> inputs) {
+            return List.of();
+        }
+
+        @Override
+        public void abandon(Throwable cause) {
+            org.dtorch.core.communication.promise.TensorPromises.abandon(promise, cause);
+        }
+
+        @Override
+        public DeviceKernel kernel(Operator op, long deviceId) {
+            return new DeviceKernel() {
+                @Override
+                public List<org.bytedeco.pytorch.Tensor> run(org.dtorch.core.kernel.KernelContext ctx, List<org.bytedeco.pytorch.Tensor> inputs) {
+                    promise.setValue(inputs.getFirst());
+                    return List.of();
+                }
+
+                @Override
+                public void failed(org.dtorch.core.kernel.KernelContext ctx, Throwable cause) {
+                    throw new IllegalStateException("the report broke on purpose");
+                }
+            };
+        }
+    }
 }

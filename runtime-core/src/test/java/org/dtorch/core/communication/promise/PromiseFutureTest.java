@@ -127,7 +127,7 @@ class PromiseFutureTest {
     }
 
     @Test
-    void shouldPushCompletionToCallbacks() throws Exception {
+    void shouldPushCompletionToCallbacksOnACallbackThread() throws Exception {
         TensorPromise promise = TensorPromises.create(TensorPromiseType.MEMORY);
         TensorFuture future = promise.getFuture();
         CountDownLatch called = new CountDownLatch(1);
@@ -148,7 +148,55 @@ class PromiseFutureTest {
         assertTrue(called.await(5, TimeUnit.SECONDS));
         producer.join();
         assertEquals(9f, first.get());
-        assertEquals("worker-7", callbackThread.get(), "the callback runs on the completing thread, without polling");
+        assertTrue(callbackThread.get().startsWith("dtorch-callbacks-"),
+            "the callback runs on a callback thread, not on the completing worker: " + callbackThread.get());
+    }
+
+    @Test
+    void shouldNotStallTheCompleterWhenACallbackBlocks() throws Exception {
+        for (boolean failing : new boolean[] {false, true}) {
+            TensorPromise first = TensorPromises.create(TensorPromiseType.MEMORY);
+            TensorPromise second = TensorPromises.create(TensorPromiseType.MEMORY);
+            TensorFuture firstFuture = first.getFuture();
+            TensorFuture secondFuture = second.getFuture();
+            // The callback of the first value waits for the second, which the same "worker" sets right after the first:
+            // run on the worker, it would wait for ever.
+            CompletableFuture<Float> chained = firstFuture.toCompletableFuture().handle((value, error) -> {
+                try (Tensor t = secondFuture.get()) {
+                    return t.select(0, 0).item_float();
+                }
+            });
+            Thread worker = Thread.ofPlatform().name("worker-3").start(() -> {
+                try (Tensor a = TestTensors.full(1f, 2); Tensor b = TestTensors.full(2f, 2)) {
+                    if (failing) {
+                        first.setException(new IllegalStateException("kernel failed on purpose"));
+                    } else {
+                        first.setValue(a);
+                    }
+                    second.setValue(b);
+                }
+            });
+            worker.join(5000);
+            assertFalse(worker.isAlive(), "the worker is not held by a callback (failing=" + failing + ")");
+            assertEquals(2f, chained.get(5, TimeUnit.SECONDS));
+        }
+    }
+
+    @Test
+    void shouldTimeOutGetAtThePromisesOwnDeadline() {
+        TensorFuture future = TensorPromises.create(TensorPromiseType.MEMORY, Duration.ofMillis(150)).getFuture();
+        assertEquals(Duration.ofMillis(150), future.timeout());
+        long start = System.nanoTime();
+        CommTimeoutException e = assertThrows(CommTimeoutException.class, future::get);
+        assertTrue(e.getMessage().startsWith("TensorFuture.get() timed out after 150 ms"), e.getMessage());
+        assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(30), "not the global 300 s");
+        VoidFuture done = TensorPromises.createVoid(TensorPromiseType.MEMORY, Duration.ofMillis(150)).getFuture();
+        assertThrows(CommTimeoutException.class, done::get);
+        VoidFutureCollect all = new VoidFutureCollect(List.of(TensorPromises.createVoid(TensorPromiseType.MEMORY).getFuture()),
+            Duration.ofMillis(150));
+        assertEquals(Duration.ofMillis(150), all.timeout());
+        assertThrows(CommTimeoutException.class, all::get);
+        assertThrows(IllegalArgumentException.class, () -> TensorPromises.create(TensorPromiseType.MEMORY, Duration.ZERO));
     }
 
     @Test
