@@ -8,7 +8,6 @@ import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -22,11 +21,13 @@ import org.dtorch.core.graph.LogicalGraph;
 import org.dtorch.core.runtime.process.ControlChannel;
 import org.dtorch.core.runtime.process.JvmCommand;
 import org.dtorch.core.runtime.process.WireReader;
+import org.dtorch.core.shm.OwnedPaths;
 import org.dtorch.core.shm.SharedRegion;
 
 /**
  * Starts the worker processes of a per-device-process runtime and connects them: a Unix-domain socket in
- * the shared-memory directory (owner-only), one JVM per device running {@link WorkerMain}, and a
+ * a directory of its own (mode 0700, so no other user can connect, whatever the socket's mode) in the
+ * shared-memory directory, one JVM per device running {@link WorkerMain}, and a
  * {@code HELLO} from each within the startup timeout (property {@value #STARTUP_PROPERTY}, seconds,
  * default {@value #DEFAULT_STARTUP_SECONDS}). A worker that exits or does not report in time fails the
  * start with its output; nothing is left running.
@@ -43,9 +44,9 @@ final class WorkerPool {
     private WorkerPool() {
     }
 
-    /** The socket's path for {@code instanceId}. */
+    /** The socket's path for {@code instanceId}: {@code dtorch-<instance>-ctl/sock}, short enough for a socket's address. */
     static Path socketPath(String instanceId) {
-        return SharedRegion.directory().resolve(SharedRegion.PREFIX + instanceId + "-ctl.sock");
+        return SharedRegion.checkedDirectory().resolve(SharedRegion.PREFIX + instanceId + "-ctl").resolve("sock");
     }
 
     /**
@@ -57,10 +58,11 @@ final class WorkerPool {
                                           LogicalGraph graph, OperatorEncoder encoder, WorkerProcess.Events events) {
         Path socket = socketPath(instanceId);
         Map<Long, WorkerProcess> workers = new LinkedHashMap<>();
+        boolean madeDirectory = false;
         try (ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
-            Files.deleteIfExists(socket);
+            OwnedPaths.createPrivateDirectory(socket.getParent(), "control socket's directory");
+            madeDirectory = true;
             server.bind(UnixDomainSocketAddress.of(socket));
-            Files.setPosixFilePermissions(socket, PosixFilePermissions.fromString("rw-------"));
             for (Device device : devices) {
                 workers.put((long) device.index(), new WorkerProcess(device, spawn(options, device, instanceId, failureBoard, socket),
                     graph, encoder, events));
@@ -76,7 +78,10 @@ final class WorkerPool {
             throw new CommException("cannot start the worker processes of runtime " + instanceId + ": " + e, e);
         } finally {
             try {
-                Files.deleteIfExists(socket);
+                if (madeDirectory) {
+                    Files.deleteIfExists(socket);
+                    Files.deleteIfExists(socket.getParent());
+                }
             } catch (IOException ignored) {
                 // the janitor removes it later
             }

@@ -12,9 +12,9 @@ import java.lang.invoke.VarHandle;
 
 /**
  * The few C library calls that shared memory needs, through the FFM API: {@code open}, {@code ftruncate},
- * {@code lseek}, {@code mmap}, {@code munmap}, {@code close}, {@code syscall} (for futexes). Every call
- * captures {@code errno}; a failure becomes a {@link NativeCallException} naming the call, the path and
- * the errno.
+ * {@code mmap}, {@code munmap}, {@code close}, {@code geteuid}, {@code kill} and {@code syscall} (for
+ * {@code fstat} and futexes). Every call captures {@code errno}; a failure becomes a
+ * {@link NativeCallException} naming the call, the path and the errno.
  *
  * <p>{@code mmap} is called directly rather than through {@code FileChannel.map}: unmapping a shared
  * arena makes every JVM thread take part in a handshake, which costs more than the whole store
@@ -27,17 +27,18 @@ final class Libc {
     static final int O_RDWR = 0x2;
     static final int O_CREAT = 0x40;
     static final int O_EXCL = 0x80;
+    static final int O_NOFOLLOW = 0x20000;
     static final int O_CLOEXEC = 0x80000;
     static final int PROT_READ = 0x1;
     static final int PROT_WRITE = 0x2;
     static final int MAP_SHARED = 0x1;
-    static final int SEEK_END = 2;
     static final int ENOENT = 2;
     static final int EAGAIN = 11;
     static final int ETIMEDOUT = 110;
     static final int EINTR = 4;
     static final int EEXIST = 17;
     static final int ESRCH = 3;
+    static final int ELOOP = 40;
     static final long MAP_FAILED = -1L;
 
     private static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
@@ -52,8 +53,32 @@ final class Libc {
         FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT), ERRNO_OPTION);
     private static final MethodHandle FTRUNCATE = handle("ftruncate",
         FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG), ERRNO_OPTION);
-    private static final MethodHandle LSEEK = handle("lseek",
-        FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT), ERRNO_OPTION);
+    private static final MethodHandle GETEUID = handle("geteuid", FunctionDescriptor.of(ValueLayout.JAVA_INT));
+    /*
+     * fstat is a system call rather than glibc's fstat: glibc exports that symbol only since 2.33. The kernel's
+     * struct stat on x86_64, of which only the marked fields are read:
+     *
+     *   offset  size  field
+     *        0     8  st_dev
+     *        8     8  st_ino
+     *       16     8  st_nlink
+     *       24     4  st_mode     <- type and permission bits
+     *       28     4  st_uid      <- owner
+     *       32     4  st_gid
+     *       36     4  (padding)
+     *       40     8  st_rdev
+     *       48     8  st_size     <- bytes
+     *       56    88  st_blksize, st_blocks, times, reserved
+     *      144        (size)
+     */
+    private static final MethodHandle SYSCALL_FSTAT = handle("syscall",
+        FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS),
+        Linker.Option.firstVariadicArg(1), ERRNO_OPTION);
+    private static final long SYS_FSTAT = 5; // x86_64
+    private static final long STAT_SIZE = 144;
+    private static final long STAT_MODE = 24;
+    private static final long STAT_UID = 28;
+    private static final long STAT_BYTES = 48;
     private static final MethodHandle MMAP = handle("mmap",
         FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT,
             ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG), ERRNO_OPTION);
@@ -97,6 +122,7 @@ final class Libc {
             case 24 -> "too many open files";
             case 28 -> "no space left on device";
             case 22 -> "invalid argument";
+            case ELOOP -> "a symbolic link where none may be";
             default -> "see errno(3)";
         };
     }
@@ -145,19 +171,47 @@ final class Libc {
         }
     }
 
-    /** The size of the open file {@code fd}. */
-    static long size(int fd, String what) {
+    /** What {@code fstat} says of an open file: its type and permission bits, its owner and its size. */
+    record FileStatus(int mode, int uid, long size) {
+        static final int S_IFMT = 0170000;
+        static final int S_IFREG = 0100000;
+
+        boolean isRegularFile() {
+            return (mode & S_IFMT) == S_IFREG;
+        }
+
+        /** The permission bits, {@code 0600} for instance. */
+        int permissions() {
+            return mode & 07777;
+        }
+    }
+
+    /** {@code fstat(fd)}: the file the descriptor refers to, whatever its path points at now. */
+    static FileStatus fstat(int fd, String what) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment state = arena.allocate(CALL_STATE);
-            long end = (long) LSEEK.invokeExact(state, fd, 0L, SEEK_END);
-            if (end < 0) {
-                throw new NativeCallException("lseek", what, errno(state));
+            MemorySegment stat = arena.allocate(STAT_SIZE, 8);
+            long rc = (long) SYSCALL_FSTAT.invokeExact(state, SYS_FSTAT, fd, stat);
+            if (rc < 0) {
+                throw new NativeCallException("fstat", what, errno(state));
             }
-            return end;
+            return new FileStatus(stat.get(ValueLayout.JAVA_INT, STAT_MODE), stat.get(ValueLayout.JAVA_INT, STAT_UID),
+                stat.get(ValueLayout.JAVA_LONG, STAT_BYTES));
         } catch (RuntimeException | Error e) {
             throw e;
         } catch (Throwable t) {
-            throw new IllegalStateException("lseek(" + what + ")", t);
+            throw new IllegalStateException("fstat(" + what + ")", t);
+        }
+    }
+
+    /** {@code geteuid()}: the user whose files this process creates and may trust. */
+    static int geteuid() {
+        try {
+            return (int) GETEUID.invokeExact();
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("geteuid()", t);
         }
     }
 

@@ -12,6 +12,13 @@ import java.util.Optional;
  * only) mapped into this process. Other processes open the same name and see the same bytes. Unlinking
  * removes the name; every mapping stays valid until it is unmapped.
  *
+ * <p>The directory is shared with other users ({@code /dev/shm}), who may plant a file or a symbolic link at
+ * a name the runtime is about to use. So the directory is checked once per process
+ * ({@link OwnedPaths#checkSharedDirectory}), {@link #create} never follows a link and never takes over an
+ * existing file ({@code O_CREAT | O_EXCL | O_NOFOLLOW}), and {@link #open} refuses a link
+ * ({@code O_NOFOLLOW}) and anything that {@code fstat} on the open descriptor shows is not a regular file of
+ * this user with mode 0600 ({@link UnsafePathException}), before mapping it.
+ *
  * <p>Reference counted, because a mapping may be in use by several holders (a store instance and the
  * tensors that view its bytes, for instance): the opener holds one reference, {@link #retain()} adds one,
  * {@link #release()} drops one, and the last release unmaps. {@link #close()} drops the opener's
@@ -27,6 +34,8 @@ public final class SharedRegion implements AutoCloseable {
     public static final String PREFIX = "dtorch-";
 
     private static final int OWNER_READ_WRITE = 0600;
+    /** The last directory that passed the checks; checked again only if the property changes. */
+    private static volatile Path checkedDirectory;
 
     private final String name;
     private final long address;
@@ -52,20 +61,40 @@ public final class SharedRegion implements AutoCloseable {
     }
 
     /**
+     * The directory of shared-memory files, checked: created owner-only if missing, else owned by this user
+     * or root and, if others may write in it, sticky.
+     *
+     * @throws UnsafePathException if others could remove or replace this user's files there
+     */
+    public static Path checkedDirectory() {
+        Path dir = directory();
+        if (!dir.equals(checkedDirectory)) {
+            if (!Files.exists(dir)) {
+                OwnedPaths.ensurePrivateDirectory(dir, "shared-memory directory", "set -D" + DIR_PROPERTY + " to a directory of your own");
+            }
+            OwnedPaths.checkSharedDirectory(dir, "shared-memory directory",
+                "Set -D" + DIR_PROPERTY + " to a directory of your own (mode 0700).");
+            checkedDirectory = dir;
+        }
+        return dir;
+    }
+
+    /**
      * Creates a new region of {@code size} bytes, zero-filled, owner-only. The pages are allocated when
      * first touched.
      *
-     * @return empty if a region of that name exists already
+     * @return empty if something (a region, any file, a link) has that name already
+     * @throws UnsafePathException if the directory is not safe ({@link #checkedDirectory()})
      */
     public static Optional<SharedRegion> create(String name, long size) {
         checkName(name);
         if (size <= 0) {
             throw new IllegalArgumentException("shared memory '" + name + "': size must be positive, got " + size);
         }
-        String path = pathOf(name).toString();
+        String path = checkedDirectory().resolve(name).toString();
         int fd;
         try {
-            fd = Libc.open(path, Libc.O_RDWR | Libc.O_CREAT | Libc.O_EXCL, OWNER_READ_WRITE);
+            fd = Libc.open(path, Libc.O_RDWR | Libc.O_CREAT | Libc.O_EXCL | Libc.O_NOFOLLOW, OWNER_READ_WRITE);
         } catch (Libc.NativeCallException e) {
             if (e.errno == Libc.EEXIST) {
                 return Optional.empty();
@@ -87,21 +116,29 @@ public final class SharedRegion implements AutoCloseable {
      * Opens an existing region, all of it.
      *
      * @return empty if there is no region of that name, or if it is still empty (being created)
+     * @throws UnsafePathException if the name is a symbolic link, or not a regular file of this user with mode
+     *                             0600, or if the directory is not safe ({@link #checkedDirectory()})
      */
     public static Optional<SharedRegion> open(String name) {
         checkName(name);
-        String path = pathOf(name).toString();
+        String path = checkedDirectory().resolve(name).toString();
         int fd;
         try {
-            fd = Libc.open(path, Libc.O_RDWR, 0);
+            fd = Libc.open(path, Libc.O_RDWR | Libc.O_NOFOLLOW, 0);
         } catch (Libc.NativeCallException e) {
             if (e.errno == Libc.ENOENT) {
                 return Optional.empty();
             }
+            if (e.errno == Libc.ELOOP) {
+                throw new UnsafePathException(Path.of(path), "shared memory " + path + " is a symbolic link; refusing to follow it: "
+                    + "the runtime never makes one, so another user may have planted it");
+            }
             throw new UncheckedIOException(new IOException("cannot open shared memory " + path, e));
         }
         try {
-            long size = Libc.size(fd, path);
+            Libc.FileStatus status = Libc.fstat(fd, path);
+            OwnedPaths.checkRegion(path, status);
+            long size = status.size();
             if (size == 0) {
                 return Optional.empty();
             }

@@ -25,6 +25,7 @@ import org.dtorch.core.runtime.process.ControlChannel;
 import org.dtorch.core.runtime.process.OperatorCodec;
 import org.dtorch.core.runtime.process.WireReader;
 import org.dtorch.core.runtime.process.WireWriter;
+import org.dtorch.core.shm.OwnedPaths;
 import org.dtorch.core.shm.SharedRegion;
 import org.dtorch.core.testing.ChildJvm;
 import org.dtorch.core.testing.ShmFiles;
@@ -54,6 +55,7 @@ class WorkerProtocolTest {
     void shouldReportAMalformedMessageAndRunNothingAfterIt(String corruption) throws Exception {
         String instance = ShmFiles.freshInstance("wp");
         Path socket = WorkerPool.socketPath(instance);
+        OwnedPaths.createPrivateDirectory(socket.getParent(), "test socket's directory");
         try (SharedFailureBoard board = SharedFailureBoard.create(SharedRegion.PREFIX + instance + "-failures");
              ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
              ChildJvm worker = startWorker(server, socket, instance, board)) {
@@ -104,6 +106,7 @@ class WorkerProtocolTest {
         } finally {
             SharedRegion.unlink(SharedRegion.PREFIX + instance + "-failures");
             Files.deleteIfExists(socket);
+            Files.deleteIfExists(socket.getParent());
         }
         assertEquals(List.of(), ShmFiles.of(instance).stream().filter(n -> !n.contains("-pr-")).toList());
     }

@@ -105,8 +105,7 @@ class SharedMemoryTest {
         Path staleDir = CommPaths.root().resolve("p" + deadPid + "-zz999-1");
         SharedRegion.create(staleFile, 4096).orElseThrow().close();
         SharedRegion.create(liveFile, 4096).orElseThrow().close();
-        Files.createDirectories(staleDir.resolve("cpu-0_1"));
-        Files.writeString(staleDir.resolve("cpu-0_1.filestore"), "x");
+        Files.writeString(CommPaths.file(staleDir.getFileName() + "/cpu-0_1", ".filestore"), "x");
         try {
             List<String> removed = ShmJanitor.removeStale();
             assertTrue(removed.contains(staleFile) && removed.contains(staleDir.getFileName().toString()), removed.toString());
