@@ -39,7 +39,7 @@ final class Report {
             add("");
         }
         add("Commit `" + provenance.commit() + "`, " + provenance.date() + ", " + provenance.machine() + ". " + options.runs()
-            + " runs: each figure is the median of the runs, each range the lowest to the highest run, p99 the median of the runs' "
+            + (options.runs() == 1 ? " run" : " runs") + ": each figure is the median of the runs, each range the lowest to the highest run, p99 the median of the runs' "
             + "p99. Command: `" + options.command(selection) + "`.");
         add("");
         add(description);
