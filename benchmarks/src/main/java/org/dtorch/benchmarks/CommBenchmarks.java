@@ -7,6 +7,8 @@ package org.dtorch.benchmarks;
  * with the options of {@link BenchOptions} as system properties; docs/benchmarks.md gives the Maven command and
  * {@code benchmarks/run-all.sh} runs everything. A harness that fails is reported and the others still run;
  * the exit status is then 1.
+ *
+ * <p>Thread-safe: stateless; {@code main} runs the harnesses one after another.
  */
 public final class CommBenchmarks {
 
@@ -25,7 +27,7 @@ public final class CommBenchmarks {
         for (String name : options.selected()) {
             try {
                 harness(name).run(report, options);
-            } catch (Exception | Error e) {
+            } catch (Exception e) {
                 failed++;
                 System.err.println("benchmark " + name + " failed:");
                 e.printStackTrace();

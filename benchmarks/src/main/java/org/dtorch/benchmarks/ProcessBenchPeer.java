@@ -29,6 +29,8 @@ import org.dtorch.core.shm.Shm;
  *       {@code <key>-<block>} and waits {@code n} ms without setting anything.</li>
  * </ul>
  * {@link System#nanoTime()} is the system's monotonic clock, the same in every process of the host.
+ *
+ * <p>Thread-safe: stateless; {@code main} runs one mode on its thread.
  */
 public final class ProcessBenchPeer {
     private static final DeviceStream CPU = DeviceStream.of(Device.cpu(0));
