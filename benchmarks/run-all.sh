@@ -13,6 +13,18 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
+java_major() {
+  "$1/bin/java" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p' | head -n 1
+}
+if [ -z "${JAVA_HOME:-}" ] || [ ! -x "$JAVA_HOME/bin/java" ] || [ "$(java_major "$JAVA_HOME")" -lt 25 ] 2>/dev/null; then
+  JAVA_HOME=""
+  for candidate in /usr/lib/jvm/temurin-25* /usr/lib/jvm/*25* /usr/lib/jvm/*; do
+    if [ -x "$candidate/bin/java" ] && [ "$(java_major "$candidate")" -ge 25 ] 2>/dev/null; then JAVA_HOME="$candidate"; break; fi
+  done
+  [ -n "$JAVA_HOME" ] || { echo "run-all: no JDK 25 or newer found; set JAVA_HOME" >&2; exit 2; }
+fi
+export JAVA_HOME PATH="$JAVA_HOME/bin:$PATH"
+
 echo "== build (python-facade and benchmarks, with their dependencies)"
 mvn -B -q -DskipTests -pl python-facade -am package "$@"
 rm -f python-facade/target/jit-mode # ./dtorch probes the JIT again for this build
