@@ -7,7 +7,7 @@
 # Each table states the commit (with -dirty for uncommitted changes), machine and command it was measured with;
 # pasting the tables into docs/benchmarks.md is the update. Extra arguments go to every Maven call, for example
 # -Dbench.runs=3, or -Dbench.quick=true -Dbench.runs=2 -Dbench.rounds=1 for a smoke test of the harnesses.
-# At full size this takes about 20 minutes on the project's 2-core VM (estimated from the iteration counts).
+# At full size this takes about 25 minutes on the project's 2-core VM (estimated from the iteration counts).
 # Run it on a quiet machine: other load shows up in every figure.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

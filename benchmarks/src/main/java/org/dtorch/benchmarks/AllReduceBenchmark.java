@@ -47,7 +47,9 @@ final class AllReduceBenchmark {
 
     static void run(Report report, BenchOptions options) throws Exception {
         long bytes = options.bytes(FULL_BYTES);
-        report.section("All-reduce, 4 ranks in threads, " + Unit.size(bytes) + " float32, SUM", "allreduce",
+        boolean hugePages = !"0".equals(System.getenv("THP_MEM_ALLOC_ENABLE"));
+        report.section("All-reduce, 4 ranks in threads, " + Unit.size(bytes) + " float32, SUM"
+            + (hugePages ? "" : ", without transparent huge pages"), "allreduce",
             "Rank 0's time per all-reduce, ranks released together by a barrier; per run " + options.rounds() * PER_ROUND + " samples per "
                 + "variant, interleaved in rounds, after a warm-up round. Each variant has its own inputs. `ThreadGroup.allReduce` returns a "
                 + "new tensor and leaves its input alone; the baseline calls `ProcessGroupGloo.allreduce` on its input itself (inputs "

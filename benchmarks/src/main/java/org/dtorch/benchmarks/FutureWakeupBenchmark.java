@@ -28,8 +28,8 @@ final class FutureWakeupBenchmark {
         report.section("TensorFuture wake-up", "future",
             "`setValue` on one thread to `get()` returning on a thread already blocked in it; baseline: "
                 + "`CompletableFuture.complete` to `get()` in the same scenario. The producer waits until the getter is inside `get()`, "
-                + "then 20 us (the getter is still in its 50 us spin) or 1 ms (it has parked). Per run " + options.iterations(20_000)
-                + " (20 us) and " + options.iterations(2_000) + " (1 ms) wake-ups, after one warm-up round before the first run.");
+                + "then 20 us (the getter is still in its 50 us spin) or 1 ms (it has parked). Per run " + Unit.count(options.iterations(20_000))
+                + " (20 us) and " + Unit.count(options.iterations(2_000)) + " (1 ms) wake-ups, after one warm-up round before the first run.");
         List<Comparison> rows = new ArrayList<>();
         try (Tensor oursValue = torch.ones(256); Tensor plainValue = torch.ones(256)) {
             for (long delayMicros : new long[] {20, 1000}) {

@@ -1,19 +1,13 @@
 package org.dtorch.benchmarks;
 
-import java.io.BufferedReader;
-import java.io.IOException;
-import java.io.InputStreamReader;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
@@ -37,7 +31,6 @@ import org.dtorch.core.communication.store.TensorStoreType;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceStream;
 import org.dtorch.core.distributed.DeviceMesh;
-import org.dtorch.core.runtime.process.JvmCommand;
 import org.dtorch.core.shm.Futex;
 import org.dtorch.core.shm.SharedRegion;
 import org.dtorch.core.shm.Shm;
@@ -53,8 +46,6 @@ final class ProcessBenchmark {
     private static final int HANDOFFS = 20_000;
     private static final int OPS_PER_ROUND = 20_000;
     private static final long IDLE_MILLIS = 10_000;
-    /** How long the peer may take to start, print a line, or exit. */
-    private static final long PEER_TIMEOUT_SECONDS = 300;
 
     private ProcessBenchmark() {
     }
@@ -67,7 +58,7 @@ final class ProcessBenchmark {
                 + "the tensor into shared memory once; the consumer gets a view); baseline: a single-threaded `MemorySegment.copy` of the "
                 + "same size between pre-faulted buffers. Small: the producer's `srcSet` to the consumer's `destGet` returning, read from "
                 + "the producer's clock value inside the tensor (`System.nanoTime` is the system's monotonic clock, shared by the "
-                + "processes), " + options.iterations(HANDOFFS) + " hand-offs per run after a warm-up block; baseline: the same between "
+                + "processes), " + Unit.count(options.iterations(HANDOFFS)) + " hand-offs per run after a warm-up block; baseline: the same between "
                 + "two threads through the memory store.");
         String instance = GlobalCommInstanceId.next();
         Figure[] bandwidth = {new Figure("exchange bandwidth, " + Unit.size(bytes) + " copied once into shared memory",
@@ -83,7 +74,9 @@ final class ProcessBenchmark {
                 + "`setValue` to `get()` returning; requests pass through shared memory only. The peer waits until the getter is inside "
                 + "`get()`, then 20 us (the getter is still in its 50 us spin) or 2 ms (it sleeps on the futex). Baseline: a MEMORY "
                 + "promise set by another thread of this JVM after the same delay. Reference: a bare futex wake-up between two "
-                + "processes, nothing else, against the same thread baseline.");
+                + "processes, nothing else, against the same thread baseline. Per run " + Unit.count(options.iterations(5_000)) + " (20 us) and "
+                + Unit.count(options.iterations(1_000)) + " (2 ms) wake-ups, " + Unit.count(Math.min(200, options.iterations(1_000)))
+                + " more of warm-up in the first run; " + Unit.count(options.iterations(1_000)) + " bare futex wake-ups.");
         List<Comparison> wakeups = new ArrayList<>(promiseWakeup(options));
         wakeups.add(futexFloor(options));
         report.comparisons(wakeups);
@@ -96,7 +89,7 @@ final class ProcessBenchmark {
         report.figures(blockedWaiters(options, idleMillis));
 
         report.section("Per operator: process mode against thread mode (one device)", "process",
-            "Mean time per `add` of shape (1,) over rounds of " + options.iterations(OPS_PER_ROUND) + ", results dropped, then `sync()`; "
+            "Mean time per `add` of shape (1,) over rounds of " + Unit.count(options.iterations(OPS_PER_ROUND)) + ", results dropped, then `sync()`; "
                 + options.rounds() * 2 + " rounds per run after 2 of warm-up, a fresh runtime per run and mode. Measured: the device is a "
                 + "worker process; baseline: the device is a worker thread.");
         report.comparisons(List.of(perOperator(options)));
@@ -117,7 +110,7 @@ final class ProcessBenchmark {
         Comparison allocatedRow = new Comparison(Unit.size(bytes) + " float32 made by `store.allocate` (no copy)",
             Goal.context("zero-copy path"));
         int perRun = 2 * (iterations + 2);
-        try (Peer peer = Peer.start("consume", instance, key, options.runs() * perRun, 1);
+        try (PeerJvm peer = PeerJvm.start("consume", instance, key, options.runs() * perRun, 1);
              TensorStore store = TensorStore.create(info(instance, key));
              Tensor value = torch.rand(new long[] {bytes / 4});
              Tensor shared = store.allocate(new long[] {bytes / 4}, torch.ScalarType.Float);
@@ -174,7 +167,7 @@ final class ProcessBenchmark {
         String key = "bench/latency";
         Comparison row = new Comparison("1 KiB int64 hand-off", Goal.p50AtMost(20_000));
         List<Samples> crossProcess = new ArrayList<>();
-        try (Peer peer = Peer.start("latency", instance, key, iterations, options.runs() + 1);
+        try (PeerJvm peer = PeerJvm.start("latency", instance, key, iterations, options.runs() + 1);
              TensorStore store = TensorStore.create(info(instance, key));
              Tensor value = longs()) {
             peer.awaitLine("READY");
@@ -247,7 +240,7 @@ final class ProcessBenchmark {
             new Comparison("getter still spinning (setter waits 20 us)", Goal.p50AtMost(30_000)),
             new Comparison("getter asleep in the futex (setter waits 2 ms)", Goal.p50AtMost(30_000)));
         try (SharedRegion flags = SharedRegion.create(flagName, 4096).orElseThrow();
-             Peer peer = Peer.start("promise", flagName, "-", 0, 1)) {
+             PeerJvm peer = PeerJvm.start("promise", flagName, "-", 0, 1)) {
             peer.awaitLine("READY");
             MemorySegment seg = flags.segment();
             int[] sequence = {0};
@@ -300,7 +293,7 @@ final class ProcessBenchmark {
         int iterations = options.iterations(1_000);
         Comparison row = new Comparison("bare futex wake-up, 2 processes, waiter asleep 2 ms (reference)", Goal.context("reference"));
         try (SharedRegion flags = SharedRegion.create(flagName, 4096).orElseThrow();
-             Peer peer = Peer.start("futex", flagName, "-", iterations * options.runs(), 1)) {
+             PeerJvm peer = PeerJvm.start("futex", flagName, "-", iterations * options.runs(), 1)) {
             peer.awaitLine("READY");
             MemorySegment seg = flags.segment();
             int i = 0;
@@ -366,7 +359,7 @@ final class ProcessBenchmark {
         Figure processShare = new Figure("the whole benchmark JVM meanwhile (JIT, GC and the runtime's threads)", Unit.PERCENT,
             Goal.context("context"));
         // The peer stays 1 s past the waits (it must be alive while they run), less than the closing barrier's deadline.
-        try (Peer peer = Peer.start("idle", instance, key, (int) waitMillis + 1_000, options.runs())) {
+        try (PeerJvm peer = PeerJvm.start("idle", instance, key, (int) waitMillis + 1_000, options.runs())) {
             peer.awaitLine("STARTED"); // the stores below wait only waitMillis for the peer to join
             for (int run = 0; run < options.runs(); run++) {
                 try (TensorStore store = TensorStore.create(info(instance, key + "-" + run).toBuilder()
@@ -457,78 +450,5 @@ final class ProcessBenchmark {
 
     private static TensorStoreCreateInfo memoryInfo(String key, int rank) {
         return TensorStoreCreateInfo.builder().storeKey(key).worldSize(2).rank(rank).timeout(Duration.ofSeconds(60)).build();
-    }
-
-    /**
-     * The peer JVM, {@code ProcessBenchPeer <mode> <instance> <key> <n> <blocks>}: its stdout for {@code READY} and
-     * samples. Reading a line has a deadline, and the peer is killed if it does not exit in time.
-     */
-    private static final class Peer implements AutoCloseable {
-        private final String mode;
-        private final Process process;
-        private final BufferedReader out;
-
-        private Peer(String mode, Process process) {
-            this.mode = mode;
-            this.process = process;
-            this.out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
-        }
-
-        static Peer start(String mode, String instance, String key, int n, int blocks) throws IOException {
-            ProcessBuilder builder = JvmCommand.of(ProcessBenchPeer.class.getName(),
-                List.of(mode, instance, key, String.valueOf(n), String.valueOf(blocks)), Map.of(), List.of("-Xmx2g")).processBuilder();
-            builder.redirectError(ProcessBuilder.Redirect.INHERIT);
-            return new Peer(mode, builder.start());
-        }
-
-        void awaitLine(String expected) throws IOException {
-            if (readLine(expected) == null) {
-                throw new IllegalStateException("the " + mode + " peer exited (status " + exitStatus() + ") before printing " + expected);
-            }
-        }
-
-        /** The peer's next {@code SAMPLES} line. */
-        Samples samples(String name) throws IOException {
-            String line = readLine("SAMPLES");
-            if (line == null) {
-                throw new IllegalStateException("the " + mode + " peer exited (status " + exitStatus() + ") before printing its samples");
-            }
-            Samples samples = new Samples(name);
-            for (String part : line.substring("SAMPLES".length()).trim().split(" ")) {
-                samples.add(Long.parseLong(part));
-            }
-            return samples;
-        }
-
-        /** The first line starting with {@code prefix}, or null at the end of the output; fails after the deadline. */
-        private String readLine(String prefix) throws IOException {
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(PEER_TIMEOUT_SECONDS);
-            while (true) {
-                while (!out.ready() && process.isAlive()) {
-                    if (System.nanoTime() > deadline) {
-                        process.destroyForcibly();
-                        throw new IllegalStateException("the " + mode + " peer printed no '" + prefix + "' line within "
-                            + PEER_TIMEOUT_SECONDS + " s; killed it");
-                    }
-                    LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
-                }
-                String line = out.readLine();
-                if (line == null || line.startsWith(prefix)) {
-                    return line;
-                }
-            }
-        }
-
-        private String exitStatus() {
-            return process.isAlive() ? "still running" : String.valueOf(process.exitValue());
-        }
-
-        @Override
-        public void close() throws Exception {
-            if (!process.waitFor(PEER_TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
-                process.destroyForcibly();
-                throw new IllegalStateException("the " + mode + " peer did not exit within " + PEER_TIMEOUT_SECONDS + " s; killed it");
-            }
-        }
     }
 }

@@ -58,9 +58,9 @@ final class PythonBenchmark {
         report.section("Python facade", "python",
             "`benchmarks/python/bench_python.py` through `./dtorch run --devices cpu:1`, per run once with GraalPy's JIT and once "
                 + "with `DTORCH_JIT=off` (the interpreter), each in a fresh JVM. Enqueue: mean per operator (`y = x + x; y.close()`) "
-                + "over rounds of " + ops + ", " + rounds + " rounds after " + warmup + " warm-up rounds; baseline: the Java client "
-                + "issuing the same `add` in rounds of " + ops + ", measured in the benchmark JVM in the same run. `await`: "
-                + "value set in the JVM to the coroutine running again, " + awaits + " awaits after " + warmupAwaits + " of "
+                + "over rounds of " + Unit.count(ops) + ", " + rounds + " rounds after " + warmup + " warm-up rounds; baseline: the Java client "
+                + "issuing the same `add` in rounds of " + Unit.count(ops) + ", measured in the benchmark JVM in the same run. `await`: "
+                + "value set in the JVM to the coroutine running again, " + Unit.count(awaits) + " awaits after " + Unit.count(warmupAwaits) + " of "
                 + "warm-up; baseline: another Python thread's `call_soon_threadsafe` to the coroutine running again, in the same "
                 + "process (asyncio's own share). DTorch itself polls every 500 us (0.5 ms) for `await`, a figure from its "
                 + "documentation, not measured here.");

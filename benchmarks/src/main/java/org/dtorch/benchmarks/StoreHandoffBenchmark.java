@@ -30,8 +30,8 @@ final class StoreHandoffBenchmark {
         report.section("MemoryTensorStore hand-off", "store",
             "Producer `srcSet` to consumer `destGet` returning, the whole four-step handshake per iteration, two threads; baseline: "
                 + "`SynchronousQueue.put` to `take` of a tensor of the same size (the consumer then acknowledges, like "
-                + "`srcWaitUntilGetFinished`). Per run " + options.iterations(20_000) + " iterations (1 KiB) and "
-                + options.iterations(5_000) + " (large), after one warm-up round before the first run.");
+                + "`srcWaitUntilGetFinished`). Per run " + Unit.count(options.iterations(20_000)) + " iterations (1 KiB) and "
+                + Unit.count(options.iterations(5_000)) + " (" + Unit.size(options.bytes(LARGE)) + "), after one warm-up round before the first run.");
         List<Comparison> rows = new ArrayList<>();
         for (long fullBytes : new long[] {SMALL, LARGE}) {
             long bytes = options.bytes(fullBytes);

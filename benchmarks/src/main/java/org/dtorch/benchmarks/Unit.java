@@ -60,6 +60,11 @@ enum Unit {
         return bytes + " B";
     }
 
+    /** A count as the tables print it: {@code 20,000}. */
+    static String count(long n) {
+        return String.format(Locale.ROOT, "%,d", n);
+    }
+
     /** One value with its unit. */
     String format(double value) {
         return number(value / scale(value)) + suffix(value);
