@@ -1,60 +1,102 @@
-"""Python-side costs of dtorch, run by benchmarks/python/run.sh with the JIT on and off:
-the enqueue cost of one operator (the client never waits for the workers), and the wake-up latency of `await`
-(from the value arriving in the JVM to the coroutine running again), p50/p99."""
+"""Python-side costs of dtorch, one run; started by the Java harness (PythonBenchmark, `-Dbench.select=python`)
+once per run with GraalPy's JIT and once in its interpreter (DTORCH_JIT=off), which reads the lines printed here.
+
+Usage: ./dtorch run --devices cpu:1 bench_python.py ROUNDS WARMUP_ROUNDS OPS AWAITS WARMUP_AWAITS
+
+Prints, each value in nanoseconds:
+  SAMPLES enqueue ...  the mean enqueue cost of one operator (`y = x + x; y.close()`) per measured round of OPS
+  TRACE enqueue ...    the same for every round, warm-up rounds included (how the JIT settles)
+  SAMPLES await ...    `await` wake-up: the value set in the JVM to the coroutine running again
+  SAMPLES asyncio ...  the baseline: another Python thread's `call_soon_threadsafe` to the coroutine running again
+"""
 
 import asyncio
+import queue
 import sys
-import time
+import threading
 
 import dtorch
 from dtorch import _bridge
 
-ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 20
-OPS = 20_000
-WARMUP_ROUNDS = 30  # the JIT needs several hundred thousand calls to compile the Python -> Java call path
-AWAITS = 1000
-WARMUP_AWAITS = 3000
+ROUNDS, WARMUP_ROUNDS, OPS, AWAITS, WARMUP_AWAITS = (int(a) for a in sys.argv[1:6])
+HELPER_TIMEOUT_S = 60
 
 
-def percentile(values, p):
-    ordered = sorted(values)
-    index = max(0, min(len(ordered) - 1, int(round(p / 100.0 * len(ordered) + 0.5)) - 1))
-    return ordered[index]
-
-
-def enqueue_cost():
+def enqueue_cost(bridge):
+    """Per-round mean cost of issuing one operator; the client never waits for the workers inside a round."""
     x = dtorch.ones(1)
     per_op = []
-    for round_ in range(ROUNDS + WARMUP_ROUNDS):
-        start = time.perf_counter_ns()
+    for _ in range(WARMUP_ROUNDS + ROUNDS):
+        start = bridge.nanoTime()
         for _ in range(OPS):
             y = x + x
             y.close()
-        elapsed = time.perf_counter_ns() - start
+        elapsed = bridge.nanoTime() - start
         dtorch.sync()
-        if round_ >= WARMUP_ROUNDS:
-            per_op.append(elapsed / OPS / 1000.0)
+        per_op.append(elapsed // OPS)
     return per_op
 
 
-def await_wakeup():
-    bridge = _bridge.bridge()
+def await_wakeup(bridge):
+    """From the runtime completing a future (its Java clock) to the awaiting coroutine running again."""
     x = dtorch.ones(1)
     latencies = []
 
     async def main():
-        for i in range(AWAITS + WARMUP_AWAITS):
+        for i in range(WARMUP_AWAITS + AWAITS):
             f = (x + i).to_torch_async()
             await f
             resumed = bridge.nanoTime()
             if i >= WARMUP_AWAITS:
-                latencies.append((resumed - f._java.completedAtNanos()) / 1000.0)
+                latencies.append(resumed - f._java.completedAtNanos())
 
     asyncio.run(main())
     return latencies
 
 
-enqueue = enqueue_cost()
-wakeup = await_wakeup()
-print("RESULT enqueue_us p50=%.2f p99=%.2f" % (percentile(enqueue, 50), percentile(enqueue, 99)))
-print("RESULT await_wakeup_us p50=%.1f p99=%.1f" % (percentile(wakeup, 50), percentile(wakeup, 99)))
+def asyncio_floor(bridge):
+    """The same wake-up without dtorch: a helper thread resolves a plain asyncio future with call_soon_threadsafe."""
+    requests = queue.Queue()
+    latencies = []
+
+    def helper():
+        while True:
+            item = requests.get(timeout=HELPER_TIMEOUT_S)
+            if item is None:
+                return
+            loop, future, stamp = item
+            stamp[0] = bridge.nanoTime()
+            loop.call_soon_threadsafe(future.set_result, None)
+
+    thread = threading.Thread(target=helper, daemon=True)
+    thread.start()
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        for i in range(WARMUP_AWAITS + AWAITS):
+            future = loop.create_future()
+            stamp = [0]
+            requests.put((loop, future, stamp))
+            await future  # like `await f` above: no timeout on the measured path; the Java harness bounds the process
+            resumed = bridge.nanoTime()
+            if i >= WARMUP_AWAITS:
+                latencies.append(resumed - stamp[0])
+
+    try:
+        asyncio.run(main())
+    finally:
+        requests.put(None)
+        thread.join(HELPER_TIMEOUT_S)
+    return latencies
+
+
+def line(kind, name, values):
+    print("%s %s %s" % (kind, name, " ".join(str(int(v)) for v in values)), flush=True)
+
+
+bridge = _bridge.bridge()
+trace = enqueue_cost(bridge)
+line("SAMPLES", "enqueue", trace[WARMUP_ROUNDS:])
+line("TRACE", "enqueue", trace)
+line("SAMPLES", "await", await_wakeup(bridge))
+line("SAMPLES", "asyncio", asyncio_floor(bridge))

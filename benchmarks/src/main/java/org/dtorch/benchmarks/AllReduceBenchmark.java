@@ -3,10 +3,12 @@ package org.dtorch.benchmarks;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import org.bytedeco.javacpp.chrono.Milliseconds;
 import org.bytedeco.pytorch.FileStore;
 import org.bytedeco.pytorch.ProcessGroupGloo;
+import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.global.torch;
@@ -16,89 +18,139 @@ import org.dtorch.core.communication.group.ThreadGroupManager;
 import org.dtorch.core.device.DeviceKind;
 
 /**
- * All-reduce (SUM) of 64 MiB float32 over 4 ranks in threads: {@code ThreadGroup.allReduce} on Gloo
- * against {@code ProcessGroupGloo.allreduce} called directly (in place, no copy), and the same-device
- * backend against Gloo. A third baseline calls Gloo directly on a fresh copy of the input, the same
- * contract as {@code ThreadGroup} (the input is left alone), to separate the cost of that contract from
- * the wrapper's own. Variants are interleaved in rounds so drift of this noisy machine hits all alike;
- * each sample is rank 0's time from a common start to its result.
+ * All-reduce (SUM) of 64 MiB float32 over 4 ranks in threads. Both of our backends are measured against
+ * the strongest baseline, {@code ProcessGroupGloo.allreduce} called directly on the input (in place, no
+ * copy): {@code ThreadGroup.allReduce} on Gloo, and the same-device backend. A context row compares the
+ * Gloo wrapper with Gloo called directly on a fresh copy of the input, the contract of {@code ThreadGroup}
+ * (the input is left alone), to separate the cost of that contract from the wrapper's own.
+ *
+ * <p>Every variant owns its inputs. The in-place variant's inputs are refilled with ones before each
+ * sample, outside the timed part, so it always reduces the same values; afterwards its result and the
+ * untouched inputs of the other variants are checked. Variants are interleaved in rounds so drift of a
+ * noisy machine hits all alike; each sample is rank 0's time from a common start to its result.
  */
 final class AllReduceBenchmark {
-    private static final int WORLD = 4;
-    private static final long ELEMENTS = 16L * 1024 * 1024; // 64 MiB of float32
-    private static final int ROUNDS = Integer.getInteger("bench.rounds", 6);
+    static final int WORLD = 4;
+    static final String DIRECT = "ProcessGroupGloo direct, in place";
+    static final String DIRECT_COPY = "ProcessGroupGloo direct on a copy";
+    static final String GLOO = "ThreadGroup (Gloo)";
+    static final String SAME_DEVICE = "ThreadGroup (same-device backend)";
+    private static final long FULL_BYTES = 64L * 1024 * 1024;
     private static final int PER_ROUND = 5;
 
     private AllReduceBenchmark() {
     }
 
-    static void run(Report report) throws Exception {
-        report.section("ThreadGroup.allReduce, 4 ranks, 64 MiB float32",
-            "Rank 0's time per all-reduce (SUM), ranks released together by a barrier; "
-                + "ThreadGroup returns a new tensor (one 64 MiB copy), the direct call reduces in place.");
+    /** A variant: its name, its own inputs (one per rank), an untimed preparation and the timed all-reduce. */
+    private record Variant(String name, List<Tensor> inputs, RankPool.RankBody setup, RankPool.RankBody body, float expected) {
+    }
+
+    static void run(Report report, BenchOptions options) throws Exception {
+        long bytes = options.bytes(FULL_BYTES);
+        boolean hugePages = !"0".equals(System.getenv("THP_MEM_ALLOC_ENABLE"));
+        report.section("All-reduce, 4 ranks in threads, " + Unit.size(bytes) + " float32, SUM"
+            + (hugePages ? "" : ", without transparent huge pages"), "allreduce",
+            "Rank 0's time per all-reduce, ranks released together by a barrier; per run " + options.rounds() * PER_ROUND + " samples per "
+                + "variant, interleaved in rounds, after a warm-up round. Each variant has its own inputs. `ThreadGroup.allReduce` returns a "
+                + "new tensor and leaves its input alone; the baseline calls `ProcessGroupGloo.allreduce` on its input itself (inputs "
+                + "refilled before each sample, untimed); \"direct on a copy\" clones the input first (the contract of `ThreadGroup`).");
+        report.comparisons(measure(options));
+    }
+
+    /** The rows of the table; fails if a variant disturbed another's inputs or reduced to a wrong result. */
+    static List<Comparison> measure(BenchOptions options) throws Exception {
+        long elements = options.bytes(FULL_BYTES) / Float.BYTES;
         List<Long> ids = List.of(0L, 1L, 2L, 3L);
         Path directStore = Files.createTempFile("dtorch-bench-gloo", ".filestore");
         Files.delete(directStore);
-        try (RankPool pool = new RankPool(WORLD);
+        Comparison glooRow = new Comparison("Gloo through ThreadGroup", Goal.ratioAtLeast(0.95));
+        Comparison contractRow = new Comparison("Gloo through ThreadGroup, same contract", Goal.context("context: the cost of not mutating"));
+        Comparison sameRow = new Comparison("same-device backend", Goal.ratioAtLeast(3));
+        List<ProcessGroupGloo> direct = new ArrayList<>();
+        List<Variant> variants = new ArrayList<>();
+        try (Scalar one = new Scalar(1f);
+             RankPool pool = new RankPool(WORLD);
              ThreadGroupManager gloo = new ThreadGroupManager(false, GlobalCommInstanceId.next(), Duration.ofSeconds(300));
              ThreadGroupManager same = new ThreadGroupManager(true, GlobalCommInstanceId.next(), Duration.ofSeconds(300))) {
-            List<ProcessGroupGloo> direct = pool.onRanks(rank -> {
-                FileStore store = new FileStore(directStore.toString(), WORLD);
-                ProcessGroupGloo.Options options = ProcessGroupGloo.Options.create(new Milliseconds(300_000));
-                options.devices().push_back(ProcessGroupGloo.createDeviceForHostname("127.0.0.1"));
-                return new ProcessGroupGloo(store, rank, WORLD, options);
-            });
+            direct.addAll(pool.onRanks(rank -> glooGroup(directStore, rank)));
             List<ThreadGroup> glooGroups = pool.onRanks(rank -> gloo.getThreadGroup(DeviceKind.CPU, ids, rank));
             List<ThreadGroup> sameGroups = pool.onRanks(rank -> same.getThreadGroup(DeviceKind.CPU, ids, rank));
-            List<Tensor> inputs = pool.onRanks(rank -> torch.ones(ELEMENTS));
 
-            Samples directSamples = new Samples("ProcessGroupGloo direct, in place", ROUNDS * PER_ROUND);
-            Samples copySamples = new Samples("ProcessGroupGloo direct on a copy", ROUNDS * PER_ROUND);
-            Samples glooSamples = new Samples("ThreadGroup (gloo)", ROUNDS * PER_ROUND);
-            Samples sameSamples = new Samples("ThreadGroup (same-device)", ROUNDS * PER_ROUND);
-            for (int round = -1; round < ROUNDS; round++) { // round -1 warms up
-                boolean record = round >= 0;
-                for (int i = 0; i < PER_ROUND; i++) {
-                    long t = pool.time(rank -> {
-                        try (TensorVector v = new TensorVector(inputs.get(rank))) {
-                            direct.get(rank).allreduce(v)._wait();
-                        }
-                    });
-                    if (record) {
-                        directSamples.add(t);
-                    }
+            List<Tensor> inPlace = ones(pool, elements);
+            variants.add(new Variant(DIRECT, inPlace, rank -> inPlace.get(rank).fill_(one),
+                rank -> allreduceInPlace(direct.get(rank), inPlace.get(rank)), WORLD));
+            List<Tensor> copied = ones(pool, elements);
+            variants.add(new Variant(DIRECT_COPY, copied, rank -> { }, rank -> {
+                try (Tensor copy = copied.get(rank).clone()) {
+                    allreduceInPlace(direct.get(rank), copy);
                 }
+            }, 1));
+            List<Tensor> glooInputs = ones(pool, elements);
+            variants.add(new Variant(GLOO, glooInputs, rank -> { }, rank -> glooGroups.get(rank).allReduce(glooInputs.get(rank)).close(), 1));
+            List<Tensor> sameInputs = ones(pool, elements);
+            variants.add(new Variant(SAME_DEVICE, sameInputs, rank -> { },
+                rank -> sameGroups.get(rank).allReduce(sameInputs.get(rank)).close(), 1));
+
+            for (int run = 0; run < options.runs(); run++) {
+                List<Samples> samples = runOnce(pool, variants, options.rounds());
+                glooRow.add(samples.get(2), samples.get(0));
+                contractRow.add(samples.get(2), samples.get(1));
+                sameRow.add(samples.get(3), samples.get(0));
+            }
+            for (Variant v : variants) {
+                requireAll(v, v.expected());
+            }
+        } finally {
+            variants.forEach(v -> v.inputs().forEach(Tensor::close));
+            direct.forEach(ProcessGroupGloo::close);
+            Files.deleteIfExists(directStore);
+        }
+        return List.of(glooRow, contractRow, sameRow);
+    }
+
+    /** One run: a warm-up round, then {@code rounds} rounds of {@value #PER_ROUND} samples of every variant in turn. */
+    private static List<Samples> runOnce(RankPool pool, List<Variant> variants, int rounds) throws Exception {
+        List<Samples> samples = variants.stream().map(v -> new Samples(v.name())).toList();
+        for (int round = -1; round < rounds; round++) {
+            for (int v = 0; v < variants.size(); v++) {
                 for (int i = 0; i < PER_ROUND; i++) {
-                    long t = pool.time(rank -> {
-                        try (Tensor copy = inputs.get(rank).clone(); TensorVector v = new TensorVector(copy)) {
-                            direct.get(rank).allreduce(v)._wait();
-                        }
-                    });
-                    if (record) {
-                        copySamples.add(t);
-                    }
-                }
-                for (int i = 0; i < PER_ROUND; i++) {
-                    long t = pool.time(rank -> glooGroups.get(rank).allReduce(inputs.get(rank)).close());
-                    if (record) {
-                        glooSamples.add(t);
-                    }
-                }
-                for (int i = 0; i < PER_ROUND; i++) {
-                    long t = pool.time(rank -> sameGroups.get(rank).allReduce(inputs.get(rank)).close());
-                    if (record) {
-                        sameSamples.add(t);
+                    long t = pool.time(variants.get(v).setup(), variants.get(v).body());
+                    if (round >= 0) {
+                        samples.get(v).add(t);
                     }
                 }
             }
-            report.row("Gloo through ThreadGroup vs direct", glooSamples, directSamples, "ratio >= 0.95");
-            report.row("Gloo through ThreadGroup vs direct, same contract", glooSamples, copySamples, "(not a goal: context)");
-            report.row("same-device backend vs Gloo", sameSamples, glooSamples, "ratio >= 3");
-            direct.forEach(ProcessGroupGloo::close);
-            inputs.forEach(Tensor::close);
-        } finally {
-            Files.deleteIfExists(directStore);
+        }
+        return samples;
+    }
+
+    private static ProcessGroupGloo glooGroup(Path file, int rank) {
+        FileStore store = new FileStore(file.toString(), WORLD);
+        ProcessGroupGloo.Options options = ProcessGroupGloo.Options.create(new Milliseconds(300_000));
+        options.devices().push_back(ProcessGroupGloo.createDeviceForHostname("127.0.0.1"));
+        return new ProcessGroupGloo(store, rank, WORLD, options);
+    }
+
+    private static void allreduceInPlace(ProcessGroupGloo group, Tensor tensor) {
+        try (TensorVector v = new TensorVector(tensor)) {
+            group.allreduce(v)._wait();
         }
     }
 
+    private static List<Tensor> ones(RankPool pool, long elements) throws Exception {
+        return pool.onRanks(rank -> torch.ones(elements));
+    }
+
+    /** Every element of every input of {@code v} is {@code expected}: 1 for inputs left alone, the world size for the in-place result. */
+    private static void requireAll(Variant v, float expected) {
+        for (int rank = 0; rank < v.inputs().size(); rank++) {
+            try (Tensor min = v.inputs().get(rank).min(); Tensor max = v.inputs().get(rank).max()) {
+                if (min.item_float() != expected || max.item_float() != expected) {
+                    throw new IllegalStateException("all-reduce benchmark: the inputs of '" + v.name() + "' on rank " + rank + " hold "
+                        + min.item_float() + " to " + max.item_float() + ", expected " + expected
+                        + " everywhere; a variant changed inputs it does not own or reduced wrongly");
+                }
+            }
+        }
+    }
 }

@@ -1,47 +1,53 @@
 package org.dtorch.benchmarks;
 
-import java.nio.file.Path;
-import java.util.Arrays;
-import java.util.List;
-
 /**
- * Runs the communication-core benchmarks and writes a Markdown report.
+ * Runs the selected benchmarks and writes their tables to a Markdown report.
  *
- * <p>Usage: {@code CommBenchmarks [all|store,future,allreduce,redistribute,pipeline,process] [report.md]}; see docs/benchmarks.md for
- * the Maven command.
+ * <p>Usage: {@code CommBenchmarks [all|store,future,allreduce,redistribute,pipeline,process,python] [report.md]},
+ * with the options of {@link BenchOptions} as system properties; docs/benchmarks.md gives the Maven command and
+ * {@code benchmarks/run-all.sh} runs everything. A harness that fails is reported and the others still run;
+ * the exit status is then 1.
+ *
+ * <p>Thread-safe: stateless; {@code main} runs the harnesses one after another.
  */
 public final class CommBenchmarks {
 
     private CommBenchmarks() {
     }
 
-    public static void main(String[] args) throws Exception {
-        List<String> selected = Arrays.asList((args.length > 0 ? args[0] : "all").split(","));
-        Path reportFile = Path.of(args.length > 1 ? args[1] : "target/benchmarks.md");
-        boolean all = selected.contains("all");
-        Report report = new Report();
-        report.note("Machine: " + Runtime.getRuntime().availableProcessors() + " cores, " + System.getProperty("os.name") + " "
-            + System.getProperty("os.arch") + ", Java " + Runtime.version());
-        if (all || selected.contains("store")) {
-            StoreHandoffBenchmark.run(report);
+    /** A harness: measures, and writes its tables to the report. */
+    private interface Harness {
+        void run(Report report, BenchOptions options) throws Exception;
+    }
+
+    public static void main(String[] args) {
+        BenchOptions options = BenchOptions.fromSystem(args);
+        Report report = new Report(Provenance.detect(options.root()), options);
+        int failed = 0;
+        for (String name : options.selected()) {
+            try {
+                harness(name).run(report, options);
+            } catch (Exception e) {
+                failed++;
+                System.err.println("benchmark " + name + " failed:");
+                e.printStackTrace();
+                report.note("**Benchmark `" + name + "` failed:** " + e);
+            }
         }
-        if (all || selected.contains("future")) {
-            FutureWakeupBenchmark.run(report);
-        }
-        if (all || selected.contains("allreduce")) {
-            AllReduceBenchmark.run(report);
-        }
-        if (all || selected.contains("redistribute")) {
-            RedistributionBenchmark.run(report);
-        }
-        if (all || selected.contains("pipeline")) {
-            PipelineBenchmark.run(report);
-        }
-        if (all || selected.contains("process")) {
-            ProcessBenchmark.run(report);
-        }
-        report.write(reportFile);
-        System.out.println("report written to " + reportFile.toAbsolutePath());
-        System.exit(0);
+        System.out.println("report written to " + options.report().toAbsolutePath());
+        System.exit(failed == 0 ? 0 : 1);
+    }
+
+    private static Harness harness(String name) {
+        return switch (name) {
+            case "store" -> StoreHandoffBenchmark::run;
+            case "future" -> FutureWakeupBenchmark::run;
+            case "allreduce" -> AllReduceBenchmark::run;
+            case "redistribute" -> RedistributionBenchmark::run;
+            case "pipeline" -> PipelineBenchmark::run;
+            case "process" -> ProcessBenchmark::run;
+            case "python" -> PythonBenchmark::run;
+            default -> throw new IllegalArgumentException("no harness named " + name + "; choose from " + BenchOptions.BENCHMARKS);
+        };
     }
 }

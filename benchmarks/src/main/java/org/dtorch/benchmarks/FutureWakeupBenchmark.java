@@ -1,5 +1,7 @@
 package org.dtorch.benchmarks;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -15,34 +17,38 @@ import org.dtorch.core.communication.promise.TensorPromises;
  * The time from {@code setValue} to a blocked {@code get()} returning on another thread, against a
  * plain {@link CompletableFuture} {@code complete} to {@code get}. The producer waits until the getter
  * is inside {@code get()} and then a fixed delay: 20 us (the getter is still spinning) or 1 ms (it has
- * parked and must be woken by the scheduler).
+ * parked and must be woken by the scheduler). Each variant sets a tensor of its own.
  */
 final class FutureWakeupBenchmark {
 
     private FutureWakeupBenchmark() {
     }
 
-    static void run(Report report) throws Exception {
-        report.section("TensorFuture wake-up",
+    static void run(Report report, BenchOptions options) throws Exception {
+        report.section("TensorFuture wake-up", "future",
             "`setValue` on one thread to `get()` returning on a thread already blocked in it; baseline: "
-                + "`CompletableFuture.complete` to `get()` in the same scenario.");
-        try (Tensor value = torch.ones(256)) {
+                + "`CompletableFuture.complete` to `get()` in the same scenario. The producer waits until the getter is inside `get()`, "
+                + "then 20 us (the getter is still in its 50 us spin) or 1 ms (it has parked). Per run " + Unit.count(options.iterations(20_000))
+                + " (20 us) and " + Unit.count(options.iterations(2_000)) + " (1 ms) wake-ups, after one warm-up round before the first run.");
+        List<Comparison> rows = new ArrayList<>();
+        try (Tensor oursValue = torch.ones(256); Tensor plainValue = torch.ones(256)) {
             for (long delayMicros : new long[] {20, 1000}) {
-                int iterations = delayMicros < 100 ? 20_000 : 2_000;
-                Samples ours = null;
-                Samples plain = null;
-                for (int round = 0; round < 2; round++) {
-                    ours = measure(value, iterations, delayMicros, true);
-                    plain = measure(value, iterations, delayMicros, false);
-                }
+                int iterations = options.iterations(delayMicros < 100 ? 20_000 : 2_000);
                 String label = delayMicros < 100 ? "getter blocked 20 us (spinning)" : "getter blocked 1 ms (parked)";
-                report.row(label, ours, plain, "p50 <= 10 us");
+                Comparison row = new Comparison(label, Goal.p50AtMost(10_000));
+                measure(oursValue, iterations, delayMicros, true); // warm-up
+                measure(plainValue, iterations, delayMicros, false);
+                for (int run = 0; run < options.runs(); run++) {
+                    row.add(measure(oursValue, iterations, delayMicros, true), measure(plainValue, iterations, delayMicros, false));
+                }
+                rows.add(row);
             }
         }
+        report.comparisons(rows);
     }
 
     private static Samples measure(Tensor value, int iterations, long delayMicros, boolean ours) throws Exception {
-        Samples samples = new Samples(ours ? "TensorFuture" : "CompletableFuture", iterations);
+        Samples samples = new Samples(ours ? "TensorFuture" : "CompletableFuture");
         for (int i = 0; i < iterations; i++) {
             AtomicBoolean waiting = new AtomicBoolean();
             long[] setAt = new long[1];

@@ -17,17 +17,20 @@ import org.dtorch.core.shm.SharedRegion;
 import org.dtorch.core.shm.Shm;
 
 /**
- * The other process of {@link ProcessBenchmark}: {@code ProcessBenchPeer <mode> <instance> <key> <n>}.
+ * The other process of {@link ProcessBenchmark}: {@code ProcessBenchPeer <mode> <instance> <key> <n> <blocks>}.
  * <ul>
  *   <li>{@code consume}: rank 1 of a File store; takes and finishes key {@code x} {@code n} times.</li>
- *   <li>{@code latency}: the same, reading the producer's send time from element 0 of each (int64) value;
- *       prints the latencies ({@code SAMPLES ...}).</li>
+ *   <li>{@code latency}: the same, {@code blocks} times {@code n}, reading the producer's send time from element 0
+ *       of each (int64) value; prints the latencies of each block ({@code SAMPLES ...}).</li>
  *   <li>{@code promise} (the instance argument names a flag region): takes requests from the flag region; once
  *       the getter is in {@code get()}, waits the delay, then sets the promise to an int64 tensor whose element 0
  *       is the time just before {@code setValue}.</li>
- *   <li>{@code idle}: joins the store and waits {@code n} ms without setting anything.</li>
+ *   <li>{@code idle}: prints {@code STARTED} once loaded, then {@code blocks} times joins the store
+ *       {@code <key>-<block>} and waits {@code n} ms without setting anything.</li>
  * </ul>
  * {@link System#nanoTime()} is the system's monotonic clock, the same in every process of the host.
+ *
+ * <p>Thread-safe: stateless; {@code main} runs one mode on its thread.
  */
 public final class ProcessBenchPeer {
     private static final DeviceStream CPU = DeviceStream.of(Device.cpu(0));
@@ -38,6 +41,7 @@ public final class ProcessBenchPeer {
     public static void main(String[] args) throws Exception {
         String mode = args[0];
         int n = Integer.parseInt(args[3]);
+        int blocks = Integer.parseInt(args[4]);
         if (mode.equals("promise")) {
             promises(args[1]);
             System.exit(0);
@@ -46,9 +50,19 @@ public final class ProcessBenchPeer {
             futexes(args[1], n);
             System.exit(0);
         }
-        TensorStoreCreateInfo info = TensorStoreCreateInfo.builder().type(TensorStoreType.FILE).instanceId(args[1]).storeKey(args[2])
-            .worldSize(2).rank(1).timeout(Duration.ofSeconds(120)).build();
-        try (TensorStore store = TensorStore.create(info)) {
+        if (mode.equals("idle")) {
+            torch.zeros(1).close(); // load libtorch before saying so: the other side's store deadline is short
+            System.out.println("STARTED");
+            for (int block = 0; block < blocks; block++) {
+                try (TensorStore store = TensorStore.create(info(args[1], args[2] + "-" + block))) {
+                    System.out.println("READY");
+                    Thread.sleep(n);
+                    store.barrier();
+                }
+            }
+            System.exit(0);
+        }
+        try (TensorStore store = TensorStore.create(info(args[1], args[2]))) {
             System.out.println("READY");
             switch (mode) {
                 case "consume" -> {
@@ -58,22 +72,28 @@ public final class ProcessBenchPeer {
                     }
                 }
                 case "latency" -> {
-                    StringBuilder samples = new StringBuilder("SAMPLES");
-                    for (int i = 0; i < n; i++) {
-                        try (Tensor got = store.destGet("x", CPU)) {
-                            long sent = new LongPointer(got.data_ptr()).get(0);
-                            samples.append(' ').append(System.nanoTime() - sent);
+                    for (int block = 0; block < blocks; block++) {
+                        StringBuilder samples = new StringBuilder("SAMPLES");
+                        for (int i = 0; i < n; i++) {
+                            try (Tensor got = store.destGet("x", CPU)) {
+                                long sent = new LongPointer(got.data_ptr()).get(0);
+                                samples.append(' ').append(System.nanoTime() - sent);
+                            }
+                            store.destFinishGet("x", CPU);
                         }
-                        store.destFinishGet("x", CPU);
+                        System.out.println(samples);
                     }
-                    System.out.println(samples);
                 }
-                case "idle" -> Thread.sleep(n);
-                default -> throw new IllegalArgumentException(mode);
+                default -> throw new IllegalArgumentException("unknown peer mode: " + mode);
             }
             store.barrier();
         }
         System.exit(0);
+    }
+
+    private static TensorStoreCreateInfo info(String instance, String key) {
+        return TensorStoreCreateInfo.builder().type(TensorStoreType.FILE).instanceId(instance).storeKey(key).worldSize(2).rank(1)
+            .timeout(Duration.ofSeconds(120)).build();
     }
 
     /**

@@ -1,22 +1,20 @@
 package org.dtorch.benchmarks;
 
-import java.io.BufferedReader;
-import java.io.IOException;
-import java.io.InputStreamReader;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
-import java.util.Map;
-import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import org.bytedeco.javacpp.LongPointer;
+import org.bytedeco.pytorch.ScalarTypeOptional;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
 import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
@@ -33,96 +31,130 @@ import org.dtorch.core.communication.store.TensorStoreType;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceStream;
 import org.dtorch.core.distributed.DeviceMesh;
-import org.dtorch.core.runtime.process.JvmCommand;
+import org.dtorch.core.shm.Futex;
+import org.dtorch.core.shm.SharedRegion;
+import org.dtorch.core.shm.Shm;
 
 /**
  * Per-device-process mode: the File store and promises between this JVM and a peer JVM
  * ({@link ProcessBenchPeer}), a blocked waiter's CPU use, and the per-operator cost of process mode
- * against thread mode.
+ * against thread mode. One peer serves all runs of a measurement; each variant has its own tensors.
  */
 final class ProcessBenchmark {
     private static final DeviceStream CPU = DeviceStream.of(Device.cpu(0));
     private static final long BIG = 256L * 1024 * 1024;
+    private static final int HANDOFFS = 20_000;
+    private static final int OPS_PER_ROUND = 20_000;
+    private static final long IDLE_MILLIS = 10_000;
 
     private ProcessBenchmark() {
     }
 
-    static void run(Report report) throws Exception {
+    static void run(Report report, BenchOptions options) throws Exception {
+        long bytes = options.bytes(BIG);
+        report.section("File store between two processes", "process",
+            "This JVM produces, a second JVM consumes, over `/dev/shm` with futex waits. Large: the producer's `srcSet` to its "
+                + "`srcWaitUntilGetFinished` returning, " + exchanges(options) + " exchanges per run after 2 of warm-up (the producer copies "
+                + "the tensor into shared memory once; the consumer gets a view); baseline: a single-threaded `MemorySegment.copy` of the "
+                + "same size between pre-faulted buffers. Small: the producer's `srcSet` to the consumer's `destGet` returning, read from "
+                + "the producer's clock value inside the tensor (`System.nanoTime` is the system's monotonic clock, shared by the "
+                + "processes), " + Unit.count(options.iterations(HANDOFFS)) + " hand-offs per run after a warm-up block; baseline: the same between "
+                + "two threads through the memory store.");
         String instance = GlobalCommInstanceId.next();
-        report.section("File store between two processes",
-            "This JVM produces, a second JVM consumes, over `/dev/shm` with futex waits. Large: producer `srcSet` to its "
-                + "`srcWaitUntilGetFinished` returning (the producer copies the tensor into shared memory once; the consumer gets a "
-                + "view); baseline: one single-threaded `MemorySegment.copy` of the same size between pre-faulted buffers. Small: "
-                + "`srcSet` to the consumer's `destGet` returning, read from the producer's clock value inside the tensor; baseline: "
-                + "the same hand-off between two threads of one JVM through the memory store.");
-        String bandwidth = exchange(report, instance);
-        handoff(report, instance);
-        report.note(bandwidth);
-        report.section("File promise wake-up across processes",
+        Figure[] bandwidth = {new Figure("exchange bandwidth, " + Unit.size(bytes) + " copied once into shared memory",
+            Unit.GIGABYTES_PER_SECOND, Goal.context("context")),
+            new Figure("single-threaded memcpy bandwidth, " + Unit.size(bytes), Unit.GIGABYTES_PER_SECOND, Goal.context("context"))};
+        List<Comparison> rows = new ArrayList<>(exchange(options, instance, bytes, bandwidth));
+        rows.add(handoff(options, instance));
+        report.comparisons(rows);
+        report.figures(List.of(bandwidth));
+
+        report.section("File promise wake-up across processes", "process",
             "A peer JVM completes a File promise while this JVM is blocked in `get()`; latency from the peer's clock just before "
-                + "`setValue` to `get()` returning; requests pass through shared memory only. Baseline: a MEMORY promise set by "
-                + "another thread of this JVM after the same delay.");
-        promiseWakeup(report);
-        blockedWaiters(report);
-        report.section("Pipeline per operator: process mode against thread mode (1 device)",
-            "Mean time per `add` of shape (1,) over a round of 20,000, results dropped, then `sync()`; measured: the device is a "
+                + "`setValue` to `get()` returning; requests pass through shared memory only. The peer waits until the getter is inside "
+                + "`get()`, then 20 us (the getter is still in its 50 us spin) or 2 ms (it sleeps on the futex). Baseline: a MEMORY "
+                + "promise set by another thread of this JVM after the same delay. Reference: a bare futex wake-up between two "
+                + "processes, nothing else, against the same thread baseline. Per run " + Unit.count(options.iterations(5_000)) + " (20 us) and "
+                + Unit.count(options.iterations(1_000)) + " (2 ms) wake-ups, " + Unit.count(Math.min(200, options.iterations(1_000)))
+                + " more of warm-up in the first run; " + Unit.count(options.iterations(1_000)) + " bare futex wake-ups.");
+        List<Comparison> wakeups = new ArrayList<>(promiseWakeup(options));
+        wakeups.add(futexFloor(options));
+        report.comparisons(wakeups);
+
+        long idleMillis = options.quick() ? IDLE_MILLIS / 5 : IDLE_MILLIS;
+        report.section("A blocked waiter", "process",
+            "CPU time of a thread blocked for " + idleMillis / 1000 + " s in a `destGet` on a File store shared with another JVM (the "
+                + "value never comes; the wait ends at its deadline), and of a thread in a File future's `waitFor`, as a share of one "
+                + "core.");
+        report.figures(blockedWaiters(options, idleMillis));
+
+        report.section("Per operator: process mode against thread mode (one device)", "process",
+            "Mean time per `add` of shape (1,) over rounds of " + Unit.count(options.iterations(OPS_PER_ROUND)) + ", results dropped, then `sync()`; "
+                + options.rounds() * 2 + " rounds per run after 2 of warm-up, a fresh runtime per run and mode. Measured: the device is a "
                 + "worker process; baseline: the device is a worker thread.");
-        perOperator(report);
+        report.comparisons(List.of(perOperator(options)));
+    }
+
+    private static int exchanges(BenchOptions options) {
+        return options.rounds() * 3;
     }
 
     // ---- large exchange ----------------------------------------------------------------------------------
 
-    /** The two large-exchange rows; returns a note on the bandwidths, for after the table. */
-    private static String exchange(Report report, String instance) throws Exception {
-        int iterations = Integer.getInteger("bench.rounds", 6) * 3;
+    /** The two large-exchange rows; fills the bandwidth figures (exchange, memcpy) per run. */
+    private static List<Comparison> exchange(BenchOptions options, String instance, long bytes, Figure[] bandwidth) throws Exception {
+        int iterations = exchanges(options);
         String key = "bench/exchange";
-        try (Peer peer = Peer.start("consume", instance, key, 2 * (iterations + 2));
+        Comparison copiedRow = new Comparison(Unit.size(bytes) + " float32, copied once into shared memory",
+            new Goal("at least 0.8x copy bandwidth (ratio >= 0.8)", Goal.Target.RATIO, r -> r >= 0.8));
+        Comparison allocatedRow = new Comparison(Unit.size(bytes) + " float32 made by `store.allocate` (no copy)",
+            Goal.context("zero-copy path"));
+        int perRun = 2 * (iterations + 2);
+        try (PeerJvm peer = PeerJvm.start("consume", instance, key, options.runs() * perRun, 1);
              TensorStore store = TensorStore.create(info(instance, key));
-             Tensor value = torch.rand(new long[] {BIG / 4})) {
+             Tensor value = torch.rand(new long[] {bytes / 4});
+             Tensor shared = store.allocate(new long[] {bytes / 4}, torch.ScalarType.Float);
+             Arena arena = Arena.ofConfined()) {
             peer.awaitLine("READY");
-            Samples copied = new Samples("single-threaded memcpy", iterations);
-            Samples inPlace = new Samples("single-threaded memcpy", iterations);
-            Samples memcpy = memcpy(iterations);
-            for (int i = -2; i < iterations; i++) {
-                long start = System.nanoTime();
-                store.srcSet("x", value, CPU, 1);
-                store.srcWaitUntilGetFinished("x", CPU);
-                if (i >= 0) {
-                    copied.add(System.nanoTime() - start);
-                }
-            }
-            try (Tensor shared = store.allocate(new long[] {BIG / 4}, torch.ScalarType.Float)) {
-                shared.copy_(value);
-                for (int i = -2; i < iterations; i++) {
-                    long start = System.nanoTime();
-                    store.srcSet("x", shared, CPU, 1);
-                    store.srcWaitUntilGetFinished("x", CPU);
-                    if (i >= 0) {
-                        inPlace.add(System.nanoTime() - start);
-                    }
-                }
-            }
-            store.barrier();
-            report.row("256 MiB float32, copied once into shared memory", copied, memcpy, "ratio >= 0.8 (at least 0.8x copy bandwidth)");
-            report.row("256 MiB float32 allocated in shared memory (`allocate`, no copy)", inPlace, memcpy, "(zero-copy path)");
-            return String.format(Locale.ROOT, "Bandwidth of the 256 MiB exchange: %.2f GB/s; of the single-threaded memcpy: %.2f GB/s.",
-                BIG / (copied.p50() / 1e9) / 1e9, BIG / (memcpy.p50() / 1e9) / 1e9);
-        }
-    }
-
-    private static Samples memcpy(int iterations) {
-        Samples samples = new Samples("single-threaded memcpy", iterations);
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment src = arena.allocate(BIG, 64);
-            MemorySegment dst = arena.allocate(BIG, 64);
+            shared.copy_(value);
+            MemorySegment src = arena.allocate(bytes, 64);
+            MemorySegment dst = arena.allocate(bytes, 64);
             src.fill((byte) 1);
             dst.fill((byte) 0);
-            for (int i = -2; i < iterations; i++) {
-                long start = System.nanoTime();
-                MemorySegment.copy(src, ValueLayout.JAVA_BYTE, 0, dst, ValueLayout.JAVA_BYTE, 0, BIG);
-                if (i >= 0) {
-                    samples.add(System.nanoTime() - start);
-                }
+            for (int run = 0; run < options.runs(); run++) {
+                Samples memcpy = memcpy(src, dst, iterations);
+                Samples copied = exchangeRun(store, value, "FileTensorStore, copied", iterations);
+                Samples allocated = exchangeRun(store, shared, "FileTensorStore, allocated", iterations);
+                copiedRow.add(copied, memcpy);
+                allocatedRow.add(allocated, memcpy);
+                bandwidth[0].add(bytes / (double) copied.p50());
+                bandwidth[1].add(bytes / (double) memcpy.p50());
+            }
+            store.barrier();
+        }
+        return List.of(copiedRow, allocatedRow);
+    }
+
+    private static Samples exchangeRun(TensorStore store, Tensor value, String name, int iterations) {
+        Samples samples = new Samples(name);
+        for (int i = -2; i < iterations; i++) {
+            long start = System.nanoTime();
+            store.srcSet("x", value, CPU, 1);
+            store.srcWaitUntilGetFinished("x", CPU);
+            if (i >= 0) {
+                samples.add(System.nanoTime() - start);
+            }
+        }
+        return samples;
+    }
+
+    private static Samples memcpy(MemorySegment src, MemorySegment dst, int iterations) {
+        Samples samples = new Samples("single-threaded memcpy");
+        for (int i = -2; i < iterations; i++) {
+            long start = System.nanoTime();
+            MemorySegment.copy(src, ValueLayout.JAVA_BYTE, 0, dst, ValueLayout.JAVA_BYTE, 0, src.byteSize());
+            if (i >= 0) {
+                samples.add(System.nanoTime() - start);
             }
         }
         return samples;
@@ -130,25 +162,34 @@ final class ProcessBenchmark {
 
     // ---- small hand-off -----------------------------------------------------------------------------------
 
-    private static void handoff(Report report, String instance) throws Exception {
-        int iterations = 20_000;
+    private static Comparison handoff(BenchOptions options, String instance) throws Exception {
+        int iterations = options.iterations(HANDOFFS);
         String key = "bench/latency";
-        Samples crossProcess;
-        try (Peer peer = Peer.start("latency", instance, key, iterations);
+        Comparison row = new Comparison("1 KiB int64 hand-off", Goal.p50AtMost(20_000));
+        List<Samples> crossProcess = new ArrayList<>();
+        try (PeerJvm peer = PeerJvm.start("latency", instance, key, iterations, options.runs() + 1);
              TensorStore store = TensorStore.create(info(instance, key));
              Tensor value = longs()) {
             peer.awaitLine("READY");
             LongPointer first = new LongPointer(value.data_ptr());
-            for (int i = 0; i < iterations; i++) {
-                first.put(0, System.nanoTime());
-                store.srcSet("x", value, CPU, 1);
-                store.srcWaitUntilGetFinished("x", CPU);
+            for (int block = 0; block <= options.runs(); block++) { // block 0 warms up
+                for (int i = 0; i < iterations; i++) {
+                    first.put(0, System.nanoTime());
+                    store.srcSet("x", value, CPU, 1);
+                    store.srcWaitUntilGetFinished("x", CPU);
+                }
+                Samples samples = peer.samples("FileTensorStore, 2 processes");
+                if (block > 0) {
+                    crossProcess.add(samples);
+                }
             }
-            crossProcess = peer.samples("FileTensorStore", iterations);
             store.barrier();
         }
-        Samples threads = threadHandoff(iterations);
-        report.row("1 KiB int64, cross-process hand-off", crossProcess, threads, "p50 <= 20 us");
+        threadHandoff(iterations); // warm-up
+        for (Samples samples : crossProcess) {
+            row.add(samples, threadHandoff(iterations));
+        }
+        return row;
     }
 
     private static Samples threadHandoff(int iterations) throws Exception {
@@ -157,7 +198,7 @@ final class ProcessBenchmark {
         Thread creator = Thread.ofPlatform().start(() -> stores[1] = TensorStore.create(memoryInfo(key, 1)));
         stores[0] = TensorStore.create(memoryInfo(key, 0));
         creator.join();
-        Samples samples = new Samples("MemoryTensorStore, threads", iterations);
+        Samples samples = new Samples("memory store, threads");
         try (Tensor value = longs()) {
             LongPointer first = new LongPointer(value.data_ptr());
             Thread consumer = Thread.ofPlatform().start(() -> {
@@ -174,95 +215,121 @@ final class ProcessBenchmark {
                 stores[0].srcWaitUntilGetFinished("x", CPU);
             }
             consumer.join();
+        } finally {
+            stores[0].close();
+            stores[1].close();
         }
-        stores[0].close();
-        stores[1].close();
         return samples;
     }
 
     // ---- promise wake-up ----------------------------------------------------------------------------------
 
-    private static void promiseWakeup(Report report) throws Exception {
-        String flagName = org.dtorch.core.shm.SharedRegion.PREFIX + GlobalCommInstanceId.processPrefix() + "-bench-flags";
-        org.dtorch.core.shm.SharedRegion.unlink(flagName);
-        try (org.dtorch.core.shm.SharedRegion flags = org.dtorch.core.shm.SharedRegion.create(flagName, 4096).orElseThrow();
-             Peer peer = Peer.start("promise", flagName, "-", 0)) {
+    /**
+     * The flag region shared with the {@code promise} peer (see {@link ProcessBenchPeer}):
+     * <pre>
+     *   0  int  the peer: request i attached      8  int  request i (futex the peer sleeps on; -1: done)
+     *   4  int  the getter: entering get() for i  12 int  the setter's delay, us
+     *   64 ..   the promise's serialized name
+     * </pre>
+     */
+    private static List<Comparison> promiseWakeup(BenchOptions options) throws Exception {
+        String flagName = SharedRegion.PREFIX + GlobalCommInstanceId.processPrefix() + "-bench-flags";
+        SharedRegion.unlink(flagName);
+        long[] delays = {20, 2000};
+        List<Comparison> rows = List.of(
+            new Comparison("getter still spinning (setter waits 20 us)", Goal.p50AtMost(30_000)),
+            new Comparison("getter asleep in the futex (setter waits 2 ms)", Goal.p50AtMost(30_000)));
+        try (SharedRegion flags = SharedRegion.create(flagName, 4096).orElseThrow();
+             PeerJvm peer = PeerJvm.start("promise", flagName, "-", 0, 1)) {
             peer.awaitLine("READY");
-            var seg = flags.segment();
-            int sequence = 0;
-            for (long delayMicros : new long[] {20, 2000}) {
-                int iterations = delayMicros < 100 ? 5_000 : 1_000;
-                Samples file = new Samples("FILE promise", iterations);
-                for (int i = -200; i < iterations; i++) {
-                    TensorPromise promise = TensorPromises.create(TensorPromiseType.FILE);
-                    TensorFuture future = promise.getFuture();
-                    int n = ++sequence;
-                    org.dtorch.core.shm.Shm.putString(seg, 64, 1024, promise.serialize());
-                    seg.set(ValueLayout.JAVA_INT, 12, (int) delayMicros);
-                    org.dtorch.core.shm.Shm.putIntRelease(seg, 8, n); // request n
-                    org.dtorch.core.shm.Futex.wakeAll(seg, 8);
-                    while (org.dtorch.core.shm.Shm.getIntAcquire(seg, 0) != n) {
-                        Thread.onSpinWait();
-                    }
-                    org.dtorch.core.shm.Shm.putIntRelease(seg, 4, n); // entering get()
-                    try (Tensor got = future.get()) {
-                        long latency = System.nanoTime() - new LongPointer(got.data_ptr()).get(0);
-                        if (i >= 0) {
-                            file.add(latency);
-                        }
-                    }
+            MemorySegment seg = flags.segment();
+            int[] sequence = {0};
+            for (int run = 0; run < options.runs(); run++) {
+                for (int d = 0; d < delays.length; d++) {
+                    int iterations = options.iterations(delays[d] < 100 ? 5_000 : 1_000);
+                    Samples file = filePromiseRun(seg, sequence, delays[d], iterations, run == 0 ? Math.min(200, iterations) : 0);
+                    rows.get(d).add(file, memoryWakeup(iterations, delays[d]));
                 }
-                Samples memory = memoryWakeup(iterations, delayMicros);
-                String label = delayMicros < 100 ? "setter waits 20 us (getter still spinning)" : "setter waits 2 ms (getter asleep in futex)";
-                report.row(label, file, memory, "p50 <= 30 us");
             }
-            org.dtorch.core.shm.Shm.putIntRelease(seg, 8, -1);
-            org.dtorch.core.shm.Futex.wakeAll(seg, 8);
+            Shm.putIntRelease(seg, 8, -1);
+            Futex.wakeAll(seg, 8);
         } finally {
-            org.dtorch.core.shm.SharedRegion.unlink(flagName);
+            SharedRegion.unlink(flagName);
         }
-        futexFloor(report);
+        return rows;
     }
 
-    /** A bare futex wake-up between two processes: the floor under a sleeping getter's wake-up. */
-    private static void futexFloor(Report report) throws Exception {
-        String flagName = org.dtorch.core.shm.SharedRegion.PREFIX + GlobalCommInstanceId.processPrefix() + "-bench-futex";
-        org.dtorch.core.shm.SharedRegion.unlink(flagName);
-        int iterations = 1_000;
-        Samples futex = new Samples("bare futex, 2 processes", iterations);
-        try (org.dtorch.core.shm.SharedRegion flags = org.dtorch.core.shm.SharedRegion.create(flagName, 4096).orElseThrow();
-             Peer peer = Peer.start("futex", flagName, "-", iterations)) {
-            peer.awaitLine("READY");
-            var seg = flags.segment();
-            for (int i = 1; i <= iterations; i++) {
-                org.dtorch.core.shm.Shm.putIntRelease(seg, 4, i);
-                while (org.dtorch.core.shm.Shm.getIntAcquire(seg, 16) != i) {
-                    org.dtorch.core.shm.Futex.await(seg, 16, i - 1, 1_000_000_000L);
+    private static Samples filePromiseRun(MemorySegment seg, int[] sequence, long delayMicros, int iterations, int warmup) {
+        Samples file = new Samples("FILE promise");
+        for (int i = -warmup; i < iterations; i++) {
+            TensorPromise promise = TensorPromises.create(TensorPromiseType.FILE);
+            TensorFuture future = promise.getFuture();
+            int n = ++sequence[0];
+            Shm.putString(seg, 64, 1024, promise.serialize());
+            seg.set(ValueLayout.JAVA_INT, 12, (int) delayMicros);
+            Shm.putIntRelease(seg, 8, n); // request n
+            Futex.wakeAll(seg, 8);
+            while (Shm.getIntAcquire(seg, 0) != n) {
+                Thread.onSpinWait();
+            }
+            Shm.putIntRelease(seg, 4, n); // entering get()
+            try (Tensor got = future.get()) {
+                long latency = System.nanoTime() - new LongPointer(got.data_ptr()).get(0);
+                if (i >= 0) {
+                    file.add(latency);
                 }
-                futex.add(System.nanoTime() - seg.get(ValueLayout.JAVA_LONG, 8));
+            }
+        }
+        return file;
+    }
+
+    /**
+     * A bare futex wake-up between two processes: the floor under a sleeping getter's wake-up. Flag region:
+     * word 4, the waiter's request i; long 8, the peer's clock before the wake; word 16, the futex (i once woken).
+     */
+    private static Comparison futexFloor(BenchOptions options) throws Exception {
+        String flagName = SharedRegion.PREFIX + GlobalCommInstanceId.processPrefix() + "-bench-futex";
+        SharedRegion.unlink(flagName);
+        int iterations = options.iterations(1_000);
+        Comparison row = new Comparison("bare futex wake-up, 2 processes, waiter asleep 2 ms (reference)", Goal.context("reference"));
+        try (SharedRegion flags = SharedRegion.create(flagName, 4096).orElseThrow();
+             PeerJvm peer = PeerJvm.start("futex", flagName, "-", iterations * options.runs(), 1)) {
+            peer.awaitLine("READY");
+            MemorySegment seg = flags.segment();
+            int i = 0;
+            for (int run = 0; run < options.runs(); run++) {
+                Samples futex = new Samples("bare futex, 2 processes");
+                for (int k = 0; k < iterations; k++) {
+                    i++;
+                    Shm.putIntRelease(seg, 4, i);
+                    while (Shm.getIntAcquire(seg, 16) != i) {
+                        Futex.await(seg, 16, i - 1, 1_000_000_000L);
+                    }
+                    futex.add(System.nanoTime() - seg.get(ValueLayout.JAVA_LONG, 8));
+                }
+                row.add(futex, memoryWakeup(iterations, 2000));
             }
         } finally {
-            org.dtorch.core.shm.SharedRegion.unlink(flagName);
+            SharedRegion.unlink(flagName);
         }
-        Samples threads = memoryWakeup(iterations, 2000);
-        report.row("bare futex wake-up between two processes (the floor), waiter asleep 2 ms", futex, threads, "(reference)");
+        return row;
     }
 
     private static Samples memoryWakeup(int iterations, long delayMicros) throws Exception {
-        Samples samples = new Samples("MEMORY promise, threads", iterations);
+        Samples samples = new Samples("MEMORY promise, threads");
         try (Tensor value = longs()) {
             LongPointer first = new LongPointer(value.data_ptr());
             for (int i = 0; i < iterations; i++) {
                 TensorPromise promise = TensorPromises.create(TensorPromiseType.MEMORY);
                 TensorFuture future = promise.getFuture();
-                java.util.concurrent.atomic.AtomicBoolean entering = new java.util.concurrent.atomic.AtomicBoolean();
+                AtomicBoolean entering = new AtomicBoolean();
                 Thread setter = Thread.ofPlatform().start(() -> {
                     while (!entering.get()) {
                         Thread.onSpinWait();
                     }
                     long until = System.nanoTime() + delayMicros * 1000;
                     if (delayMicros >= 500) {
-                        java.util.concurrent.locks.LockSupport.parkNanos(delayMicros * 1000);
+                        LockSupport.parkNanos(delayMicros * 1000);
                     }
                     while (System.nanoTime() < until) {
                         Thread.onSpinWait();
@@ -282,70 +349,86 @@ final class ProcessBenchmark {
 
     // ---- blocked waiters ----------------------------------------------------------------------------------
 
-    private static void blockedWaiters(Report report) throws Exception {
+    private static List<Figure> blockedWaiters(BenchOptions options, long waitMillis) throws Exception {
         String instance = GlobalCommInstanceId.next();
         String key = "bench/idle";
-        long waitMillis = 10_000;
         ThreadMXBean threads = ManagementFactory.getThreadMXBean();
-        try (Peer peer = Peer.start("idle", instance, key, (int) waitMillis + 3_000);
-             TensorStore store = TensorStore.create(info(instance, key).toBuilder().timeout(Duration.ofMillis(waitMillis)).build())) {
-            peer.awaitLine("READY");
-            AtomicLong storeCpu = new AtomicLong();
-            AtomicLong promiseCpu = new AtomicLong();
-            TensorPromise promise = TensorPromises.create(TensorPromiseType.FILE);
-            TensorFuture future = promise.getFuture();
-            Thread storeWaiter = Thread.ofPlatform().start(() -> {
-                long start = threads.getCurrentThreadCpuTime();
-                try {
-                    store.destGet("never", CPU);
-                } catch (CommTimeoutException expected) {
-                    storeCpu.set(threads.getCurrentThreadCpuTime() - start);
+        Figure storeShare = new Figure("`destGet` on a File store shared with another JVM, CPU share of a core", Unit.PERCENT,
+            Goal.atMost(1, Unit.PERCENT));
+        Figure promiseShare = new Figure("File future's `waitFor`, CPU share of a core", Unit.PERCENT, Goal.atMost(1, Unit.PERCENT));
+        Figure processShare = new Figure("the whole benchmark JVM meanwhile (JIT, GC and the runtime's threads)", Unit.PERCENT,
+            Goal.context("context"));
+        // The peer stays 1 s past the waits (it must be alive while they run), less than the closing barrier's deadline.
+        try (PeerJvm peer = PeerJvm.start("idle", instance, key, (int) waitMillis + 1_000, options.runs())) {
+            peer.awaitLine("STARTED"); // the stores below wait only waitMillis for the peer to join
+            for (int run = 0; run < options.runs(); run++) {
+                try (TensorStore store = TensorStore.create(info(instance, key + "-" + run).toBuilder()
+                    .timeout(Duration.ofMillis(waitMillis)).build())) {
+                    peer.awaitLine("READY");
+                    AtomicLong storeCpu = new AtomicLong();
+                    AtomicLong promiseCpu = new AtomicLong();
+                    TensorPromise promise = TensorPromises.create(TensorPromiseType.FILE);
+                    TensorFuture future = promise.getFuture();
+                    Thread storeWaiter = Thread.ofPlatform().start(() -> {
+                        long start = threads.getCurrentThreadCpuTime();
+                        try {
+                            store.destGet("never", CPU);
+                        } catch (CommTimeoutException expected) {
+                            storeCpu.set(threads.getCurrentThreadCpuTime() - start);
+                        }
+                    });
+                    Thread promiseWaiter = Thread.ofPlatform().start(() -> {
+                        long start = threads.getCurrentThreadCpuTime();
+                        future.waitFor(Duration.ofMillis(waitMillis));
+                        promiseCpu.set(threads.getCurrentThreadCpuTime() - start);
+                    });
+                    long processStart = processCpuNanos();
+                    storeWaiter.join();
+                    promiseWaiter.join();
+                    long processCpu = processCpuNanos() - processStart;
+                    storeShare.add(100.0 * storeCpu.get() / (waitMillis * 1e6));
+                    promiseShare.add(100.0 * promiseCpu.get() / (waitMillis * 1e6));
+                    processShare.add(100.0 * processCpu / (waitMillis * 1e6));
+                    store.barrier();
                 }
-            });
-            Thread promiseWaiter = Thread.ofPlatform().start(() -> {
-                long start = threads.getCurrentThreadCpuTime();
-                future.waitFor(Duration.ofMillis(waitMillis));
-                promiseCpu.set(threads.getCurrentThreadCpuTime() - start);
-            });
-            long processStart = ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
-            storeWaiter.join();
-            promiseWaiter.join();
-            long processCpu = ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime()
-                - processStart;
-            report.note(String.format(Locale.ROOT, "Blocked waiters over %d s (goal: under 1%% of a core each): a `destGet` on a "
-                    + "File store shared with another JVM used %s of CPU (%.3f%% of a core); a File future's `waitFor` used %s (%.3f%%). "
-                    + "The whole benchmark JVM used %s meanwhile (JIT and GC threads included).",
-                waitMillis / 1000, Samples.format(storeCpu.get()), 100.0 * storeCpu.get() / (waitMillis * 1e6),
-                Samples.format(promiseCpu.get()), 100.0 * promiseCpu.get() / (waitMillis * 1e6), Samples.format(processCpu)));
-            store.barrier();
+            }
         }
+        return List.of(storeShare, promiseShare, processShare);
+    }
+
+    private static long processCpuNanos() {
+        return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
     }
 
     // ---- per operator -------------------------------------------------------------------------------------
 
-    private static void perOperator(Report report) {
-        int rounds = Integer.getInteger("bench.rounds", 6) * 2;
-        Samples processes = pipeline(true, rounds);
-        Samples threads = pipeline(false, rounds);
-        report.row("add, shape (1,), per operator", processes, threads, "(overhead of process mode)");
+    private static Comparison perOperator(BenchOptions options) {
+        int rounds = options.rounds() * 2;
+        int perRound = options.iterations(OPS_PER_ROUND);
+        Comparison row = new Comparison("add (1,), device is a worker process", Goal.context("overhead of process mode"));
+        for (int run = 0; run < options.runs(); run++) {
+            Samples processes = pipeline(true, rounds, perRound);
+            Samples threads = pipeline(false, rounds, perRound);
+            row.add(processes, threads);
+        }
+        return row;
     }
 
-    private static Samples pipeline(boolean processes, int rounds) {
-        int perRound = 20_000;
-        Samples samples = new Samples(processes ? "process mode" : "thread mode", rounds);
+    private static Samples pipeline(boolean processes, int rounds, int perRound) {
+        Samples samples = new Samples(processes ? "process mode" : "device is a worker thread");
         try (DTorch dt = DTorch.init(DTorchOptions.builder().devices(1).perDevicePerProcess(processes).build())) {
             DeviceMesh mesh = dt.defaultMesh();
-            DTensor a = dt.ones(new long[] {1}, mesh);
-            DTensor b = dt.ones(new long[] {1}, mesh);
-            dt.sync();
-            for (int round = -2; round < rounds; round++) {
-                long start = System.nanoTime();
-                for (int i = 0; i < perRound; i++) {
-                    a.add(b).close();
-                }
+            try (DTensor a = dt.ones(new long[] {1}, mesh); DTensor b = dt.ones(new long[] {1}, mesh)) {
                 dt.sync();
-                if (round >= 0) {
-                    samples.add((System.nanoTime() - start) / perRound);
+                for (int round = -2; round < rounds; round++) {
+                    long start = System.nanoTime();
+                    for (int i = 0; i < perRound; i++) {
+                        a.add(b).close();
+                    }
+                    dt.sync();
+                    if (round >= 0) {
+                        samples.add((System.nanoTime() - start) / perRound);
+                    }
                 }
             }
         }
@@ -355,8 +438,9 @@ final class ProcessBenchmark {
     // ---- helpers ------------------------------------------------------------------------------------------
 
     private static Tensor longs() {
-        return torch.zeros(new long[] {128}, new org.bytedeco.pytorch.TensorOptions().dtype(
-            new org.bytedeco.pytorch.ScalarTypeOptional(torch.ScalarType.Long)));
+        try (TensorOptions options = new TensorOptions().dtype(new ScalarTypeOptional(torch.ScalarType.Long))) {
+            return torch.zeros(new long[] {128}, options);
+        }
     }
 
     private static TensorStoreCreateInfo info(String instance, String key) {
@@ -366,53 +450,5 @@ final class ProcessBenchmark {
 
     private static TensorStoreCreateInfo memoryInfo(String key, int rank) {
         return TensorStoreCreateInfo.builder().storeKey(key).worldSize(2).rank(rank).timeout(Duration.ofSeconds(60)).build();
-    }
-
-    /** The peer JVM: its stdout for {@code READY} and samples. */
-    private static final class Peer implements AutoCloseable {
-        private final Process process;
-        private final BufferedReader out;
-
-        private Peer(Process process) {
-            this.process = process;
-            this.out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
-        }
-
-        static Peer start(String mode, String instance, String key, int n) throws IOException {
-            ProcessBuilder builder = JvmCommand.of(ProcessBenchPeer.class.getName(), List.of(mode, instance, key, String.valueOf(n)),
-                Map.of(), List.of("-Xmx2g")).processBuilder();
-            builder.redirectError(ProcessBuilder.Redirect.INHERIT);
-            return new Peer(builder.start());
-        }
-
-        void awaitLine(String expected) throws IOException {
-            for (String line; (line = out.readLine()) != null; ) {
-                if (line.startsWith(expected)) {
-                    return;
-                }
-            }
-            throw new IllegalStateException("the peer exited before printing " + expected);
-        }
-
-        Samples samples(String name, int count) throws IOException {
-            for (String line; (line = out.readLine()) != null; ) {
-                if (line.startsWith("SAMPLES")) {
-                    String[] parts = line.substring(8).trim().split(" ");
-                    Samples samples = new Samples(name, parts.length);
-                    for (int i = Math.min(parts.length, count / 10); i < parts.length; i++) { // the first tenth warms up
-                        samples.add(Long.parseLong(parts[i]));
-                    }
-                    return samples;
-                }
-            }
-            throw new IllegalStateException("the peer exited before printing its samples");
-        }
-
-        @Override
-        public void close() throws Exception {
-            if (!process.waitFor(30, TimeUnit.SECONDS)) {
-                process.destroyForcibly();
-            }
-        }
     }
 }

@@ -6,6 +6,7 @@ import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.function.IntFunction;
 
 /**
@@ -15,6 +16,11 @@ import java.util.function.IntFunction;
  * <p>Not thread-safe: the harness thread drives it.
  */
 final class RankPool implements AutoCloseable {
+    /** How long the ranks may take to meet at the start barrier. */
+    private static final long BARRIER_TIMEOUT_SECONDS = 300;
+    /** How long one rank's body may take (the collectives' own deadline is 300 s too). */
+    private static final long RANK_TIMEOUT_SECONDS = 600;
+
     private final int world;
     private final ExecutorService pool;
     private final CyclicBarrier start;
@@ -32,21 +38,29 @@ final class RankPool implements AutoCloseable {
 
     /** Runs {@code body} on every rank; returns rank 0's time from the common start to its return, in ns. */
     long time(RankBody body) throws Exception {
+        return time(rank -> { }, body);
+    }
+
+    /**
+     * Runs {@code setup}, untimed, then {@code body} on every rank; returns rank 0's time from the common start
+     * (after every rank's setup) to its return, in ns.
+     */
+    long time(RankBody setup, RankBody body) throws Exception {
         List<Future<Long>> futures = new ArrayList<>();
         for (int rank = 0; rank < world; rank++) {
             int r = rank;
             futures.add(pool.submit(() -> {
-                start.await();
+                setup.run(r);
+                start.await(BARRIER_TIMEOUT_SECONDS, TimeUnit.SECONDS);
                 long t0 = System.nanoTime();
                 body.run(r);
                 return System.nanoTime() - t0;
             }));
         }
-        long rank0 = futures.get(0).get();
         for (Future<Long> f : futures) {
-            f.get();
+            f.get(RANK_TIMEOUT_SECONDS, TimeUnit.SECONDS);
         }
-        return rank0;
+        return futures.get(0).get();
     }
 
     /** Runs {@code body} on every rank and returns the results in rank order. */
@@ -58,7 +72,7 @@ final class RankPool implements AutoCloseable {
         }
         List<T> results = new ArrayList<>();
         for (Future<T> f : futures) {
-            results.add(f.get());
+            results.add(f.get(RANK_TIMEOUT_SECONDS, TimeUnit.SECONDS));
         }
         return results;
     }

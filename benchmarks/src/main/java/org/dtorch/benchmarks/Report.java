@@ -6,49 +6,100 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 
 /**
- * The Markdown report of one run: one table per benchmark, each row a measured operation next to its
- * baseline from the same run, and the goal.
+ * The Markdown report of one benchmark run, in the format of {@code docs/benchmarks.md}: per harness a
+ * heading, the line that says where and how it was measured (commit, machine, runs, command), a
+ * description, and tables whose cells are medians over the runs with the range beside them. Each table
+ * is printed as it is finished and the file is rewritten, so a harness that fails later loses nothing.
  *
  * <p>Not thread-safe: the harness thread writes it.
  */
 final class Report {
+    static final String COMPARISON_HEADER = "| case | p50 | p50 range | p99 | baseline | baseline p50 | baseline p50 range | baseline p99 "
+        + "| ratio | ratio range | goal |";
+    static final String FIGURE_HEADER = "| measure | median | range | goal |";
+
+    private final Provenance provenance;
+    private final BenchOptions options;
     private final List<String> lines = new ArrayList<>();
 
-    void section(String title, String description) {
-        lines.add("");
-        lines.add("### " + title);
-        lines.add("");
-        lines.add(description);
-        lines.add("");
-        lines.add("| case | measured p50 | measured p99 | baseline | baseline p50 | baseline p99 | ratio (baseline p50 / measured p50) | goal |");
-        lines.add("|---|---|---|---|---|---|---|---|");
+    Report(Provenance provenance, BenchOptions options) {
+        this.provenance = provenance;
+        this.options = options;
     }
 
-    /** A row; the ratio is above 1 when the measured operation is faster than its baseline. */
-    void row(String label, Samples measured, Samples baseline, String goal) {
-        double ratio = (double) baseline.p50() / measured.p50();
-        String line = String.format(Locale.ROOT, "| %s | %s | %s | %s | %s | %s | %.2f | %s |", label,
-            Samples.format(measured.p50()), Samples.format(measured.p99()), baseline.name(),
-            Samples.format(baseline.p50()), Samples.format(baseline.p99()), ratio, goal);
+    /** A table's heading, where it was measured, and what it measures. */
+    void section(String title, String selection, String description) {
+        add("");
+        add("### " + title);
+        add("");
+        if (options.quick()) {
+            add("**Quick smoke run (`-D" + BenchOptions.QUICK_PROPERTY + "=true`): reduced sizes and iterations, not a measurement.**");
+            add("");
+        }
+        add("Commit `" + provenance.commit() + "`, " + provenance.date() + ", " + provenance.machine() + ". " + options.runs()
+            + (options.runs() == 1 ? " run" : " runs") + ": each figure is the median of the runs, each range the lowest to the highest run, p99 the median of the runs' "
+            + "p99. Command: `" + options.command(selection) + "`.");
+        add("");
+        add(description);
+    }
+
+    /** A table of rows that each compare a measured operation with its baseline from the same runs. */
+    void comparisons(List<Comparison> rows) {
+        add("");
+        add(COMPARISON_HEADER);
+        add("|---|---|---|---|---|---|---|---|---|---|---|");
+        for (Comparison row : rows) {
+            add(comparisonRow(row));
+        }
+        flush();
+    }
+
+    /** A table of single figures (no baseline of their own). */
+    void figures(List<Figure> rows) {
+        add("");
+        add(FIGURE_HEADER);
+        add("|---|---|---|---|");
+        for (Figure row : rows) {
+            Spread s = row.spread();
+            add("| " + row.label() + " | " + row.unit().format(s.median()) + " | " + row.unit().formatRange(s.min(), s.max(), s.median())
+                + " | " + row.verdict() + " |");
+        }
+        flush();
+    }
+
+    /** A paragraph after a table. */
+    void note(String text) {
+        add("");
+        add(text);
+        flush();
+    }
+
+    static String comparisonRow(Comparison row) {
+        Spread m50 = row.measuredP50();
+        Spread b50 = row.baselineP50();
+        Spread ratio = row.ratio();
+        return "| " + row.label() + " | " + Unit.NANOS.format(m50.median()) + " | " + Unit.NANOS.formatRange(m50.min(), m50.max(), m50.median())
+            + " | " + Unit.NANOS.format(row.measuredP99().median()) + " | " + row.baselineName() + " | " + Unit.NANOS.format(b50.median())
+            + " | " + Unit.NANOS.formatRange(b50.min(), b50.max(), b50.median()) + " | " + Unit.NANOS.format(row.baselineP99().median())
+            + " | " + Unit.RATIO.format(ratio.median()) + " | " + Unit.RATIO.formatRange(ratio.min(), ratio.max(), ratio.median()) + " | "
+            + row.verdict() + " |";
+    }
+
+    private void add(String line) {
         lines.add(line);
         System.out.println(line);
     }
 
-    void note(String text) {
-        lines.add("");
-        lines.add(text);
-        System.out.println(text);
-    }
-
-    void write(Path file) {
+    private void flush() {
+        Path file = options.report();
         try {
-            Files.createDirectories(file.toAbsolutePath().getParent());
+            Path parent = file.toAbsolutePath().getParent();
+            Files.createDirectories(parent);
             Files.writeString(file, String.join("\n", lines) + "\n");
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot write " + file, e);
+            throw new UncheckedIOException("cannot write the benchmark report " + file, e);
         }
     }
 }

@@ -1,41 +1,49 @@
 package org.dtorch.benchmarks;
 
-import java.util.Arrays;
 import java.util.Locale;
+import java.util.concurrent.TimeUnit;
+import org.HdrHistogram.Histogram;
 
 /**
- * Latency samples of one measured operation, in nanoseconds, and their percentiles.
+ * The latencies of one measured operation in one run, in nanoseconds, recorded in an HdrHistogram with
+ * three significant digits (percentiles are exact to 0.1%).
  *
- * <p>Not thread-safe: one thread records.
+ * <p>Not thread-safe: one thread records, and reads only after the recording thread is joined.
  */
 final class Samples {
-    private final String name;
-    private final long[] nanos;
-    private int count;
+    /** Pre-sized for up to a minute per sample; longer ones resize the histogram. */
+    private static final long PRESIZED_MAX = TimeUnit.MINUTES.toNanos(1);
 
-    Samples(String name, int capacity) {
+    private final String name;
+    private final Histogram histogram = new Histogram(1, PRESIZED_MAX, 3);
+
+    Samples(String name) {
         this.name = name;
-        this.nanos = new long[capacity];
+        histogram.setAutoResize(true);
     }
 
-    void add(long sample) {
-        nanos[count++] = sample;
+    /** Records one sample; a negative one means a broken clock or harness and fails loudly. */
+    void add(long nanos) {
+        if (nanos < 0) {
+            throw new IllegalArgumentException(name + ": negative sample " + nanos + " ns");
+        }
+        histogram.recordValue(nanos);
     }
 
     String name() {
         return name;
     }
 
-    int count() {
-        return count;
+    long count() {
+        return histogram.getTotalCount();
     }
 
-    /** The {@code p}-th percentile (0..100), nearest rank. */
+    /** The {@code p}-th percentile (0..100); fails when nothing was recorded. */
     long percentile(double p) {
-        long[] sorted = Arrays.copyOf(nanos, count);
-        Arrays.sort(sorted);
-        int index = (int) Math.ceil(p / 100.0 * count) - 1;
-        return sorted[Math.max(0, Math.min(count - 1, index))];
+        if (count() == 0) {
+            throw new IllegalStateException(name + ": no samples recorded");
+        }
+        return histogram.getValueAtPercentile(p);
     }
 
     long p50() {
@@ -47,13 +55,12 @@ final class Samples {
     }
 
     /** A duration in the unit that reads best. */
-    static String format(long nanos) {
-        if (nanos >= 1_000_000_000L) {
-            return String.format(Locale.ROOT, "%.2f s", nanos / 1e9);
-        }
-        if (nanos >= 1_000_000L) {
-            return String.format(Locale.ROOT, "%.2f ms", nanos / 1e6);
-        }
-        return String.format(Locale.ROOT, "%.2f us", nanos / 1e3);
+    static String format(double nanos) {
+        return Unit.NANOS.format(nanos);
+    }
+
+    @Override
+    public String toString() {
+        return String.format(Locale.ROOT, "%s: %d samples, p50 %s, p99 %s", name, count(), format(p50()), format(p99()));
     }
 }

@@ -1,0 +1,115 @@
+package org.dtorch.benchmarks;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * What a benchmark run does: which harnesses, how many runs and rounds, full size or a quick smoke run.
+ * Read from system properties (the {@code -D} options of the Maven command, passed on by the POM) and
+ * the command line ({@code CommBenchmarks <selection> <report.md>}).
+ *
+ * <p>Thread-safe: immutable.
+ *
+ * @param selected the harnesses to run, in the order of {@link #BENCHMARKS}
+ * @param report   the Markdown file the tables are written to
+ * @param root     the repository root (for the commit and for {@code ./dtorch})
+ * @param runs     how many times each measurement is repeated; tables give the median and range of the runs
+ * @param rounds   rounds per run of the harnesses that interleave their variants in rounds
+ * @param quick    reduced sizes and iterations, to check that the harnesses work; not a measurement
+ */
+record BenchOptions(List<String> selected, Path report, Path root, int runs, int rounds, boolean quick) {
+    /** Every harness, in the order a run takes them. */
+    static final List<String> BENCHMARKS = List.of("store", "future", "allreduce", "redistribute", "pipeline", "process", "python");
+
+    /** System property: how many runs; default {@value #DEFAULT_RUNS}. */
+    static final String RUNS_PROPERTY = "bench.runs";
+    static final int DEFAULT_RUNS = 5;
+    /** System property: rounds per run of the interleaved harnesses; default {@value #DEFAULT_ROUNDS}. */
+    static final String ROUNDS_PROPERTY = "bench.rounds";
+    static final int DEFAULT_ROUNDS = 6;
+    /** System property: {@code true} for a quick smoke run; default false. */
+    static final String QUICK_PROPERTY = "bench.quick";
+    /** System property: the repository root; default the working directory. */
+    static final String ROOT_PROPERTY = "bench.root";
+
+    /** The largest tensor a quick run moves. */
+    private static final long QUICK_MAX_BYTES = 1L << 20;
+    /** A quick run does a hundredth of the iterations, and at least this many. */
+    private static final int QUICK_MIN_ITERATIONS = 10;
+
+    BenchOptions {
+        selected = List.copyOf(selected);
+    }
+
+    /** The options of this JVM: system properties, then {@code args} (selection, report file). */
+    static BenchOptions fromSystem(String[] args) {
+        String selection = args.length > 0 ? args[0] : "all";
+        Path report = Path.of(args.length > 1 ? args[1] : "target/benchmarks.md");
+        Path root = Path.of(System.getProperty(ROOT_PROPERTY, ".")).toAbsolutePath().normalize();
+        return new BenchOptions(parseSelection(selection), report, root, intProperty(RUNS_PROPERTY, DEFAULT_RUNS),
+            intProperty(ROUNDS_PROPERTY, DEFAULT_ROUNDS), Boolean.parseBoolean(System.getProperty(QUICK_PROPERTY, "false"))).validate();
+    }
+
+    /** {@code all} or comma-separated names from {@link #BENCHMARKS}, in that order. */
+    static List<String> parseSelection(String selection) {
+        List<String> names = Arrays.stream(selection.split(",")).map(String::strip).filter(s -> !s.isEmpty()).toList();
+        List<String> unknown = names.stream().filter(n -> !n.equals("all") && !BENCHMARKS.contains(n)).toList();
+        if (names.isEmpty() || !unknown.isEmpty()) {
+            throw new IllegalArgumentException("bench.select: unknown benchmark(s) " + unknown + " in '" + selection + "'; choose 'all' or any of "
+                + BENCHMARKS);
+        }
+        return names.contains("all") ? BENCHMARKS : BENCHMARKS.stream().filter(names::contains).toList();
+    }
+
+    BenchOptions validate() {
+        if (runs < 1) {
+            throw new IllegalArgumentException(RUNS_PROPERTY + " must be at least 1, was " + runs);
+        }
+        if (rounds < 1) {
+            throw new IllegalArgumentException(ROUNDS_PROPERTY + " must be at least 1, was " + rounds);
+        }
+        return this;
+    }
+
+    boolean selects(String name) {
+        return selected.contains(name);
+    }
+
+    /** {@code full} iterations, or a hundredth of them (at least ten) in a quick run. */
+    int iterations(int full) {
+        return quick ? Math.max(QUICK_MIN_ITERATIONS, full / 100) : full;
+    }
+
+    /** A tensor of {@code full} bytes, or at most 1 MiB in a quick run. */
+    long bytes(long full) {
+        return quick ? Math.min(full, QUICK_MAX_BYTES) : full;
+    }
+
+    /** The Maven command that reruns {@code selection} with these options. */
+    String command(String selection) {
+        List<String> parts = new ArrayList<>(List.of("mvn -B -q -pl benchmarks -am package exec:exec -DskipTests",
+            "-Dbench.select=" + selection, "-D" + RUNS_PROPERTY + "=" + runs, "-D" + ROUNDS_PROPERTY + "=" + rounds));
+        if (quick) {
+            parts.add("-D" + QUICK_PROPERTY + "=true");
+        }
+        String thp = System.getenv("THP_MEM_ALLOC_ENABLE");
+        if (thp != null && !thp.equals("1")) {
+            parts.add("-Ddtorch.env.thp=" + thp);
+        }
+        return String.join(" ", parts);
+    }
+
+    private static int intProperty(String name, int fallback) {
+        String value = System.getProperty(name);
+        if (value == null || value.isBlank()) {
+            return fallback;
+        }
+        try {
+            return Integer.parseInt(value.strip());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(name + " must be a whole number, was '" + value + "'", e);
+        }
+    }
+}

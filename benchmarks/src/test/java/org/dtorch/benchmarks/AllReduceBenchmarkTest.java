@@ -1,0 +1,27 @@
+package org.dtorch.benchmarks;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+@Timeout(300)
+class AllReduceBenchmarkTest {
+
+    /** One quick run: 1 MiB per rank, one round; {@code measure} fails if a variant touched another's inputs. */
+    private static final BenchOptions QUICK = new BenchOptions(List.of("allreduce"), Path.of("target/test-report.md"), Path.of("."), 1, 1, true);
+
+    @Test
+    void shouldGiveEachVariantItsOwnInputsAndCompareBothBackendsWithDirectGloo() throws Exception {
+        List<Comparison> rows = AllReduceBenchmark.measure(QUICK);
+
+        assertEquals(List.of("Gloo through ThreadGroup", "Gloo through ThreadGroup, same contract", "same-device backend"),
+            rows.stream().map(Comparison::label).toList());
+        assertEquals(AllReduceBenchmark.DIRECT, rows.get(0).baselineName());
+        assertEquals(AllReduceBenchmark.DIRECT_COPY, rows.get(1).baselineName());
+        assertEquals(AllReduceBenchmark.DIRECT, rows.get(2).baselineName(), "the same-device backend is held to direct Gloo, not our wrapper");
+        rows.forEach(row -> assertEquals(1, row.runs()));
+    }
+}
