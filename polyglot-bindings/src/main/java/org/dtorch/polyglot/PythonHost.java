@@ -4,16 +4,22 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Objects;
+import java.util.stream.Stream;
 import org.graalvm.polyglot.Context;
 import org.graalvm.polyglot.Engine;
+import org.graalvm.polyglot.EnvironmentAccess;
 import org.graalvm.polyglot.HostAccess;
 import org.graalvm.polyglot.PolyglotAccess;
 import org.graalvm.polyglot.PolyglotException;
 import org.graalvm.polyglot.Value;
+import org.graalvm.polyglot.io.FileSystem;
+import org.graalvm.polyglot.io.IOAccess;
 import org.graalvm.python.embedding.GraalPyResources;
 import org.graalvm.python.embedding.VirtualFileSystem;
 
@@ -24,9 +30,16 @@ import org.graalvm.python.embedding.VirtualFileSystem;
  *
  * <p>Host access is an allow-list: Python may call only methods annotated {@link HostAccess.Export} (those of
  * {@link PyBridge}, {@link PyTensorFuture} and {@link PyHostTensor}), read Java arrays they return, and look
- * up no host class. It may start threads, use the host's files and sockets through GraalPy's virtual file
- * system (asyncio needs a self-pipe), and native code ({@code ctypes}, which lays zero-copy views over tensor
- * memory).
+ * up no host class. That list keeps the JVM's objects out of reach; it is not a sandbox. By default a script has
+ * the rights of the user who runs it, as under CPython: the host's files and sockets (through GraalPy's virtual file
+ * system; asyncio needs a self-pipe), processes, threads, and native code ({@code ctypes}, which lays zero-copy views
+ * over tensor memory).
+ *
+ * <p>{@linkplain Builder#isolatedIn(Path) Isolated}, a script may read one directory and nothing else of the host
+ * file system, write nothing, and open no socket, start no process, load no native code and see no environment
+ * variable; it may still start threads. The {@code dtorch} package is then copied out of the virtual file system
+ * into a private temporary directory (read-only for the script), removed at {@link #close()}, and the polyglot
+ * binding {@value #ISOLATED_BINDING} tells the package to do without {@code ctypes} and sockets.
  *
  * <p>Several contexts may share one {@link Engine} (tests do: a context then starts in a fraction of the
  * time). Closing the host closes its context, not the engine or the runtime.
@@ -36,6 +49,8 @@ import org.graalvm.python.embedding.VirtualFileSystem;
 public final class PythonHost implements AutoCloseable {
     /** The polyglot binding under which the Python package finds its bridge. */
     public static final String BRIDGE_BINDING = "dtorch.bridge";
+    /** The polyglot binding that is {@code true} in an isolated context. */
+    public static final String ISOLATED_BINDING = "dtorch.isolated";
 
     /** Only methods annotated {@link HostAccess.Export}, plus read access to the arrays they return. */
     public static final HostAccess ALLOW_LIST = HostAccess.newBuilder(HostAccess.EXPLICIT)
@@ -43,32 +58,135 @@ public final class PythonHost implements AutoCloseable {
         .build();
 
     private final Context context;
+    /** The directory an isolated script may read, or null. */
+    private final Path isolatedDirectory;
+    /** The isolated context's copy of the dtorch package, removed at close; or null. */
+    private final Path packageCopy;
 
     private PythonHost(Builder b) {
-        // The dtorch package is read from the classpath through the virtual file system; scripts and their data
-        // are on the host file system, which the VFS passes through.
+        this.isolatedDirectory = b.isolatedDirectory;
+        this.packageCopy = isolatedDirectory == null ? null : copyPackage();
+        try {
+            Context.Builder builder = isolatedDirectory == null ? hostBuilder() : isolatedBuilder(isolatedDirectory, packageCopy);
+            builder.arguments("python", b.argv.toArray(String[]::new));
+            if (b.engine != null) {
+                builder.engine(b.engine);
+            } else {
+                builder.option("engine.WarnInterpreterOnly", "false");
+            }
+            if (b.out != null) {
+                builder.out(b.out);
+            }
+            if (b.err != null) {
+                builder.err(b.err);
+            }
+            this.context = builder.build();
+        } catch (RuntimeException | Error e) {
+            removePackageCopy();
+            throw e;
+        }
+        context.getPolyglotBindings().putMember(ISOLATED_BINDING, isolatedDirectory != null);
+        if (b.bridge != null) {
+            context.getPolyglotBindings().putMember(BRIDGE_BINDING, b.bridge);
+        }
+    }
+
+    /** The script's rights are the user's: the package from the classpath, every other path from the host. */
+    private static Context.Builder hostBuilder() {
         VirtualFileSystem vfs = VirtualFileSystem.newBuilder().allowHostIO(VirtualFileSystem.HostIO.READ_WRITE).build();
-        Context.Builder builder = GraalPyResources.contextBuilder(vfs)
+        return GraalPyResources.contextBuilder(vfs)
             .allowHostAccess(ALLOW_LIST)
             .allowHostClassLookup(className -> false)
             .allowPolyglotAccess(PolyglotAccess.ALL)
             .allowCreateThread(true)
-            .allowNativeAccess(true)
-            .arguments("python", b.argv.toArray(String[]::new));
-        if (b.engine != null) {
-            builder.engine(b.engine);
-        } else {
-            builder.option("engine.WarnInterpreterOnly", "false");
+            .allowNativeAccess(true);
+    }
+
+    /**
+     * Reads {@code directory} and the package copy, and nothing else. {@code GraalPyResources} grants every privilege
+     * not set explicitly ({@code allowAllAccess}), so that is turned off first.
+     */
+    private static Context.Builder isolatedBuilder(Path directory, Path packageCopy) {
+        return GraalPyResources.contextBuilder(packageCopy)
+            .allowAllAccess(false)
+            .allowHostAccess(ALLOW_LIST)
+            .allowHostClassLookup(className -> false)
+            .allowHostClassLoading(false)
+            .allowPolyglotAccess(PolyglotAccess.newBuilder().allowBindingsAccess("python").build())
+            .allowCreateThread(true)
+            .allowNativeAccess(false)
+            .allowCreateProcess(false)
+            .allowEnvironmentAccess(EnvironmentAccess.NONE)
+            .allowIO(IOAccess.newBuilder()
+                .allowHostSocketAccess(false)
+                .fileSystem(readOnlyWithin(List.of(directory, packageCopy)))
+                .build())
+            .currentWorkingDirectory(directory);
+    }
+
+    /**
+     * A file system that reads below {@code roots} (links resolved first, so none leads out) and nothing else, except
+     * GraalPy's own standard library (its language home and internal resources).
+     */
+    private static FileSystem readOnlyWithin(List<Path> roots) {
+        List<Path> realRoots = roots.stream().map(PythonHost::realPath).toList();
+        FileSystem readOnly = FileSystem.newReadOnlyFileSystem(FileSystem.newDefaultFileSystem());
+        FileSystem denied = FileSystem.allowInternalResourceAccess(FileSystem.allowLanguageHomeAccess(FileSystem.newDenyIOFileSystem()));
+        return FileSystem.newCompositeFileSystem(denied, FileSystem.Selector.of(readOnly, path -> {
+            Path resolved = resolveLinks(path);
+            return resolved != null && realRoots.stream().anyMatch(resolved::startsWith);
+        }));
+    }
+
+    /** {@code path} with every link of its longest existing prefix resolved; null if that fails. */
+    private static Path resolveLinks(Path path) {
+        Path existing = path;
+        while (existing != null && !Files.exists(existing, LinkOption.NOFOLLOW_LINKS)) {
+            existing = existing.getParent();
         }
-        if (b.out != null) {
-            builder.out(b.out);
+        if (existing == null) {
+            return null;
         }
-        if (b.err != null) {
-            builder.err(b.err);
+        try {
+            return existing.toRealPath().resolve(existing.relativize(path));
+        } catch (IOException | SecurityException e) {
+            return null;
         }
-        this.context = builder.build();
-        if (b.bridge != null) {
-            context.getPolyglotBindings().putMember(BRIDGE_BINDING, b.bridge);
+    }
+
+    private static Path realPath(Path path) {
+        try {
+            return path.toRealPath();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot resolve " + path, e);
+        }
+    }
+
+    /** The dtorch package, copied out of the virtual file system into a new owner-only temporary directory. */
+    private static Path copyPackage() {
+        try {
+            Path tmp = Files.createDirectories(Path.of(System.getProperty("java.io.tmpdir")));
+            Path copy = Files.createTempDirectory(tmp, "dtorch-python-");
+            try (VirtualFileSystem vfs = VirtualFileSystem.newBuilder().allowHostIO(VirtualFileSystem.HostIO.NONE).build()) {
+                GraalPyResources.extractVirtualFileSystemResources(vfs, copy);
+            }
+            return copy;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot copy the dtorch package for an isolated context", e);
+        }
+    }
+
+    private void removePackageCopy() {
+        if (packageCopy == null) {
+            return;
+        }
+        try (Stream<Path> files = Files.walk(packageCopy)) {
+            for (Path file : files.sorted(Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(file);
+            }
+        } catch (IOException e) {
+            System.getLogger(PythonHost.class.getName()).log(System.Logger.Level.WARNING,
+                "cannot remove the isolated context's package copy " + packageCopy + ": " + e);
         }
     }
 
@@ -118,7 +236,13 @@ public final class PythonHost implements AutoCloseable {
             if (e.isExit()) {
                 return e.getExitStatus();
             }
+            // Python printed its own traceback for its own exceptions; this is what Python could not catch, such as
+            // an operation an isolated context refuses outright (GraalPy 25 does so for sockets and os.system).
             System.err.println(formatTraceback(e));
+            if (isolatedDirectory != null) {
+                System.err.println("(the script runs isolated, as with --isolated: it may read " + isolatedDirectory
+                    + " and nothing else, and may not open sockets, start processes or load native code)");
+            }
             return 1;
         }
     }
@@ -157,10 +281,14 @@ public final class PythonHost implements AutoCloseable {
         return out.append(e.getMessage()).toString();
     }
 
-    /** Closes the context (not the engine or the runtime). */
+    /** Closes the context (not the engine or the runtime), and removes an isolated context's package copy. */
     @Override
     public void close() {
-        context.close(true);
+        try {
+            context.close(true);
+        } finally {
+            removePackageCopy();
+        }
     }
 
     /**
@@ -174,6 +302,7 @@ public final class PythonHost implements AutoCloseable {
         private OutputStream out;
         private OutputStream err;
         private List<String> argv = List.of();
+        private Path isolatedDirectory;
 
         private Builder() {
         }
@@ -205,6 +334,19 @@ public final class PythonHost implements AutoCloseable {
         /** The initial {@code sys.argv} (scripts set their own). */
         public Builder argv(List<String> value) {
             this.argv = List.copyOf(value);
+            return this;
+        }
+
+        /**
+         * Isolates the script: it may read {@code directory} (its working directory) and nothing else of the host,
+         * and may not write files, open sockets, start processes, load native code or read environment variables.
+         */
+        public Builder isolatedIn(Path directory) {
+            Path absolute = directory.toAbsolutePath().normalize();
+            if (!Files.isDirectory(absolute)) {
+                throw new IllegalArgumentException("an isolated context needs a directory to read, got " + directory);
+            }
+            this.isolatedDirectory = absolute;
             return this;
         }
 

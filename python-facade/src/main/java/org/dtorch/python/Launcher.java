@@ -1,28 +1,57 @@
 package org.dtorch.python;
 
 import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.logging.Handler;
 import java.util.logging.Level;
 import java.util.logging.Logger;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.dtorch.api.DTorch;
 import org.dtorch.api.DTorchOptions;
+import org.dtorch.core.communication.group.GlooLog;
 import org.dtorch.polyglot.PyBridge;
 import org.dtorch.polyglot.PythonHost;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
 
 /**
- * {@code dtorch run [--devices cpu:4] [--same-device] [--per-device-process] [--timeout-seconds N] [--log-level LEVEL]
- * script.py [args...]}: runs a Python script on a DTorch runtime and exits with the script's exit code.
- * {@code --per-device-process} gives every device a worker process of its own instead of a thread. {@code --probe-jit} prints
- * the GraalPy engine's implementation ({@code GraalVM CE} when the optimizing JIT is on) and exits.
+ * {@code dtorch run [--devices cpu:N] [--same-device] [--per-device-process] [--isolated] [--timeout-seconds N]
+ * [--log-level LEVEL] script.py [args...]}: runs a Python script on a DTorch runtime and exits with the script's exit
+ * code. Everything after the script goes to the script. Bad input (an option, a value, the script) gets one line on
+ * standard error naming the problem and the accepted forms, and exit code 2, before anything starts; so does a bad
+ * {@code dtorch.*} system property the runtime rejects when it starts.
+ *
+ * <p>{@code --probe-jit}, as the only argument, prints the GraalPy engine's implementation ({@code GraalVM CE} when the
+ * optimizing JIT is on) and exits; the {@code dtorch} script uses it once to choose how to start the JVM.
  *
  * <p>Not thread-safe: a program entry point.
  */
 public final class Launcher {
-    private static final String USAGE = "usage: dtorch run [--devices cpu:N] [--same-device] [--per-device-process] "
+    /**
+     * With {@code --per-device-process}, at most this many worker JVMs per CPU; in thread mode, more device threads
+     * than this per CPU get a warning.
+     */
+    static final int DEVICES_PER_CPU = 8;
+    /** The largest device count {@code --devices} takes. */
+    static final int MAX_DEVICES = 4096;
+    /** The longest {@code --timeout-seconds}: a year. */
+    static final long MAX_TIMEOUT_SECONDS = 365L * 24 * 3600;
+
+    private static final String SYNOPSIS = "dtorch run [--devices cpu:N] [--same-device] [--per-device-process] [--isolated] "
         + "[--timeout-seconds N] [--log-level LEVEL] script.py [args...]";
+    private static final String USAGE = "usage: " + SYNOPSIS;
+    private static final int BAD_INPUT = 2;
 
     private Launcher() {
     }
@@ -33,60 +62,281 @@ public final class Launcher {
 
     /** Runs the command line; returns the exit code. */
     static int run(String[] args) {
-        List<String> rest = new ArrayList<>(List.of(args));
-        if (rest.contains("--probe-jit")) {
+        if (args.length == 1 && args[0].equals("--probe-jit")) {
             try (PythonHost host = PythonHost.builder().build()) {
                 System.out.println(host.engineImplementation());
             }
             return 0;
         }
-        if (rest.isEmpty() || !rest.getFirst().equals("run")) {
-            System.err.println(USAGE);
-            return 2;
+        if (args.length == 0) {
+            return reject(USAGE);
         }
-        rest.removeFirst();
-        DTorchOptions.Builder options = DTorchOptions.builder();
-        while (!rest.isEmpty() && rest.getFirst().startsWith("--")) {
-            String flag = rest.removeFirst();
-            switch (flag) {
-                case "--devices" -> {
-                    String value = take(rest, flag);
-                    String[] parts = value.split(":");
-                    if (parts.length != 2 || !parts[0].equals("cpu")) {
-                        System.err.println("dtorch: --devices takes cpu:N (GPUs come with the GPU issue), got " + value);
-                        return 2;
-                    }
-                    options.devices(Integer.parseInt(parts[1]));
+        RunCommand command = new RunCommand();
+        CommandLine line = commandLine(command);
+        if (args.length == 1 && (args[0].equals("--help") || args[0].equals("-h") || args[0].equals("help"))) {
+            line.usage(System.out);
+            return 0;
+        }
+        if (!args[0].equals("run")) {
+            return reject("unknown command '" + args[0] + "' (the commands are run and build); " + USAGE);
+        }
+        try {
+            line.parseArgs(Arrays.copyOfRange(args, 1, args.length));
+        } catch (CommandLine.ParameterException e) {
+            return reject(describe(e));
+        }
+        if (line.isUsageHelpRequested()) {
+            line.usage(System.out);
+            return 0;
+        }
+        return command.execute();
+    }
+
+    private static CommandLine commandLine(RunCommand command) {
+        return new CommandLine(command)
+            .setStopAtPositional(true)      // everything after the script is the script's
+            .setExpandAtFiles(false)        // an argument such as @file is the script's, not picocli's
+            .setOverwrittenOptionsAllowed(false)
+            .setOut(new java.io.PrintWriter(System.out, true))
+            .setErr(new java.io.PrintWriter(System.err, true));
+    }
+
+    /** One line for picocli's complaint; usage errors (an unknown option, a missing value or script) get the synopsis. */
+    private static String describe(CommandLine.ParameterException e) {
+        if (e instanceof CommandLine.UnmatchedArgumentException unmatched && !unmatched.getUnmatched().isEmpty()) {
+            return "unknown option '" + unmatched.getUnmatched().getFirst() + "'; " + USAGE;
+        }
+        if (e instanceof CommandLine.MissingParameterException missing
+            && missing.getMissing().stream().anyMatch(arg -> !arg.isOption())) {
+            return "no script given; " + USAGE;
+        }
+        String message = Objects.requireNonNullElse(e.getMessage(), e.getClass().getSimpleName()).lines().findFirst().orElse("");
+        message = message.isEmpty() ? message : Character.toLowerCase(message.charAt(0)) + message.substring(1);
+        return e instanceof CommandLine.MissingParameterException ? message + "; " + USAGE : message;
+    }
+
+    private static int reject(String problem) {
+        System.err.println("dtorch: " + problem);
+        return BAD_INPUT;
+    }
+
+    /** Why {@code script} cannot be run, or null. */
+    private static String scriptProblem(String script) {
+        Path path;
+        try {
+            path = Path.of(script);
+        } catch (InvalidPathException e) {
+            return "cannot read script '" + script + "': not a valid path (" + e.getReason() + ")";
+        }
+        if (!Files.exists(path)) {
+            return "cannot read script " + script + ": no such file";
+        }
+        if (Files.isDirectory(path)) {
+            return "cannot read script " + script + ": it is a directory, not a Python file";
+        }
+        if (!Files.isReadable(path)) {
+            return "cannot read script " + script + ": permission denied";
+        }
+        return null;
+    }
+
+    /** The options of {@code dtorch run}, filled by picocli. */
+    @Command(name = "dtorch run", customSynopsis = SYNOPSIS, sortOptions = false, usageHelpWidth = 110,
+        description = {"Runs a Python script (GraalPy) on a DTorch runtime and exits with its exit code.",
+            "Arguments after the script are the script's (sys.argv[1:])."},
+        footer = {"", "dtorch build rebuilds the project; DTORCH_JIT=off runs GraalPy without its optimizing JIT.",
+            "Bad input exits with code 2 and one line on standard error."})
+    static final class RunCommand {
+        @Option(names = "--devices", paramLabel = "cpu:N", converter = DevicesConverter.class,
+            description = "N CPU devices (default 4); N from 1 to " + MAX_DEVICES + ".")
+        private Integer devices;
+
+        @Option(names = "--same-device", description = "Simulate every device on one (same-device collectives, no Gloo).")
+        private boolean sameDevice;
+
+        @Option(names = "--per-device-process",
+            description = "Give every device a worker JVM of its own (at most " + DEVICES_PER_CPU + " per CPU).")
+        private boolean perDeviceProcess;
+
+        @Option(names = "--isolated", description = {"Confine the script: its own directory, read-only, and no other files,",
+            "no sockets, no processes, no native code (values through tolist() and item())."})
+        private boolean isolated;
+
+        @Option(names = "--timeout-seconds", paramLabel = "N", converter = TimeoutConverter.class,
+            description = "Deadline of the runtime's blocking calls, 1 to " + MAX_TIMEOUT_SECONDS + " (default 300).")
+        private Duration timeout;
+
+        @Option(names = "--log-level", paramLabel = "LEVEL", converter = LogLevelConverter.class,
+            description = {"off, severe, warning (default), info, config, fine, finer, finest or all.",
+                "info and finer also show Gloo's connection lines."})
+        private Level logLevel = Level.WARNING;
+
+        @Option(names = {"-h", "--help"}, usageHelp = true, description = "Show this help.")
+        private boolean help;
+
+        @Parameters(index = "0", paramLabel = "script.py", description = "The Python script to run.")
+        private String script;
+
+        @Parameters(index = "1..*", paramLabel = "args", description = "The script's arguments.")
+        private List<String> scriptArgs = new ArrayList<>();
+
+        /** Checks what picocli cannot, then runs the script; returns the exit code. */
+        int execute() {
+            String problem = scriptProblem(script);
+            if (problem != null) {
+                return reject(problem);
+            }
+            int cpus = Runtime.getRuntime().availableProcessors();
+            int limit = cpus * DEVICES_PER_CPU;
+            if (devices != null && devices > limit) {
+                if (perDeviceProcess) {
+                    return reject("--devices cpu:" + devices + " with --per-device-process would start " + devices + " worker JVMs on "
+                        + cpus + " CPUs; at most " + limit + " (" + DEVICES_PER_CPU + " per CPU) are allowed: use fewer devices, or "
+                        + "device threads (without --per-device-process)");
                 }
-                case "--same-device" -> options.sameDevice(true);
-                case "--per-device-process" -> options.perDevicePerProcess(true);
-                case "--timeout-seconds" -> options.timeout(Duration.ofSeconds(Long.parseLong(take(rest, flag))));
-                case "--log-level" -> Logger.getLogger("").setLevel(Level.parse(take(rest, flag).toUpperCase(java.util.Locale.ROOT)));
-                default -> {
-                    System.err.println("dtorch: unknown option " + flag + "\n" + USAGE);
-                    return 2;
+                System.err.println("dtorch: warning: --devices cpu:" + devices + " runs " + devices + " device threads on " + cpus
+                    + " CPUs (more than " + limit + ", " + DEVICES_PER_CPU + " per CPU): expect slow collectives");
+            }
+            Path scriptPath = Path.of(script);
+            try (LogSettings ignored = LogSettings.apply(logLevel)) {
+                DTorch runtime;
+                try {
+                    DTorchOptions.Builder options = DTorchOptions.builder()
+                        .sameDevice(sameDevice)
+                        .perDevicePerProcess(perDeviceProcess);
+                    if (devices != null) {
+                        options.devices(devices);
+                    }
+                    if (timeout != null) {
+                        options.timeout(timeout);
+                    }
+                    runtime = DTorch.init(options.build());
+                } catch (IllegalArgumentException | ExceptionInInitializerError e) {
+                    // A dtorch.* system property the runtime rejects: the configuration, not the script, is wrong.
+                    return reject("invalid configuration (dtorch.* system properties): " + rootMessage(e));
+                }
+                PythonHost.Builder host = PythonHost.builder().bridge(new PyBridge(runtime));
+                if (isolated) {
+                    host.isolatedIn(scriptPath.toAbsolutePath().getParent());
+                }
+                try (runtime; PythonHost python = host.build()) {
+                    return python.runScript(scriptPath, scriptArgs);
                 }
             }
         }
-        if (rest.isEmpty()) {
-            System.err.println(USAGE);
-            return 2;
-        }
-        Path script = Path.of(rest.removeFirst());
-        if (!Files.isReadable(script)) {
-            System.err.println("dtorch: cannot read " + script);
-            return 2;
-        }
-        try (DTorch runtime = DTorch.init(options.build());
-             PythonHost host = PythonHost.builder().bridge(new PyBridge(runtime)).build()) {
-            return host.runScript(script, rest);
+
+        private static String rootMessage(Throwable e) {
+            Throwable cause = e;
+            while (cause.getCause() != null && cause.getCause() != cause) {
+                cause = cause.getCause();
+            }
+            String message = cause.getMessage() == null ? cause.getClass().getSimpleName() : cause.getMessage();
+            return message.lines().findFirst().orElse(message);
         }
     }
 
-    private static String take(List<String> rest, String flag) {
-        if (rest.isEmpty()) {
-            throw new IllegalArgumentException(flag + " needs a value");
+    /**
+     * The launcher's log level, in force for one run: the level of the root {@code java.util.logging} logger and its
+     * handlers, and {@value GlooLog#VERBOSE_PROPERTY} for {@code info} or finer. {@link #close()} restores what was
+     * there before (tests run the launcher several times in one JVM).
+     */
+    private static final class LogSettings implements AutoCloseable {
+        private final Level rootLevel;
+        private final Map<Handler, Level> handlerLevels = new HashMap<>();
+        private final String glooVerbose;
+
+        private LogSettings() {
+            Logger root = Logger.getLogger("");
+            rootLevel = root.getLevel();
+            for (Handler handler : root.getHandlers()) {
+                handlerLevels.put(handler, handler.getLevel());
+            }
+            glooVerbose = System.getProperty(GlooLog.VERBOSE_PROPERTY);
         }
-        return rest.removeFirst();
+
+        static LogSettings apply(Level level) {
+            LogSettings previous = new LogSettings();
+            Logger root = Logger.getLogger("");
+            root.setLevel(level);
+            for (Handler handler : root.getHandlers()) {
+                handler.setLevel(level);
+            }
+            if (level.intValue() <= Level.INFO.intValue()) {
+                System.setProperty(GlooLog.VERBOSE_PROPERTY, "true");
+            }
+            return previous;
+        }
+
+        @Override
+        public void close() {
+            Logger.getLogger("").setLevel(rootLevel);
+            handlerLevels.forEach(Handler::setLevel);
+            if (glooVerbose == null) {
+                System.clearProperty(GlooLog.VERBOSE_PROPERTY);
+            } else {
+                System.setProperty(GlooLog.VERBOSE_PROPERTY, glooVerbose);
+            }
+        }
+    }
+
+    /** {@code cpu:N}, N from 1 to {@link #MAX_DEVICES}. */
+    static final class DevicesConverter implements CommandLine.ITypeConverter<Integer> {
+        private static final Pattern FORM = Pattern.compile("([A-Za-z]+):(.*)");
+        private static final String EXPECTED = "expected cpu:N with N a whole number from 1 to " + MAX_DEVICES;
+
+        @Override
+        public Integer convert(String value) {
+            Matcher m = FORM.matcher(value);
+            if (!m.matches()) {
+                throw new CommandLine.TypeConversionException(EXPECTED + ", got '" + value + "'");
+            }
+            if (!m.group(1).equals("cpu")) {
+                throw new CommandLine.TypeConversionException("unknown device kind '" + m.group(1) + "' in '" + value + "': " + EXPECTED
+                    + " (GPUs come with the GPU issue)");
+            }
+            long count = parseWhole(m.group(2));
+            if (count < 1 || count > MAX_DEVICES) {
+                throw new CommandLine.TypeConversionException(EXPECTED + ", got '" + value + "'");
+            }
+            return (int) count;
+        }
+    }
+
+    /** Whole seconds, 1 to {@link #MAX_TIMEOUT_SECONDS}. */
+    static final class TimeoutConverter implements CommandLine.ITypeConverter<Duration> {
+        @Override
+        public Duration convert(String value) {
+            long seconds = parseWhole(value);
+            if (seconds < 1 || seconds > MAX_TIMEOUT_SECONDS) {
+                throw new CommandLine.TypeConversionException("expected a whole number of seconds from 1 to " + MAX_TIMEOUT_SECONDS
+                    + " (a year), got '" + value + "'");
+            }
+            return Duration.ofSeconds(seconds);
+        }
+    }
+
+    /** A {@code java.util.logging} level by name, in any case. */
+    static final class LogLevelConverter implements CommandLine.ITypeConverter<Level> {
+        private static final List<Level> LEVELS = List.of(Level.OFF, Level.SEVERE, Level.WARNING, Level.INFO, Level.CONFIG, Level.FINE,
+            Level.FINER, Level.FINEST, Level.ALL);
+
+        @Override
+        public Level convert(String value) {
+            for (Level level : LEVELS) {
+                if (level.getName().equalsIgnoreCase(value)) {
+                    return level;
+                }
+            }
+            throw new CommandLine.TypeConversionException("expected one of off, severe, warning, info, config, fine, finer, finest, all, "
+                + "got '" + value + "'");
+        }
+    }
+
+    /** A whole number of at most 18 digits, or -1 (never a valid count or timeout). */
+    private static long parseWhole(String digits) {
+        if (digits.isEmpty() || digits.length() > 18 || !digits.chars().allMatch(c -> c >= '0' && c <= '9')) {
+            return -1;
+        }
+        return Long.parseLong(digits);
     }
 }

@@ -17,6 +17,9 @@ from ._host import HostTensor
 from ._tensor import (Tensor, zeros, ones, empty, full, rand, randn, arange, tensor, manual_seed, linear, matmul, cat,
                       relu, silu, gelu, softmax, redistribute, _GetTensorAsync, get_tensor_async, sync, device_count)
 from .distributed_spec import DeviceMesh, init_device_mesh, Placement, Shard, Replicate, Partial
+from . import _isolation
+
+_isolation.install()
 
 __all__ = [
     "DTorchError", "ShardingError", "dtype", "float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8",

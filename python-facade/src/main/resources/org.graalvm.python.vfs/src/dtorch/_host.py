@@ -1,8 +1,14 @@
 """Values that came back from the workers: whole tensors in this process."""
 
-import ctypes
+from . import _dtypes, _isolation, _shapes
 
-from . import _dtypes, _shapes
+
+def _ctypes(what):
+    """The ctypes module (imported on first use: it needs native access, which isolated mode turns off)."""
+    if _isolation.ACTIVE:
+        raise _isolation.refuse(what)
+    import ctypes
+    return ctypes
 
 
 class HostTensor:
@@ -53,6 +59,7 @@ class HostTensor:
 
         The view keeps this tensor alive; do not close() the tensor while a view is in use.
         """
+        ctypes = _ctypes("memoryview()")
         n = self.nbytes
         if n == 0:
             return memoryview(b"")
@@ -68,7 +75,7 @@ class HostTensor:
 
     def tobytes(self):
         """The tensor's bytes, copied once into a Python bytes object."""
-        return ctypes.string_at(self._java.address(), self.nbytes)
+        return _ctypes("tobytes()").string_at(self._java.address(), self.nbytes)
 
     def close(self):
         """Frees the memory now (views over it become invalid)."""

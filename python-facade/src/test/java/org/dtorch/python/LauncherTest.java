@@ -1,7 +1,10 @@
 package org.dtorch.python;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeFalse;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -9,53 +12,136 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+import org.dtorch.core.runtime.process.JvmCommand;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
-@Timeout(120)
+/** {@code dtorch run}: exit codes, arguments, tracebacks, one-line errors for bad input, and quiet output. */
+@Timeout(180)
 class LauncherTest {
+    private static final String SHARDED_SCRIPT = String.join("\n",
+        "import dtorch",
+        "mesh = dtorch.init_device_mesh('cpu', (2,))",
+        "x = dtorch.arange(8, device_mesh=mesh, placements=[dtorch.Shard(0)])",
+        "y = (x * 2).redistribute(mesh, [dtorch.Replicate()])",
+        "assert y.to_torch().tolist() == [0, 2, 4, 6, 8, 10, 12, 14], y.to_torch().tolist()",
+        "assert y.sum().to_torch().item() == 56",
+        "");
 
     private static int launch(String... args) {
         return Launcher.run(args);
     }
 
-    private static String captureErr(Runnable body) {
-        PrintStream original = System.err;
-        ByteArrayOutputStream buffer = new ByteArrayOutputStream();
-        System.setErr(new PrintStream(buffer, true, StandardCharsets.UTF_8));
-        try {
-            body.run();
-        } finally {
-            System.setErr(original);
+    /** What a launch printed on the JVM's standard streams, and its exit code. */
+    private record Outcome(int status, String out, String err) {
+        List<String> errLines() {
+            return err.lines().filter(line -> !line.isBlank()).toList();
         }
-        return buffer.toString(StandardCharsets.UTF_8);
+    }
+
+    private static Outcome capture(Supplier<Integer> body) {
+        PrintStream originalOut = System.out;
+        PrintStream originalErr = System.err;
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+        System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+        int status;
+        try {
+            status = body.get();
+        } finally {
+            System.setOut(originalOut);
+            System.setErr(originalErr);
+        }
+        return new Outcome(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    }
+
+    /** The launch fails with exit code 2 and one line on standard error that contains every one of {@code expected}. */
+    private static String assertRejected(String[] args, String... expected) {
+        Outcome outcome = capture(() -> launch(args));
+        String shown = String.join(" ", args) + " printed:\n" + outcome.err;
+        assertEquals(2, outcome.status, shown);
+        List<String> lines = outcome.errLines();
+        assertEquals(1, lines.size(), shown);
+        String line = lines.getFirst();
+        assertTrue(line.startsWith("dtorch: "), shown);
+        assertFalse(line.contains("Exception") || line.contains("\tat "), shown);
+        for (String part : expected) {
+            assertTrue(line.contains(part), "expected '" + part + "' in: " + shown);
+        }
+        return line;
+    }
+
+    private static String[] args(String... values) {
+        return values;
     }
 
     @Test
-    void shouldReturnTheScriptsExitCodeAndPassItsArguments(@TempDir Path dir) throws IOException {
+    void shouldReturnTheScriptsExitCodeAndPassItsArgumentsUntouched(@TempDir Path dir) throws IOException {
         Path script = dir.resolve("exit.py");
-        Files.writeString(script, "import sys, dtorch\nassert sys.argv[1:] == ['a', 'b'], sys.argv\n"
+        Files.writeString(script, "import sys, dtorch\n"
+            + "assert sys.argv[1:] == ['a', '--probe-jit', '--devices', 'x', '--', '@b'], sys.argv\n"
             + "assert dtorch.device_count() == 2\nraise SystemExit(3)\n");
-        assertEquals(3, launch("run", "--devices", "cpu:2", "--same-device", script.toString(), "a", "b"));
+        assertEquals(3, launch("run", "--devices", "cpu:2", "--same-device", script.toString(), "a", "--probe-jit", "--devices", "x",
+            "--", "@b"));
         Path ok = dir.resolve("ok.py");
         Files.writeString(ok, "import dtorch\nassert dtorch.ones(2).sum().to_torch().item() == 2.0\n");
         assertEquals(0, launch("run", ok.toString()));
     }
 
     @Test
-    @org.junit.jupiter.api.Tag("multiprocess")
-    void shouldRunAScriptWithAWorkerProcessPerDevice(@TempDir Path dir) throws IOException {
+    @Tag("multiprocess")
+    void shouldRunAScriptWithAWorkerProcessPerDeviceQuietly(@TempDir Path dir) throws IOException {
         Path script = dir.resolve("processes.py");
-        Files.writeString(script, String.join("\n",
-            "import dtorch",
-            "mesh = dtorch.init_device_mesh('cpu', (2,))",
-            "x = dtorch.arange(8, device_mesh=mesh, placements=[dtorch.Shard(0)])",
-            "y = (x * 2).redistribute(mesh, [dtorch.Replicate()])",
-            "assert y.to_torch().tolist() == [0, 2, 4, 6, 8, 10, 12, 14], y.to_torch().tolist()",
-            "assert y.sum().to_torch().item() == 56",
-            ""));
-        assertEquals(0, launch("run", "--devices", "cpu:2", "--per-device-process", script.toString()));
+        Files.writeString(script, SHARDED_SCRIPT);
+        Outcome outcome = capture(() -> launch("run", "--devices", "cpu:2", "--per-device-process", script.toString()));
+        assertEquals(0, outcome.status, outcome.err);
+        // The workers' output is forwarded to this JVM's standard error; Gloo's connection lines are not in it.
+        assertFalse(outcome.err.contains("[Gloo]"), outcome.err);
+    }
+
+    @Test
+    @Tag("multiprocess")
+    void shouldShowGlooConnectionLinesOfWorkersAtLogLevelInfo(@TempDir Path dir) throws IOException {
+        Path script = dir.resolve("processes.py");
+        Files.writeString(script, SHARDED_SCRIPT);
+        Outcome outcome = capture(() -> launch("run", "--log-level", "info", "--devices", "cpu:2", "--per-device-process",
+            script.toString()));
+        assertEquals(0, outcome.status, outcome.err);
+        assertTrue(outcome.err.contains("[Gloo] Rank 0 is connected to 1 peer ranks")
+            && outcome.err.contains("[Gloo] Rank 1 is connected to 1 peer ranks"), outcome.err);
+    }
+
+    /** Gloo writes to the process's own standard output (C++ std::cout), so this runs the launcher in a JVM of its own. */
+    @Test
+    @Tag("multiprocess")
+    void shouldNotPrintGlooConnectionLinesOnANormalRun(@TempDir Path dir) throws IOException, InterruptedException {
+        Path script = dir.resolve("threads.py");
+        Files.writeString(script, SHARDED_SCRIPT + "print('script done')\n");
+        Outcome outcome = launchInJvm(dir, Map.of(), "run", "--devices", "cpu:2", script.toString());
+        assertEquals(0, outcome.status, outcome.out);
+        assertTrue(outcome.out.contains("script done"), outcome.out);
+        assertFalse(outcome.out.contains("[Gloo]"), outcome.out);
+    }
+
+    @Test
+    @Tag("multiprocess")
+    void shouldReportABadConfigurationPropertyInOneLine(@TempDir Path dir) throws IOException, InterruptedException {
+        Path script = dir.resolve("ok.py");
+        Files.writeString(script, "pass\n");
+        Outcome outcome = launchInJvm(dir, Map.of("dtorch.comm.timeoutSeconds", "0"), "run", script.toString());
+        List<String> lines = outcome.out.lines().filter(line -> !line.isBlank()).toList();
+        assertEquals(2, outcome.status, outcome.out);
+        assertEquals(1, lines.size(), outcome.out);
+        assertTrue(lines.getFirst().startsWith("dtorch: ") && lines.getFirst().contains("timeout"), outcome.out);
+        assertFalse(outcome.out.contains("Exception") || outcome.out.contains("\tat "), outcome.out);
     }
 
     @Test
@@ -63,19 +149,107 @@ class LauncherTest {
         Path script = dir.resolve("broken.py");
         Files.writeString(script, "import dtorch\n\ndef inner():\n    return dtorch.zeros(3, device_mesh=dtorch.init_device_mesh('cpu', (4,)),"
             + " placements=[dtorch.Shard(0)])\n\ninner()\n");
-        int[] status = new int[1];
-        String err = captureErr(() -> status[0] = launch("run", "--log-level", "warning", script.toString()));
-        assertEquals(1, status[0]);
-        assertTrue(err.contains("Traceback (most recent call last):") && err.contains("broken.py\", line 4, in inner")
-            && err.contains("ValueError") && err.contains("splits it 4 ways"), err);
+        Outcome outcome = capture(() -> launch("run", "--log-level", "warning", script.toString()));
+        assertEquals(1, outcome.status);
+        assertTrue(outcome.err.contains("Traceback (most recent call last):") && outcome.err.contains("broken.py\", line 4, in inner")
+            && outcome.err.contains("ValueError") && outcome.err.contains("splits it 4 ways"), outcome.err);
     }
 
     @Test
-    void shouldRejectBadCommandLines(@TempDir Path dir) {
-        assertEquals(2, launch());
-        assertEquals(2, launch("run"));
-        assertEquals(2, launch("run", "--devices", "cuda:2", "x.py"));
-        assertEquals(2, launch("run", "--bogus", "x.py"));
-        assertEquals(2, launch("run", dir.resolve("missing.py").toString()));
+    void shouldRejectBadDeviceSpecificationsInOneLine(@TempDir Path dir) throws IOException {
+        String script = Files.writeString(dir.resolve("ok.py"), "pass\n").toString();
+        assertRejected(args("run", "--devices", "cpu:x", script), "--devices", "cpu:x", "cpu:N");
+        assertRejected(args("run", "--devices", "cpu:0", script), "cpu:0", "cpu:N", "from 1");
+        assertRejected(args("run", "--devices", "cpu:-1", script), "cpu:-1", "cpu:N");
+        assertRejected(args("run", "--devices", "4", script), "'4'", "cpu:N");
+        assertRejected(args("run", "--devices", "cuda:2", script), "cuda", "cpu:N");
+        assertRejected(args("run", "--devices", "tpu:1", script), "tpu", "cpu:N");
+        assertRejected(args("run", "--devices", "cpu:99999999999", script), "cpu:N");
+    }
+
+    @Test
+    void shouldRejectBadTimeoutsAndLogLevelsInOneLine(@TempDir Path dir) throws IOException {
+        String script = Files.writeString(dir.resolve("ok.py"), "pass\n").toString();
+        assertRejected(args("run", "--timeout-seconds", "0", script), "--timeout-seconds", "'0'", "seconds from 1");
+        assertRejected(args("run", "--timeout-seconds", "x", script), "--timeout-seconds", "'x'", "seconds from 1");
+        assertRejected(args("run", "--timeout-seconds", "-5", script), "--timeout-seconds", "seconds from 1");
+        assertRejected(args("run", "--log-level", "debug", script), "--log-level", "'debug'", "warning", "info", "fine");
+    }
+
+    @Test
+    void shouldRejectMissingValuesUnknownOptionsAndCommandsInOneLine(@TempDir Path dir) throws IOException {
+        String script = Files.writeString(dir.resolve("ok.py"), "pass\n").toString();
+        assertRejected(args(), "usage: dtorch run");
+        assertRejected(args("frobnicate", script), "frobnicate", "usage: dtorch run");
+        assertRejected(args("run"), "script", "usage: dtorch run");
+        assertRejected(args("run", "--devices"), "--devices", "cpu:N");
+        assertRejected(args("run", "--timeout-seconds"), "--timeout-seconds");
+        assertRejected(args("run", "--log-level"), "--log-level");
+        assertRejected(args("run", "--timeout-seconds", "--same-device", script), "--timeout-seconds");
+        assertRejected(args("run", "--bogus", script), "--bogus", "usage: dtorch run", "--devices cpu:N");
+        assertRejected(args("run", "--devices", "cpu:2", "--devices", "cpu:3", script), "--devices");
+    }
+
+    @Test
+    void shouldRejectScriptsThatCannotBeRunInOneLine(@TempDir Path dir) throws IOException {
+        assertRejected(args("run", dir.resolve("missing.py").toString()), "missing.py", "no such file");
+        assertRejected(args("run", dir.toString()), dir.getFileName().toString(), "directory");
+    }
+
+    @Test
+    void shouldRejectAnUnreadableScriptInOneLine(@TempDir Path dir) throws IOException {
+        Path script = Files.writeString(dir.resolve("secret.py"), "pass\n");
+        Files.setPosixFilePermissions(script, PosixFilePermissions.fromString("---------"));
+        assumeFalse(Files.isReadable(script), "the file stays readable (tests run as root)");
+        assertRejected(args("run", script.toString()), "secret.py", "cannot read");
+    }
+
+    @Test
+    void shouldRefuseMoreWorkerJvmsThanTheMachineCanCarry(@TempDir Path dir) throws IOException {
+        String script = Files.writeString(dir.resolve("ok.py"), "pass\n").toString();
+        int limit = Runtime.getRuntime().availableProcessors() * Launcher.DEVICES_PER_CPU;
+        String line = assertRejected(args("run", "--per-device-process", "--devices", "cpu:" + (limit + 1), script),
+            "cpu:" + (limit + 1), "worker JVM", String.valueOf(limit));
+        assertTrue(line.contains(Runtime.getRuntime().availableProcessors() + " CPU"), line);
+    }
+
+    @Test
+    void shouldWarnAboutMoreDeviceThreadsThanTheMachineCanCarry(@TempDir Path dir) throws IOException {
+        int limit = Runtime.getRuntime().availableProcessors() * Launcher.DEVICES_PER_CPU;
+        assumeTrue(limit < 256, "a machine this large would start " + (limit + 1) + " device threads");
+        String script = Files.writeString(dir.resolve("count.py"), "import dtorch\nassert dtorch.device_count() == " + (limit + 1) + "\n")
+            .toString();
+        Outcome outcome = capture(() -> launch("run", "--same-device", "--devices", "cpu:" + (limit + 1), script));
+        assertEquals(0, outcome.status, outcome.err);
+        assertTrue(outcome.err.lines().anyMatch(l -> l.startsWith("dtorch: warning: ") && l.contains(String.valueOf(limit))), outcome.err);
+    }
+
+    @Test
+    void shouldPrintHelpAndExitZero() {
+        Outcome outcome = capture(() -> launch("run", "--help"));
+        assertEquals(0, outcome.status, outcome.err);
+        for (String option : List.of("--devices", "--same-device", "--per-device-process", "--isolated", "--timeout-seconds", "--log-level")) {
+            assertTrue(outcome.out.contains(option), outcome.out);
+        }
+        assertEquals(0, capture(() -> launch("--help")).status);
+    }
+
+    /** Runs the launcher in a JVM of its own (standard output and error together); fails after a deadline. */
+    private static Outcome launchInJvm(Path dir, Map<String, String> properties, String... args) throws IOException, InterruptedException {
+        Path output = dir.resolve("launcher.out");
+        Map<String, String> childProperties = new java.util.HashMap<>(properties);
+        childProperties.put("java.io.tmpdir", dir.toString());
+        ProcessBuilder builder = JvmCommand.of(Launcher.class.getName(), List.of(args), childProperties, List.of()).processBuilder();
+        builder.redirectErrorStream(true).redirectOutput(output.toFile());
+        Process process = builder.start();
+        try {
+            if (!process.waitFor(150, TimeUnit.SECONDS)) {
+                throw new AssertionError("the launcher (" + String.join(" ", args) + ") did not exit within 150 s; its output:\n"
+                    + Files.readString(output));
+            }
+        } finally {
+            process.destroyForcibly();
+        }
+        return new Outcome(process.exitValue(), Files.readString(output), "");
     }
 }

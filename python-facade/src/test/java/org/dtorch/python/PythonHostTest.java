@@ -12,7 +12,11 @@ import org.graalvm.polyglot.PolyglotException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-/** The context owner's allow-list: Python reaches the bridge's exported methods and nothing else of the JVM. */
+/**
+ * The context owner's allow-list: of the JVM's objects, Python reaches the bridge's exported methods and nothing else.
+ * This is not a sandbox: outside {@code --isolated} a script keeps the rights of the user who runs it (files, sockets,
+ * processes, native code), as under CPython; {@link IsolatedRunTest} covers the isolated mode.
+ */
 @Timeout(120)
 class PythonHostTest {
 

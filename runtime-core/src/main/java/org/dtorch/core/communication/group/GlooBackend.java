@@ -73,7 +73,12 @@ final class GlooBackend implements CollectiveBackend {
             try (ProcessGroupGloo.Options options = ProcessGroupGloo.Options.create(timeoutMillis)) {
                 options.devices().push_back(GlooDevice.shared());
                 options.threads(1);
-                this.pg = new ProcessGroupGloo(fileStore, rank, size, options);
+                GlooLog.Muting quiet = GlooLog.muteWhileConnecting();
+                try {
+                    this.pg = new ProcessGroupGloo(fileStore, rank, size, options);
+                } finally {
+                    quiet.close();
+                }
             }
             this.store = fileStore;
         } catch (RuntimeException e) {
