@@ -24,6 +24,7 @@ import org.dtorch.ops.PermuteSpec;
 import org.dtorch.ops.ReduceSpec;
 import org.dtorch.ops.ReshapeSpec;
 import org.dtorch.ops.ScalarSpec;
+import org.dtorch.ops.Shapes;
 import org.dtorch.ops.UnarySpec;
 import org.graalvm.polyglot.HostAccess;
 import org.graalvm.polyglot.Value;
@@ -211,6 +212,9 @@ public final class PyBridge {
         long[] dims = longs(shape);
         ScalarType type = scalarType(dtype);
         int n = Math.toIntExact(flatValues.getArraySize());
+        if (Shapes.numel("tensor", dims) != n) {
+            throw new IllegalArgumentException("tensor: " + n + " values do not fill shape " + java.util.Arrays.toString(dims));
+        }
         Tensor host;
         if (TorchTensors.dtypeName(type).startsWith("int") || type == ScalarType.Bool || type == ScalarType.Byte) {
             long[] values = new long[n];
@@ -259,13 +263,8 @@ public final class PyBridge {
         }
     }
 
+    /** Takes {@code data} (closing it), whose length the caller checked against {@code shape}. */
     private static Tensor fromPointer(org.bytedeco.javacpp.Pointer data, ScalarType sourceType, long[] shape, ScalarType target) {
-        long numel = java.util.Arrays.stream(shape).reduce(1, (a, b) -> a * b);
-        if (numel != data.limit()) {
-            long count = data.limit();
-            data.close();
-            throw new IllegalArgumentException("tensor: " + count + " values do not fill shape " + java.util.Arrays.toString(shape));
-        }
         try (data; TensorOptions options = new TensorOptions().dtype(new ScalarTypeOptional(sourceType));
              Tensor view = torch.from_blob(data, shape, options); Tensor converted = view.to(target)) {
             return converted.clone();
