@@ -43,6 +43,11 @@ def _shape(args, what="sizes"):
 
 def _scalar(value):
     """A Python number and its kind ("bool", "int", "float"), which decides torch's type promotion; None otherwise."""
+    kind = type(value)
+    if kind is float:
+        return value, "float"
+    if kind is int and _INT64_MIN <= value <= _INT64_MAX:
+        return value, "int"
     if isinstance(value, bool):
         return value, "bool"
     if isinstance(value, numbers.Integral):
