@@ -30,7 +30,8 @@ def test_placements():
     assert repr(Shard(0)) == "Shard(dim=0)" and repr(Replicate()) == "Replicate()" and repr(Partial()) == "Partial(sum)"
     assert Shard(1) == Shard(1) and Shard(1) != Shard(0) and Partial("max").reduce_op == "max"
     assert Shard(1).is_shard() and Shard(1).is_shard(1) and Replicate().is_replicate() and Partial().is_partial()
-    raises(ValueError, Shard, -1)
+    assert Shard(-1).dim == -1 and repr(Shard(-1)) == "Shard(dim=-1)"
+    raises(TypeError, Shard, 1.5)
     raises(ValueError, Partial, "mode")
 
 

@@ -22,6 +22,7 @@ import org.dtorch.ops.RedistributeSpec;
 import org.dtorch.ops.ReduceSpec;
 import org.dtorch.ops.ReshapeSpec;
 import org.dtorch.ops.ScalarSpec;
+import org.dtorch.ops.Shapes;
 import org.dtorch.ops.SoftmaxSpec;
 import org.dtorch.ops.UnarySpec;
 
@@ -30,6 +31,11 @@ import org.dtorch.ops.UnarySpec;
  * exist on the workers. Every operator method returns a new {@code DTensor} immediately, with its
  * metadata inferred; an input combination the operator cannot take throws here, naming the operator and
  * the placements. Values come back through {@link #toTorchAsync()} or {@link #toTorch()}.
+ *
+ * <p>Dimensions are taken as in torch: a negative one counts from the end, one out of range is an
+ * {@link IndexOutOfBoundsException} naming the valid range. A null argument is a
+ * {@link NullPointerException} naming it. Integral scalars ({@code long} overloads) stay exact, and the result
+ * dtype of a tensor and a scalar follows torch's promotion.
  *
  * <p>Memory: {@link #close()} releases the tensor on the workers (after the operators already queued
  * that use it); a handle the program forgets is released when the garbage collector finds it.
@@ -66,9 +72,10 @@ public final class DTensor implements AutoCloseable {
         return operand.meta().shape();
     }
 
-    /** The size of dimension {@code d}. */
+    /** The size of dimension {@code d} (negative counts from the end). */
     public long size(int d) {
-        return operand.meta().size(d);
+        TensorMeta meta = operand.meta();
+        return meta.size(Shapes.normalizeDim("size", d, meta.ndim()));
     }
 
     /** The number of dimensions. */
@@ -111,7 +118,7 @@ public final class DTensor implements AutoCloseable {
 
     /** {@code this + other}, broadcasting. */
     public DTensor add(DTensor other) {
-        return runtime.apply(BinarySpec.ADD, this, other);
+        return runtime.apply(BinarySpec.ADD, this, nonNull(other, "add", "other"));
     }
 
     /** {@code this + value}. */
@@ -126,7 +133,7 @@ public final class DTensor implements AutoCloseable {
 
     /** {@code this - other}, broadcasting. */
     public DTensor sub(DTensor other) {
-        return runtime.apply(BinarySpec.SUB, this, other);
+        return runtime.apply(BinarySpec.SUB, this, nonNull(other, "sub", "other"));
     }
 
     /** {@code this - value}. */
@@ -144,9 +151,14 @@ public final class DTensor implements AutoCloseable {
         return runtime.apply(new ScalarSpec(ScalarSpec.Kind.RSUB, value), this);
     }
 
+    /** {@code value - this}, an integral scalar. */
+    public DTensor rsub(long value) {
+        return runtime.apply(new ScalarSpec(ScalarSpec.Kind.RSUB, value), this);
+    }
+
     /** {@code this * other}, broadcasting. */
     public DTensor mul(DTensor other) {
-        return runtime.apply(BinarySpec.MUL, this, other);
+        return runtime.apply(BinarySpec.MUL, this, nonNull(other, "mul", "other"));
     }
 
     /** {@code this * value}. */
@@ -161,7 +173,7 @@ public final class DTensor implements AutoCloseable {
 
     /** {@code this / other}, broadcasting; true division. */
     public DTensor div(DTensor other) {
-        return runtime.apply(BinarySpec.DIV, this, other);
+        return runtime.apply(BinarySpec.DIV, this, nonNull(other, "div", "other"));
     }
 
     /** {@code this / value}; true division. */
@@ -213,7 +225,7 @@ public final class DTensor implements AutoCloseable {
 
     /** The matrix product {@code this @ other} ({@code [..., m, k] x [k, n]} or batched 3-D). */
     public DTensor matmul(DTensor other) {
-        return runtime.apply(MatmulSpec.INSTANCE, this, other);
+        return runtime.apply(MatmulSpec.INSTANCE, this, nonNull(other, "matmul", "other"));
     }
 
     /** The sum over {@code dims} (all if none), dropping them. */
@@ -246,7 +258,7 @@ public final class DTensor implements AutoCloseable {
         return runtime.apply(new ReduceSpec(ReduceSpec.Kind.MAX, dims, keepdim), this);
     }
 
-    /** The softmax over {@code dim}. */
+    /** The softmax over {@code dim} (negative counts from the end). */
     public DTensor softmax(int dim) {
         return runtime.apply(new SoftmaxSpec(dim), this);
     }
@@ -273,7 +285,7 @@ public final class DTensor implements AutoCloseable {
         return runtime.apply(new ReshapeSpec(shape, true), this);
     }
 
-    /** {@code length} elements of {@code dim} from {@code start}. */
+    /** {@code length} elements of {@code dim} from {@code start} (a negative dim or start counts from the end). */
     public DTensor narrow(int dim, long start, long length) {
         return runtime.apply(new NarrowSpec(dim, start, length), this);
     }
@@ -287,7 +299,7 @@ public final class DTensor implements AutoCloseable {
 
     /** Moved to {@code placements} on {@code mesh} (possibly another mesh), with the collectives that takes. */
     public DTensor redistribute(DeviceMesh mesh, Placement... placements) {
-        return runtime.apply(new RedistributeSpec(new Sharding(mesh, DTorch.placementsFor(mesh, placements))), this);
+        return runtime.apply(new RedistributeSpec(new Sharding(mesh, DTorch.placementsFor("redistribute", mesh, placements))), this);
     }
 
     /** Moved to {@code placements} on the same mesh. */
@@ -297,7 +309,7 @@ public final class DTensor implements AutoCloseable {
 
     /** Writes {@code source} into this tensor (redistributing and converting as needed); returns this tensor. */
     public DTensor copy_(DTensor source) {
-        runtime.applyNoOutput(CopySpec.INSTANCE, this, source);
+        runtime.applyNoOutput(CopySpec.INSTANCE, this, nonNull(source, "copy_", "source"));
         return this;
     }
 
@@ -339,5 +351,9 @@ public final class DTensor implements AutoCloseable {
 
     static Operand operandOf(DTensor t) {
         return Objects.requireNonNull(t, "tensor").operand();
+    }
+
+    private static DTensor nonNull(DTensor t, String op, String name) {
+        return Objects.requireNonNull(t, () -> op + ": " + name + " is null");
     }
 }

@@ -32,6 +32,7 @@ import org.dtorch.ops.CatSpec;
 import org.dtorch.ops.FactorySpec;
 import org.dtorch.ops.FromTensorSpec;
 import org.dtorch.ops.LinearSpec;
+import org.dtorch.ops.Shapes;
 
 /**
  * The entry point: {@link #init(DTorchOptions)} starts a runtime (a controller thread and one worker thread
@@ -39,7 +40,9 @@ import org.dtorch.ops.LinearSpec;
  * never waits for a kernel; it reads values through futures.
  *
  * <p>Factories take a shape, optionally a dtype (default float32), a mesh and placements (none means
- * {@code R} on every mesh dimension; the short forms use the default mesh).
+ * {@code R} on every mesh dimension; the short forms use the default mesh). Integer values ({@code long}
+ * overloads) stay exact; a value the dtype cannot hold, a negative size or an element count beyond a long is
+ * refused at the call. A null argument is a {@link NullPointerException} naming it.
  *
  * <p>Not thread-safe: one client thread builds the graph (program order is call order). {@link #close()}
  * may be called from any thread.
@@ -82,12 +85,13 @@ public final class DTorch implements AutoCloseable {
 
     /** A mesh of this runtime's devices {@code 0..n-1} in row-major order. */
     public DeviceMesh initDeviceMesh(int[] shape, String... dimNames) {
-        return DeviceMesh.initDeviceMesh(runtime.options().deviceKind(), shape, List.of(dimNames));
+        Objects.requireNonNull(shape, "initDeviceMesh: shape is null");
+        return DeviceMesh.initDeviceMesh(runtime.options().deviceKind(), shape, nonNullElements("initDeviceMesh", "dimNames", dimNames));
     }
 
     /** A 1-D mesh of the given devices. */
     public DeviceMesh mesh(long... deviceIds) {
-        return DeviceMesh.of(runtime.options().deviceKind(), deviceIds);
+        return DeviceMesh.of(runtime.options().deviceKind(), Objects.requireNonNull(deviceIds, "mesh: deviceIds is null"));
     }
 
     /** The runtime underneath (diagnostics, collective counts, custom operators). */
@@ -113,7 +117,7 @@ public final class DTorch implements AutoCloseable {
 
     /** Zeros of {@code dtype}. */
     public DTensor zeros(long[] shape, ScalarType dtype, DeviceMesh mesh, Placement... placements) {
-        return apply(FactorySpec.of(FactorySpec.Kind.ZEROS, shape, dtype, sharding(mesh, placements)));
+        return apply(FactorySpec.of(FactorySpec.Kind.ZEROS, shape, dtype, sharding("zeros", mesh, placements)));
     }
 
     /** Ones on the default mesh, replicated, float32. */
@@ -128,7 +132,7 @@ public final class DTorch implements AutoCloseable {
 
     /** Ones of {@code dtype}. */
     public DTensor ones(long[] shape, ScalarType dtype, DeviceMesh mesh, Placement... placements) {
-        return apply(FactorySpec.of(FactorySpec.Kind.ONES, shape, dtype, sharding(mesh, placements)));
+        return apply(FactorySpec.of(FactorySpec.Kind.ONES, shape, dtype, sharding("ones", mesh, placements)));
     }
 
     /** An uninitialized tensor on the default mesh, replicated, float32. */
@@ -138,7 +142,7 @@ public final class DTorch implements AutoCloseable {
 
     /** An uninitialized tensor of {@code dtype}. */
     public DTensor empty(long[] shape, ScalarType dtype, DeviceMesh mesh, Placement... placements) {
-        return apply(FactorySpec.of(FactorySpec.Kind.EMPTY, shape, dtype, sharding(mesh, placements)));
+        return apply(FactorySpec.of(FactorySpec.Kind.EMPTY, shape, dtype, sharding("empty", mesh, placements)));
     }
 
     /** A tensor filled with {@code value}, float32. */
@@ -146,9 +150,14 @@ public final class DTorch implements AutoCloseable {
         return full(value, shape, ScalarType.Float, mesh, placements);
     }
 
-    /** A tensor of {@code dtype} filled with {@code value}. */
+    /** A tensor of {@code dtype} filled with {@code value} (a NaN or a value out of an integral dtype's range is refused). */
     public DTensor full(double value, long[] shape, ScalarType dtype, DeviceMesh mesh, Placement... placements) {
-        return apply(FactorySpec.full(value, shape, dtype, sharding(mesh, placements)));
+        return apply(FactorySpec.full(value, shape, dtype, sharding("full", mesh, placements)));
+    }
+
+    /** A tensor of {@code dtype} filled with the exact integer {@code value} (one out of the dtype's range is refused). */
+    public DTensor full(long value, long[] shape, ScalarType dtype, DeviceMesh mesh, Placement... placements) {
+        return apply(FactorySpec.full(value, shape, dtype, sharding("full", mesh, placements)));
     }
 
     /** {@code 0, 1, ..., end - 1} as int64 on the default mesh, replicated. */
@@ -156,14 +165,19 @@ public final class DTorch implements AutoCloseable {
         return arange(0, end, 1, ScalarType.Long, defaultMesh);
     }
 
-    /** {@code start, start + step, ...} below {@code end}, as a 1-D tensor of {@code dtype}. */
+    /** {@code start, start + step, ...} below {@code end} (above it for a negative step), as a 1-D tensor of {@code dtype}. */
     public DTensor arange(double start, double end, double step, ScalarType dtype, DeviceMesh mesh, Placement... placements) {
-        return apply(FactorySpec.arange(start, end, step, dtype, sharding(mesh, placements)));
+        return apply(FactorySpec.arange(start, end, step, dtype, sharding("arange", mesh, placements)));
+    }
+
+    /** {@code start, start + step, ...} below {@code end} (above it for a negative step), computed in exact integers. */
+    public DTensor arange(long start, long end, long step, ScalarType dtype, DeviceMesh mesh, Placement... placements) {
+        return apply(FactorySpec.arange(start, end, step, dtype, sharding("arange", mesh, placements)));
     }
 
     /** Uniform values in [0, 1), float32; the same {@code seed} gives the same global values on any mesh. */
     public DTensor rand(long seed, long[] shape, DeviceMesh mesh, Placement... placements) {
-        return apply(FactorySpec.random(FactorySpec.Kind.RAND, seed, shape, ScalarType.Float, sharding(mesh, placements)));
+        return apply(FactorySpec.random(FactorySpec.Kind.RAND, seed, shape, ScalarType.Float, sharding("rand", mesh, placements)));
     }
 
     /** Standard normal values, float32; the same {@code seed} gives the same global values on any mesh. */
@@ -173,56 +187,89 @@ public final class DTorch implements AutoCloseable {
 
     /** Standard normal values of {@code dtype}; the same {@code seed} gives the same global values on any mesh. */
     public DTensor randn(long seed, long[] shape, ScalarType dtype, DeviceMesh mesh, Placement... placements) {
-        return apply(FactorySpec.random(FactorySpec.Kind.RANDN, seed, shape, dtype, sharding(mesh, placements)));
+        return apply(FactorySpec.random(FactorySpec.Kind.RANDN, seed, shape, dtype, sharding("randn", mesh, placements)));
     }
 
     /** A distributed copy of a CPU torch tensor (the caller keeps its own). */
     public DTensor tensor(Tensor data, DeviceMesh mesh, Placement... placements) {
-        return apply(new FromTensorSpec(data, sharding(mesh, placements)));
+        return apply(new FromTensorSpec(data, sharding("tensor", mesh, placements)));
     }
 
     /** A float32 tensor of {@code shape} from {@code data} in row-major order. */
     public DTensor tensor(float[] data, long[] shape, DeviceMesh mesh, Placement... placements) {
-        return fromPointer(new FloatPointer(data), data.length, ScalarType.Float, shape, mesh, placements);
+        checkData(data == null ? -1 : data.length, shape);
+        Sharding sharding = sharding("tensor", mesh, placements);
+        return fromPointer(new FloatPointer(data), ScalarType.Float, shape, sharding);
     }
 
     /** A float64 tensor of {@code shape} from {@code data} in row-major order. */
     public DTensor tensor(double[] data, long[] shape, DeviceMesh mesh, Placement... placements) {
-        return fromPointer(new DoublePointer(data), data.length, ScalarType.Double, shape, mesh, placements);
+        checkData(data == null ? -1 : data.length, shape);
+        Sharding sharding = sharding("tensor", mesh, placements);
+        return fromPointer(new DoublePointer(data), ScalarType.Double, shape, sharding);
     }
 
     /** An int64 tensor of {@code shape} from {@code data} in row-major order. */
     public DTensor tensor(long[] data, long[] shape, DeviceMesh mesh, Placement... placements) {
-        return fromPointer(new LongPointer(data), data.length, ScalarType.Long, shape, mesh, placements);
+        checkData(data == null ? -1 : data.length, shape);
+        Sharding sharding = sharding("tensor", mesh, placements);
+        return fromPointer(new LongPointer(data), ScalarType.Long, shape, sharding);
     }
 
-    private DTensor fromPointer(Pointer data, long length, ScalarType dtype, long[] shape, DeviceMesh mesh, Placement... placements) {
-        long numel = Arrays.stream(shape).reduce(1, (a, b) -> a * b);
+    /** Checks Java data against its shape before anything native is allocated. */
+    private static void checkData(long length, long[] shape) {
+        if (length < 0) {
+            throw new NullPointerException("tensor: data is null");
+        }
+        Objects.requireNonNull(shape, "tensor: shape is null");
+        long numel = Shapes.numel("tensor", shape);
         if (numel != length) {
             throw new IllegalArgumentException("tensor: " + length + " values do not fill shape " + Arrays.toString(shape));
         }
+    }
+
+    /** Takes {@code data} (closing it) and makes the tensor; the copy it makes is freed if the operator is refused. */
+    private DTensor fromPointer(Pointer data, ScalarType dtype, long[] shape, Sharding sharding) {
+        Tensor owned;
         try (data; TensorOptions options = new TensorOptions().dtype(new ScalarTypeOptional(dtype));
              Tensor view = torch.from_blob(data, shape, options)) {
-            Tensor owned = view.clone(new MemoryFormatOptional(torch.MemoryFormat.Contiguous));
-            return apply(FromTensorSpec.owning(owned, sharding(mesh, placements)));
+            owned = view.clone(new MemoryFormatOptional(torch.MemoryFormat.Contiguous));
         }
+        FromTensorSpec spec;
+        try {
+            spec = FromTensorSpec.owning(owned, sharding);
+        } catch (RuntimeException e) {
+            owned.close();
+            throw e;
+        }
+        return apply(spec);
     }
 
     // ---- operators taking several tensors -------------------------------------------------------------
 
     /** {@code x W^T}: a linear layer without bias ({@code weight: [out, in]}). */
     public DTensor linear(DTensor x, DTensor weight) {
+        Objects.requireNonNull(x, "linear: x is null");
+        Objects.requireNonNull(weight, "linear: weight is null");
         return apply(new LinearSpec(false), x, weight);
     }
 
     /** {@code x W^T + b}: a linear layer ({@code weight: [out, in]}, {@code bias: [out]}). */
     public DTensor linear(DTensor x, DTensor weight, DTensor bias) {
+        Objects.requireNonNull(x, "linear: x is null");
+        Objects.requireNonNull(weight, "linear: weight is null");
+        Objects.requireNonNull(bias, "linear: bias is null");
         return apply(new LinearSpec(true), x, weight, bias);
     }
 
-    /** The concatenation of {@code tensors} along {@code dim}. */
+    /** The concatenation of {@code tensors} along {@code dim} (negative counts from the end). */
     public DTensor cat(List<DTensor> tensors, int dim) {
-        return apply(new CatSpec(dim), tensors.toArray(DTensor[]::new));
+        Objects.requireNonNull(tensors, "cat: tensors is null");
+        DTensor[] inputs = new DTensor[tensors.size()];
+        for (int i = 0; i < inputs.length; i++) {
+            inputs[i] = Objects.requireNonNull(tensors.get(i), "cat: tensors[" + i + "] is null");
+        }
+        return apply(new CatSpec(dim), inputs);
     }
 
     // ---- values and synchronization -------------------------------------------------------------------
@@ -234,7 +281,7 @@ public final class DTorch implements AutoCloseable {
      * up to the runtime's timeout ({@link DTorchOptions.Builder#timeout}).
      */
     public TensorFuture getTensorAsync(DTensor t) {
-        Objects.requireNonNull(t, "tensor");
+        Objects.requireNonNull(t, "getTensorAsync: tensor is null");
         DTensor local = t;
         if (t.mesh().count() != 1) {
             DeviceMesh one = DeviceMesh.of(t.mesh().kind(), t.mesh().deviceIds().getFirst());
@@ -272,29 +319,32 @@ public final class DTorch implements AutoCloseable {
 
     /** Adds an operator of one output on {@code inputs} and returns its handle. */
     public DTensor apply(OpSpec spec, DTensor... inputs) {
-        Operand output = graph().addSingle(spec, operands(inputs));
+        Operand output = graph().addSingle(spec, operands(spec, inputs));
         return new DTensor(this, output);
     }
 
     /** Adds an operator and returns handles of all its outputs. */
     public List<DTensor> applyMulti(OpSpec spec, DTensor... inputs) {
         List<DTensor> outputs = new ArrayList<>();
-        for (Operand o : graph().add(spec, operands(inputs))) {
+        for (Operand o : graph().add(spec, operands(spec, inputs))) {
             outputs.add(new DTensor(this, o));
         }
         return outputs;
     }
 
     void applyNoOutput(OpSpec spec, DTensor... inputs) {
-        List<Operand> outputs = graph().add(spec, operands(inputs));
+        List<Operand> outputs = graph().add(spec, operands(spec, inputs));
         if (!outputs.isEmpty()) {
             throw new IllegalStateException(spec.name() + " unexpectedly has outputs");
         }
     }
 
-    private List<Operand> operands(DTensor[] inputs) {
+    private List<Operand> operands(OpSpec spec, DTensor[] inputs) {
+        Objects.requireNonNull(spec, "apply: spec is null");
+        Objects.requireNonNull(inputs, () -> spec.name() + ": inputs is null");
         List<Operand> operands = new ArrayList<>(inputs.length);
-        for (DTensor t : inputs) {
+        for (int i = 0; i < inputs.length; i++) {
+            DTensor t = Objects.requireNonNull(inputs[i], spec.name() + ": input " + i + " is null");
             if (t.runtime() != this) {
                 throw new IllegalArgumentException("tensor " + t + " belongs to another runtime");
             }
@@ -303,20 +353,31 @@ public final class DTorch implements AutoCloseable {
         return operands;
     }
 
-    private Sharding sharding(DeviceMesh mesh, Placement[] placements) {
-        Objects.requireNonNull(mesh, "mesh");
+    private Sharding sharding(String op, DeviceMesh mesh, Placement[] placements) {
+        Objects.requireNonNull(mesh, op + ": mesh is null");
         if (mesh.kind() != runtime.options().deviceKind()) {
             throw new IllegalArgumentException("mesh " + mesh + " is not made of this runtime's " + runtime.options().deviceKind().shortName() + " devices");
         }
-        return new Sharding(mesh, placementsFor(mesh, placements));
+        return new Sharding(mesh, placementsFor(op, mesh, placements));
     }
 
-    /** {@code placements}, or {@code R} on every mesh dimension if there are none. */
-    static List<Placement> placementsFor(DeviceMesh mesh, Placement[] placements) {
+    /** {@code placements}, or {@code R} on every mesh dimension if there are none; a null one is named. */
+    static List<Placement> placementsFor(String op, DeviceMesh mesh, Placement[] placements) {
+        Objects.requireNonNull(mesh, op + ": mesh is null");
         if (placements == null || placements.length == 0) {
             return Collections.nCopies(mesh.ndim(), Placement.replicate());
         }
-        return List.of(placements);
+        return nonNullElements(op, "placements", placements);
+    }
+
+    /** {@code values} as a list, or a {@link NullPointerException} naming the first null one. */
+    @SafeVarargs
+    static <T> List<T> nonNullElements(String op, String name, T... values) {
+        Objects.requireNonNull(values, op + ": " + name + " is null");
+        for (int i = 0; i < values.length; i++) {
+            Objects.requireNonNull(values[i], op + ": " + name + "[" + i + "] is null");
+        }
+        return List.of(values);
     }
 
     /** Stops the runtime: queued work runs (up to the shutdown timeout), then every thread stops. Idempotent. */

@@ -2,6 +2,7 @@ package org.dtorch.api;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Objects;
 import org.dtorch.core.communication.CommOptions;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.runtime.RuntimeOptions;
@@ -9,7 +10,8 @@ import org.dtorch.core.runtime.RuntimeOptions;
 /**
  * How {@link DTorch#init(DTorchOptions)} sets up a runtime: devices, the default mesh, timeouts, and the
  * same-device simulation. Defaults: 4 CPU devices as threads, a 1-D default mesh over all of them, the
- * global communication timeout (300 s), 2 s to drain at close ({@link RuntimeOptions#DEFAULT_SHUTDOWN_TIMEOUT}).
+ * global communication timeout (300 s), 2 s to drain at close ({@link RuntimeOptions#DEFAULT_SHUTDOWN_TIMEOUT}). A null
+ * argument to a builder method is a {@link NullPointerException} naming it.
  *
  * <p>Thread-safe: immutable.
  */
@@ -83,7 +85,7 @@ public final class DTorchOptions {
 
         /** The device kind; only CPU until the GPU issue lands. */
         public Builder deviceKind(DeviceKind value) {
-            this.kind = value;
+            this.kind = Objects.requireNonNull(value, "deviceKind: value is null");
             return this;
         }
 
@@ -105,23 +107,23 @@ public final class DTorchOptions {
          * timeout.
          */
         public Builder timeout(Duration value) {
-            this.timeout = value;
+            this.timeout = Objects.requireNonNull(value, "timeout: value is null");
             return this;
         }
 
         /**
          * How long {@code close()} waits for queued work before cancelling it; default 2 s. The teardown after it
-         * takes at most 2 s more, whatever the devices are blocked in.
+         * takes at most 1.5 s more, whatever the devices are blocked in.
          */
         public Builder shutdownTimeout(Duration value) {
-            this.shutdownTimeout = value;
+            this.shutdownTimeout = Objects.requireNonNull(value, "shutdownTimeout: value is null");
             return this;
         }
 
         /** The shape and dimension names of the default mesh; default 1-D over all devices. */
         public Builder defaultMesh(int[] shape, String... dimNames) {
-            this.meshShape = shape.clone();
-            this.meshDimNames = List.of(dimNames);
+            this.meshShape = Objects.requireNonNull(shape, "defaultMesh: shape is null").clone();
+            this.meshDimNames = DTorch.nonNullElements("defaultMesh", "dimNames", dimNames);
             return this;
         }
 

@@ -1,6 +1,7 @@
 package org.dtorch.ops;
 
 import java.util.List;
+import java.util.Objects;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.graph.DeviceKernel;
 import org.dtorch.core.graph.OpSpec;
@@ -11,8 +12,9 @@ import org.dtorch.core.tensor.TorchTensors;
 /**
  * {@code to(dtype)}.
  *
- * <p>Sharding rule: placements pass through, except that partial values cannot be cast from floating point
- * to an integral type (the rounding of each part would not add up).
+ * <p>Sharding rule: S and R pass through; a partial placement only where the cast commutes with its
+ * reduction ({@link Rules#castCommutes}): casting {@code P(sum)} parts 1 and -1 to bool would give
+ * {@code True + True} where the tensor is {@code bool(0) = False}.
  *
  * <p>Thread-safe: immutable.
  */
@@ -21,7 +23,7 @@ public final class CastSpec implements OpSpec {
 
     /** A conversion to {@code dtype}. */
     public CastSpec(ScalarType dtype) {
-        this.dtype = dtype.intern();
+        this.dtype = Objects.requireNonNull(dtype, "to: dtype is null").intern();
     }
 
     @Override
@@ -33,12 +35,7 @@ public final class CastSpec implements OpSpec {
     public List<TensorMeta> inferOutputs(List<TensorMeta> inputs) {
         Rules.arity(name(), inputs, 1);
         TensorMeta t = inputs.getFirst();
-        for (int m = 0; m < t.placements().size(); m++) {
-            if (t.placement(m).isPartial() && Rules.isFloating(t.dtype()) && !Rules.isFloating(dtype)) {
-                throw Rules.reject(name(), inputs, m, "partial floating-point values would be rounded one by one",
-                    "S or R; P only to a floating-point dtype");
-            }
-        }
+        Rules.checkPartialCast(name(), inputs, t, dtype);
         return List.of(new TensorMeta(t.shape(), dtype, t.sharding()));
     }
 

@@ -13,7 +13,8 @@ import org.dtorch.core.kernel.KernelContext;
 /**
  * {@code dst.copy_(src)}: writes {@code src} into {@code dst} in place, converting the dtype; {@code src} is
  * redistributed to {@code dst}'s sharding on the way if they differ (the explicit request is the copy
- * itself). Inputs are {@code [dst, src]}; there is no new output, {@code dst}'s tensors change.
+ * itself). Inputs are {@code [dst, src]}; there is no new output, {@code dst}'s tensors change. A partial
+ * destination takes another dtype only where the cast commutes with its reduction, as {@link CastSpec}.
  *
  * <p>Thread-safe: immutable.
  */
@@ -41,6 +42,8 @@ public final class CopySpec implements OpSpec {
         if (!Arrays.equals(dst.shape(), src.shape())) {
             throw new IllegalArgumentException("copy_: cannot copy " + src + " into " + dst + ": shapes differ");
         }
+        // The source arrives in the destination's placements and each device converts its part.
+        Rules.checkPartialCast(name(), inputs, new TensorMeta(dst.shape(), src.dtype(), dst.sharding()), dst.dtype());
         new CopyKernel(dst.sharding(), src.sharding(), dst.shape());
         return List.of();
     }

@@ -1,6 +1,8 @@
 package org.dtorch.ops;
 
+import java.math.BigInteger;
 import java.util.List;
+import java.util.Locale;
 import java.util.Objects;
 import org.bytedeco.pytorch.Generator;
 import org.bytedeco.pytorch.GeneratorOptional;
@@ -36,12 +38,12 @@ public final class FactorySpec implements OpSpec {
 
     private final Kind kind;
     private final TensorMeta meta;
-    private final double value;
-    private final double start;
-    private final double step;
+    private final ScalarValue value;
+    private final ScalarValue start;
+    private final ScalarValue step;
     private final long seed;
 
-    private FactorySpec(Kind kind, TensorMeta meta, double value, double start, double step, long seed) {
+    private FactorySpec(Kind kind, TensorMeta meta, ScalarValue value, ScalarValue start, ScalarValue step, long seed) {
         this.kind = kind;
         this.meta = Objects.requireNonNull(meta, "meta");
         this.value = value;
@@ -50,23 +52,66 @@ public final class FactorySpec implements OpSpec {
         this.seed = seed;
     }
 
+    private static final ScalarValue ZERO = ScalarValue.ofLong(0);
+
     /** {@code empty}, {@code zeros} or {@code ones}. */
     public static FactorySpec of(Kind kind, long[] shape, ScalarType dtype, Sharding sharding) {
-        return new FactorySpec(kind, meta(kind, shape, dtype, sharding), 0, 0, 0, 0);
+        return new FactorySpec(kind, meta(kind, shape, dtype, sharding), ZERO, ZERO, ZERO, 0);
     }
 
-    /** {@code full(value)}. */
+    /** {@code full(value)}; a value {@code dtype} cannot hold (NaN into an integral dtype, say) is refused. */
     public static FactorySpec full(double value, long[] shape, ScalarType dtype, Sharding sharding) {
-        return new FactorySpec(Kind.FULL, meta(Kind.FULL, shape, dtype, sharding), value, 0, 0, 0);
+        return full(ScalarValue.ofDouble(value), shape, dtype, sharding);
     }
 
-    /** {@code arange(start, end, step)}: a 1-D tensor. */
+    /** {@code full(value)} of an exact integer; a value {@code dtype} cannot hold is refused. */
+    public static FactorySpec full(long value, long[] shape, ScalarType dtype, Sharding sharding) {
+        return full(ScalarValue.ofLong(value), shape, dtype, sharding);
+    }
+
+    private static FactorySpec full(ScalarValue value, long[] shape, ScalarType dtype, Sharding sharding) {
+        TensorMeta meta = meta(Kind.FULL, shape, dtype, sharding);
+        value.checkFits("full", meta.dtype());
+        return new FactorySpec(Kind.FULL, meta, value, ZERO, ZERO, 0);
+    }
+
+    /** {@code arange(start, end, step)}: a 1-D tensor, computed in double precision. */
     public static FactorySpec arange(double start, double end, double step, ScalarType dtype, Sharding sharding) {
-        if (step == 0 || (end - start) / step < 0) {
+        double span = (end - start) / step;
+        if (step == 0 || !Double.isFinite(span) || span < 0) {
             throw new IllegalArgumentException("arange: no values from " + start + " to " + end + " by " + step);
         }
-        long n = (long) Math.ceil((end - start) / step);
-        return new FactorySpec(Kind.ARANGE, meta(Kind.ARANGE, new long[] {n}, dtype, sharding), 0, start, step, 0);
+        if (span >= 0x1p63) {
+            throw new IllegalArgumentException("arange: from " + start + " to " + end + " by " + step + " is more values than a long can count");
+        }
+        long n = (long) Math.ceil(span);
+        return arange(ScalarValue.ofDouble(start), ScalarValue.ofDouble(step), n, ScalarValue.ofDouble(start + (n - 1) * step),
+            dtype, sharding);
+    }
+
+    /** {@code arange(start, end, step)} of exact integers: a 1-D tensor. */
+    public static FactorySpec arange(long start, long end, long step, ScalarType dtype, Sharding sharding) {
+        BigInteger span = BigInteger.valueOf(end).subtract(BigInteger.valueOf(start));
+        if (step == 0 || span.signum() * Long.signum(step) < 0) {
+            throw new IllegalArgumentException("arange: no values from " + start + " to " + end + " by " + step);
+        }
+        BigInteger[] division = span.divideAndRemainder(BigInteger.valueOf(step));
+        BigInteger count = division[1].signum() == 0 ? division[0] : division[0].add(BigInteger.ONE);
+        if (count.bitLength() >= Long.SIZE) {
+            throw new IllegalArgumentException("arange: from " + start + " to " + end + " by " + step + " is more values than a long can count");
+        }
+        long n = count.longValueExact();
+        // start + (n - 1) * step lies between start and end, so the wrapped long arithmetic gives it exactly.
+        return arange(ScalarValue.ofLong(start), ScalarValue.ofLong(step), n, ScalarValue.ofLong(start + (n - 1) * step), dtype, sharding);
+    }
+
+    private static FactorySpec arange(ScalarValue start, ScalarValue step, long n, ScalarValue last, ScalarType dtype, Sharding sharding) {
+        TensorMeta meta = meta(Kind.ARANGE, new long[] {n}, dtype, sharding);
+        if (n > 0) {
+            start.checkFits("arange", meta.dtype());
+            last.checkFits("arange", meta.dtype());
+        }
+        return new FactorySpec(Kind.ARANGE, meta, ZERO, start, step, 0);
     }
 
     /** {@code rand} (uniform in [0, 1)) or {@code randn} (standard normal) from {@code seed}. */
@@ -74,19 +119,26 @@ public final class FactorySpec implements OpSpec {
         if (kind != Kind.RAND && kind != Kind.RANDN) {
             throw new IllegalArgumentException("random: " + kind + " is not RAND or RANDN");
         }
-        if (!Rules.isFloating(dtype)) {
-            throw new IllegalArgumentException(kind.name().toLowerCase() + " needs a floating-point dtype");
+        TensorMeta meta = meta(kind, shape, dtype, sharding);
+        if (!Rules.isFloating(meta.dtype())) {
+            throw new IllegalArgumentException(kind.name().toLowerCase(Locale.ROOT) + " needs a floating-point dtype");
         }
-        return new FactorySpec(kind, meta(kind, shape, dtype, sharding), 0, 0, 0, seed);
+        return new FactorySpec(kind, meta, ZERO, ZERO, ZERO, seed);
     }
 
+    /** Validates shape (no negative size, an element count a long holds), dtype and sharding, naming the factory. */
     private static TensorMeta meta(Kind kind, long[] shape, ScalarType dtype, Sharding sharding) {
-        return Rules.factoryMeta(kind.name().toLowerCase(java.util.Locale.ROOT), new TensorMeta(shape, dtype, sharding));
+        String op = kind.name().toLowerCase(Locale.ROOT);
+        Objects.requireNonNull(shape, op + ": shape is null");
+        Objects.requireNonNull(dtype, op + ": dtype is null");
+        Objects.requireNonNull(sharding, op + ": sharding is null");
+        Rules.numel(op, shape);
+        return Rules.factoryMeta(op, new TensorMeta(shape, dtype, sharding));
     }
 
     @Override
     public String name() {
-        return kind.name().toLowerCase(java.util.Locale.ROOT);
+        return kind.name().toLowerCase(Locale.ROOT);
     }
 
     @Override
@@ -107,15 +159,18 @@ public final class FactorySpec implements OpSpec {
                     case ZEROS -> torch.zeros(local, options);
                     case ONES -> torch.ones(local, options);
                     case FULL -> {
-                        try (Scalar s = new Scalar(value)) {
+                        try (Scalar s = value.toScalar()) {
                             yield torch.full(local, s, options);
                         }
                     }
                     case ARANGE -> {
-                        try (Tensor index = torch.arange(new Scalar((double) offsets[0]), new Scalar((double) (offsets[0] + local[0])),
-                                 new TensorOptions().dtype(new ScalarTypeOptional(ScalarType.Double)));
-                             Tensor scaled = index.mul(new Scalar(step));
-                             Tensor shifted = scaled.add(new Scalar(start))) {
+                        // Integers in int64 (exact), others in double; index * step + start, then the dtype.
+                        ScalarType compute = start.isFloating() || step.isFloating() ? ScalarType.Double : ScalarType.Long;
+                        try (Scalar from = new Scalar(offsets[0]); Scalar to = new Scalar(offsets[0] + local[0]);
+                             TensorOptions indexOptions = new TensorOptions().dtype(new ScalarTypeOptional(compute));
+                             Tensor index = torch.arange(from, to, indexOptions);
+                             Scalar by = step.toScalar(); Tensor scaled = index.mul(by);
+                             Scalar origin = start.toScalar(); Tensor shifted = scaled.add(origin)) {
                             yield shifted.to(meta.dtype());
                         }
                     }
@@ -141,15 +196,15 @@ public final class FactorySpec implements OpSpec {
         return meta;
     }
 
-    double value() {
+    ScalarValue value() {
         return value;
     }
 
-    double start() {
+    ScalarValue start() {
         return start;
     }
 
-    double step() {
+    ScalarValue step() {
         return step;
     }
 
@@ -158,10 +213,13 @@ public final class FactorySpec implements OpSpec {
     }
 
     /** A factory rebuilt in a worker process from its parameters; validated as the public factories do. */
-    static FactorySpec restore(Kind kind, TensorMeta meta, double value, double start, double step, long seed) {
+    static FactorySpec restore(Kind kind, TensorMeta meta, ScalarValue value, ScalarValue start, ScalarValue step, long seed) {
         TensorMeta checked = meta(kind, meta.shape(), meta.dtype(), meta.sharding());
         if ((kind == Kind.RAND || kind == Kind.RANDN) && !Rules.isFloating(meta.dtype())) {
-            throw new IllegalArgumentException(kind.name().toLowerCase() + " needs a floating-point dtype");
+            throw new IllegalArgumentException(kind.name().toLowerCase(Locale.ROOT) + " needs a floating-point dtype");
+        }
+        if (kind == Kind.FULL) {
+            value.checkFits("full", checked.dtype());
         }
         return new FactorySpec(kind, checked, value, start, step, seed);
     }

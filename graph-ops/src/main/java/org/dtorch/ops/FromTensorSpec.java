@@ -46,7 +46,7 @@ public final class FromTensorSpec implements OpSpec {
     }
 
     private FromTensorSpec(Tensor source, Sharding sharding, boolean copy, int devices) {
-        Objects.requireNonNull(source, "source");
+        Objects.requireNonNull(source, "tensor: data is null");
         if (!source.is_cpu()) {
             throw new IllegalArgumentException("tensor: the data must be a CPU tensor, got " + TorchTensors.describe(source));
         }

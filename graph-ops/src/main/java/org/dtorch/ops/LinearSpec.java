@@ -52,6 +52,7 @@ public final class LinearSpec implements OpSpec {
         }
         long[] shape = x.shape().clone();
         shape[shape.length - 1] = w.size(0);
+        Rules.numel(name(), shape);
         int last = x.ndim() - 1;
         List<Placement> out = new ArrayList<>();
         for (int m = 0; m < mesh.ndim(); m++) {

@@ -55,6 +55,7 @@ public final class MatmulSpec implements OpSpec {
         }
         long[] shape = a.shape().clone();
         shape[shape.length - 1] = b.size(b.ndim() - 1);
+        Rules.numel(name(), shape);
         int aK = a.ndim() - 1;
         int bK = b.ndim() - 2;
         int bN = b.ndim() - 1;

@@ -7,7 +7,8 @@ import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.TensorMeta;
 
 /**
- * {@code narrow(dim, start, length)}: a view of {@code length} elements of {@code dim} from {@code start}.
+ * {@code narrow(dim, start, length)}: a view of {@code length} elements of {@code dim} from {@code start}
+ * (a negative {@code dim} or {@code start} counts from the end, as in torch).
  *
  * <p>Sharding rule: the narrowed dimension must be whole on every device ({@code S(dim)} is rejected);
  * everything else passes through.
@@ -36,7 +37,8 @@ public final class NarrowSpec implements OpSpec {
         Rules.arity(name(), inputs, 1);
         TensorMeta t = inputs.getFirst();
         int d = Rules.normalizeDim(name(), dim, t.ndim());
-        if (start < 0 || length < 0 || start + length > t.size(d)) {
+        long first = start(t.size(d));
+        if (length < 0 || first > t.size(d) - length) {
             throw new IllegalArgumentException("narrow: start " + start + " and length " + length + " do not fit dimension " + d
                 + " of size " + t.size(d));
         }
@@ -50,10 +52,22 @@ public final class NarrowSpec implements OpSpec {
         return List.of(new TensorMeta(shape, t.dtype(), t.sharding()));
     }
 
+    /** The start in {@code [0, size]}: a negative one counts from the end, as in torch. */
+    private long start(long size) {
+        long first = start < 0 ? start + size : start;
+        if (first < 0 || first > size) {
+            throw new IllegalArgumentException("narrow: start " + start + " is out of range for a dimension of size " + size
+                + " (expected to be in range of [" + -size + ", " + size + "])");
+        }
+        return first;
+    }
+
     @Override
     public DeviceKernel kernel(Operator op, long deviceId) {
-        int d = Rules.normalizeDim(name(), dim, op.inputs().getFirst().meta().ndim());
-        return new LocalKernel(in -> in.getFirst().narrow(d, start, length));
+        TensorMeta input = op.inputs().getFirst().meta();
+        int d = Rules.normalizeDim(name(), dim, input.ndim());
+        long first = start(input.size(d));
+        return new LocalKernel(in -> in.getFirst().narrow(d, first, length));
     }
 
     int dim() {

@@ -44,10 +44,10 @@ public final class OpsCodecs implements OpSpecCodecProvider {
         return List.of(
             new Codec<>(BinarySpec.class, "ops.binary", (s, out) -> out.wire().putByte(s.kind().ordinal()),
                 in -> BinarySpec.of(enumOf(in.wire(), BinarySpec.Kind.class, "binary kind"))),
-            new Codec<>(ScalarSpec.class, "ops.scalar",
-                (s, out) -> out.wire().putByte(s.kind().ordinal()).putDouble(s.value()).putBoolean(s.floating()),
-                in -> ScalarSpec.restore(enumOf(in.wire(), ScalarSpec.Kind.class, "scalar kind"), in.wire().getDouble("scalar value"),
-                    in.wire().getBoolean("scalar floating"))),
+            new Codec<>(ScalarSpec.class, "ops.scalar", (s, out) -> {
+                out.wire().putByte(s.kind().ordinal());
+                s.value().write(out.wire());
+            }, in -> ScalarSpec.restore(enumOf(in.wire(), ScalarSpec.Kind.class, "scalar kind"), ScalarValue.read(in.wire(), "scalar value"))),
             new Codec<>(UnarySpec.class, "ops.unary", (s, out) -> out.wire().putByte(s.kind().ordinal()),
                 in -> UnarySpec.of(enumOf(in.wire(), UnarySpec.Kind.class, "unary kind"))),
             new Codec<>(MatmulSpec.class, "ops.matmul", (s, out) -> { }, in -> MatmulSpec.INSTANCE),
@@ -75,14 +75,17 @@ public final class OpsCodecs implements OpSpecCodecProvider {
                 TensorMeta meta = s.meta();
                 out.wire().putByte(s.kind().ordinal()).putLongs(meta.shape()).putDtype(meta.dtype());
                 out.sharding(meta.sharding());
-                out.wire().putDouble(s.value()).putDouble(s.start()).putDouble(s.step()).putLong(s.seed());
+                s.value().write(out.wire());
+                s.start().write(out.wire());
+                s.step().write(out.wire());
+                out.wire().putLong(s.seed());
             }, in -> {
                 FactorySpec.Kind kind = enumOf(in.wire(), FactorySpec.Kind.class, "factory kind");
                 long[] shape = in.wire().getShape("factory shape");
                 var dtype = in.wire().getDtype("factory dtype");
                 var sharding = in.sharding("factory sharding");
-                return FactorySpec.restore(kind, new TensorMeta(shape, dtype, sharding), in.wire().getDouble("factory value"),
-                    in.wire().getDouble("factory start"), in.wire().getDouble("factory step"), in.wire().getLong("factory seed"));
+                return FactorySpec.restore(kind, new TensorMeta(shape, dtype, sharding), ScalarValue.read(in.wire(), "factory value"),
+                    ScalarValue.read(in.wire(), "factory start"), ScalarValue.read(in.wire(), "factory step"), in.wire().getLong("factory seed"));
             }),
             new Codec<>(FromTensorSpec.class, "ops.tensor", (s, out) -> {
                 out.sharding(s.sharding());

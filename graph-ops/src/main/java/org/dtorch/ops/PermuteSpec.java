@@ -3,6 +3,7 @@ package org.dtorch.ops;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Objects;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.graph.DeviceKernel;
 import org.dtorch.core.graph.OpSpec;
@@ -28,7 +29,7 @@ public final class PermuteSpec implements OpSpec {
 
     /** A permutation of all dimensions. */
     public static PermuteSpec permute(int... dims) {
-        return new PermuteSpec("permute", dims);
+        return new PermuteSpec("permute", Objects.requireNonNull(dims, "permute: dims is null"));
     }
 
     /** The swap of two dimensions of a tensor of {@code ndim} dimensions. */
@@ -80,7 +81,7 @@ public final class PermuteSpec implements OpSpec {
 
     @Override
     public DeviceKernel kernel(Operator op, long deviceId) {
-        long[] order = Arrays.stream(dims).mapToLong(d -> d < 0 ? d + dims.length : d).toArray();
+        long[] order = Arrays.stream(dims).mapToLong(d -> Rules.normalizeDim(name, d, dims.length)).toArray();
         return new LocalKernel(in -> in.getFirst().permute(order));
     }
 

@@ -3,6 +3,7 @@ package org.dtorch.ops;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Objects;
 import java.util.TreeSet;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
@@ -38,8 +39,8 @@ public final class ReduceSpec implements OpSpec {
 
     /** A reduction over {@code dims} (all if empty). */
     public ReduceSpec(Kind kind, int[] dims, boolean keepdim) {
-        this.kind = kind;
-        this.dims = dims.clone();
+        this.kind = Objects.requireNonNull(kind, "kind");
+        this.dims = Objects.requireNonNull(dims, () -> kind.name().toLowerCase(java.util.Locale.ROOT) + ": dims is null").clone();
         this.keepdim = keepdim;
     }
 

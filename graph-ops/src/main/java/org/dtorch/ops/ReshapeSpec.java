@@ -3,6 +3,7 @@ package org.dtorch.ops;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Objects;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.graph.DeviceKernel;
 import org.dtorch.core.graph.OpSpec;
@@ -26,8 +27,8 @@ public final class ReshapeSpec implements OpSpec {
 
     /** A reshape ({@code view} when {@code asView}) to {@code shape}. */
     public ReshapeSpec(long[] shape, boolean asView) {
-        this.requested = shape.clone();
         this.name = asView ? "view" : "reshape";
+        this.requested = Objects.requireNonNull(shape, () -> name + ": shape is null").clone();
     }
 
     @Override
@@ -37,7 +38,6 @@ public final class ReshapeSpec implements OpSpec {
 
     private long[] resolve(TensorMeta t) {
         long[] shape = requested.clone();
-        long known = 1;
         int inferred = -1;
         for (int i = 0; i < shape.length; i++) {
             if (shape[i] == -1) {
@@ -47,18 +47,17 @@ public final class ReshapeSpec implements OpSpec {
                 inferred = i;
             } else if (shape[i] < 0) {
                 throw new IllegalArgumentException(name + ": invalid size " + shape[i] + " in " + Arrays.toString(requested));
-            } else {
-                known *= shape[i];
             }
         }
+        long[] given = Arrays.stream(shape).filter(s -> s != -1).toArray();
+        long known = Rules.numel(name, given);
         if (inferred >= 0) {
             if (known == 0 || t.numel() % known != 0) {
                 throw new IllegalArgumentException(name + ": cannot view " + Arrays.toString(t.shape()) + " as " + Arrays.toString(requested));
             }
             shape[inferred] = t.numel() / known;
         }
-        long numel = Arrays.stream(shape).reduce(1, (a, b) -> a * b);
-        if (numel != t.numel()) {
+        if (Rules.numel(name, shape) != t.numel()) {
             throw new IllegalArgumentException(name + ": cannot view " + Arrays.toString(t.shape()) + " (" + t.numel() + " elements) as "
                 + Arrays.toString(requested));
         }

@@ -11,6 +11,7 @@ import org.dtorch.core.distributed.Shard;
 import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.graph.ShardingException;
 import org.dtorch.core.graph.TensorMeta;
+import org.dtorch.core.tensor.TorchTensors;
 import org.dtorch.core.communication.ReduceOpType;
 
 /**
@@ -55,6 +56,7 @@ final class Rules {
             }
             out[k] = x == 1 ? y : x;
         }
+        numel(op, out);
         return out;
     }
 
@@ -90,18 +92,88 @@ final class Rules {
         return known;
     }
 
-    /** The dtype of {@code tensor op scalar}: a floating scalar turns an integral tensor into float32. */
-    static ScalarType withScalar(ScalarType tensor, boolean floatingScalar) {
-        return floatingScalar && !isFloating(tensor) ? ScalarType.Float : tensor;
+    /** A dimension index in {@code [-ndim, ndim)} made non-negative ({@link Shapes#normalizeDim}). */
+    static int normalizeDim(String op, int dim, int ndim) {
+        return Shapes.normalizeDim(op, dim, ndim);
     }
 
-    /** A dimension index in {@code [-ndim, ndim)} made non-negative. */
-    static int normalizeDim(String op, int dim, int ndim) {
-        int d = dim < 0 ? dim + ndim : dim;
-        if (d < 0 || d >= ndim) {
-            throw new IllegalArgumentException(op + ": dimension " + dim + " is out of range for a tensor of " + ndim + " dimensions");
+    /** The element count of {@code shape} ({@link Shapes#numel}). */
+    static long numel(String op, long[] shape) {
+        return Shapes.numel(op, shape);
+    }
+
+    /** {@code [min, max]} of an integral dtype (bool excluded), or null for bool, floating and other dtypes. */
+    static long[] integralRange(ScalarType t) {
+        return switch (t.intern()) {
+            case Byte -> new long[] {0, 255};
+            case Char -> new long[] {Byte.MIN_VALUE, Byte.MAX_VALUE};
+            case Short -> new long[] {Short.MIN_VALUE, Short.MAX_VALUE};
+            case Int -> new long[] {Integer.MIN_VALUE, Integer.MAX_VALUE};
+            case Long -> new long[] {Long.MIN_VALUE, Long.MAX_VALUE};
+            default -> null;
+        };
+    }
+
+    /**
+     * True when casting every partial value to {@code to} and then reducing with {@code op} gives the cast of
+     * the reduction, for every value the parts can hold. The table, per reduction:
+     * <pre>
+     *   from -> to                   sum, product   avg    max, min
+     *   same dtype                   yes            yes    yes
+     *   floating -> floating         yes (*)        yes    yes (rounding is monotone)
+     *   integral -> floating         yes (*)        no     yes
+     *   integral -> integral         yes (**)       no     only if widening (narrowing wraps)
+     *   floating -> integral         no (rounds each part; +-inf identities of max/min have no integer)
+     *   anything -> bool, bool -> *  no             no     bool -> any: yes (monotone); any -> bool: no
+     * </pre>
+     * (*) up to floating-point rounding, as any reduction order. (**) integer arithmetic wraps: narrowing casts
+     * are ring homomorphisms and commute exactly; widening ones commute unless the reduction overflowed the
+     * source dtype, whose own result would then have wrapped.
+     */
+    static boolean castCommutes(ReduceOpType op, ScalarType from, ScalarType to) {
+        ScalarType f = from.intern();
+        ScalarType t = to.intern();
+        if (f == t) {
+            return true;
         }
-        return d;
+        boolean extremum = op == ReduceOpType.MAX || op == ReduceOpType.MIN;
+        if (t == ScalarType.Bool) {
+            return false;
+        }
+        if (f == ScalarType.Bool) {
+            return extremum;
+        }
+        boolean fromFloating = isFloating(f);
+        boolean toFloating = isFloating(t);
+        if (fromFloating && !toFloating) {
+            return false;
+        }
+        if (op == ReduceOpType.AVG) {
+            return fromFloating;
+        }
+        if (toFloating || !extremum) {
+            return true;
+        }
+        long[] source = integralRange(f);
+        long[] target = integralRange(t);
+        return source != null && target != null && target[0] <= source[0] && source[1] <= target[1];
+    }
+
+    /**
+     * Refuses a cast of {@code t} to {@code to} where a partial placement does not commute with it (see
+     * {@link #castCommutes}): no redistribution is inserted implicitly, the caller reduces first.
+     */
+    static void checkPartialCast(String op, List<TensorMeta> inputs, TensorMeta t, ScalarType to) {
+        for (int m = 0; m < t.placements().size(); m++) {
+            if (t.placement(m) instanceof Partial p && !castCommutes(p.op(), t.dtype(), to)) {
+                throw reject(op, inputs, m, "casting each partial value of " + p + " from " + TorchTensors.dtypeName(t.dtype()) + " to "
+                    + TorchTensors.dtypeName(to) + " and then reducing is not the cast of their " + p.op().shortName()
+                    + "; redistribute to R (Replicate) first",
+                    "S, R, or P(op) where the cast commutes with op (same dtype; floating to floating; integral to floating for "
+                        + "sum, product, max, min; integral to integral for sum and product, widening only for max and min; "
+                        + "bool to any for max and min)");
+            }
+        }
     }
 
     static boolean isPartialSum(Placement p) {

@@ -1,6 +1,7 @@
 package org.dtorch.ops;
 
 import java.util.List;
+import java.util.Objects;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
@@ -12,7 +13,10 @@ import org.dtorch.core.graph.TensorMeta;
 
 /**
  * A tensor and a scalar: {@code t + s}, {@code t - s}, {@code t * s}, {@code t / s}, {@code s - t},
- * {@code s / t}. A floating scalar turns an integral tensor into float32, as in torch.
+ * {@code s / t}. The result dtype follows torch's promotion for a tensor and a Python-style scalar: the
+ * scalar decides only when its category (bool, integral, floating) is higher than the tensor's, giving int64
+ * or float32; true division of an integral result gives float32. Integral scalars stay exact 64-bit integers,
+ * and a scalar the result dtype cannot hold is refused here, as torch refuses it.
  *
  * <p>Sharding rule: placements pass through; {@code P(sum)} only for {@code t * s} and {@code t / s}
  * (adding a scalar to every partial value would add it once per holder).
@@ -24,23 +28,26 @@ public final class ScalarSpec implements OpSpec {
     public enum Kind { ADD, SUB, MUL, DIV, RSUB, RDIV }
 
     private final Kind kind;
-    private final double value;
-    private final boolean floating;
+    private final ScalarValue value;
 
     /** {@code kind} with a floating scalar. */
     public ScalarSpec(Kind kind, double value) {
-        this(kind, value, true);
+        this(kind, ScalarValue.ofDouble(value));
     }
 
-    /** {@code kind} with an integral scalar. */
+    /** {@code kind} with an integral scalar, kept exact. */
     public ScalarSpec(Kind kind, long value) {
-        this(kind, value, false);
+        this(kind, ScalarValue.ofLong(value));
     }
 
-    private ScalarSpec(Kind kind, double value, boolean floating) {
-        this.kind = kind;
+    /** {@code kind} with a bool scalar (a Python {@code True} or {@code False}). */
+    public ScalarSpec(Kind kind, boolean value) {
+        this(kind, ScalarValue.ofBool(value));
+    }
+
+    private ScalarSpec(Kind kind, ScalarValue value) {
+        this.kind = Objects.requireNonNull(kind, "kind");
         this.value = value;
-        this.floating = floating;
     }
 
     @Override
@@ -67,19 +74,27 @@ public final class ScalarSpec implements OpSpec {
                     "S or R; P(sum) only when multiplying or dividing by the scalar");
             }
         }
-        ScalarType dtype = Rules.withScalar(t.dtype(), floating);
+        if (t.dtype() == ScalarType.Bool && (kind == Kind.SUB || kind == Kind.RSUB)) {
+            throw new IllegalArgumentException(name() + ": subtraction with a bool tensor is not supported, as in torch; got " + t
+                + "; convert it with to(dtype) first");
+        }
+        ScalarType dtype = value.promote(t.dtype());
         if ((kind == Kind.DIV || kind == Kind.RDIV) && !Rules.isFloating(dtype)) {
             dtype = ScalarType.Float;
         }
+        value.checkFits(name(), dtype);
         return List.of(new TensorMeta(t.shape(), dtype, t.sharding()));
     }
 
     @Override
     public DeviceKernel kernel(Operator op, long deviceId) {
+        ScalarType dtype = op.outputs().getFirst().meta().dtype();
         return new LocalKernel(in -> {
-            Tensor t = in.getFirst();
-            try (Scalar s = floating ? new Scalar(value) : new Scalar((long) value)) {
-                return switch (kind) {
+            // libtorch sees a bool scalar as an integer: computing in the promoted dtype keeps torch's result dtype.
+            Tensor input = in.getFirst();
+            boolean convert = input.scalar_type().intern() != dtype && !(kind == Kind.DIV || kind == Kind.RDIV);
+            try (Tensor t = convert ? input.to(dtype) : new Tensor(input); Scalar s = value.toScalar();
+                 Tensor result = switch (kind) {
                     case ADD -> t.add(s);
                     case SUB -> t.sub(s);
                     case MUL -> t.mul(s);
@@ -95,7 +110,8 @@ public final class ScalarSpec implements OpSpec {
                             yield reciprocal.mul(s);
                         }
                     }
-                };
+                }) {
+                return result.scalar_type().intern() == dtype ? new Tensor(result) : result.to(dtype);
             }
         });
     }
@@ -104,15 +120,11 @@ public final class ScalarSpec implements OpSpec {
         return kind;
     }
 
-    double value() {
+    ScalarValue value() {
         return value;
     }
 
-    boolean floating() {
-        return floating;
-    }
-
-    static ScalarSpec restore(Kind kind, double value, boolean floating) {
-        return new ScalarSpec(kind, value, floating);
+    static ScalarSpec restore(Kind kind, ScalarValue value) {
+        return new ScalarSpec(kind, value);
     }
 }

@@ -24,6 +24,7 @@ import org.dtorch.ops.PermuteSpec;
 import org.dtorch.ops.ReduceSpec;
 import org.dtorch.ops.ReshapeSpec;
 import org.dtorch.ops.ScalarSpec;
+import org.dtorch.ops.Shapes;
 import org.dtorch.ops.UnarySpec;
 import org.graalvm.polyglot.HostAccess;
 import org.graalvm.polyglot.Value;
@@ -157,9 +158,9 @@ public final class PyBridge {
 
     // ---- factories ----------------------------------------------------------------------------------------
 
-    /** {@code empty}, {@code zeros}, {@code ones}, {@code full}, {@code rand}, {@code randn}. */
+    /** {@code empty}, {@code zeros}, {@code ones}, {@code rand}, {@code randn}. */
     @HostAccess.Export
-    public DTensor factory(String kind, Value shape, String dtype, DeviceMesh mesh, Value placements, double value, long seed) {
+    public DTensor factory(String kind, Value shape, String dtype, DeviceMesh mesh, Value placements, long seed) {
         long[] dims = longs(shape);
         ScalarType type = scalarType(dtype);
         Placement[] ps = placementArray(placements);
@@ -167,42 +168,90 @@ public final class PyBridge {
             case "empty" -> runtime.empty(dims, type, mesh, ps);
             case "zeros" -> runtime.zeros(dims, type, mesh, ps);
             case "ones" -> runtime.ones(dims, type, mesh, ps);
-            case "full" -> runtime.full(value, dims, type, mesh, ps);
             case "rand" -> runtime.apply(FactorySpec.random(FactorySpec.Kind.RAND, seed, dims, type, sharding(mesh, ps)));
             case "randn" -> runtime.randn(seed, dims, type, mesh, ps);
             default -> throw new IllegalArgumentException("unknown factory '" + kind + "'");
         };
     }
 
-    /** {@code arange(start, end, step)}. */
+    /**
+     * {@code full(shape, value)}: {@code valueKind} is the Python type of the value, {@code bool}, {@code int}
+     * (an exact 64-bit integer) or {@code float}.
+     */
     @HostAccess.Export
-    public DTensor arange(double start, double end, double step, String dtype, DeviceMesh mesh, Value placements) {
-        return runtime.arange(start, end, step, scalarType(dtype), mesh, placementArray(placements));
+    public DTensor full(Value shape, String dtype, DeviceMesh mesh, Value placements, Value value, String valueKind) {
+        long[] dims = longs(shape);
+        ScalarType type = scalarType(dtype);
+        Placement[] ps = placementArray(placements);
+        return switch (valueKind) {
+            case "bool" -> runtime.full(value.asBoolean() ? 1L : 0L, dims, type, mesh, ps);
+            case "int" -> runtime.full(exactLong("full", value), dims, type, mesh, ps);
+            case "float" -> runtime.full(value.asDouble(), dims, type, mesh, ps);
+            default -> throw new IllegalArgumentException("full: unknown value kind '" + valueKind + "'");
+        };
     }
 
-    /** A tensor from flat row-major values and a shape (Python flattens nested lists first). */
+    /** {@code arange(start, end, step)}: in exact 64-bit integers when {@code integral}, else in double precision. */
+    @HostAccess.Export
+    public DTensor arange(Value start, Value end, Value step, boolean integral, String dtype, DeviceMesh mesh, Value placements) {
+        ScalarType type = scalarType(dtype);
+        Placement[] ps = placementArray(placements);
+        if (integral) {
+            return runtime.arange(exactLong("arange", start), exactLong("arange", end), exactLong("arange", step), type, mesh, ps);
+        }
+        return runtime.arange(asDouble(start), asDouble(end), asDouble(step), type, mesh, ps);
+    }
+
+    /**
+     * A tensor from flat row-major values and a shape (Python flattens nested lists first). Integers stay exact
+     * into integral dtypes; a float going into one is truncated toward zero, as in torch; a value the dtype cannot
+     * hold is refused, as torch refuses it.
+     */
     @HostAccess.Export
     public DTensor fromValues(Value flatValues, Value shape, String dtype, DeviceMesh mesh, Value placements) {
         long[] dims = longs(shape);
         ScalarType type = scalarType(dtype);
         int n = Math.toIntExact(flatValues.getArraySize());
+        if (Shapes.numel("tensor", dims) != n) {
+            throw new IllegalArgumentException("tensor: " + n + " values do not fill shape " + java.util.Arrays.toString(dims));
+        }
         Tensor host;
         if (TorchTensors.dtypeName(type).startsWith("int") || type == ScalarType.Bool || type == ScalarType.Byte) {
             long[] values = new long[n];
             for (int i = 0; i < n; i++) {
                 Value v = flatValues.getArrayElement(i);
-                values[i] = v.isBoolean() ? (v.asBoolean() ? 1 : 0) : v.asLong();
+                values[i] = v.isBoolean() ? (v.asBoolean() ? 1 : 0) : v.fitsInLong() ? v.asLong() : truncated("tensor", v);
             }
             host = fromPointer(new LongPointer(values), ScalarType.Long, dims, type);
+            if (type != ScalarType.Bool) {
+                checkRoundTrip(host, values, type);
+            }
         } else {
             double[] values = new double[n];
             for (int i = 0; i < n; i++) {
-                values[i] = flatValues.getArrayElement(i).asDouble();
+                values[i] = asDouble(flatValues.getArrayElement(i));
             }
             host = fromPointer(new DoublePointer(values), ScalarType.Double, dims, type);
         }
         try (host) {
             return runtime.tensor(host, mesh, placementArray(placements));
+        }
+    }
+
+    /** Refuses (closing {@code host}) values that did not survive the conversion to {@code type}: they overflowed it. */
+    private static void checkRoundTrip(Tensor host, long[] values, ScalarType type) {
+        long[] back = new long[values.length];
+        try (Tensor asLong = host.to(ScalarType.Long); Tensor contiguous = asLong.contiguous()) {
+            if (back.length > 0) {
+                new LongPointer(contiguous.data_ptr()).capacity(back.length).get(back);
+            }
+        }
+        for (int i = 0; i < values.length; i++) {
+            if (back[i] != values[i]) {
+                host.close();
+                throw new IllegalArgumentException("tensor: the value " + values[i] + " cannot be converted to " + TorchTensors.dtypeName(type)
+                    + " without overflow");
+            }
         }
     }
 
@@ -214,16 +263,11 @@ public final class PyBridge {
         }
     }
 
+    /** Takes {@code data} (closing it), whose length the caller checked against {@code shape}. */
     private static Tensor fromPointer(org.bytedeco.javacpp.Pointer data, ScalarType sourceType, long[] shape, ScalarType target) {
-        long numel = java.util.Arrays.stream(shape).reduce(1, (a, b) -> a * b);
-        if (numel != data.limit()) {
-            long count = data.limit();
-            data.close();
-            throw new IllegalArgumentException("tensor: " + count + " values do not fill shape " + java.util.Arrays.toString(shape));
-        }
         try (data; TensorOptions options = new TensorOptions().dtype(new ScalarTypeOptional(sourceType));
-             Tensor view = torch.from_blob(data, shape, options)) {
-            return view.to(target).clone();
+             Tensor view = torch.from_blob(data, shape, options); Tensor converted = view.to(target)) {
+            return converted.clone();
         }
     }
 
@@ -241,11 +285,20 @@ public final class PyBridge {
         }, a, b);
     }
 
-    /** A tensor and a Python number: {@code add}, {@code sub}, {@code mul}, {@code div}, {@code rsub}, {@code rdiv}. */
+    /**
+     * A tensor and a Python number: {@code add}, {@code sub}, {@code mul}, {@code div}, {@code rsub}, {@code rdiv}.
+     * {@code valueKind} is the number's Python type, {@code bool}, {@code int} (kept as an exact 64-bit integer)
+     * or {@code float}: it decides torch's type promotion.
+     */
     @HostAccess.Export
-    public DTensor scalar(String op, DTensor t, double value, boolean floating) {
+    public DTensor scalar(String op, DTensor t, Value value, String valueKind) {
         ScalarSpec.Kind kind = ScalarSpec.Kind.valueOf(op.toUpperCase(Locale.ROOT));
-        return runtime.apply(floating ? new ScalarSpec(kind, value) : new ScalarSpec(kind, (long) value), t);
+        return runtime.apply(switch (valueKind) {
+            case "bool" -> new ScalarSpec(kind, value.asBoolean());
+            case "int" -> new ScalarSpec(kind, exactLong(op, value));
+            case "float" -> new ScalarSpec(kind, value.asDouble());
+            default -> throw new IllegalArgumentException(op + ": unknown scalar kind '" + valueKind + "'");
+        }, t);
     }
 
     /** {@code neg}, {@code relu}, {@code silu}, {@code gelu}, {@code exp}, {@code tanh}, {@code sigmoid}. */
@@ -356,6 +409,28 @@ public final class PyBridge {
     private org.dtorch.core.distributed.Sharding sharding(DeviceMesh mesh, Placement[] placements) {
         return new org.dtorch.core.distributed.Sharding(mesh, placements.length == 0
             ? java.util.Collections.nCopies(mesh.ndim(), Placement.replicate()) : List.of(placements));
+    }
+
+    /** A Python int as an exact long; one outside int64 is refused (the Python side raises OverflowError first). */
+    private static long exactLong(String op, Value v) {
+        if (!v.fitsInLong()) {
+            throw new ArithmeticException(op + ": the integer " + v + " does not fit in int64");
+        }
+        return v.asLong();
+    }
+
+    /** A Python number as a double; an int beyond 2^53 is rounded to the nearest double, as Python's float() does. */
+    private static double asDouble(Value v) {
+        return v.fitsInDouble() ? v.asDouble() : v.fitsInLong() ? (double) v.asLong() : v.asDouble();
+    }
+
+    /** A float going into an integral dtype: truncated toward zero, as torch does; NaN, infinities and floats beyond int64 are refused. */
+    private static long truncated(String op, Value v) {
+        double d = asDouble(v);
+        if (!(d >= -0x1p63 && d < 0x1p63)) {
+            throw new IllegalArgumentException(op + ": the value " + d + " cannot be converted to an integer dtype without overflow");
+        }
+        return (long) d;
     }
 
     static DeviceKind kindOf(String deviceType) {

@@ -32,6 +32,7 @@ _JAVA_TO_PYTHON = (
     ("java.lang.IllegalStateException", RuntimeError),
     ("java.lang.UnsupportedOperationException", NotImplementedError),
     ("java.lang.ArithmeticException", ValueError),
+    ("java.lang.IndexOutOfBoundsException", IndexError),
 )
 
 

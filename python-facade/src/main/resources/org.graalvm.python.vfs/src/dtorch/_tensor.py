@@ -12,14 +12,49 @@ def _b():
     return _bridge.bridge()
 
 
-def _shape(args):
+_INT64_MIN = -(2 ** 63)
+_INT64_MAX = 2 ** 63 - 1
+
+
+def _int64(value, what):
+    """A Python int that int64 holds, exactly; beyond it an OverflowError (a double would silently round it)."""
+    value = int(value)
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise OverflowError("%s %d does not fit in int64" % (what, value))
+    return value
+
+
+def _index(value, what):
+    """An integer argument (a dimension, a start, a length): a float or a bool is a TypeError, never truncated."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError("%s must be an integer, got %r" % (what, value))
+    return _int64(value, what)
+
+
+def _shape(args, what="sizes"):
     """Shapes as varargs or as one tuple or list."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = tuple(args[0])
     for s in args:
-        if not isinstance(s, numbers.Integral):
-            raise TypeError("sizes must be integers, got %r" % (args,))
-    return [int(s) for s in args]
+        if isinstance(s, bool) or not isinstance(s, numbers.Integral):
+            raise TypeError("%s must be integers, got %r" % (what, args))
+    return [_int64(s, what[:-1]) for s in args]
+
+
+def _scalar(value):
+    """A Python number and its kind ("bool", "int", "float"), which decides torch's type promotion; None otherwise."""
+    kind = type(value)
+    if kind is float:
+        return value, "float"
+    if kind is int and _INT64_MIN <= value <= _INT64_MAX:
+        return value, "int"
+    if isinstance(value, bool):
+        return value, "bool"
+    if isinstance(value, numbers.Integral):
+        return _int64(value, "scalar"), "int"
+    if isinstance(value, numbers.Real):
+        return float(value), "float"
+    return None, None
 
 
 def _mesh(device_mesh):
@@ -46,7 +81,14 @@ class Tensor:
         return tuple(_b().shape(self._java))
 
     def size(self, dim=None):
-        return self.shape if dim is None else self.shape[dim]
+        shape = self.shape
+        if dim is None:
+            return shape
+        d = _index(dim, "dim")
+        n = len(shape)
+        if not -n <= d < n:
+            raise IndexError("size: dimension %d is out of range (expected to be in range of [%d, %d])" % (d, -n, n - 1))
+        return shape[d]
 
     @property
     def ndim(self):
@@ -87,11 +129,11 @@ class Tensor:
         if isinstance(other, Tensor):
             a, b = (other, self) if reverse else (self, other)
             return Tensor(_bridge.call(_b().binary, op, a._java, b._java))
-        if isinstance(other, numbers.Number) and not isinstance(other, complex):
+        value, kind = _scalar(other)
+        if kind is not None:
             if reverse:
                 op = {"add": "add", "mul": "mul", "sub": "rsub", "div": "rdiv"}[op]
-            floating = isinstance(other, float)
-            return Tensor(_bridge.call(_b().scalar, op, self._java, float(other), floating))
+            return Tensor(_bridge.call(_b().scalar, op, self._java, value, kind))
         return NotImplemented
 
     def __add__(self, other):
@@ -167,7 +209,12 @@ class Tensor:
         return Tensor(_bridge.call(_b().matmul, self._java, other._java))
 
     def _reduce(self, kind, dim, keepdim):
-        dims = [] if dim is None else ([dim] if isinstance(dim, numbers.Integral) else list(dim))
+        if dim is None:
+            dims = []
+        elif isinstance(dim, (tuple, list)):
+            dims = [_index(d, "dim") for d in dim]
+        else:
+            dims = [_index(dim, "dim")]
         return Tensor(_bridge.call(_b().reduce, kind, self._java, dims, bool(keepdim)))
 
     def sum(self, dim=None, keepdim=False):
@@ -181,18 +228,18 @@ class Tensor:
         return self._reduce("max", dim, keepdim)
 
     def softmax(self, dim):
-        return Tensor(_bridge.call(_b().softmax, self._java, int(dim)))
+        return Tensor(_bridge.call(_b().softmax, self._java, _index(dim, "dim")))
 
     # ---- shape ----
     def transpose(self, dim0, dim1):
-        return Tensor(_bridge.call(_b().transpose, self._java, int(dim0), int(dim1)))
+        return Tensor(_bridge.call(_b().transpose, self._java, _index(dim0, "dim0"), _index(dim1, "dim1")))
 
     @property
     def T(self):
         return self.transpose(0, 1)
 
     def permute(self, *dims):
-        return Tensor(_bridge.call(_b().permute, self._java, _shape(dims)))
+        return Tensor(_bridge.call(_b().permute, self._java, _shape(dims, "dims")))
 
     def reshape(self, *shape):
         return Tensor(_bridge.call(_b().reshape, self._java, _shape(shape), False))
@@ -201,9 +248,11 @@ class Tensor:
         return Tensor(_bridge.call(_b().reshape, self._java, _shape(shape), True))
 
     def narrow(self, dim, start, length):
-        return Tensor(_bridge.call(_b().narrow, self._java, int(dim), int(start), int(length)))
+        return Tensor(_bridge.call(_b().narrow, self._java, _index(dim, "dim"), _index(start, "start"), _index(length, "length")))
 
     def to(self, dtype):
+        if dtype is None:
+            raise TypeError("to() needs a dtype, got None")
         return Tensor(_bridge.call(_b().to, self._java, _dtypes.of(dtype).name))
 
     # ---- distribution ----
@@ -212,7 +261,7 @@ class Tensor:
         mesh = self.device_mesh if device_mesh is None else _mesh(device_mesh)
         if placements is None:
             placements = [Replicate()] * mesh.ndim
-        return Tensor(_bridge.call(_b().redistribute, self._java, mesh._java, _specs(placements)))
+        return Tensor(_bridge.call(_b().redistribute, self._java, mesh._java, _specs(placements, self.ndim)))
 
     def redistribute_like(self, other):
         """Moves the tensor to `other`'s mesh and placements."""
@@ -266,10 +315,11 @@ def _next_seed(seed):
     return _SEED[0] * 1000003 + _SEED[1]
 
 
-def _factory(kind, size, dtype, device_mesh, placements, value=0.0, seed=0):
+def _factory(kind, size, dtype, device_mesh, placements, seed=0):
     mesh = _mesh(device_mesh)
-    java = _bridge.call(_b().factory, kind, _shape(size), _dtypes.of(dtype).name, mesh._java, _specs(placements),
-                        float(value), int(seed))
+    shape = _shape(size)
+    java = _bridge.call(_b().factory, kind, shape, _dtypes.of(dtype).name, mesh._java, _specs(placements, len(shape)),
+                        _int64(seed, "seed"))
     return Tensor(java)
 
 
@@ -286,12 +336,15 @@ def empty(*size, dtype=None, device_mesh=None, placements=None):
 
 
 def full(size, fill_value, dtype=None, device_mesh=None, placements=None):
-    if dtype is None and isinstance(fill_value, bool):
-        dtype = _dtypes.bool
-    elif dtype is None and isinstance(fill_value, numbers.Integral):
-        dtype = _dtypes.int64
-    return _factory("full", (size,) if isinstance(size, numbers.Integral) else (tuple(size),), dtype, device_mesh, placements,
-                    value=float(fill_value))
+    """A tensor filled with `fill_value`; its dtype, if not given, follows the value: bool, int64 or float32."""
+    value, kind = _scalar(fill_value)
+    if kind is None:
+        raise TypeError("full() needs a bool, int or float fill_value, got %r" % (fill_value,))
+    if dtype is None:
+        dtype = {"bool": _dtypes.bool, "int": _dtypes.int64, "float": _dtypes.float32}[kind]
+    mesh = _mesh(device_mesh)
+    shape = _shape((size,) if isinstance(size, numbers.Integral) else (tuple(size),))
+    return Tensor(_bridge.call(_b().full, shape, _dtypes.of(dtype).name, mesh._java, _specs(placements, len(shape)), value, kind))
 
 
 def rand(*size, dtype=None, device_mesh=None, placements=None, seed=None):
@@ -303,13 +356,19 @@ def randn(*size, dtype=None, device_mesh=None, placements=None, seed=None):
 
 
 def arange(start, end=None, step=1, dtype=None, device_mesh=None, placements=None):
+    """start, start + step, ... below end: computed in exact int64 when all three are ints, else in double."""
     if end is None:
         start, end = 0, start
+    kinds = [_scalar(v)[1] for v in (start, end, step)]
+    if None in kinds:
+        raise TypeError("arange() needs numbers, got %r, %r, %r" % (start, end, step))
+    integral = all(k != "float" for k in kinds)
     if dtype is None:
-        dtype = _dtypes.int64 if all(isinstance(v, numbers.Integral) for v in (start, end, step)) else _dtypes.float32
+        dtype = _dtypes.int64 if integral else _dtypes.float32
+    values = [_int64(v, "arange bound") for v in (start, end, step)] if integral else [float(v) for v in (start, end, step)]
     mesh = _mesh(device_mesh)
-    return Tensor(_bridge.call(_b().arange, float(start), float(end), float(step), _dtypes.of(dtype).name, mesh._java,
-                               _specs(placements)))
+    return Tensor(_bridge.call(_b().arange, values[0], values[1], values[2], integral, _dtypes.of(dtype).name, mesh._java,
+                               _specs(placements, 1)))
 
 
 def _flatten(data):
@@ -341,8 +400,13 @@ def tensor(data, dtype=None, device_mesh=None, placements=None):
     if isinstance(data, HostTensor):
         if dtype is not None and _dtypes.of(dtype) != data.dtype:
             raise ValueError("tensor(): converting a HostTensor's dtype is done with .to(dtype) afterwards")
-        return Tensor(_bridge.call(_b().fromHost, data._java, mesh._java, _specs(placements)))
+        return Tensor(_bridge.call(_b().fromHost, data._java, mesh._java, _specs(placements, data.ndim)))
     flat, shape = _flatten(data)
+    for i, v in enumerate(flat):
+        value, kind = _scalar(v)
+        if kind is None:
+            raise TypeError("tensor(): the values must be bools, ints or floats, got %r" % (v,))
+        flat[i] = value
     if dtype is None:
         if all(isinstance(v, bool) for v in flat):
             dtype = _dtypes.bool
@@ -350,7 +414,7 @@ def tensor(data, dtype=None, device_mesh=None, placements=None):
             dtype = _dtypes.int64
         else:
             dtype = _dtypes.float32
-    return Tensor(_bridge.call(_b().fromValues, flat, shape, _dtypes.of(dtype).name, mesh._java, _specs(placements)))
+    return Tensor(_bridge.call(_b().fromValues, flat, shape, _dtypes.of(dtype).name, mesh._java, _specs(placements, len(shape))))
 
 
 # ---- functions ----
@@ -365,7 +429,7 @@ def matmul(a, b):
 
 
 def cat(tensors, dim=0):
-    return Tensor(_bridge.call(_b().cat, [t._java for t in tensors], int(dim)))
+    return Tensor(_bridge.call(_b().cat, [t._java for t in tensors], _index(dim, "dim")))
 
 
 def relu(t):

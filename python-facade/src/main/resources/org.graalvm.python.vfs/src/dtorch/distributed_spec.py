@@ -1,6 +1,12 @@
 """Device meshes and placements, as in PyTorch DTensor and DTorch."""
 
+import numbers
+
 from . import _bridge, _shapes
+
+
+def _is_int(value):
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 class Placement:
@@ -26,12 +32,13 @@ class Placement:
 
 
 class Shard(Placement):
-    """S(dim): tensor dimension `dim` is split over the mesh dimension (balanced split)."""
+    """S(dim): tensor dimension `dim` is split over the mesh dimension (balanced split). A negative `dim` counts from
+    the end, as in PyTorch: it becomes the dimension it names when it meets a tensor."""
 
     def __init__(self, dim):
-        if not isinstance(dim, int) or dim < 0:
-            raise ValueError("Shard(dim) needs a dimension >= 0, got %r" % (dim,))
-        self.dim = dim
+        if not _is_int(dim):
+            raise TypeError("Shard(dim) needs an integer dimension, got %r" % (dim,))
+        self.dim = int(dim)
 
     def _spec(self):
         return "S(%d)" % self.dim
@@ -82,19 +89,28 @@ def _placement(spec):
     return Partial(spec[2:-1])
 
 
-def _specs(placements):
+def _specs(placements, ndim):
+    """The placements' printed forms for a tensor of `ndim` dimensions, a negative Shard dimension made non-negative."""
     if placements is None:
         return []
+    if isinstance(placements, Placement):
+        raise TypeError("placements must be a sequence of placements, got the single %r; write [%r]" % (placements, placements))
     out = []
     for p in placements:
         if not isinstance(p, Placement):
             raise TypeError("placements must be Shard, Replicate or Partial, got %r" % (p,))
+        if isinstance(p, Shard) and p.dim < 0:
+            if not -ndim <= p.dim:
+                raise ValueError("%r is out of range for a tensor of %d dimensions (expected a dim in [%d, %d])"
+                                 % (p, ndim, -ndim, ndim - 1))
+            p = Shard(p.dim + ndim)
         out.append(p._spec())
     return out
 
 
 def _shape_and_ids(mesh):
-    """Shape and row-major ids of a nested list (or a flat one)."""
+    """Shape and row-major ids of a nested list (or a flat one). Ids are ints: a float or a bool is refused, never
+    truncated."""
     shape = []
     level = mesh
     while isinstance(level, (list, tuple)):
@@ -104,6 +120,10 @@ def _shape_and_ids(mesh):
 
     def walk(node, depth):
         if depth == len(shape):
+            if isinstance(node, (list, tuple)):
+                raise ValueError("the mesh %r is not a rectangular array" % (mesh,))
+            if not _is_int(node):
+                raise TypeError("mesh device ids must be integers, got %r in %r" % (node, mesh))
             ids.append(int(node))
             return
         if not isinstance(node, (list, tuple)) or len(node) != shape[depth]:
@@ -115,6 +135,19 @@ def _shape_and_ids(mesh):
     return shape, ids
 
 
+def _dim_names(mesh_dim_names):
+    """The names as a list of strings: a single string is refused (it would split into letters)."""
+    if mesh_dim_names is None:
+        return []
+    if isinstance(mesh_dim_names, str) or not isinstance(mesh_dim_names, (tuple, list)):
+        raise TypeError("mesh_dim_names must be a tuple or list of strings, got %r; write (%r,) for one name"
+                        % (mesh_dim_names, mesh_dim_names))
+    for name in mesh_dim_names:
+        if not isinstance(name, str):
+            raise TypeError("mesh_dim_names must be strings, got %r in %r" % (name, mesh_dim_names))
+    return list(mesh_dim_names)
+
+
 class DeviceMesh:
     """An n-dimensional array of device ids: DeviceMesh("cpu", [[0, 1], [2, 3]], mesh_dim_names=["dp", "tp"])."""
 
@@ -124,7 +157,7 @@ class DeviceMesh:
             self.device_type = device_type
             return
         shape, ids = _shape_and_ids(mesh)
-        names = list(mesh_dim_names) if mesh_dim_names else []
+        names = _dim_names(mesh_dim_names)
         self.device_type = device_type
         self._java = _bridge.call(_bridge.bridge().mesh, device_type, shape, ids, names)
 
@@ -181,10 +214,16 @@ class DeviceMesh:
 
 def init_device_mesh(device_type, mesh_shape, mesh_dim_names=None):
     """A mesh of devices 0..n-1 in row-major order: init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))."""
-    if isinstance(mesh_shape, int):
+    if _is_int(mesh_shape):
         mesh_shape = (mesh_shape,)
+    if not isinstance(mesh_shape, (tuple, list)):
+        raise TypeError("mesh_shape must be an int or a tuple of ints, got %r" % (mesh_shape,))
     total = 1
     for s in mesh_shape:
+        if not _is_int(s):
+            raise TypeError("mesh_shape must hold integers, got %r" % (mesh_shape,))
+        if s < 1:
+            raise ValueError("mesh_shape sizes must be >= 1, got %r" % (mesh_shape,))
         total *= s
     ids = list(range(total))
     return DeviceMesh(device_type, _shapes.nest(ids, list(mesh_shape)), mesh_dim_names=mesh_dim_names)

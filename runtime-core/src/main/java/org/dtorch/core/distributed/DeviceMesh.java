@@ -31,13 +31,7 @@ public final class DeviceMesh {
         if (shape.length == 0) {
             throw new IllegalArgumentException("a device mesh needs at least one dimension");
         }
-        long count = 1;
-        for (int s : shape) {
-            if (s < 1) {
-                throw new IllegalArgumentException("mesh dimensions must be >= 1, got shape " + Arrays.toString(shape));
-            }
-            count *= s;
-        }
+        long count = deviceCount(shape);
         if (count != ids.length) {
             throw new IllegalArgumentException("mesh shape " + Arrays.toString(shape) + " holds " + count + " devices, got "
                 + ids.length + " ids");
@@ -46,6 +40,11 @@ public final class DeviceMesh {
         for (long id : ids) {
             if (id < 0 || !seen.add(id)) {
                 throw new IllegalArgumentException("mesh device ids must be distinct and >= 0, got " + Arrays.toString(ids));
+            }
+        }
+        if (dimNames != null) {
+            for (int i = 0; i < dimNames.size(); i++) {
+                Objects.requireNonNull(dimNames.get(i), "mesh dimension name " + i + " is null");
             }
         }
         List<String> names = dimNames == null ? List.of() : List.copyOf(dimNames);
@@ -63,11 +62,11 @@ public final class DeviceMesh {
 
     /** A mesh of the given shape whose ids are {@code 0..n-1} in row-major order. */
     public static DeviceMesh initDeviceMesh(DeviceKind kind, int[] shape, List<String> dimNames) {
-        long count = 1;
-        for (int s : shape) {
-            count *= s;
+        long count = deviceCount(Objects.requireNonNull(shape, "shape"));
+        if (count > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("mesh shape " + Arrays.toString(shape) + " holds " + count + " devices, more than a mesh can number");
         }
-        long[] ids = new long[(int) Math.max(0, count)];
+        long[] ids = new long[(int) count];
         for (int i = 0; i < ids.length; i++) {
             ids[i] = i;
         }
@@ -82,6 +81,22 @@ public final class DeviceMesh {
     /** A one-dimensional mesh of the given devices. */
     public static DeviceMesh of(DeviceKind kind, long... ids) {
         return new DeviceMesh(kind, new int[] {ids.length}, ids, List.of());
+    }
+
+    /** The number of devices of {@code shape}: sizes must be >= 1 and their product must not overflow a long. */
+    private static long deviceCount(int[] shape) {
+        long count = 1;
+        for (int s : shape) {
+            if (s < 1) {
+                throw new IllegalArgumentException("mesh dimensions must be >= 1, got shape " + Arrays.toString(shape));
+            }
+            try {
+                count = Math.multiplyExact(count, s);
+            } catch (ArithmeticException overflow) {
+                throw new IllegalArgumentException("mesh shape " + Arrays.toString(shape) + " holds more devices than a long can count");
+            }
+        }
+        return count;
     }
 
     /** The device kind of every device. */

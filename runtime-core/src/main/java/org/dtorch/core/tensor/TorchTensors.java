@@ -76,39 +76,43 @@ public final class TorchTensors {
     public static String format(Tensor t, int maxValues) {
         long numel = t.numel();
         int shown = (int) Math.min(numel, Math.max(0, maxValues));
-        double[] values = new double[shown];
+        boolean integral = !t.is_floating_point() && !t.is_complex();
+        // Integers are read as longs: a double holds them exactly only up to 2^53.
+        long[] longs = new long[integral ? shown : 0];
+        double[] doubles = new double[integral ? 0 : shown];
         try (Tensor flat = t.reshape(-1); Tensor head = flat.narrow(0, 0, shown);
-             Tensor doubles = head.to(ScalarType.Double).contiguous()) {
-            if (shown > 0) {
-                new org.bytedeco.javacpp.DoublePointer(doubles.data_ptr()).capacity(shown).get(values);
+             Tensor converted = head.to(integral ? ScalarType.Long : ScalarType.Double); Tensor values = converted.contiguous()) {
+            if (shown > 0 && integral) {
+                new org.bytedeco.javacpp.LongPointer(values.data_ptr()).capacity(shown).get(longs);
+            } else if (shown > 0) {
+                new org.bytedeco.javacpp.DoublePointer(values.data_ptr()).capacity(shown).get(doubles);
             }
         }
-        boolean integral = !t.is_floating_point() && !t.is_complex();
         boolean single = dtype(t) != ScalarType.Double;
         StringBuilder out = new StringBuilder();
-        appendNested(out, shape(t), 0, new int[] {0}, values, integral, single);
+        appendNested(out, shape(t), 0, new int[] {0}, shown, i -> integral ? Long.toString(longs[i])
+            : single ? Float.toString((float) doubles[i]) : Double.toString(doubles[i]));
         return out.toString();
     }
 
-    private static void appendNested(StringBuilder out, long[] shape, int dim, int[] next, double[] values, boolean integral, boolean single) {
+    private static void appendNested(StringBuilder out, long[] shape, int dim, int[] next, int shown, java.util.function.IntFunction<String> value) {
         if (dim == shape.length) {
-            if (next[0] < values.length) {
-                double v = values[next[0]++];
-                out.append(integral ? Long.toString((long) v) : single ? Float.toString((float) v) : Double.toString(v));
-            } else if (next[0]++ == values.length) {
+            if (next[0] < shown) {
+                out.append(value.apply(next[0]++));
+            } else if (next[0]++ == shown) {
                 out.append("...");
             }
             return;
         }
         out.append('[');
         for (long i = 0; i < shape[dim]; i++) {
-            if (next[0] > values.length) {
+            if (next[0] > shown) {
                 break;
             }
             if (i > 0) {
                 out.append(", ");
             }
-            appendNested(out, shape, dim + 1, next, values, integral, single);
+            appendNested(out, shape, dim + 1, next, shown, value);
         }
         out.append(']');
     }

@@ -52,6 +52,17 @@ class DeviceMeshTest {
     }
 
     @Test
+    void shouldRefuseShapesWhoseDeviceCountOverflowsAndNullNames() {
+        int[] huge = {1 << 16, 1 << 16, 1 << 16, 1 << 16};
+        IllegalArgumentException made = assertThrows(IllegalArgumentException.class, () -> DeviceMesh.initDeviceMesh(DeviceKind.CPU, huge, List.of()));
+        assertTrue(made.getMessage().contains("[65536, 65536, 65536, 65536]"), made.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> DeviceMesh.of(DeviceKind.CPU, huge, new long[0], List.of()));
+        NullPointerException name = assertThrows(NullPointerException.class,
+            () -> DeviceMesh.of(DeviceKind.CPU, new int[] {2, 1}, new long[] {0, 1}, java.util.Arrays.asList("dp", null)));
+        assertEquals("mesh dimension name 1 is null", name.getMessage());
+    }
+
+    @Test
     void shouldPrintPlacementsLikeDTorch() {
         assertEquals("S(0)", Placement.shard(0).toString());
         assertEquals("R", Placement.replicate().toString());

@@ -65,6 +65,8 @@ public final class FileTensorStore extends TensorStore {
     private final ShmMonitor monitor;
     private final long spinNanos;
     private volatile boolean closed;
+    /** True once this instance holds its rank's slot; a refused duplicate never touches the slot. Guarded by the monitor. */
+    private boolean joined;
 
     /** A data region this rank produced into, and the sequence number in its name. */
     private record DataRegion(SharedRegion region, long sequence) {
@@ -190,6 +192,7 @@ public final class FileTensorStore extends TensorStore {
             }
             seg.set(ValueLayout.JAVA_INT, pid(rank()), Processes.currentPid());
             seg.set(ValueLayout.JAVA_BYTE, open(rank()), (byte) 1);
+            joined = true;
             monitor.signalAll();
         } finally {
             monitor.unlock();
@@ -575,10 +578,14 @@ public final class FileTensorStore extends TensorStore {
             }
             closed = true;
         }
-        boolean last = true;
+        // A refused duplicate of an open rank must neither clear that rank's slot nor remove the live region.
+        boolean last;
         monitor.lock();
         try {
-            seg.set(ValueLayout.JAVA_BYTE, open(rank()), (byte) 0);
+            last = joined;
+            if (joined) {
+                seg.set(ValueLayout.JAVA_BYTE, open(rank()), (byte) 0);
+            }
             for (int r = 0; r < worldSize() && last; r++) {
                 if (r != rank() && seg.get(ValueLayout.JAVA_BYTE, open(r)) != 0 && Processes.isAlive(seg.get(ValueLayout.JAVA_INT, pid(r)))) {
                     last = false;

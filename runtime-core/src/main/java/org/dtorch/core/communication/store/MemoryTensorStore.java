@@ -12,8 +12,8 @@ import org.dtorch.core.device.DeviceStream;
  * The {@link TensorStore} for participants that are threads of one process (seed section 3.4).
  *
  * <p>All instances with the same store key share one {@link MemoryTensorStoreState} through a registry
- * of weak references; the first creator fixes the world size. Exchange is zero-copy: a consumer gets
- * a new reference to the producer's tensor, never a copy.
+ * of weak references; the first creator fixes the world size, and a rank already open is refused at
+ * creation. Exchange is zero-copy: a consumer gets a new reference to the producer's tensor, never a copy.
  *
  * <p>Thread-safe: any participant may call any method concurrently.
  */
@@ -26,7 +26,7 @@ public final class MemoryTensorStore extends TensorStore {
     MemoryTensorStore(TensorStoreCreateInfo info) {
         super(info);
         this.spinNanos = CommOptions.global().spinBeforePark().toNanos();
-        this.state = MemoryTensorStoreRegistry.acquire(info.storeKey(), info.worldSize());
+        this.state = MemoryTensorStoreRegistry.acquire(info.storeKey(), info.worldSize(), info.rank());
         try {
             barrier();
         } catch (RuntimeException e) {
@@ -101,7 +101,7 @@ public final class MemoryTensorStore extends TensorStore {
             closed = true;
         }
         state.wakeAll();
-        MemoryTensorStoreRegistry.release(state);
+        MemoryTensorStoreRegistry.release(state, rank());
     }
 
     /** True once {@link #close()} was called. */

@@ -18,8 +18,12 @@ final class MemoryTensorStoreRegistry {
     private MemoryTensorStoreRegistry() {
     }
 
-    /** The state of {@code storeKey}, created with {@code worldSize} if there is none. */
-    static synchronized MemoryTensorStoreState acquire(String storeKey, int worldSize) {
+    /**
+     * The state of {@code storeKey}, created with {@code worldSize} if there is none, with {@code rank} marked
+     * open. A rank already open is refused at once: the barrier counts arrivals, so a duplicate would stand in
+     * for the missing rank, and the real one would wait until its deadline.
+     */
+    static synchronized MemoryTensorStoreState acquire(String storeKey, int worldSize, int rank) {
         STATES.values().removeIf(ref -> ref.get() == null);
         WeakReference<MemoryTensorStoreState> ref = STATES.get(storeKey);
         MemoryTensorStoreState state = ref == null ? null : ref.get();
@@ -30,12 +34,18 @@ final class MemoryTensorStoreRegistry {
             throw new IllegalArgumentException("store '" + storeKey + "' already exists with worldSize " + state.worldSize
                 + "; this participant asked for worldSize " + worldSize);
         }
+        if (state.openRanks[rank]) {
+            throw new IllegalStateException("store '" + storeKey + "': rank " + rank + " is already open in this process;"
+                + " every participant needs its own rank in [0, " + worldSize + ")");
+        }
+        state.openRanks[rank] = true;
         state.openInstances++;
         return state;
     }
 
-    /** Releases one open instance of {@code state}; the last one removes the entry and drops held values. */
-    static synchronized void release(MemoryTensorStoreState state) {
+    /** Releases {@code rank}'s open instance of {@code state}; the last one removes the entry and drops held values. */
+    static synchronized void release(MemoryTensorStoreState state, int rank) {
+        state.openRanks[rank] = false;
         state.openInstances--;
         if (state.openInstances == 0) {
             WeakReference<MemoryTensorStoreState> ref = STATES.get(state.storeKey);

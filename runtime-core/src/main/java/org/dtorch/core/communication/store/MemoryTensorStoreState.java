@@ -45,6 +45,8 @@ final class MemoryTensorStoreState {
     private long barrierGeneration;
     /** Open instances sharing this state. Guarded by the registry's lock. */
     int openInstances;
+    /** Which ranks have an open instance. Guarded by the registry's lock. */
+    final boolean[] openRanks;
 
     /** One live key. Guarded by the state's lock. */
     private static final class Entry {
@@ -69,6 +71,7 @@ final class MemoryTensorStoreState {
     MemoryTensorStoreState(String storeKey, int worldSize) {
         this.storeKey = storeKey;
         this.worldSize = worldSize;
+        this.openRanks = new boolean[worldSize];
     }
 
     void srcSet(MemoryTensorStore caller, String key, Tensor ownReference, DeviceEvent setEvent, int getCount) {

@@ -8,7 +8,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -136,6 +138,40 @@ abstract class TensorStoreContractTest {
             IllegalStateException extra = assertThrows(IllegalStateException.class, () -> store.destFinishGet("a", CPU));
             assertTrue(extra.getMessage().contains("more finishes than getCount"), extra.getMessage());
             store.srcWaitUntilGetFinished("a", CPU);
+        }
+    }
+
+    @Test
+    void shouldRefuseASecondParticipantOfTheSameRankAtOnce() throws Exception {
+        String key = freshKey();
+        BlockingQueue<Object> outcomes = new LinkedBlockingQueue<>();
+        for (int i = 0; i < 2; i++) {
+            Thread.ofPlatform().start(() -> {
+                try {
+                    outcomes.add(TensorStore.create(info(key, 2, 0, Duration.ofSeconds(20))));
+                } catch (RuntimeException e) {
+                    outcomes.add(e);
+                }
+            });
+        }
+        List<TensorStore> created = new java.util.ArrayList<>();
+        try {
+            Object first = outcomes.poll(10, TimeUnit.SECONDS);
+            if (first instanceof TensorStore store) {
+                created.add(store);
+            }
+            IllegalStateException refused = assertInstanceOf(IllegalStateException.class, first,
+                "the duplicate rank 0 must be refused at once, not counted as a second arrival");
+            assertTrue(refused.getMessage().contains("rank 0 is already open"), refused.getMessage());
+            // The real participants still meet.
+            try (TensorStore rank1 = TensorStore.create(info(key, 2, 1, Duration.ofSeconds(10)))) {
+                TensorStore rank0 = assertInstanceOf(TensorStore.class, outcomes.poll(10, TimeUnit.SECONDS));
+                created.add(rank0);
+                assertEquals(0, rank0.rank());
+                assertEquals(1, rank1.rank());
+            }
+        } finally {
+            created.forEach(TensorStore::close);
         }
     }
 

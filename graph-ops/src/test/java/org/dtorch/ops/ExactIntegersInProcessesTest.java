@@ -1,0 +1,17 @@
+package org.dtorch.ops;
+
+import org.dtorch.api.DTorch;
+import org.dtorch.api.DTorchOptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+
+/** {@link ExactIntegersTest} with every device a worker process: the scalars cross the wire exactly. */
+@Tag("multiprocess")
+class ExactIntegersInProcessesTest extends ExactIntegersTest {
+
+    @BeforeAll
+    static void startProcesses() {
+        dt.close();
+        dt = DTorch.init(DTorchOptions.builder().devices(4).perDevicePerProcess(true).build());
+    }
+}
