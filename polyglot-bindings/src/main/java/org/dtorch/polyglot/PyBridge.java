@@ -41,10 +41,17 @@ import org.graalvm.polyglot.Value;
  */
 public final class PyBridge {
     private final DTorch runtime;
+    /** The threads that run Python callbacks of this bridge's futures; stopped by the host that closes. */
+    private final PythonCallbacks callbacks = new PythonCallbacks();
 
     /** A bridge to {@code runtime}, which the caller keeps and closes. */
     public PyBridge(DTorch runtime) {
         this.runtime = Objects.requireNonNull(runtime, "runtime");
+    }
+
+    /** Stops the threads that run Python callbacks: the host calls it once its context is closed. */
+    void stopCallbacks() {
+        callbacks.close();
     }
 
     /** The runtime behind the bridge. */
@@ -389,7 +396,7 @@ public final class PyBridge {
     /** The future of the whole tensor ({@code _GetTensorAsync}); returns at once. */
     @HostAccess.Export
     public PyTensorFuture getTensorAsync(DTensor t) {
-        return new PyTensorFuture(runtime.getTensorAsync(t));
+        return new PyTensorFuture(runtime.getTensorAsync(t), callbacks);
     }
 
     /** Blocks until every device ran everything queued so far. */

@@ -21,13 +21,14 @@ import org.graalvm.polyglot.Value;
  */
 public final class PyTensorFuture {
     private final TensorFuture future;
+    private final PythonCallbacks callbacks;
     private volatile long completedAtNanos;
 
-    PyTensorFuture(TensorFuture future) {
+    PyTensorFuture(TensorFuture future, PythonCallbacks callbacks) {
         this.future = Objects.requireNonNull(future, "future");
+        this.callbacks = Objects.requireNonNull(callbacks, "callbacks");
         // Noted on the completer's thread (a volatile write), so that wake-up measurements start at the value.
-        CompletableFuture<?> direct = future instanceof DirectCompletion d ? d.directCompletion() : future.toCompletableFuture();
-        direct.whenComplete((value, error) -> markCompleted());
+        direct().whenComplete((value, error) -> markCompleted());
     }
 
     /** Records the first moment any completion callback saw the value (callbacks run in no fixed order). */
@@ -81,27 +82,35 @@ public final class PyTensorFuture {
     /**
      * Calls {@code callback(value, error)} once when the future completes: {@code value} a host tensor and
      * {@code error} null, or {@code value} null and {@code error} the message (naming the failed operator
-     * and device). The call happens on one of the runtime's callback threads, never on a device's worker, so
-     * a callback may block; if the future is already complete it may happen on this thread, now.
+     * and device). The call happens on one of the threads of this bridge's host ({@code PythonCallbacks}), never
+     * on a device's worker, even when the future is complete already, so a callback may block.
      */
     @HostAccess.Export
     public void onDone(Value callback) {
         if (!callback.canExecute()) {
             throw new IllegalArgumentException("onDone needs a callable, got " + callback);
         }
-        future.toCompletableFuture().whenComplete((value, error) -> {
-            markCompleted();
-            try {
-                if (error == null) {
-                    callback.executeVoid(new PyHostTensor(new Tensor(value)), null);
-                } else {
-                    Throwable cause = error instanceof java.util.concurrent.CompletionException && error.getCause() != null ? error.getCause() : error;
-                    callback.executeVoid(null, cause.getClass().getName() + ": " + cause.getMessage());
-                }
-            } catch (RuntimeException raised) {
-                // As asyncio does with a callback that raises: say so, and carry on.
-                System.err.println("dtorch: a done callback raised " + raised.getMessage());
+        // The completer (a device's worker, the File-future watcher) only hands the call over to a thread of this
+        // bridge's host, which enters Python; see PythonCallbacks.
+        direct().whenComplete((value, error) -> callbacks.execute(() -> deliver(callback, value, error)));
+    }
+
+    private CompletableFuture<?> direct() {
+        return future instanceof DirectCompletion d ? d.directCompletion() : future.toCompletableFuture();
+    }
+
+    private void deliver(Value callback, Object value, Throwable error) {
+        markCompleted();
+        try {
+            if (error == null) {
+                callback.executeVoid(new PyHostTensor(new Tensor((Tensor) value)), null);
+            } else {
+                Throwable cause = error instanceof java.util.concurrent.CompletionException && error.getCause() != null ? error.getCause() : error;
+                callback.executeVoid(null, cause.getClass().getName() + ": " + cause.getMessage());
             }
-        });
+        } catch (RuntimeException raised) {
+            // As asyncio does with a callback that raises: say so, and carry on.
+            System.err.println("dtorch: a done callback raised " + raised.getMessage());
+        }
     }
 }

@@ -58,6 +58,8 @@ public final class PythonHost implements AutoCloseable {
         .build();
 
     private final Context context;
+    /** The bridge the script reaches, or null. */
+    private final PyBridge bridge;
     /** The directory an isolated script may read, or null. */
     private final Path isolatedDirectory;
     /** The isolated context's copy of the dtorch package, removed at close; or null. */
@@ -65,6 +67,7 @@ public final class PythonHost implements AutoCloseable {
 
     private PythonHost(Builder b) {
         this.isolatedDirectory = b.isolatedDirectory;
+        this.bridge = b.bridge;
         this.packageCopy = isolatedDirectory == null ? null : copyPackage();
         try {
             Context.Builder builder = isolatedDirectory == null ? hostBuilder() : isolatedBuilder(isolatedDirectory, packageCopy);
@@ -287,6 +290,9 @@ public final class PythonHost implements AutoCloseable {
         try {
             context.close(true);
         } finally {
+            if (bridge != null) {
+                bridge.stopCallbacks(); // threads that entered this context never enter another
+            }
             removePackageCopy();
         }
     }
