@@ -27,8 +27,10 @@ TOO_LARGE = 2 ** 60
 DEADLINE_S = 60
 
 
-def slow(rounds=6, n=768):
-    """Work that keeps the workers busy for a while: a chain of matrix products."""
+def slow(rounds=6, n=1536):
+    """Work that keeps the workers busy for a while: a chain of matrix products, each large enough that issuing it
+    costs the client far less than running it costs the workers (else, on a loaded machine, the workers keep up
+    with the client and nothing is left pending once it has issued the chain)."""
     a = dtorch.randn(n, n, seed=1, device_mesh=MESH, placements=[Shard(0)])
     b = dtorch.randn(n, n, seed=2, device_mesh=MESH) / n
     for _ in range(rounds):
@@ -113,40 +115,40 @@ def test_get_wait_and_is_ready():
 
 
 def test_get_releases_the_gil():
-    counter = [0]
-    stop = threading.Event()
+    def get_lets_others_run(f):
+        # The counter starts once the work is issued: while it runs, issuing competes with it for the GIL.
+        counter = [0]
+        stop = threading.Event()
 
-    def count():
-        while not stop.is_set():
-            counter[0] += 1
+        def count():
+            while not stop.is_set():
+                counter[0] += 1
 
-    thread = threading.Thread(target=count)
-    thread.start()
-    try:
-        time.sleep(0.05)
-        # The counting rate while this thread sleeps (which releases the GIL) is the yardstick: while get() blocks,
-        # the counter competes with the workers for the cores, but a get() that held the GIL would stop it.
-        before, start = counter[0], time.monotonic()
-        time.sleep(0.5)
-        idle_rate = (counter[0] - before) / (time.monotonic() - start)
-        rates = []
-
-        def get_lets_others_run(f):
+        thread = threading.Thread(target=count)
+        thread.start()
+        try:
+            # The yardstick: the counting rate while this thread sleeps (which releases the GIL) and the workers
+            # run. A get() that held the GIL would stop the counter for as long as it blocks.
+            before, start = counter[0], time.monotonic()
+            time.sleep(0.2)
+            sleeping_rate = (counter[0] - before) / (time.monotonic() - start)
             before, start = counter[0], time.monotonic()
             f.get()
             blocked = time.monotonic() - start
-            if blocked < 0.5:
-                return False  # the work was nearly done: too short a window to judge
-            rates.append((counter[0] - before) / blocked)
-            return True
+            blocked_rate = (counter[0] - before) / blocked
+        finally:
+            stop.set()
+            thread.join()
+        if blocked < 0.5:
+            return False  # the work was nearly done: too short a window to judge
+        print("get() blocked %.2f s; another thread counted %.0f/s meanwhile, %.0f/s during a sleep"
+              % (blocked, blocked_rate, sleeping_rate))
+        assert blocked_rate > 0.05 * sleeping_rate, (
+            "another Python thread must run while get() blocks: it counted %.0f/s then, %.0f/s while this one slept"
+            % (blocked_rate, sleeping_rate))
+        return True
 
-        while_pending(get_lets_others_run, "get() blocking for 0.5 s")
-    finally:
-        stop.set()
-        thread.join()
-    assert rates[0] > 0.05 * idle_rate, (
-        "another Python thread must run while get() blocks: it counted %.0f/s then, %.0f/s while this one slept"
-        % (rates[0], idle_rate))
+    while_pending(get_lets_others_run, "get() blocking for 0.5 s")
 
 
 def test_await_gather_and_other_coroutines_run_meanwhile():
@@ -284,7 +286,7 @@ def test_a_failed_future_calls_its_callback_once_with_none_and_the_error():
         assert value is None, value
         assert_names_the_failure(error)
 
-    slow(rounds=20).to_torch_async()  # workers busy: the next future is most likely still pending at registration
+    pending(1.0)  # workers busy: the next future is most likely still pending at registration
     callback_outcome(failing())
     already_failed = failing()
     raises(dtorch.DTorchError, already_failed.get)
