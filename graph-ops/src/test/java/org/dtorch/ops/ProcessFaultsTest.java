@@ -27,14 +27,18 @@ import org.dtorch.core.shm.SharedRegion;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 /** Per-device-process mode when a worker is killed: clear errors, no hang, nothing left behind. */
 @Tag("multiprocess")
 @Timeout(180)
 class ProcessFaultsTest {
 
+    /** The kernels' deadline: what a death that went unnoticed would cost. Time bounds below are fractions of it. */
+    private static final Duration TIMEOUT = Duration.ofSeconds(60);
+
     private static DTorch start() {
-        return DTorch.init(DTorchOptions.builder().devices(4).perDevicePerProcess(true).timeout(Duration.ofSeconds(60))
+        return DTorch.init(DTorchOptions.builder().devices(4).perDevicePerProcess(true).timeout(TIMEOUT)
             .shutdownTimeout(Duration.ofSeconds(5)).build());
     }
 
@@ -45,7 +49,7 @@ class ProcessFaultsTest {
     }
 
     @Test
-    void shouldFailEveryPendingFutureNamingTheKilledDeviceAndItsExitStatus() throws Exception {
+    void shouldFailEveryPendingFutureNamingTheKilledDeviceAndItsExitStatus(@TempDir Path dir) throws Exception {
         DTorch dt = start();
         String instance = dt.runtime().instanceId();
         long victim = dt.runtime().workerPids().get(2L);
@@ -61,9 +65,13 @@ class ProcessFaultsTest {
                 t = dt.apply(new TestOps.Sleep(150), t).redistribute(Placement.replicate()).redistribute(Placement.shard(0));
                 futures.add(t.sum().toTorchAsync());
             }
-            Thread.sleep(400);
+            // A gate opened only after the kill: some work is still pending then, however slow this machine is.
+            Path gate = dir.resolve("open");
+            futures.add(dt.apply(new TestOps.Gate(gate.toString(), TIMEOUT.toMillis()), t).sum().toTorchAsync());
+            futures.getFirst().waitFor(TIMEOUT).ifPresent(Tensor::close); // the workers are running the graph
             long killedAt = System.nanoTime();
             assertTrue(ProcessHandle.of(victim).orElseThrow().destroyForcibly());
+            Files.createFile(gate);
             int failed = 0;
             for (TensorFuture f : futures) {
                 try (Tensor value = f.get()) {
@@ -77,14 +85,16 @@ class ProcessFaultsTest {
             }
             long failedWithinMillis = (System.nanoTime() - killedAt) / 1_000_000;
             assertTrue(failed > 0, "the kill came while work was pending");
-            assertTrue(failedWithinMillis < 5_000, "every future completed " + failedWithinMillis + " ms after the kill");
+            assertTrue(failedWithinMillis < TIMEOUT.toMillis() / 4, "every future completed " + failedWithinMillis
+                + " ms after the kill: the death must be noticed, not left to the " + TIMEOUT.toSeconds() + " s deadline");
             assertNotNull(dt.runtime().brokenBy());
             IllegalStateException refused = assertThrows(IllegalStateException.class, () -> x.mul(2.0));
             assertTrue(refused.getMessage().contains("cpu:2"), refused.getMessage());
         } finally {
             long start = System.nanoTime();
             dt.close();
-            assertTrue((System.nanoTime() - start) / 1_000_000 < 10_000, "close after a worker death must not hang");
+            long closeMillis = (System.nanoTime() - start) / 1_000_000;
+            assertTrue(closeMillis < TIMEOUT.toMillis() / 2, "close after a worker death took " + closeMillis + " ms: it must not hang");
         }
         for (long pid : dt.runtime().workerPids().values()) {
             assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false), "worker " + pid + " still runs");

@@ -1,12 +1,17 @@
 package org.dtorch.ops;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
 import org.dtorch.core.graph.DeviceKernel;
 import org.dtorch.core.graph.OpSpec;
 import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.TensorMeta;
 
-/** Operators that exist only for tests: a slow identity and an identity that fails on one device. */
+/**
+ * Operators that exist only for tests: a slow identity, an identity held until the test opens a gate, and an
+ * identity that fails on one device.
+ */
 final class TestOps {
 
     private TestOps() {
@@ -32,6 +37,41 @@ final class TestOps {
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                     throw new IllegalStateException("interrupted", e);
+                }
+                return in.getFirst().clone();
+            });
+        }
+    }
+
+    /**
+     * Passes its input through once the file {@code path} exists (the test creates it), or fails after
+     * {@code timeoutMillis}. A file rather than a latch, so that it also holds worker processes.
+     */
+    record Gate(String path, long timeoutMillis) implements OpSpec {
+        @Override
+        public String name() {
+            return "gate";
+        }
+
+        @Override
+        public List<TensorMeta> inferOutputs(List<TensorMeta> inputs) {
+            return List.of(inputs.getFirst());
+        }
+
+        @Override
+        public DeviceKernel kernel(Operator op, long deviceId) {
+            return new LocalKernel(in -> {
+                long deadline = System.nanoTime() + timeoutMillis * 1_000_000;
+                while (!Files.exists(Path.of(path))) {
+                    if (System.nanoTime() > deadline) {
+                        throw new IllegalStateException("gate on cpu:" + deviceId + ": " + path + " was not created within " + timeoutMillis + " ms");
+                    }
+                    try {
+                        Thread.sleep(1);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        throw new IllegalStateException("interrupted while waiting for " + path, e);
+                    }
                 }
                 return in.getFirst().clone();
             });

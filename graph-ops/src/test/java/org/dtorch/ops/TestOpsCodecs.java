@@ -31,6 +31,26 @@ public final class TestOpsCodecs implements OpSpecCodecProvider {
             public TestOps.Sleep read(SpecReader in) {
                 return new TestOps.Sleep(in.wire().getLong("sleep millis"));
             }
+        }, new OpSpecCodec<TestOps.Gate>() {
+            @Override
+            public Class<TestOps.Gate> specClass() {
+                return TestOps.Gate.class;
+            }
+
+            @Override
+            public String tag() {
+                return "test.gate";
+            }
+
+            @Override
+            public void write(TestOps.Gate spec, SpecWriter out) {
+                out.wire().putString(spec.path()).putLong(spec.timeoutMillis());
+            }
+
+            @Override
+            public TestOps.Gate read(SpecReader in) {
+                return new TestOps.Gate(in.wire().getString("gate path"), in.wire().getLong("gate timeout"));
+            }
         }, new OpSpecCodec<TestOps.FailOn>() {
             @Override
             public Class<TestOps.FailOn> specClass() {

@@ -1,6 +1,7 @@
 package org.dtorch.core.kernel;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -16,19 +17,21 @@ import org.dtorch.core.communication.group.ThreadGroupManager;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
-import org.dtorch.core.distributed.ShardLayout;
+import org.dtorch.core.distributed.Shard;
 import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.tensor.TorchTensors;
 import org.dtorch.core.testing.TestTensors;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestFactory;
 
 /**
  * Every source/target placement pair, on 1-D meshes of 1 to 4 devices and on 2x2 and 2x3 meshes, with
  * even and uneven shapes and float32, bfloat16 and int64: scatter a reference tensor from device 0,
- * redistribute, check every local shard against the reference slice under the target layout (partial
- * values summed over their holders), and gather back to device 0.
+ * redistribute, check every local shard against the reference slice under the target placements, computed
+ * here from the definition of the balanced split (partial values summed over their holders), and gather
+ * back to device 0.
  */
 class RedistributionMatrixTest {
     private static final List<Placement> PLACEMENTS = List.of(Placement.shard(0), Placement.shard(1), Placement.replicate(),
@@ -66,6 +69,42 @@ class RedistributionMatrixTest {
             }
         }
         return tests.stream();
+    }
+
+    /** The hand-written expectation itself, pinned to literal slices, and one real redistribution onto it. */
+    @Test
+    void shouldSplitTenRowsOverFourDevicesThreeThreeTwoTwo() {
+        DeviceMesh line = DeviceMesh.initDeviceMesh(DeviceKind.CPU, new int[] {4}, List.of());
+        long[] shape = {10};
+        try (Tensor reference = TestTensors.pattern(shape, ScalarType.Long, 0, 100, 0)) {
+            assertEquals(List.of("[0.0, 1.0, 2.0]", "[3.0, 4.0, 5.0]", "[6.0, 7.0]", "[8.0, 9.0]"),
+                expectedValues(reference, shape, line, List.of(Placement.shard(0))));
+            assertNull(check(manager(false), reference, shape, Sharding.of(line, Placement.replicate()), Sharding.of(line, Placement.shard(0))));
+        }
+    }
+
+    /** S(0) on both dimensions of a 2x2 mesh: 5 rows go 3 and 2 over "dp" first, then each part over "tp". */
+    @Test
+    void shouldSplitNestedShardingByTheOuterMeshDimensionFirst() {
+        DeviceMesh square = DeviceMesh.initDeviceMesh(DeviceKind.CPU, new int[] {2, 2}, List.of("dp", "tp"));
+        long[] shape = {5, 2};
+        List<Placement> nested = List.of(Placement.shard(0), Placement.shard(0));
+        try (Tensor reference = TestTensors.pattern(shape, ScalarType.Long, 0, 100, 0)) {
+            assertEquals(List.of("[0.0, 1.0, 2.0, 3.0]", "[4.0, 5.0]", "[6.0, 7.0]", "[8.0, 9.0]"),
+                expectedValues(reference, shape, square, nested));
+            assertNull(check(manager(false), reference, shape, Sharding.of(square, Placement.replicate(), Placement.replicate()),
+                new Sharding(square, nested)));
+        }
+    }
+
+    private static List<String> expectedValues(Tensor reference, long[] shape, DeviceMesh mesh, List<Placement> placements) {
+        List<String> values = new ArrayList<>();
+        for (long device : mesh.deviceIds()) {
+            try (Tensor slice = expectedSlice(reference, shape, mesh, placements, device)) {
+                values.add(TestTensors.values(slice));
+            }
+        }
+        return values;
     }
 
     private static void allPairs(ThreadGroupManager groups, DeviceMesh mesh, long[] shape, ScalarType dtype) {
@@ -123,13 +162,11 @@ class RedistributionMatrixTest {
     /** Every device's shard equals the reference slice; partial shards summed over the devices that share them. */
     private static String checkShards(Tensor reference, long[] shape, Sharding target, Map<Long, Tensor[]> results) {
         DeviceMesh mesh = target.mesh();
-        List<Placement> asReplicated = target.placements().stream().map(p -> p.isPartial() ? (Placement) Placement.replicate() : p).toList();
-        ShardLayout layout = ShardLayout.of(shape, new Sharding(mesh, asReplicated));
         for (long device : mesh.deviceIds()) {
             Tensor sum = null;
-            int[] coords = mesh.coordinates(device);
+            int[] coords = coordinates(mesh, device);
             for (long other : mesh.deviceIds()) {
-                int[] otherCoords = mesh.coordinates(other);
+                int[] otherCoords = coordinates(mesh, other);
                 boolean sharesSlice = true;
                 for (int i = 0; i < coords.length; i++) {
                     sharesSlice &= target.placement(i).isPartial() || coords[i] == otherCoords[i];
@@ -143,13 +180,56 @@ class RedistributionMatrixTest {
                     }
                 }
             }
-            try (Tensor expected = layout.localSlice(reference, device); Tensor actual = sum) {
+            try (Tensor expected = expectedSlice(reference, shape, mesh, target.placements(), device); Tensor actual = sum) {
                 if (!TestTensors.same(expected.contiguous(), actual)) {
                     return "device " + device + ": " + TestTensors.diff(expected, actual);
                 }
             }
         }
         return null;
+    }
+
+    /**
+     * The slice of {@code reference} that {@code device} holds, written out from the definition rather than
+     * taken from {@code ShardLayout}: mesh dimensions are applied outer first, and {@code S(d)} on a mesh
+     * dimension of {@code n} devices cuts the part of tensor dimension {@code d} that is left into {@code n}
+     * pieces whose sizes differ by at most one, the larger ones first (10 over 4 is 3, 3, 2, 2). {@code R} and
+     * {@code P} keep the whole part (partial values are compared after summing).
+     */
+    static Tensor expectedSlice(Tensor reference, long[] shape, DeviceMesh mesh, List<Placement> placements, long device) {
+        long[] start = new long[shape.length];
+        long[] length = shape.clone();
+        int[] coords = coordinates(mesh, device);
+        for (int m = 0; m < placements.size(); m++) {
+            if (placements.get(m) instanceof Shard shard) {
+                int d = shard.dim();
+                long pieces = mesh.shape()[m];
+                long small = length[d] / pieces;
+                long larger = length[d] % pieces; // how many pieces get one more element
+                int k = coords[m];
+                start[d] += k * small + Math.min(k, larger);
+                length[d] = small + (k < larger ? 1 : 0);
+            }
+        }
+        Tensor slice = new Tensor(reference);
+        for (int d = 0; d < shape.length; d++) {
+            Tensor narrower = slice.narrow(d, start[d], length[d]);
+            slice.close();
+            slice = narrower;
+        }
+        return slice;
+    }
+
+    /** Row-major coordinates of {@code device} from its position in the mesh's id list. */
+    private static int[] coordinates(DeviceMesh mesh, long device) {
+        int index = mesh.deviceIds().indexOf(device);
+        int[] shape = mesh.shape();
+        int[] coords = new int[shape.length];
+        for (int m = shape.length - 1; m >= 0; m--) {
+            coords[m] = index % shape[m];
+            index /= shape[m];
+        }
+        return coords;
     }
 
     private static List<List<Placement>> sequences(int meshDims) {

@@ -75,7 +75,8 @@ class FileTensorStoreProcessTest {
                 CommException e = assertThrows(CommException.class, store::barrier);
                 long millis = (System.nanoTime() - start) / 1_000_000;
                 assertTrue(e.getMessage().contains("participant rank 0 (pid " + producer.pid() + ") exited without closing"), e.getMessage());
-                assertTrue(millis < 2_000, "noticing the dead producer took " + millis + " ms");
+                // A quarter of the store's 60 s deadline: the death must be noticed, not waited out.
+                assertTrue(millis < 15_000, "noticing the dead producer took " + millis + " ms");
                 // The value the consumer took stays readable: its mapping outlives the producer.
                 assertEquals(6.0 * (1 << 18), view.sum().item_double());
             } finally {
