@@ -2,6 +2,7 @@
 another value the same device has yet to produce."""
 
 import threading
+import time
 
 import dtorch
 from dtorch import Shard
@@ -47,6 +48,23 @@ def test_a_callback_that_raises_leaves_the_runtime_working():
     f.add_done_callback(callback)
     assert called.wait(30)
     assert (dtorch.arange(8, device_mesh=mesh, placements=[Shard(0)]) * 2).to_torch().tolist() == list(range(0, 16, 2))
+
+
+def test_threads_still_share_the_gil_after_callbacks_entered_python():
+    """After callbacks ran on the runtime's threads, the main thread still gets the GIL back from a busy thread."""
+    counter = [0]
+    stop = threading.Event()
+
+    def count():
+        while not stop.is_set():
+            counter[0] += 1
+
+    worker = threading.Thread(target=count)
+    worker.start()
+    time.sleep(0.3)  # needs the GIL back afterwards
+    stop.set()
+    worker.join()
+    assert counter[0] > 0
 
 
 run(globals())

@@ -41,8 +41,10 @@ import org.graalvm.python.embedding.VirtualFileSystem;
  * into a private temporary directory (read-only for the script), removed at {@link #close()}, and the polyglot
  * binding {@value #ISOLATED_BINDING} tells the package to do without {@code ctypes} and sockets.
  *
- * <p>Several contexts may share one {@link Engine} (tests do: a context then starts in a fraction of the
- * time). Closing the host closes its context, not the engine or the runtime.
+ * <p>Several contexts may share one {@link Engine} (a context then starts in a fraction of the time), one after
+ * the other only: with GraalPy 25.0.1, once a context that a foreign thread entered (a runtime's callback
+ * thread) has closed, a later context of the same engine may never hand the GIL back to its main thread while
+ * another Python thread runs. Closing the host closes its context, not the engine or the runtime.
  *
  * <p>Not thread-safe for creation and closing; Python code in the context may use threads.
  */
@@ -198,7 +200,10 @@ public final class PythonHost implements AutoCloseable {
         return new Builder();
     }
 
-    /** A new engine to share between hosts, quiet about running without the optimizing compiler. */
+    /**
+     * A new engine, quiet about running without the optimizing compiler. Share it only between hosts whose scripts
+     * receive no callbacks (see the class comment).
+     */
     public static Engine sharedEngine() {
         return Engine.newBuilder("python").option("engine.WarnInterpreterOnly", "false").build();
     }

@@ -3,7 +3,9 @@ package org.dtorch.core.runtime;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import org.bytedeco.pytorch.ScalarTypeOptional;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
 import org.dtorch.core.communication.group.ThreadGroupManager;
 import org.dtorch.core.device.Device;
@@ -49,7 +51,26 @@ final class NaiveRunner {
         return new KernelContext(device, stream.stream(), groups, "op" + op.id(), timeout);
     }
 
-    void run(Operator op) {
+    /**
+     * Runs {@code op}, or fails it without running when {@code cancelledBy} is not null. Never throws: whatever
+     * escapes fails the operator's outputs and its promise, so that nobody waits for it until a timeout.
+     */
+    void execute(Operator op, Throwable cancelledBy) {
+        try {
+            if (cancelledBy != null) {
+                cancel(op, cancelledBy);
+            } else {
+                run(op);
+            }
+        } catch (Throwable e) {
+            OperatorFailedException cause = OperatorFailedException.kernelFailed(op, device, e);
+            LOG.log(System.Logger.Level.ERROR, cause.getMessage(), e);
+            failOutputs(op, cause);
+            op.spec().abandon(cause);
+        }
+    }
+
+    private void run(Operator op) {
         KernelContext ctx = op.spec().communicates() ? context(op) : localContext;
         DeviceKernel kernel;
         try {
@@ -88,7 +109,7 @@ final class NaiveRunner {
     }
 
     /** The runtime is closing: fails the operator without running it. */
-    void cancel(Operator op, Throwable cause) {
+    private void cancel(Operator op, Throwable cause) {
         failOutputs(op, cause);
         DeviceKernel kernel;
         try {
@@ -168,19 +189,26 @@ final class NaiveRunner {
         return t;
     }
 
+    /**
+     * Runs a communicating kernel whose inputs failed, on zeros where this device holds no tensor, so that its
+     * peers are not left waiting. Nothing it throws (placeholders too large to allocate included) escapes: the
+     * outputs are failed already and the caller reports the failure.
+     */
     private void runOnPlaceholders(Operator op, DeviceKernel kernel, KernelContext ctx) {
         List<Tensor> placeholders = new ArrayList<>();
-        List<Tensor> inputs = new ArrayList<>();
-        for (Operand input : op.inputs()) {
-            Tensor t = holds(input) ? blobs.get(input.id()) : null;
-            if (t == null && holds(input)) {
-                t = torch.zeros(input.meta().layout().localShape(device.index()),
-                    new org.bytedeco.pytorch.TensorOptions().dtype(new org.bytedeco.pytorch.ScalarTypeOptional(input.meta().dtype())));
-                placeholders.add(t);
-            }
-            inputs.add(t);
-        }
         try {
+            List<Tensor> inputs = new ArrayList<>();
+            for (Operand input : op.inputs()) {
+                Tensor t = holds(input) ? blobs.get(input.id()) : null;
+                if (t == null && holds(input)) {
+                    try (ScalarTypeOptional dtype = new ScalarTypeOptional(input.meta().dtype());
+                         TensorOptions options = new TensorOptions().dtype(dtype)) {
+                        t = torch.zeros(input.meta().layout().localShape(device.index()), options);
+                    }
+                    placeholders.add(t);
+                }
+                inputs.add(t);
+            }
             closeNew(kernel.run(ctx, inputs), inputs);
         } catch (Throwable ignored) {
             // the outputs are failed already; the point was to meet the peers

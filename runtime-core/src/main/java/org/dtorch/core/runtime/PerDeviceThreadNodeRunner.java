@@ -89,12 +89,7 @@ final class PerDeviceThreadNodeRunner implements DeviceNode {
                 }
                 try {
                     if (task instanceof Operator op) {
-                        Throwable cancelled = cancelledBy;
-                        if (cancelled != null) {
-                            runner.cancel(op, cancelled);
-                        } else {
-                            runner.run(op);
-                        }
+                        runner.execute(op, cancelledBy);
                         if (op.deviceDone()) {
                             graph.completed(op);
                         }

@@ -142,12 +142,7 @@ public final class WorkerMain {
                     return 0;
                 }
                 if (task instanceof Operator op) {
-                    Throwable cancelled = cancelledBy;
-                    if (cancelled != null) {
-                        runner.cancel(op, cancelled);
-                    } else {
-                        runner.run(op);
-                    }
+                    runner.execute(op, cancelledBy);
                     Thread.interrupted();
                     done.add(op.id());
                     if (done.size() >= DONE_BATCH) {

@@ -1,0 +1,80 @@
+package org.dtorch.core.communication.group;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.communication.CommException;
+import org.dtorch.core.device.DeviceKind;
+import org.dtorch.core.testing.RankThreads;
+import org.dtorch.core.testing.TestTensors;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * {@link ThreadGroupManager#abort}: how a closing runtime frees ranks that wait for peers that will never come,
+ * in a Gloo collective (which no interrupt reaches) or while a group is being created. The deadline is 60 s; the
+ * waits end in far less.
+ */
+@Timeout(60)
+class ThreadGroupAbortTest {
+    private static final Duration DEADLINE = Duration.ofSeconds(60);
+
+    @Test
+    void shouldFreeARankBlockedInAGlooCollectiveWhosePeerNeverComes() throws Exception {
+        try (ThreadGroupManager manager = GroupFixtures.manager(GroupFixtures.Backend.GLOO, DEADLINE)) {
+            List<ThreadGroup> groups = RankThreads.run(2, rank -> manager.getThreadGroup(DeviceKind.CPU, GroupFixtures.ids(2), rank));
+            CompletableFuture<Throwable> blocked = CompletableFuture.supplyAsync(() -> {
+                try (Tensor x = TestTensors.full(1f, 4)) {
+                    groups.get(0).allReduce(x).close();
+                    return null;
+                } catch (Throwable e) {
+                    return e;
+                }
+            });
+            Thread.sleep(300); // rank 0 is inside Gloo, waiting for rank 1, which never calls
+            long start = System.nanoTime();
+            int busy = manager.abort("the test aborts");
+            assertEquals(1, busy, "rank 0's instance is in its collective and is left to it; rank 1's is released");
+            Throwable failure = blocked.get(10, TimeUnit.SECONDS);
+            long millis = (System.nanoTime() - start) / 1_000_000;
+            assertInstanceOf(CommException.class, failure);
+            assertTrue(failure.getMessage().contains("the group was being aborted: the test aborts"), failure.getMessage());
+            assertTrue(millis < 5_000, "freed in " + millis + " ms, not at the 60 s deadline");
+            assertEquals(0, manager.abort("the test aborts"), "once its collective failed, rank 0's instance is released too");
+            try (Tensor x = TestTensors.full(1f, 4)) {
+                CommException refused = org.junit.jupiter.api.Assertions.assertThrows(CommException.class, () -> groups.get(1).allReduce(x));
+                assertTrue(refused.getMessage().contains("the group was aborted: the test aborts"), refused.getMessage());
+            }
+        }
+    }
+
+    @Test
+    void shouldFreeARankWaitingForAGroupToForm() throws Exception {
+        try (ThreadGroupManager manager = GroupFixtures.manager(GroupFixtures.Backend.GLOO, DEADLINE)) {
+            CompletableFuture<Throwable> waiting = CompletableFuture.supplyAsync(() -> {
+                try {
+                    manager.getThreadGroup(DeviceKind.CPU, GroupFixtures.ids(3), 0);
+                    return null;
+                } catch (Throwable e) {
+                    return e;
+                }
+            });
+            Thread.sleep(300); // rank 0 waits for ranks 1 and 2, which never come
+            long start = System.nanoTime();
+            manager.abort("the runtime is closing");
+            Throwable failure = waiting.get(10, TimeUnit.SECONDS);
+            assertInstanceOf(CommException.class, failure);
+            assertTrue(failure.getMessage().contains("was aborted while waiting for ranks [1, 2]: the runtime is closing"), failure.getMessage());
+            assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(5));
+            CommException refused = org.junit.jupiter.api.Assertions.assertThrows(CommException.class,
+                () -> manager.getThreadGroup(DeviceKind.CPU, GroupFixtures.ids(2), 0));
+            assertTrue(refused.getMessage().contains("was aborted (the runtime is closing)"), refused.getMessage());
+        }
+    }
+}
