@@ -35,7 +35,10 @@ class ThreadGroupProcessTest {
         int world = 3;
         String instance = ShmFiles.freshInstance("tgp");
         List<ChildJvm> children = new ArrayList<>();
-        try (ThreadGroupManager manager = new ThreadGroupManager(backend.sameDevice, instance, Duration.ofSeconds(60))) {
+        // Ranks 1 and 2 are other processes: this manager plays the controller's role (it owns the rendezvous files,
+        // and its ranks do not all meet in it).
+        try (ThreadGroupManager manager = new ThreadGroupManager(backend.sameDevice, instance, Duration.ofSeconds(60),
+            ThreadGroupManager.Role.CONTROLLER)) {
             for (int rank = 1; rank < world; rank++) {
                 children.add(ChildJvm.start("rank " + rank, GroupChild.class, Map.of(), instance, String.valueOf(backend.sameDevice),
                     String.valueOf(world), String.valueOf(rank)));
