@@ -4,8 +4,6 @@ import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import org.dtorch.core.communication.CommOptions;
-import org.dtorch.core.communication.CommTimeoutException;
-import org.dtorch.core.communication.Deadline;
 
 /**
  * A {@link VoidFuture} over a {@link CompletableFuture}; the memory backend and
@@ -27,7 +25,7 @@ final class CompletableVoidFuture implements VoidFuture, DirectCompletion {
 
     @Override
     public Duration timeout() {
-        return getTimeout != null ? getTimeout : CommOptions.global().timeout();
+        return CompletionWait.ownOrGlobal(getTimeout);
     }
 
     @Override
@@ -37,11 +35,7 @@ final class CompletableVoidFuture implements VoidFuture, DirectCompletion {
 
     @Override
     public void get() {
-        Duration timeout = timeout();
-        if (!CompletionWait.awaitDone(done, timeout.toNanos(), what + ".get()")) {
-            throw new CommTimeoutException(what + ".get() " + Deadline.after(timeout).timedOutAfter()
-                + ": no value or error was set");
-        }
+        CompletionWait.awaitOrThrow(done, timeout(), what + ".get()", "no value or error was set");
         rethrowFailure();
     }
 

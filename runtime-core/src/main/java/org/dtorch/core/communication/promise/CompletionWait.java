@@ -1,11 +1,14 @@
 package org.dtorch.core.communication.promise;
 
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.dtorch.core.communication.CommInterruptedException;
 import org.dtorch.core.communication.CommOptions;
+import org.dtorch.core.communication.CommTimeoutException;
+import org.dtorch.core.communication.Deadline;
 
 /**
  * Waiting for a {@link CompletableFuture} with a deadline: spin briefly (a value set by a running
@@ -50,6 +53,21 @@ final class CompletionWait {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new CommInterruptedException(what + " was interrupted while waiting", e);
+        }
+    }
+
+    /** The deadline of a future's {@code get()}: its own, or else the global timeout in force now. */
+    static Duration ownOrGlobal(Duration own) {
+        return own != null ? own : CommOptions.global().timeout();
+    }
+
+    /**
+     * Waits up to {@code timeout} for {@code future}, or throws a {@link CommTimeoutException} that reads
+     * "{@code <what> timed out after <timeout>: <pending>}".
+     */
+    static void awaitOrThrow(CompletableFuture<?> future, Duration timeout, String what, String pending) {
+        if (!awaitDone(future, timeout.toNanos(), what)) {
+            throw new CommTimeoutException(what + " " + Deadline.after(timeout).timedOutAfter() + ": " + pending);
         }
     }
 }

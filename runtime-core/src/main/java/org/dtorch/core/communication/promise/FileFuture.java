@@ -76,7 +76,7 @@ abstract class FileFuture {
 
     /** The default deadline of {@code get()}: the one the promise was made with, else the global timeout. */
     public final Duration timeout() {
-        return getTimeout != null ? getTimeout : CommOptions.global().timeout();
+        return CompletionWait.ownOrGlobal(getTimeout);
     }
 
     /** Waits up to {@link #timeout()}, or throws naming the promise. */

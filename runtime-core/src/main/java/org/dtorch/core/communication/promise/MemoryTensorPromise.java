@@ -6,8 +6,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import org.bytedeco.pytorch.Tensor;
 import org.dtorch.core.communication.CommOptions;
-import org.dtorch.core.communication.CommTimeoutException;
-import org.dtorch.core.communication.Deadline;
 import org.dtorch.core.tensor.TorchTensors;
 
 /**
@@ -52,7 +50,7 @@ final class MemoryTensorPromise extends MemoryPromise<Tensor> implements TensorP
 
         @Override
         public Duration timeout() {
-            return getTimeout != null ? getTimeout : CommOptions.global().timeout();
+            return CompletionWait.ownOrGlobal(getTimeout);
         }
 
         @Override
@@ -62,11 +60,8 @@ final class MemoryTensorPromise extends MemoryPromise<Tensor> implements TensorP
 
         @Override
         public Tensor get() {
-            Duration timeout = timeout();
-            if (!CompletionWait.awaitDone(value, timeout.toNanos(), "TensorFuture.get()")) {
-                throw new CommTimeoutException("TensorFuture.get() " + Deadline.after(timeout).timedOutAfter()
-                    + ": no value or error was set (the producing operator has not run)");
-            }
+            CompletionWait.awaitOrThrow(value, timeout(), "TensorFuture.get()",
+                "no value or error was set (the producing operator has not run)");
             return newReference();
         }
 
