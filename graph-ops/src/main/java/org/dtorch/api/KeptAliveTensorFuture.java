@@ -5,11 +5,15 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import org.bytedeco.pytorch.Tensor;
 import org.dtorch.core.communication.promise.TensorFuture;
+import org.dtorch.core.tensor.NativeMemoryBudget;
 
 /**
  * A {@link TensorFuture} that keeps the tensor it reads alive until the value arrives, so that the client
  * dropping its handle cannot release the operand under the pending read (seed section 4.5: the API's
  * future holds both the tensor and the inner future).
+ *
+ * <p>The inner future keeps its own reference to the value until it is collected, whatever its readers
+ * close; the value's bytes are charged to the {@link NativeMemoryBudget} until this future is collected.
  *
  * <p>Thread-safe: as the inner future.
  */
@@ -21,6 +25,7 @@ final class KeptAliveTensorFuture implements TensorFuture {
     KeptAliveTensorFuture(TensorFuture inner, DTensor source) {
         this.inner = inner;
         this.keepAlive = source;
+        NativeMemoryBudget.global().register(this, source.meta().numel() * DTensor.elementSize(source.dtype()), () -> { });
         inner.toCompletableFuture().whenComplete((value, error) -> keepAlive = null);
     }
 
