@@ -8,10 +8,12 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.communication.promise.TensorFuture;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
+import org.dtorch.core.distributed.Shard;
 import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.graph.GraphConstructor;
 import org.dtorch.core.graph.Operand;
 import org.dtorch.core.graph.TensorMeta;
+import org.dtorch.core.tensor.NativeMemoryBudget;
 import org.dtorch.ops.BinarySpec;
 import org.dtorch.ops.CastSpec;
 import org.dtorch.ops.CopySpec;
@@ -38,14 +40,14 @@ import org.dtorch.ops.UnarySpec;
  * dtype of a tensor and a scalar follows torch's promotion.
  *
  * <p>Memory: {@link #close()} releases the tensor on the workers (after the operators already queued
- * that use it); a handle the program forgets is released when the garbage collector finds it.
+ * that use it); a handle the program forgets is released when the garbage collector finds it. Every
+ * handle charges the bytes its devices hold to the {@link NativeMemoryBudget}, so that forgotten handles
+ * make the runtime request a collection before their tensors fill memory.
  *
  * <p>Not thread-safe: the client thread that owns the runtime uses its tensors; {@link #close()} may be
  * called from any thread.
  */
 public final class DTensor implements AutoCloseable {
-    private static final Cleaner CLEANER = Cleaner.create();
-
     private final DTorch runtime;
     private final Operand operand;
     private final Cleaner.Cleanable release;
@@ -54,7 +56,34 @@ public final class DTensor implements AutoCloseable {
     DTensor(DTorch runtime, Operand operand) {
         this.runtime = runtime;
         this.operand = operand;
-        this.release = CLEANER.register(this, new Release(runtime.graph(), operand));
+        this.release = NativeMemoryBudget.global().register(this, deviceBytes(operand.meta()), new Release(runtime.graph(), operand));
+    }
+
+    /** The bytes all devices of the mesh hold together: the global bytes, times the copies non-sharded mesh dimensions make. */
+    static long deviceBytes(TensorMeta meta) {
+        long bytes = meta.numel() * elementSize(meta.dtype());
+        int[] meshShape = meta.sharding().mesh().shape();
+        for (int d = 0; d < meshShape.length; d++) {
+            if (!(meta.placement(d) instanceof Shard)) {
+                bytes *= meshShape[d];
+            }
+        }
+        return bytes;
+    }
+
+    /**
+     * The bytes of one element. A switch, as this runs for every handle; {@code dtype} is canonical, as
+     * {@link TensorMeta}'s are (a fresh JavaCPP enum value matches no case and takes the native call).
+     */
+    static long elementSize(ScalarType dtype) {
+        return switch (dtype) {
+            case Double, Long, ComplexFloat -> 8;
+            case Float, Int -> 4;
+            case Half, BFloat16, Short -> 2;
+            case Byte, Char, Bool -> 1;
+            case ComplexDouble -> 16;
+            default -> org.bytedeco.pytorch.global.torch.elementSize(dtype);
+        };
     }
 
     /** Releases the operand; holds no reference to the handle, so the handle can be collected. */

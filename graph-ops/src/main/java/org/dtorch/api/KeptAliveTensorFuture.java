@@ -6,11 +6,15 @@ import java.util.concurrent.CompletableFuture;
 import org.bytedeco.pytorch.Tensor;
 import org.dtorch.core.communication.promise.DirectCompletion;
 import org.dtorch.core.communication.promise.TensorFuture;
+import org.dtorch.core.tensor.NativeMemoryBudget;
 
 /**
  * A {@link TensorFuture} that keeps the tensor it reads alive until the value arrives, so that the client
  * dropping its handle cannot release the operand under the pending read (seed section 4.5: the API's
  * future holds both the tensor and the inner future).
+ *
+ * <p>The inner future keeps its own reference to the value until it is collected, whatever its readers
+ * close; the value's bytes are charged to the {@link NativeMemoryBudget} until this future is collected.
  *
  * <p>Thread-safe: as the inner future.
  */
@@ -22,6 +26,7 @@ final class KeptAliveTensorFuture implements TensorFuture, DirectCompletion {
     KeptAliveTensorFuture(TensorFuture inner, DTensor source) {
         this.inner = inner;
         this.keepAlive = source;
+        NativeMemoryBudget.global().register(this, source.meta().numel() * DTensor.elementSize(source.dtype()), () -> { });
         directCompletion().whenComplete((value, error) -> keepAlive = null);
     }
 

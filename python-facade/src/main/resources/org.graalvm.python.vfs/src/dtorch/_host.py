@@ -1,6 +1,8 @@
 """Values that came back from the workers: whole tensors in this process."""
 
-from . import _dtypes, _isolation, _shapes
+import weakref
+
+from . import _bridge, _dtypes, _isolation, _shapes
 
 
 def _ctypes(what):
@@ -12,7 +14,11 @@ def _ctypes(what):
 
 
 class HostTensor:
-    """A whole tensor held by this process: shape, dtype, values, and its bytes as a zero-copy buffer."""
+    """A whole tensor held by this process: shape, dtype, values, and its bytes as a zero-copy buffer.
+
+    close() (or leaving a `with` block) frees the memory at once, or, while memoryviews of it are alive, when the
+    last of them is released; a HostTensor nobody closes is freed when the garbage collector finds it.
+    """
 
     __slots__ = ("_java", "__weakref__")
 
@@ -41,7 +47,7 @@ class HostTensor:
     def tolist(self):
         """The values as nested Python lists (one Python object per element, as in PyTorch)."""
         integral = self._java.isIntegral()
-        flat = list(self._java.longs()) if integral else list(self._java.doubles())
+        flat = list(_bridge.call(self._java.longs if integral else self._java.doubles))
         if self.dtype == _dtypes.bool:
             flat = [v != 0 for v in flat]
         return _shapes.nest(flat, self.shape)
@@ -50,22 +56,29 @@ class HostTensor:
         """The one value of a one-element tensor."""
         if self.numel() != 1:
             raise ValueError("item() needs a tensor of one element, this one has %d" % self.numel())
-        values = self._java.longs() if self._java.isIntegral() else self._java.doubles()
+        values = _bridge.call(self._java.longs if self._java.isIntegral() else self._java.doubles)
         value = values[0]
         return value != 0 if self.dtype == _dtypes.bool else value
 
     def memoryview(self):
         """A zero-copy memoryview of the tensor's bytes, typed and shaped where Python has a format for the dtype.
 
-        The view keeps this tensor alive; do not close() the tensor while a view is in use.
+        The view pins the memory: close() while a view is alive closes the tensor, and the memory is freed once the
+        last view is released and collected.
         """
         ctypes = _ctypes("memoryview()")
         n = self.nbytes
         if n == 0:
+            _bridge.call(self._java.address)  # a closed tensor refuses, as for any size
             return memoryview(b"")
         owned = type("_TensorBytes", (ctypes.c_char * n,), {})
-        raw = owned.from_address(self._java.address())
-        raw._owner = self
+        address = _bridge.call(self._java.pin)
+        try:
+            raw = owned.from_address(address)
+            weakref.finalize(raw, self._java.unpin)
+        except BaseException:
+            self._java.unpin()
+            raise
         view = memoryview(raw).cast("B")
         fmt = self.dtype._format
         if fmt is None:
@@ -75,13 +88,31 @@ class HostTensor:
 
     def tobytes(self):
         """The tensor's bytes, copied once into a Python bytes object."""
-        return _ctypes("tobytes()").string_at(self._java.address(), self.nbytes)
+        ctypes = _ctypes("tobytes()")
+        address = _bridge.call(self._java.pin)
+        try:
+            return ctypes.string_at(address, self.nbytes)
+        finally:
+            self._java.unpin()
 
     def close(self):
-        """Frees the memory now (views over it become invalid)."""
+        """Frees the memory now, or when the last memoryview of it is released. Idempotent."""
         self._java.close()
 
+    @property
+    def closed(self):
+        return self._java.isClosed()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
     def __repr__(self):
+        if self._java.isClosed():
+            return "tensor(<closed>, shape=%s, dtype=%r)" % (self.shape, self.dtype)
         return "tensor(%s, dtype=%r)" % (self._java.format(64), self.dtype)
 
     def __len__(self):

@@ -293,8 +293,15 @@ class Tensor:
         return self.to_torch_async().get()
 
     def close(self):
-        """Releases the tensor on the workers now (otherwise when garbage-collected)."""
+        """Releases the tensor on the workers now (otherwise when garbage-collected). Idempotent."""
         _b().close(self._java)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
 
 
 # ---- factories ----

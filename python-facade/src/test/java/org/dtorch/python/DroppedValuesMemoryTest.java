@@ -1,0 +1,72 @@
+package org.dtorch.python;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import org.dtorch.api.DTorch;
+import org.dtorch.api.DTorchOptions;
+import org.dtorch.core.tensor.NativeMemoryBudget;
+import org.dtorch.polyglot.PyBridge;
+import org.dtorch.polyglot.PythonHost;
+import org.graalvm.polyglot.Value;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The loop of issue 9 runs in bounded memory: a Python script that makes a 1 MiB tensor, brings its double back
+ * and drops both, 20,000 times. GraalPy has no reference counts, so a dropped Python object dies only when the
+ * Java collector runs; the native memory budget makes the runtime request one. Before, the loop grew by
+ * megabytes per iteration until the kernel killed the JVM. The bounds are in {@link ResidentMemory};
+ * {@value #ITERATIONS_PROPERTY} shortens the loop (default 20,000, as issue 9 asks; on two cores the GraalPy
+ * interpreter and the requested collections take about half each of 5 ms an iteration in threads, and the
+ * workers about 30 ms an iteration in process mode).
+ */
+@Tag("slow")
+@Timeout(1800)
+class DroppedValuesMemoryTest {
+    static final String ITERATIONS_PROPERTY = "dtorch.test.memoryLoopIterations";
+    private static final int ITERATIONS = Integer.getInteger(ITERATIONS_PROPERTY, 20_000);
+    private static final int CHUNK = 250;
+
+    private static final String LOOP = String.join("\n",
+        "import struct, dtorch",
+        "def loop(n):",
+        "    for i in range(n):",
+        "        x = dtorch.ones(256, 1024)",
+        "        v = (x * 2).to_torch()",
+        "        if i == 0:",
+        "            assert v.tobytes()[:4] == struct.pack('f', 2.0), v",
+        "        del x, v",
+        "");
+
+    /** Per-device-process mode instead of threads; {@code DroppedValuesMemoryInProcessesTest} turns it on. */
+    boolean processes() {
+        return false;
+    }
+
+    @Test
+    void shouldLoopOverDroppedTensorsAndValuesInBoundedMemory() {
+        try (DTorch runtime = DTorch.init(DTorchOptions.builder().devices(2).perDevicePerProcess(processes())
+                .timeout(Duration.ofSeconds(60)).build());
+             PythonHost host = PythonHost.builder().bridge(new PyBridge(runtime)).build()) {
+            host.eval(LOOP);
+            Value loop = host.eval("loop");
+            long requestsBefore = NativeMemoryBudget.global().collectionsRequested();
+            long start = System.nanoTime();
+            ResidentMemory peak = ResidentMemory.of(runtime);
+            for (int done = 0; done < ITERATIONS; ) {
+                int n = Math.min(CHUNK, ITERATIONS - done);
+                loop.execute(n);
+                done += n;
+                ResidentMemory now = ResidentMemory.of(runtime);
+                peak = now.total() > peak.total() ? now : peak;
+                assertTrue(now.withinBounds(), "after " + done + " iterations the runtime holds " + now + "; "
+                    + NativeMemoryBudget.global());
+            }
+            System.out.printf("%s: peak %s over %d iterations in %d s; %d collections requested; %s%n", getClass().getSimpleName(),
+                peak, ITERATIONS, (System.nanoTime() - start) / 1_000_000_000, NativeMemoryBudget.global().collectionsRequested() - requestsBefore,
+                NativeMemoryBudget.global());
+        }
+    }
+}
