@@ -1,10 +1,16 @@
 package org.dtorch.python;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
+import java.util.Map;
 import org.dtorch.api.DTorch;
 import org.dtorch.api.DTorchOptions;
+import org.dtorch.core.runtime.process.JvmCommand;
 import org.dtorch.core.tensor.NativeMemoryBudget;
 import org.dtorch.polyglot.PyBridge;
 import org.dtorch.polyglot.PythonHost;
@@ -45,9 +51,30 @@ class DroppedValuesMemoryTest {
         return false;
     }
 
+    /** The loop runs in a JVM of its own, so that what other tests left in this one does not count. */
     @Test
-    void shouldLoopOverDroppedTensorsAndValuesInBoundedMemory() {
-        try (DTorch runtime = DTorch.init(DTorchOptions.builder().devices(2).perDevicePerProcess(processes())
+    void shouldLoopOverDroppedTensorsAndValuesInBoundedMemory() throws Exception {
+        Files.createDirectories(Path.of(System.getProperty("java.io.tmpdir"))); // GraalPy unpacks its files there
+        JvmCommand.Outcome outcome = JvmCommand.of(DroppedValuesMemoryTest.class.getName(), List.of(String.valueOf(processes())),
+            Map.of(), List.of()).runToCompletion(null, Duration.ofMinutes(25));
+        System.out.print(outcome.output());
+        assertTrue(outcome.finished(), "the loop did not finish within 25 minutes:\n" + outcome.output());
+        assertEquals(0, outcome.exitStatus(), "the loop failed:\n" + outcome.output());
+    }
+
+    /** The loop itself, in a fresh JVM: {@code args[0]} is true for worker processes. */
+    public static void main(String[] args) {
+        try {
+            loop(Boolean.parseBoolean(args[0]));
+        } catch (Throwable e) {
+            e.printStackTrace();
+            System.exit(1);
+        }
+        System.exit(0);
+    }
+
+    private static void loop(boolean processes) {
+        try (DTorch runtime = DTorch.init(DTorchOptions.builder().devices(2).perDevicePerProcess(processes)
                 .timeout(Duration.ofSeconds(60)).build());
              PythonHost host = PythonHost.builder().bridge(new PyBridge(runtime)).build()) {
             host.eval(LOOP);
@@ -64,9 +91,9 @@ class DroppedValuesMemoryTest {
                 assertTrue(now.withinBounds(), "after " + done + " iterations the runtime holds " + now + "; "
                     + NativeMemoryBudget.global());
             }
-            System.out.printf("%s: peak %s over %d iterations in %d s; %d collections requested; %s%n", getClass().getSimpleName(),
-                peak, ITERATIONS, (System.nanoTime() - start) / 1_000_000_000, NativeMemoryBudget.global().collectionsRequested() - requestsBefore,
-                NativeMemoryBudget.global());
+            System.out.printf("%s: peak %s over %d iterations in %d s; %d collections requested; %s%n",
+                processes ? "worker processes" : "threads", peak, ITERATIONS, (System.nanoTime() - start) / 1_000_000_000,
+                NativeMemoryBudget.global().collectionsRequested() - requestsBefore, NativeMemoryBudget.global());
         }
     }
 }

@@ -3,16 +3,11 @@ package org.dtorch.python;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.ByteArrayOutputStream;
-import java.io.IOException;
-import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.bytedeco.pytorch.Generator;
@@ -41,9 +36,11 @@ class QuickstartTest {
         assertTrue(Files.isReadable(ROOT.resolve(SCRIPT)), "no " + SCRIPT + " under " + ROOT);
         // The child inherits the build's java.io.tmpdir (target/tmp), where GraalPy unpacks its files.
         Files.createDirectories(Path.of(System.getProperty("java.io.tmpdir")));
-        ProcessBuilder builder = JvmCommand.of(Launcher.class.getName(), List.of("run", SCRIPT), Map.of(), List.of("-Xmx1g"))
-            .processBuilder().directory(ROOT.toFile()).redirectErrorStream(true);
-        String out = runToCompletion(builder);
+        JvmCommand.Outcome run = JvmCommand.of(Launcher.class.getName(), List.of("run", SCRIPT), Map.of(), List.of("-Xmx1g"))
+            .runToCompletion(ROOT, DEADLINE);
+        String out = run.output();
+        assertTrue(run.finished(), "./dtorch run " + SCRIPT + " did not finish within " + DEADLINE + "; output so far:\n" + out);
+        assertEquals(0, run.exitStatus(), "./dtorch run " + SCRIPT + " failed:\n" + out);
 
         assertTrue(out.contains("mesh: DeviceMesh(cpu, [[0, 1], [2, 3]], dims=[dp, tp])"), out);
         // Column-parallel linear: [S(0), R] x [R, S(0)] weight -> hidden split by batch and by feature.
@@ -55,29 +52,6 @@ class QuickstartTest {
         assertEquals(expected[1], printed(out, "loss after the step:"), 2e-6 + 1e-5 * expected[1], out);
         assertTrue(expected[1] < expected[0], "plain torch says the step does not lower the loss: " + expected[0] + " -> " + expected[1]);
         assertTrue(out.lines().anyMatch("OK"::equals), out);
-    }
-
-    /** Runs the command to its end (within the deadline), returning its output; fails unless it exits with 0. */
-    private static String runToCompletion(ProcessBuilder builder) throws IOException, InterruptedException {
-        Process process = builder.start();
-        ByteArrayOutputStream output = new ByteArrayOutputStream();
-        Thread pump = Thread.ofPlatform().daemon().name("quickstart-output").start(() -> {
-            try (InputStream in = process.getInputStream()) {
-                in.transferTo(output);
-            } catch (IOException ignored) {
-                // the child is gone
-            }
-        });
-        try {
-            boolean exited = process.waitFor(DEADLINE.toMillis(), TimeUnit.MILLISECONDS);
-            pump.join(10_000);
-            String out = output.toString(StandardCharsets.UTF_8);
-            assertTrue(exited, "./dtorch run " + SCRIPT + " did not finish within " + DEADLINE + "; output so far:\n" + out);
-            assertEquals(0, process.exitValue(), "./dtorch run " + SCRIPT + " failed:\n" + out);
-            return out;
-        } finally {
-            process.destroyForcibly();
-        }
     }
 
     private static double printed(String out, String label) {

@@ -1,10 +1,16 @@
 package org.dtorch.core.runtime.process;
 
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The command line that starts another JVM running a main class on this JVM's class path, with the
@@ -63,6 +69,46 @@ public final class JvmCommand {
     /** The command and its arguments. */
     public List<String> command() {
         return command;
+    }
+
+    /**
+     * How a command run by {@link #runToCompletion} ended.
+     *
+     * @param finished   false if it was killed at the deadline
+     * @param exitStatus its exit status, or -1 if it did not finish
+     * @param output     everything it printed, standard output and standard error together
+     */
+    public record Outcome(boolean finished, int exitStatus, String output) {
+    }
+
+    /**
+     * Runs the command in {@code directory} (null for this process's) and waits for its end, at most
+     * {@code deadline}, killing it then. For tests and harnesses that need a JVM of their own.
+     */
+    public Outcome runToCompletion(Path directory, Duration deadline) throws IOException, InterruptedException {
+        ProcessBuilder builder = processBuilder().redirectErrorStream(true);
+        if (directory != null) {
+            builder.directory(directory.toFile());
+        }
+        Process process = builder.start();
+        ByteArrayOutputStream output = new ByteArrayOutputStream();
+        Thread pump = Thread.ofPlatform().daemon().name("child-jvm-output").start(() -> {
+            try (InputStream in = process.getInputStream()) {
+                in.transferTo(output);
+            } catch (IOException ignored) {
+                // the child is gone
+            }
+        });
+        try {
+            boolean finished = process.waitFor(deadline.toMillis(), TimeUnit.MILLISECONDS);
+            if (!finished) {
+                process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            }
+            pump.join(10_000);
+            return new Outcome(finished, finished ? process.exitValue() : -1, output.toString(StandardCharsets.UTF_8));
+        } finally {
+            process.destroyForcibly();
+        }
     }
 
     /** A process builder for the command; the caller decides what happens to its output. */
