@@ -22,6 +22,8 @@ import java.util.List;
 record BenchOptions(List<String> selected, Path report, Path root, int runs, int rounds, boolean quick) {
     /** Every harness, in the order a run takes them. */
     static final List<String> BENCHMARKS = List.of("store", "future", "allreduce", "redistribute", "pipeline", "process", "python");
+    /** Harnesses that {@code all} leaves out: {@code gpu} needs a CUDA device and the {@code -Pgpu} build. */
+    static final List<String> ON_REQUEST = List.of("gpu");
 
     /** System property: how many runs; default {@value #DEFAULT_RUNS}. */
     static final String RUNS_PROPERTY = "bench.runs";
@@ -55,12 +57,14 @@ record BenchOptions(List<String> selected, Path report, Path root, int runs, int
     /** {@code all} or comma-separated names from {@link #BENCHMARKS}, in that order. */
     static List<String> parseSelection(String selection) {
         List<String> names = Arrays.stream(selection.split(",")).map(String::strip).filter(s -> !s.isEmpty()).toList();
-        List<String> unknown = names.stream().filter(n -> !n.equals("all") && !BENCHMARKS.contains(n)).toList();
+        List<String> unknown = names.stream().filter(n -> !n.equals("all") && !BENCHMARKS.contains(n) && !ON_REQUEST.contains(n)).toList();
         if (names.isEmpty() || !unknown.isEmpty()) {
             throw new IllegalArgumentException("bench.select: unknown benchmark(s) " + unknown + " in '" + selection + "'; choose 'all' or any of "
-                + BENCHMARKS);
+                + BENCHMARKS + " or " + ON_REQUEST);
         }
-        return names.contains("all") ? BENCHMARKS : BENCHMARKS.stream().filter(names::contains).toList();
+        List<String> chosen = new java.util.ArrayList<>(names.contains("all") ? BENCHMARKS : BENCHMARKS.stream().filter(names::contains).toList());
+        ON_REQUEST.stream().filter(names::contains).forEach(chosen::add);
+        return List.copyOf(chosen);
     }
 
     BenchOptions validate() {

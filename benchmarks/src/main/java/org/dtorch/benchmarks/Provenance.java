@@ -32,6 +32,10 @@ record Provenance(String commit, LocalDate date, String machine) {
 
     /** {@code git rev-parse --short HEAD} at {@code root}, with {@code -dirty} when {@code git status} lists any change. */
     static String commit(Path root) {
+        String given = System.getProperty("bench.commit");
+        if (given != null && !given.isBlank()) {
+            return given; // a copy without .git, such as the GPU machine's
+        }
         try {
             String head = git(root, "rev-parse", "--short", "HEAD").strip();
             String status = git(root, "status", "--porcelain").strip();

@@ -13,8 +13,8 @@ import org.bytedeco.pytorch.MemoryFormatOptional;
 import org.bytedeco.pytorch.ScalarTypeOptional;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
-import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.bytedeco.pytorch.global.torch;
 import org.dtorch.core.communication.promise.TensorFuture;
 import org.dtorch.core.communication.promise.TensorPromise;
 import org.dtorch.core.communication.promise.TensorPromises;
@@ -66,7 +66,7 @@ public final class DTorch implements AutoCloseable {
     /**
      * Starts a runtime.
      *
-     * @throws UnsupportedOperationException for GPUs, until their issue lands
+     * @throws org.dtorch.core.device.CudaUnavailableException for CUDA devices this process cannot use
      * @throws org.dtorch.core.communication.CommException if per-device-process mode cannot start its workers
      */
     public static DTorch init(DTorchOptions options) {

@@ -77,13 +77,30 @@ public final class DTorchOptions {
         private Builder() {
         }
 
-        /** The number of CPU devices; default 4. */
+        /** The number of devices; default 4. */
         public Builder devices(int count) {
             this.devices = count;
             return this;
         }
 
-        /** The device kind; only CPU until the GPU issue lands. */
+        /**
+         * Kind and number of devices as the launcher writes them: {@code cpu:4} or {@code cuda:2}. With more CUDA
+         * devices than GPUs, also set {@link #sameDevice(boolean)}.
+         *
+         * @throws IllegalArgumentException if {@code spec} is not {@code cpu:N} or {@code cuda:N} with N >= 1
+         */
+        public Builder devices(String spec) {
+            Objects.requireNonNull(spec, "devices: spec is null");
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("(cpu|cuda):([1-9][0-9]{0,5})").matcher(spec.trim());
+            if (!m.matches()) {
+                throw new IllegalArgumentException("devices: expected cpu:N or cuda:N with N >= 1, got '" + spec + "'");
+            }
+            this.kind = m.group(1).equals("cpu") ? DeviceKind.CPU : DeviceKind.CUDA;
+            this.devices = Integer.parseInt(m.group(2));
+            return this;
+        }
+
+        /** The device kind; default CPU. */
         public Builder deviceKind(DeviceKind value) {
             this.kind = Objects.requireNonNull(value, "deviceKind: value is null");
             return this;

@@ -8,17 +8,19 @@ import org.bytedeco.pytorch.Generator;
 import org.bytedeco.pytorch.GeneratorOptional;
 import org.bytedeco.pytorch.MemoryFormatOptional;
 import org.bytedeco.pytorch.Scalar;
-import org.bytedeco.pytorch.ScalarTypeOptional;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
-import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.bytedeco.pytorch.global.torch;
+import org.dtorch.core.device.Device;
+import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.distributed.ShardLayout;
 import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.graph.DeviceKernel;
 import org.dtorch.core.graph.OpSpec;
 import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.TensorMeta;
+import org.dtorch.core.tensor.TorchTensors;
 
 /**
  * Tensors made from nothing: {@code empty}, {@code zeros}, {@code ones}, {@code full}, {@code arange},
@@ -152,40 +154,49 @@ public final class FactorySpec implements OpSpec {
         ShardLayout layout = meta.layout();
         long[] local = layout.localShape(deviceId);
         long[] offsets = layout.offsets(deviceId);
-        return new LocalKernel(in -> {
-            try (TensorOptions options = new TensorOptions().dtype(new ScalarTypeOptional(meta.dtype()))) {
-                return switch (kind) {
-                    case EMPTY -> torch.empty(local, options, new MemoryFormatOptional());
-                    case ZEROS -> torch.zeros(local, options);
-                    case ONES -> torch.ones(local, options);
-                    case FULL -> {
-                        try (Scalar s = value.toScalar()) {
-                            yield torch.full(local, s, options);
-                        }
+        return (ctx, in) -> java.util.Collections.singletonList(make(ctx.stream().device(), local, offsets));
+    }
+
+    /** This device's part, made on {@code device} (values equal on every device kind: random ones come from the CPU generator). */
+    private Tensor make(Device device, long[] local, long[] offsets) {
+        try (TensorOptions options = TorchTensors.options(meta.dtype(), device)) {
+            return switch (kind) {
+                case EMPTY -> torch.empty(local, options, new MemoryFormatOptional());
+                case ZEROS -> torch.zeros(local, options);
+                case ONES -> torch.ones(local, options);
+                case FULL -> {
+                    try (Scalar s = value.toScalar()) {
+                        yield torch.full(local, s, options);
                     }
-                    case ARANGE -> {
-                        // Integers in int64 (exact), others in double; index * step + start, then the dtype.
-                        ScalarType compute = start.isFloating() || step.isFloating() ? ScalarType.Double : ScalarType.Long;
-                        try (Scalar from = new Scalar(offsets[0]); Scalar to = new Scalar(offsets[0] + local[0]);
-                             TensorOptions indexOptions = new TensorOptions().dtype(new ScalarTypeOptional(compute));
-                             Tensor index = torch.arange(from, to, indexOptions);
-                             Scalar by = step.toScalar(); Tensor scaled = index.mul(by);
-                             Scalar origin = start.toScalar(); Tensor shifted = scaled.add(origin)) {
-                            yield shifted.to(meta.dtype());
-                        }
+                }
+                case ARANGE -> {
+                    // Integers in int64 (exact), others in double; index * step + start, then the dtype.
+                    ScalarType compute = start.isFloating() || step.isFloating() ? ScalarType.Double : ScalarType.Long;
+                    try (Scalar from = new Scalar(offsets[0]); Scalar to = new Scalar(offsets[0] + local[0]);
+                         TensorOptions indexOptions = TorchTensors.options(compute, device);
+                         Tensor index = torch.arange(from, to, indexOptions);
+                         Scalar by = step.toScalar(); Tensor scaled = index.mul(by);
+                         Scalar origin = start.toScalar(); Tensor shifted = scaled.add(origin)) {
+                        yield shifted.to(meta.dtype());
                     }
-                    case RAND, RANDN -> {
-                        try (Generator generator = torch.make_generator_cpu(seed);
-                             Tensor whole = kind == Kind.RAND
-                                 ? torch.rand(meta.shape(), new GeneratorOptional(generator), new org.bytedeco.pytorch.DimnameListOptional(), options)
-                                 : torch.randn(meta.shape(), new GeneratorOptional(generator), options);
-                             Tensor mine = ShardLayout.narrow(whole, offsets, local)) {
+                }
+                case RAND, RANDN -> {
+                    try (TensorOptions cpuOptions = TorchTensors.options(meta.dtype(), Device.cpu(0));
+                         Generator generator = torch.make_generator_cpu(seed);
+                         Tensor whole = kind == Kind.RAND
+                             ? torch.rand(meta.shape(), new GeneratorOptional(generator), new org.bytedeco.pytorch.DimnameListOptional(), cpuOptions)
+                             : torch.randn(meta.shape(), new GeneratorOptional(generator), cpuOptions);
+                         Tensor mine = ShardLayout.narrow(whole, offsets, local)) {
+                        if (device.kind() == DeviceKind.CPU) {
                             yield mine.clone(new MemoryFormatOptional(torch.MemoryFormat.Contiguous));
                         }
+                        try (Tensor moved = TorchTensors.to(mine, device)) {
+                            yield moved.contiguous();
+                        }
                     }
-                };
-            }
-        });
+                }
+            };
+        }
     }
 
     Kind kind() {

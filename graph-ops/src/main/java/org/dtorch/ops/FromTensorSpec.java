@@ -6,6 +6,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.bytedeco.pytorch.MemoryFormatOptional;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
+import org.dtorch.core.device.Device;
+import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.graph.DeviceKernel;
 import org.dtorch.core.graph.OpSpec;
@@ -68,15 +70,21 @@ public final class FromTensorSpec implements OpSpec {
 
     @Override
     public DeviceKernel kernel(Operator op, long deviceId) {
-        return new LocalKernel(in -> {
+        return (ctx, in) -> {
             try (Tensor view = meta.layout().localSlice(data, deviceId)) {
-                return view.clone(new MemoryFormatOptional(torch.MemoryFormat.Contiguous));
+                Device device = ctx.stream().device();
+                if (device.kind() == DeviceKind.CPU) {
+                    return java.util.Collections.singletonList(view.clone(new MemoryFormatOptional(torch.MemoryFormat.Contiguous)));
+                }
+                try (Tensor moved = TorchTensors.to(view, device)) {
+                    return java.util.Collections.singletonList(moved.contiguous());
+                }
             } finally {
                 if (devicesLeft.decrementAndGet() == 0) {
                     data.close();
                 }
             }
-        });
+        };
     }
 
     /** Per-device-process mode: the workers got their copy; drop the controller's. */

@@ -194,9 +194,12 @@ class RuntimeBehaviourTest {
     }
 
     @Test
-    void shouldRefuseDevicesThatAreNotBuiltYet() {
-        UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class,
-            () -> DTorch.init(options().deviceKind(org.dtorch.core.device.DeviceKind.GPU).build()));
-        assertTrue(e.getMessage().contains("GPU issue"), e.getMessage());
+    void shouldNameWhatIsMissingWhenCudaIsNotAvailable() {
+        org.junit.jupiter.api.Assumptions.assumeFalse(org.dtorch.core.device.Cuda.isAvailable(), "CUDA is available here");
+        org.dtorch.core.device.CudaUnavailableException e = assertThrows(org.dtorch.core.device.CudaUnavailableException.class,
+            () -> DTorch.init(options().devices("cuda:2").build()));
+        assertTrue(e.getMessage().contains("cuda:0 is not usable") && e.getMessage().contains("-Pgpu"), e.getMessage());
+        IllegalArgumentException bad = assertThrows(IllegalArgumentException.class, () -> options().devices("tpu:2"));
+        assertTrue(bad.getMessage().contains("cpu:N or cuda:N"), bad.getMessage());
     }
 }

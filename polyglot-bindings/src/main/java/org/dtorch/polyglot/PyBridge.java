@@ -6,11 +6,11 @@ import java.util.Locale;
 import java.util.Objects;
 import org.bytedeco.javacpp.DoublePointer;
 import org.bytedeco.javacpp.LongPointer;
+import org.bytedeco.pytorch.ScalarTypeOptional;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
-import org.bytedeco.pytorch.ScalarTypeOptional;
-import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.bytedeco.pytorch.global.torch;
 import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
 import org.dtorch.core.communication.ReduceOpType;
@@ -64,7 +64,7 @@ public final class PyBridge {
     /** {@code cpu} or {@code cuda}: the device type of the runtime. */
     @HostAccess.Export
     public String deviceType() {
-        return runtime.deviceKind() == DeviceKind.GPU ? "cuda" : "cpu";
+        return runtime.deviceKind() == DeviceKind.CUDA ? "cuda" : "cpu";
     }
 
     /** The number of devices of the runtime. */
@@ -85,7 +85,7 @@ public final class PyBridge {
         DeviceKind kind = kindOf(deviceType);
         if (kind != runtime.deviceKind()) {
             throw new UnsupportedOperationException("device type '" + deviceType + "': this runtime has " + deviceType()
-                + " devices" + (kind == DeviceKind.GPU ? "; GPU devices come with the GPU issue" : ""));
+                + " devices" + (kind == DeviceKind.CUDA ? "; GPU devices come with the GPU issue" : ""));
         }
         long[] meshShape = longs(shape);
         int[] intShape = new int[meshShape.length];
@@ -443,7 +443,7 @@ public final class PyBridge {
     static DeviceKind kindOf(String deviceType) {
         return switch (deviceType.toLowerCase(Locale.ROOT)) {
             case "cpu" -> DeviceKind.CPU;
-            case "cuda", "gpu" -> DeviceKind.GPU;
+            case "cuda", "gpu" -> DeviceKind.CUDA;
             default -> throw new IllegalArgumentException("unknown device type '" + deviceType + "' (expected 'cpu' or 'cuda')");
         };
     }

@@ -25,12 +25,12 @@ public record Device(DeviceKind kind, int index) {
         return new Device(DeviceKind.CPU, index);
     }
 
-    /** The GPU device with the given index. */
-    public static Device gpu(int index) {
-        return new Device(DeviceKind.GPU, index);
+    /** The CUDA device with the given index (its index among the devices this process sees). */
+    public static Device cuda(int index) {
+        return new Device(DeviceKind.CUDA, index);
     }
 
-    /** Prints as {@code cpu:0} or {@code gpu:3}. */
+    /** Prints as torch does: {@code cpu:0} or {@code cuda:3}. */
     @Override
     public String toString() {
         return kind.shortName() + ":" + index;

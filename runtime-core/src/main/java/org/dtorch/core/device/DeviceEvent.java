@@ -7,27 +7,29 @@ import java.util.Objects;
  * (the seed's {@code DeviceEvent}, a CUDA event on GPUs).
  *
  * <p>On CPU the work before an event has always finished when {@link #record(DeviceStream)} returns,
- * so {@link #query()} is true and the waits return at once.
+ * so {@link #query()} is true and the waits return at once. On CUDA it is a c10 CUDA event without
+ * timing; {@link #streamWaitEvent(DeviceStream)} makes the other stream wait on the device, not the host.
+ *
+ * <p>Ownership: {@link #close()} releases a CUDA event (the garbage collector does it otherwise).
  *
  * <p>Not thread-safe for {@link #record(DeviceStream)}: one thread records; any thread may query or wait
  * after the recording thread has published the event.
  */
-public abstract sealed class DeviceEvent permits DeviceEvent.CpuEvent {
+public abstract sealed class DeviceEvent implements AutoCloseable permits DeviceEvent.CpuEvent, CudaEvent {
 
-    private DeviceEvent() {
+    DeviceEvent() {
     }
 
     /**
      * A new, unrecorded event for a device.
      *
-     * @throws UnsupportedOperationException for a GPU device, until the GPU backend is built
+     * @throws CudaUnavailableException for a CUDA device this process cannot use
      */
     public static DeviceEvent create(Device device) {
         Objects.requireNonNull(device, "device");
         return switch (device.kind()) {
             case CPU -> new CpuEvent(device);
-            case GPU -> throw new UnsupportedOperationException(
-                "GPU events are not built yet: CUDA events come with the GPU issue (asked for " + device + ")");
+            case CUDA -> new CudaEvent(device, false);
         };
     }
 
@@ -45,6 +47,11 @@ public abstract sealed class DeviceEvent permits DeviceEvent.CpuEvent {
 
     /** Blocks the calling thread until the recorded work has finished. */
     public abstract void synchronize();
+
+    /** Releases the native event. Idempotent. */
+    @Override
+    public void close() {
+    }
 
     /** A CPU event: the recorded work is always complete. */
     static final class CpuEvent extends DeviceEvent {

@@ -1,17 +1,17 @@
 package org.dtorch.core.device;
 
 /**
- * The kind of a device: the host CPU or a GPU.
+ * The kind of a device: the host CPU or a CUDA GPU.
  *
  * <p>Thread-safe: an immutable enum.
  */
 public enum DeviceKind {
     /** The host CPU. Several logical CPU devices may share the physical CPU. */
     CPU,
-    /** A CUDA GPU. */
-    GPU;
+    /** A CUDA GPU, through libtorch's CUDA build (see {@link Cuda}). */
+    CUDA;
 
-    /** The lower-case name used in paths and keys, for example {@code cpu}. */
+    /** The lower-case name used in paths, keys and torch device strings: {@code cpu} or {@code cuda}. */
     public String shortName() {
         return name().toLowerCase(java.util.Locale.ROOT);
     }

@@ -1,35 +1,48 @@
 package org.dtorch.core.device;
 
 import java.util.Objects;
+import org.bytedeco.pytorch.Tensor;
 
 /**
  * An ordered queue of work on one device (the seed's {@code DeviceStream}).
  *
- * <p>{@link #of(Device)} gives the device's default stream. On CPU, work runs synchronously on the
- * thread that issues it, so a CPU stream only carries its device and {@link #synchronize()} returns
- * at once. The GPU implementation (a CUDA stream) arrives with the GPU issue; until then
- * {@link #of(Device)} rejects GPU devices with an {@link UnsupportedOperationException}.
+ * <p>On CPU, work runs synchronously on the thread that issues it, so a CPU stream only carries its
+ * device and {@link #synchronize()} returns at once. On CUDA it is a c10 CUDA stream: libtorch issues the
+ * work of the calling thread to the thread's current stream of the tensor's device, so a device worker
+ * {@link #create(Device) creates} its own stream and {@link #makeCurrent() makes it current} once.
  *
  * <p>Thread-safe: streams are immutable handles; issuing work to one stream from several threads
  * follows the device's own rules.
  */
-public abstract sealed class DeviceStream permits DeviceStream.CpuStream {
+public abstract sealed class DeviceStream permits DeviceStream.CpuStream, CudaStream {
 
-    private DeviceStream() {
+    DeviceStream() {
     }
 
     /**
-     * The default stream of a device.
+     * The stream the calling thread issues work to on {@code device}: on CUDA the thread's current stream
+     * (the default stream unless {@link #makeCurrent()} chose another).
      *
-     * @throws UnsupportedOperationException for a GPU device, until the GPU backend is built
+     * @throws CudaUnavailableException for a CUDA device this process cannot use
      */
     public static DeviceStream of(Device device) {
         Objects.requireNonNull(device, "device");
         return switch (device.kind()) {
             case CPU -> new CpuStream(device);
-            case GPU -> throw new UnsupportedOperationException(
-                "GPU streams are not built yet: CUDA streams, events and NCCL come with the GPU issue (asked for "
-                    + device + ")");
+            case CUDA -> CudaStream.current(device);
+        };
+    }
+
+    /**
+     * A stream of its own for a device worker: on CUDA a stream from libtorch's pool, on CPU the CPU stream.
+     *
+     * @throws CudaUnavailableException for a CUDA device this process cannot use
+     */
+    public static DeviceStream create(Device device) {
+        Objects.requireNonNull(device, "device");
+        return switch (device.kind()) {
+            case CPU -> new CpuStream(device);
+            case CUDA -> CudaStream.fromPool(device);
         };
     }
 
@@ -38,6 +51,16 @@ public abstract sealed class DeviceStream permits DeviceStream.CpuStream {
 
     /** Blocks until all work issued to this stream so far has finished. */
     public abstract void synchronize();
+
+    /** Makes this the calling thread's current stream of its device, where libtorch issues the thread's work. */
+    public abstract void makeCurrent();
+
+    /**
+     * Tells the device's memory allocator that {@code tensor}'s memory is used by work on this stream, so
+     * that it is not reused before that work finished even if the last reference is dropped on another
+     * stream (torch's {@code Tensor.record_stream}). A no-op on CPU.
+     */
+    public abstract void recordUse(Tensor tensor);
 
     /** Records a new event at the current end of this stream. */
     public DeviceEvent recordEvent() {
@@ -62,6 +85,16 @@ public abstract sealed class DeviceStream permits DeviceStream.CpuStream {
         @Override
         public void synchronize() {
             // CPU work is synchronous on the issuing thread: nothing is pending.
+        }
+
+        @Override
+        public void makeCurrent() {
+            // CPU work runs on the issuing thread.
+        }
+
+        @Override
+        public void recordUse(Tensor tensor) {
+            // CPU memory is freed when its last reference goes.
         }
 
         @Override

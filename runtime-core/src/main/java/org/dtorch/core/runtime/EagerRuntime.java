@@ -19,7 +19,9 @@ import org.dtorch.core.communication.promise.TensorPromises;
 import org.dtorch.core.communication.promise.VoidFuture;
 import org.dtorch.core.communication.promise.VoidFutureCollect;
 import org.dtorch.core.communication.promise.VoidPromise;
+import org.dtorch.core.device.Cuda;
 import org.dtorch.core.device.Device;
+import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.graph.GraphConstructor;
 import org.dtorch.core.graph.GraphMessage;
 import org.dtorch.core.graph.LogicalGraph;
@@ -110,7 +112,8 @@ public final class EagerRuntime implements AutoCloseable {
             this.encoder = null;
             this.failureTimer = null;
             for (Device device : devices) {
-                nodes.put((long) device.index(), new PerDeviceThreadNodeRunner(device, graph, failures, groups, options.timeout()));
+                nodes.put((long) device.index(), new PerDeviceThreadNodeRunner(device, options.physicalDevice(device), graph, failures, groups,
+                    options.timeout()));
             }
         }
         this.controller = new EagerGraphExecutor(graph, nodes);
@@ -122,13 +125,19 @@ public final class EagerRuntime implements AutoCloseable {
     /**
      * Starts a runtime: worker threads, or worker processes when {@link RuntimeOptions#perDevicePerProcess()}.
      *
-     * @throws UnsupportedOperationException for GPU devices, which come with the GPU issue
-     * @throws CommException                 if the worker processes cannot start
+     * @throws org.dtorch.core.device.CudaUnavailableException for CUDA devices this process cannot use (the message
+     *                                                         names what is missing and the fix)
+     * @throws CommException                                   if the worker processes cannot start
      */
     public static EagerRuntime start(RuntimeOptions options) {
         Objects.requireNonNull(options, "options");
-        if (options.deviceKind() != org.dtorch.core.device.DeviceKind.CPU) {
-            throw new UnsupportedOperationException("GPU devices are not built yet: CUDA streams and NCCL come with the GPU issue");
+        Cuda.loadNatives();
+        if (options.deviceKind() == DeviceKind.CUDA) {
+            Cuda.requireDevices(options.deviceCount(), options.sameDevice());
+            if (options.perDevicePerProcess()) {
+                throw new UnsupportedOperationException("per-device-process mode on CUDA needs CUDA IPC between the worker JVMs, "
+                    + "which is not built yet; run CUDA devices in threads (the default)");
+            }
         }
         return new EagerRuntime(options);
     }

@@ -3,8 +3,8 @@ package org.dtorch.core.runtime;
 import java.util.List;
 import java.util.Objects;
 import org.bytedeco.pytorch.Tensor;
-import org.dtorch.core.communication.promise.TensorPromises;
 import org.dtorch.core.communication.promise.TensorPromise;
+import org.dtorch.core.communication.promise.TensorPromises;
 import org.dtorch.core.graph.DeviceKernel;
 import org.dtorch.core.graph.OpSpec;
 import org.dtorch.core.graph.Operator;
@@ -58,7 +58,16 @@ public final class GetTensorSpec implements OpSpec {
         return new DeviceKernel() {
             @Override
             public List<Tensor> run(KernelContext ctx, List<Tensor> inputs) {
-                promise.setValue(inputs.getFirst());
+                Tensor value = inputs.getFirst();
+                if (!value.is_cuda()) {
+                    promise.setValue(value);
+                    return List.of();
+                }
+                // The client gets a host tensor: copied on the worker's stream, synchronously, so the promise
+                // completes when the copy is done.
+                try (Tensor host = value.cpu()) {
+                    promise.setValue(host);
+                }
                 return List.of();
             }
 

@@ -3,7 +3,6 @@ package org.dtorch.core.runtime;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import org.bytedeco.pytorch.ScalarTypeOptional;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
@@ -38,13 +37,22 @@ final class NaiveRunner {
     /** The context of kernels that do not communicate: they need no store namespace of their own. */
     private final KernelContext localContext;
 
-    NaiveRunner(Device device, FailureRegistry failures, ThreadGroupManager groups, Duration timeout) {
+    /**
+     * A runner for logical device {@code device}, whose kernels run on {@code physical} (the same device except
+     * for several ranks on one GPU, see {@link RuntimeOptions#physicalDevice}).
+     */
+    NaiveRunner(Device device, Device physical, FailureRegistry failures, ThreadGroupManager groups, Duration timeout) {
         this.device = device;
-        this.stream = new KernelStream(device);
+        this.stream = new KernelStream(physical);
         this.failures = failures;
         this.groups = groups;
         this.timeout = timeout;
         this.localContext = new KernelContext(device, stream.stream(), groups, "local-" + device.index(), timeout);
+    }
+
+    /** Binds the device's stream to the calling thread: the worker thread calls it once, before the first operator. */
+    void bindToThisThread() {
+        stream.bindToThisThread();
     }
 
     private KernelContext context(Operator op) {
@@ -201,8 +209,7 @@ final class NaiveRunner {
             for (Operand input : op.inputs()) {
                 Tensor t = holds(input) ? blobs.get(input.id()) : null;
                 if (t == null && holds(input)) {
-                    try (ScalarTypeOptional dtype = new ScalarTypeOptional(input.meta().dtype());
-                         TensorOptions options = new TensorOptions().dtype(dtype)) {
+                    try (TensorOptions options = TorchTensors.options(input.meta().dtype(), ctx.stream().device())) {
                         t = torch.zeros(input.meta().layout().localShape(device.index()), options);
                     }
                     placeholders.add(t);

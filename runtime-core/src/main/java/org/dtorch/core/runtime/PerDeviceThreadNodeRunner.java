@@ -28,10 +28,11 @@ final class PerDeviceThreadNodeRunner implements DeviceNode {
     private final Thread thread;
     private volatile Throwable cancelledBy;
 
-    PerDeviceThreadNodeRunner(Device device, LogicalGraph graph, FailureRegistry failures, ThreadGroupManager groups, Duration timeout) {
+    PerDeviceThreadNodeRunner(Device device, Device physical, LogicalGraph graph, FailureRegistry failures, ThreadGroupManager groups,
+                              Duration timeout) {
         this.device = device;
         this.graph = graph;
-        this.runner = new NaiveRunner(device, failures, groups, timeout);
+        this.runner = new NaiveRunner(device, physical, failures, groups, timeout);
         this.thread = Thread.ofPlatform().name("dtorch-worker-" + device).daemon().unstarted(this::loop);
     }
 
@@ -75,6 +76,7 @@ final class PerDeviceThreadNodeRunner implements DeviceNode {
 
     private void loop() {
         try {
+            runner.bindToThisThread();
             while (true) {
                 Object task = inbox.take();
                 if (task == null) {

@@ -3,6 +3,7 @@ package org.dtorch.core.runtime;
 import java.time.Duration;
 import java.util.Objects;
 import org.dtorch.core.communication.CommOptions;
+import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
 
 /**
@@ -38,6 +39,16 @@ public record RuntimeOptions(DeviceKind deviceKind, int deviceCount, boolean sam
         }
         CommOptions.validateTimeout(timeout);
         CommOptions.validateTimeout(shutdownTimeout);
+    }
+
+    /**
+     * The device whose memory and stream logical device {@code logical} of this runtime uses, seen from a
+     * thread-mode worker: itself on CPU and for distinct GPUs; {@code cuda:0} for every rank when
+     * {@link #sameDevice()} on CUDA (the seed's simulation of N devices on one GPU).
+     */
+    public Device physicalDevice(Device logical) {
+        Objects.requireNonNull(logical, "logical");
+        return logical.kind() == DeviceKind.CUDA && sameDevice ? Device.cuda(0) : logical;
     }
 
     /** The defaults: 4 CPU devices in threads. */

@@ -12,8 +12,9 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.dtorch.core.communication.CommException;
-import org.dtorch.core.communication.promise.RemoteFailureException;
 import org.dtorch.core.communication.group.ThreadGroupManager;
+import org.dtorch.core.communication.promise.RemoteFailureException;
+import org.dtorch.core.device.Cuda;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.graph.Operator;
@@ -76,12 +77,14 @@ public final class WorkerMain {
         this.channel = channel;
         this.failures = failures;
         this.groups = groups;
-        this.runner = new NaiveRunner(device, failures, groups, timeout);
+        // Worker processes run CPU devices only for now: CUDA in processes needs CUDA IPC (EagerRuntime.start says so).
+        this.runner = new NaiveRunner(device, device, failures, groups, timeout);
     }
 
     public static void main(String[] args) {
         Map<String, String> options = parse(args);
         WorkerMain worker;
+        Cuda.loadNatives(); // before the first tensor of this JVM: libtorch decides once whether it has CUDA
         try {
             Device device = new Device(DeviceKind.CPU, Integer.parseInt(options.get("device")));
             limitIntraOpThreads(Integer.parseInt(options.get("devices")));
@@ -145,6 +148,7 @@ public final class WorkerMain {
         Thread.ofPlatform().daemon().name("dtorch-control-reader").start(this::readControl);
         Thread writer = Thread.ofPlatform().daemon().name("dtorch-control-writer").start(this::writeControl);
         try {
+            runner.bindToThisThread();
             while (true) {
                 Object task = inbox.poll();
                 if (task == null && !done.isEmpty()) {

@@ -2,9 +2,16 @@ package org.dtorch.core.tensor;
 
 import java.util.Arrays;
 import java.util.Locale;
+import org.bytedeco.pytorch.DeviceOptional;
 import org.bytedeco.pytorch.LongArrayRef;
+import org.bytedeco.pytorch.MemoryFormatOptional;
+import org.bytedeco.pytorch.ScalarTypeOptional;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.global.torch.DeviceType;
 import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.dtorch.core.device.Cuda;
+import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
 
 /**
@@ -55,7 +62,57 @@ public final class TorchTensors {
 
     /** The device kind a tensor lives on. */
     public static DeviceKind deviceKind(Tensor t) {
-        return t.is_cuda() ? DeviceKind.GPU : DeviceKind.CPU;
+        return t.is_cuda() ? DeviceKind.CUDA : DeviceKind.CPU;
+    }
+
+    /** The device a tensor lives on; a CPU tensor is on {@code cpu:0}. */
+    public static Device device(Tensor t) {
+        if (!t.is_cuda()) {
+            return Device.cpu(0);
+        }
+        try (org.bytedeco.pytorch.Device d = t.device()) {
+            return Device.cuda(d.index());
+        }
+    }
+
+    /** libtorch's device for ours; the caller closes it. All CPU devices are libtorch's one CPU. */
+    public static org.bytedeco.pytorch.Device torchDevice(Device device) {
+        return switch (device.kind()) {
+            case CPU -> new org.bytedeco.pytorch.Device(DeviceType.CPU);
+            case CUDA -> new org.bytedeco.pytorch.Device(DeviceType.CUDA, (byte) device.index());
+        };
+    }
+
+    /**
+     * Tensor options for {@code dtype} on {@code device}; the caller closes them. CUDA work is checked
+     * first ({@link Cuda#require}), so a missing GPU fails with a message, not inside libtorch.
+     */
+    public static TensorOptions options(ScalarType dtype, Device device) {
+        TensorOptions options = new TensorOptions().dtype(new ScalarTypeOptional(dtype));
+        if (device.kind() == DeviceKind.CPU) {
+            return options;
+        }
+        Cuda.require(device);
+        try (org.bytedeco.pytorch.Device d = torchDevice(device)) {
+            return options.device(new DeviceOptional(d));
+        }
+    }
+
+    /**
+     * {@code t} on {@code device}: {@code t} itself (a new reference) when it is there already, else a copy made on
+     * the calling thread's current stream, synchronous with the host when either side is the CPU.
+     */
+    public static Tensor to(Tensor t, Device device) {
+        if (device(t).equals(device) || (device.kind() == DeviceKind.CPU && !t.is_cuda())) {
+            return new Tensor(t);
+        }
+        if (device.kind() == DeviceKind.CPU) {
+            return t.cpu();
+        }
+        Cuda.require(device);
+        try (org.bytedeco.pytorch.Device d = torchDevice(device)) {
+            return t.to(d, t.scalar_type(), false, false, new MemoryFormatOptional());
+        }
     }
 
     /** {@code float32[4, 3] on cpu}, for messages. */
@@ -66,7 +123,7 @@ public final class TorchTensors {
         if (t.isNull() || !t.defined()) {
             return "an undefined tensor";
         }
-        return dtypeName(dtype(t)) + Arrays.toString(shape(t)) + " on " + deviceKind(t).shortName();
+        return dtypeName(dtype(t)) + Arrays.toString(shape(t)) + " on " + (t.is_cuda() ? device(t) : "cpu");
     }
 
     /**

@@ -3,7 +3,9 @@ package org.dtorch.core.device;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
+import org.dtorch.core.device.Cuda;
 import org.junit.jupiter.api.Test;
 
 class DeviceTest {
@@ -11,7 +13,7 @@ class DeviceTest {
     @Test
     void shouldPrintDevices() {
         assertEquals("cpu:0", Device.cpu(0).toString());
-        assertEquals("gpu:3", Device.gpu(3).toString());
+        assertEquals("cuda:3", Device.cuda(3).toString());
         assertThrows(IllegalArgumentException.class, () -> Device.cpu(-1));
     }
 
@@ -28,9 +30,14 @@ class DeviceTest {
     }
 
     @Test
-    void shouldSayGpuStreamsComeWithTheGpuIssue() {
-        UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class, () -> DeviceStream.of(Device.gpu(0)));
-        assertTrue(e.getMessage().contains("GPU issue"), e.getMessage());
-        assertThrows(UnsupportedOperationException.class, () -> DeviceEvent.create(Device.gpu(0)));
+    void shouldNameWhatIsMissingWhereCudaIsNotAvailable() {
+        assumeFalse(Cuda.isAvailable(), "CUDA is available here");
+        CudaUnavailableException e = assertThrows(CudaUnavailableException.class, () -> DeviceStream.of(Device.cuda(0)));
+        assertTrue(e.getMessage().startsWith("cuda:0 is not usable: ") && e.getMessage().contains(Cuda.unavailableReason()), e.getMessage());
+        assertTrue(Cuda.unavailableReason().contains("-Pgpu"), "the default build has the CPU natives: " + Cuda.unavailableReason());
+        assertThrows(CudaUnavailableException.class, () -> DeviceEvent.create(Device.cuda(0)));
+        assertThrows(CudaUnavailableException.class, () -> DeviceStream.create(Device.cuda(1)));
+        assertEquals(0, Cuda.deviceCount());
+        Cuda.require(Device.cpu(3)); // CPU devices need nothing
     }
 }

@@ -43,7 +43,7 @@ class DeviceMeshTest {
 
     @Test
     void shouldAcceptExplicitIdsAndRejectBadMeshes() {
-        DeviceMesh custom = DeviceMesh.of(DeviceKind.GPU, new int[] {2, 2}, new long[] {7, 5, 3, 1}, List.of());
+        DeviceMesh custom = DeviceMesh.of(DeviceKind.CUDA, new int[] {2, 2}, new long[] {7, 5, 3, 1}, List.of());
         assertEquals(List.of(3L, 1L), custom.groupAlong(1, 1));
         assertThrows(IllegalArgumentException.class, () -> DeviceMesh.of(DeviceKind.CPU, new int[] {2, 2}, new long[] {0, 1, 2}, List.of()));
         assertThrows(IllegalArgumentException.class, () -> DeviceMesh.of(DeviceKind.CPU, 1, 1));

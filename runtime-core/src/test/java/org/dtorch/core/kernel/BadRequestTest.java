@@ -43,7 +43,7 @@ class BadRequestTest {
             Sharding.of(square, Placement.replicate(), Placement.replicate()), new long[] {4, 3}));
         assertTrue(nested.contains("split down to 1 elements by outer mesh dimensions"), nested);
 
-        DeviceMesh gpus = DeviceMesh.of(DeviceKind.GPU, 0, 1, 2, 3);
+        DeviceMesh gpus = DeviceMesh.of(DeviceKind.CUDA, 0, 1, 2, 3);
         String kinds = rejected(() -> ConvertKernel.of(Sharding.of(LINE, Placement.shard(0)), Sharding.of(gpus, Placement.shard(0)), shape));
         assertTrue(kinds.contains("the meshes hold cpu and gpu devices"), kinds);
 

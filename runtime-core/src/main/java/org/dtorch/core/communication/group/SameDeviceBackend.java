@@ -79,7 +79,8 @@ final class SameDeviceBackend implements CollectiveBackend {
     public Tensor allReduce(Tensor input, ReduceOpType op) {
         Tensor x = input.contiguous();
         // Peers write their share of the result into every rank's output: it must be memory they all see.
-        Tensor out = store.allocate(TorchTensors.shape(x), TorchTensors.dtype(x));
+        // (A CUDA tensor is visible to every rank's thread already: CUDA memory of one process is shared.)
+        Tensor out = x.is_cuda() ? x.new_empty(TorchTensors.shape(x)) : store.allocate(TorchTensors.shape(x), TorchTensors.dtype(x));
         if (size == 1) {
             out.copy_(x);
             x.close();
@@ -121,7 +122,8 @@ final class SameDeviceBackend implements CollectiveBackend {
                 flatIns[r] = ins[r].view(-1);
                 flatOuts[r] = outs[r].view(-1);
             }
-            long chunk = Math.max(1, CHUNK_BYTES / ins[0].element_size());
+            // On CUDA one launch per rank and step covers the whole slice: the GPU is wide, launches are the cost.
+            long chunk = ins[0].is_cuda() ? Math.max(1, count) : Math.max(1, CHUNK_BYTES / ins[0].element_size());
             for (long pos = start; pos < start + count; pos += chunk) {
                 long n = Math.min(chunk, start + count - pos);
                 try (Tensor acc = flatOuts[rank].narrow(0, pos, n)) {

@@ -11,13 +11,14 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 import org.dtorch.core.communication.CommException;
 import org.dtorch.core.communication.CommInterruptedException;
-import org.dtorch.core.communication.CommTimeoutException;
 import org.dtorch.core.communication.CommOptions;
+import org.dtorch.core.communication.CommTimeoutException;
 import org.dtorch.core.communication.GlobalCommInstanceId;
 import org.dtorch.core.communication.ReduceOpType;
 import org.dtorch.core.communication.store.TensorStore;
 import org.dtorch.core.communication.store.TensorStoreCreateInfo;
 import org.dtorch.core.communication.store.TensorStoreType;
+import org.dtorch.core.device.Cuda;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.device.DeviceStream;
@@ -32,8 +33,12 @@ import org.dtorch.core.tensor.TorchTensors;
  *
  * <p>The backend is chosen at construction: the same-device backend on {@link TensorStore} when
  * {@code sameDevice} is true (several ranks simulate devices on one; a memory store when the ranks are
- * threads of one process, a File store when they are processes), else c10d Gloo for CPU devices.
- * NCCL for GPUs comes with the GPU issue.
+ * threads of one process, a File store when they are processes), else c10d Gloo for CPU devices and
+ * c10d NCCL for CUDA devices.
+ *
+ * <p>On CUDA, collectives are issued to the calling thread's current stream of the rank's device and are
+ * ordered with it: the result may still be in flight when a method returns, and work issued later on that
+ * stream sees it. {@link #setStream(DeviceStream)} makes a stream current.
  *
  * <p>Shards follow the balanced split ({@link BalancedSplit}): a dimension of {@code n} elements over
  * {@code size} ranks gives rank {@code r} {@code BalancedSplit.size(n, size, r)} of them. Every method
@@ -112,7 +117,7 @@ public final class ThreadGroup implements AutoCloseable {
     }
 
     private CollectiveBackend sameDeviceBackend(String initPath, Duration timeout) {
-        DeviceStream defaultStream = DeviceStream.of(new Device(key.kind(), Math.toIntExact(key.deviceIds().get(rank))));
+        DeviceStream defaultStream = DeviceStream.of(rankDevice());
         // As the seed's same-device backend: threads of one process share memory, processes share /dev/shm.
         int slash = initPath.indexOf('/');
         String instance = slash > 0 ? initPath.substring(0, slash) : GlobalCommInstanceId.processPrefix();
@@ -126,11 +131,23 @@ public final class ThreadGroup implements AutoCloseable {
         return switch (key.kind()) {
             case CPU -> {
                 this.stream = DeviceStream.of(new Device(DeviceKind.CPU, Math.toIntExact(key.deviceIds().get(rank))));
-                yield new GlooBackend(initPath, key.toString(), rank, size, timeout);
+                yield C10dBackend.gloo(initPath, key.toString(), rank, size, timeout);
             }
-            case GPU -> throw new UnsupportedOperationException("group " + key
-                + ": collectives between distinct GPUs need the NCCL backend, which comes with the GPU issue");
+            case CUDA -> {
+                Device device = rankDevice();
+                this.stream = DeviceStream.of(device);
+                yield C10dBackend.nccl(initPath, key.toString(), rank, size, timeout, device);
+            }
         };
+    }
+
+    /**
+     * The device this rank's memory and stream are on: the CPU device of its id, or, on CUDA, the calling thread's
+     * current CUDA device (as in torch.distributed, each rank's thread sets its GPU first; several ranks of the
+     * same-device backend share one). The logical device ids of the key only name the ranks.
+     */
+    private Device rankDevice() {
+        return key.kind() == DeviceKind.CUDA ? Cuda.currentDevice() : new Device(DeviceKind.CPU, Math.toIntExact(key.deviceIds().get(rank)));
     }
 
     /** This rank, in {@code [0, size)}. */
@@ -163,7 +180,7 @@ public final class ThreadGroup implements AutoCloseable {
         return sameDevice;
     }
 
-    /** The stream later collectives synchronize with. */
+    /** The stream later collectives synchronize with; on CUDA it becomes the calling thread's current stream. */
     public void setStream(DeviceStream s) {
         Objects.requireNonNull(s, "stream");
         if (s.device().kind() != key.kind()) {
@@ -171,6 +188,7 @@ public final class ThreadGroup implements AutoCloseable {
         }
         ensureUsable("setStream");
         this.stream = s;
+        s.makeCurrent();
         backend.setStream(s);
     }
 

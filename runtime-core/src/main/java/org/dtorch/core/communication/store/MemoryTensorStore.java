@@ -40,12 +40,9 @@ public final class MemoryTensorStore extends TensorStore {
         String op = "srcSet('" + key + "') on store '" + storeKey() + "' (rank " + rank() + ")";
         checkKey(key, "srcSet");
         DeviceKind valueKind = checkSrcSet(op, value, stream, getCount);
-        if (destGetDeviceKind != null && destGetDeviceKind != valueKind) {
-            throw new UnsupportedOperationException(op + ": moving the value from " + valueKind.shortName() + " to "
-                + destGetDeviceKind.shortName() + " needs the GPU backend, which comes with the GPU issue");
-        }
+        Tensor own = destGetDeviceKind == null || destGetDeviceKind == valueKind ? new Tensor(value)
+            : moveForConsumers(op, value, destGetDeviceKind);
         DeviceEvent setEvent = stream.recordEvent();
-        Tensor own = new Tensor(value);
         try {
             state.srcSet(this, key, own, setEvent, getCount);
         } catch (RuntimeException e) {
@@ -58,7 +55,11 @@ public final class MemoryTensorStore extends TensorStore {
     public void srcWaitUntilGetFinished(String key, DeviceStream stream) {
         checkKey(key, "srcWaitUntilGetFinished");
         Objects.requireNonNull(stream, "stream");
-        state.srcWaitUntilGetFinished(this, key, Deadline.after(timeout()));
+        // The producer's stream may reuse the memory only after every consumer's stream is done with it.
+        for (DeviceEvent event : state.srcWaitUntilGetFinished(this, key, Deadline.after(timeout()))) {
+            event.streamWaitEvent(stream);
+            event.close();
+        }
     }
 
     @Override
@@ -67,6 +68,7 @@ public final class MemoryTensorStore extends TensorStore {
         Objects.requireNonNull(stream, "stream");
         MemoryTensorStoreState.Taken taken = state.destGet(this, key, Deadline.after(timeout()));
         taken.setEvent().streamWaitEvent(stream);
+        stream.recordUse(taken.tensor());
         return taken.tensor();
     }
 
@@ -74,7 +76,13 @@ public final class MemoryTensorStore extends TensorStore {
     public void destFinishGet(String key, DeviceStream stream) {
         checkKey(key, "destFinishGet");
         Objects.requireNonNull(stream, "stream");
-        state.destFinishGet(this, key);
+        DeviceEvent finished = stream.recordEvent();
+        try {
+            state.destFinishGet(this, key, finished);
+        } catch (RuntimeException e) {
+            finished.close();
+            throw e;
+        }
     }
 
     @Override

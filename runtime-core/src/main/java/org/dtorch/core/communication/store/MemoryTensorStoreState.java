@@ -52,6 +52,8 @@ final class MemoryTensorStoreState {
     private static final class Entry {
         Tensor tensor;
         final DeviceEvent setEvent;
+        /** Each consumer's event recorded when it finished; the producer's stream waits on them. */
+        final List<DeviceEvent> finishEvents = new ArrayList<>(1);
         final int getCount;
         int gets;
         int finishes;
@@ -115,7 +117,7 @@ final class MemoryTensorStoreState {
     record Taken(Tensor tensor, DeviceEvent setEvent) {
     }
 
-    void destFinishGet(MemoryTensorStore caller, String key) {
+    void destFinishGet(MemoryTensorStore caller, String key, DeviceEvent finishEvent) {
         acquire();
         try {
             caller.ensureOpen("destFinishGet('" + key + "')");
@@ -131,6 +133,7 @@ final class MemoryTensorStoreState {
                 throw new IllegalStateException(op + ": no destGet of this key is outstanding; the key is " + entry.counts());
             }
             entry.finishes++;
+            entry.finishEvents.add(finishEvent);
             if (entry.finishes == entry.getCount) {
                 // Every consumer holds its own reference; the store's is no longer needed.
                 entry.tensor.close();
@@ -142,7 +145,8 @@ final class MemoryTensorStoreState {
         }
     }
 
-    void srcWaitUntilGetFinished(MemoryTensorStore caller, String key, Deadline deadline) {
+    /** Waits until every consumer finished; returns the producer's event and the consumers' finish events. */
+    List<DeviceEvent> srcWaitUntilGetFinished(MemoryTensorStore caller, String key, Deadline deadline) {
         String op = "srcWaitUntilGetFinished('" + key + "')";
         acquire();
         try {
@@ -156,6 +160,10 @@ final class MemoryTensorStoreState {
                 () -> entry.finishes + " of " + entry.getCount + " consumers finished (" + entry.gets + " took the tensor)");
             entries.remove(key, entry);
             signalChange();
+            List<DeviceEvent> events = new ArrayList<>(entry.finishEvents.size() + 1);
+            events.add(entry.setEvent);
+            events.addAll(entry.finishEvents);
+            return events;
         } finally {
             lock.unlock();
         }

@@ -3,9 +3,11 @@ package org.dtorch.core.communication.store;
 import java.time.Duration;
 import java.util.Objects;
 import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.device.Cuda;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.device.DeviceStream;
+import org.dtorch.core.tensor.TorchTensors;
 
 /**
  * Producer-consumer exchange of tensors by key between the participants of one store (seed section 3).
@@ -117,16 +119,27 @@ public abstract class TensorStore implements AutoCloseable {
      */
     public Tensor destGetAndToDevice(String key, DeviceStream stream, Device targetDevice) {
         Objects.requireNonNull(targetDevice, "targetDevice");
-        if (targetDevice.kind() != DeviceKind.CPU) {
-            throw new UnsupportedOperationException("destGetAndToDevice('" + key + "') on store '" + storeKey()
-                + "': moving to " + targetDevice + " needs the GPU backend, which comes with the GPU issue");
-        }
+        Cuda.require(targetDevice);
         Tensor value = destGet(key, stream);
-        if (value.is_cpu()) {
+        if (TorchTensors.device(value).equals(targetDevice) || (targetDevice.kind() == DeviceKind.CPU && !value.is_cuda())) {
             return value;
         }
         try (value) {
-            return value.cpu();
+            return TorchTensors.to(value, targetDevice);
+        }
+    }
+
+    /**
+     * The copy of {@code value} that {@code srcSet} publishes for consumers on {@code target}: on the CPU, or on the
+     * calling thread's current CUDA device. Made on the calling thread's current stream.
+     */
+    protected static Tensor moveForConsumers(String op, Tensor value, DeviceKind target) {
+        Device device = target == DeviceKind.CPU ? Device.cpu(0) : Cuda.currentDevice();
+        try {
+            return TorchTensors.to(value, device);
+        } catch (RuntimeException e) {
+            throw new IllegalStateException(op + ": moving " + TorchTensors.describe(value) + " to " + device + " failed: "
+                + e.getMessage(), e);
         }
     }
 

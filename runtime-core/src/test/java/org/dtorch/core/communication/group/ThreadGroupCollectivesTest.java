@@ -14,9 +14,10 @@ import java.util.stream.Stream;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorArrayRef;
 import org.bytedeco.pytorch.TensorVector;
-import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.bytedeco.pytorch.global.torch;
 import org.dtorch.core.communication.ReduceOpType;
+import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.tensor.BalancedSplit;
 import org.dtorch.core.tensor.TorchTensors;
@@ -76,12 +77,21 @@ class ThreadGroupCollectivesTest {
      * the full tensors; the mismatches, empty when all match. Every rank calls it, in threads or processes.
      */
     static List<String> runEveryCollective(ThreadGroup group, ScalarType dtype, long[] shape) {
+        return runEveryCollective(group, dtype, shape, Device.cpu(0));
+    }
+
+    /**
+     * {@link #runEveryCollective(ThreadGroup, ScalarType, long[])} with the inputs, and so the results, on
+     * {@code device}; results are compared on the host.
+     */
+    static List<String> runEveryCollective(ThreadGroup group, ScalarType dtype, long[] shape, Device device) {
         int world = group.getWorldSize();
         int rank = group.getRank();
         int last = shape.length - 1;
-        Tensor full = TestTensors.pattern(shape, dtype, 0, 37, 0);
-        List<Tensor> partials = GroupFixtures.perRank(world, r -> TestTensors.pattern(shape, dtype, 5 * r, 3, 1));
-        List<Tensor> equalShaped = GroupFixtures.perRank(world, r -> TestTensors.pattern(new long[] {2, shape[last]}, dtype, 7 * r, 37, 0));
+        Tensor full = onDevice(TestTensors.pattern(shape, dtype, 0, 37, 0), device);
+        List<Tensor> partials = GroupFixtures.perRank(world, r -> onDevice(TestTensors.pattern(shape, dtype, 5 * r, 3, 1), device));
+        List<Tensor> equalShaped = GroupFixtures.perRank(world,
+            r -> onDevice(TestTensors.pattern(new long[] {2, shape[last]}, dtype, 7 * r, 37, 0), device));
         List<ReduceOpType> ops = new ArrayList<>(List.of(ReduceOpType.SUM, ReduceOpType.MAX, ReduceOpType.MIN, ReduceOpType.PRODUCT));
         if (dtype != ScalarType.Long) {
             ops.add(ReduceOpType.AVG);
@@ -143,6 +153,16 @@ class ThreadGroupCollectivesTest {
         return check.failures;
     }
 
+    /** {@code t} moved to {@code device} (closing {@code t}), or {@code t} itself on the CPU. */
+    static Tensor onDevice(Tensor t, Device device) {
+        if (device.kind() == DeviceKind.CPU) {
+            return t;
+        }
+        try (t) {
+            return TorchTensors.to(t, device);
+        }
+    }
+
     /** Rank {@code rank}'s balanced shard of {@code t} on {@code dim}, contiguous. */
     static Tensor shardOf(Tensor t, int dim, int world, int rank) {
         try (Tensor view = t.narrow(dim, BalancedSplit.offset(t.size(dim), world, rank), BalancedSplit.size(t.size(dim), world, rank))) {
@@ -166,6 +186,16 @@ class ThreadGroupCollectivesTest {
         }
 
         void equal(String what, Tensor expected, Tensor actual, boolean approximately) {
+            if (expected.is_cuda() || actual.is_cuda()) {
+                if (!actual.is_contiguous()) {
+                    failures.add("rank " + rank + " " + what + ": result is not contiguous");
+                }
+                // Compared on the host; the copies are contiguous.
+                try (Tensor e = expected.cpu().contiguous(); Tensor a = actual.cpu().contiguous()) {
+                    equal(what, e, a, approximately);
+                }
+                return;
+            }
             boolean ok = approximately
                 ? Arrays.equals(TorchTensors.shape(expected), TorchTensors.shape(actual))
                     && TorchTensors.dtype(expected) == TorchTensors.dtype(actual)

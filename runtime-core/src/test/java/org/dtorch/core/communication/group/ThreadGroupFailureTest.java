@@ -13,6 +13,8 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.communication.CommException;
 import org.dtorch.core.communication.CommTimeoutException;
 import org.dtorch.core.communication.ReduceOpType;
+import org.dtorch.core.device.Cuda;
+import org.dtorch.core.device.CudaUnavailableException;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.device.DeviceStream;
@@ -121,9 +123,11 @@ class ThreadGroupFailureTest {
             ThreadGroup group = manager.getThreadGroup(DeviceKind.CPU, List.of(7L), 7);
             group.setStream(DeviceStream.of(Device.cpu(7)));
             assertEquals(7, group.getGlobalDeviceId());
-            UnsupportedOperationException gpu = assertThrows(UnsupportedOperationException.class,
-                () -> new ThreadGroup("x/gpu", DeviceKind.GPU, List.of(0L, 1L), 0, 2, false));
-            assertTrue(gpu.getMessage().contains("NCCL backend") && gpu.getMessage().contains("GPU issue"), gpu.getMessage());
+            if (!Cuda.isAvailable()) {
+                CudaUnavailableException gpu = assertThrows(CudaUnavailableException.class,
+                    () -> new ThreadGroup("x/gpu", DeviceKind.CUDA, List.of(0L, 1L), 0, 2, false));
+                assertTrue(gpu.getMessage().contains("cuda:0 is not usable"), gpu.getMessage());
+            }
             assertThrows(IllegalArgumentException.class, () -> new ThreadGroup("x/bad", DeviceKind.CPU, List.of(0L, 1L), 2, 2, false));
             assertThrows(IllegalArgumentException.class, () -> new ThreadGroup("x/bad", DeviceKind.CPU, List.of(0L, 1L), 0, 3, false));
             assertThrows(IllegalArgumentException.class, () -> new ThreadGroup(" ", DeviceKind.CPU, List.of(0L), 0, 1, false));

@@ -229,8 +229,8 @@ class PromiseFutureTest {
     @Test
     void shouldChooseAndRejectBackendsClearly() {
         assertEquals(TensorPromiseType.MEMORY, TensorPromises.typeFor(DeviceKind.CPU, false));
-        assertEquals(TensorPromiseType.MEMORY, TensorPromises.typeFor(DeviceKind.GPU, false));
-        assertEquals(TensorPromiseType.FILE, TensorPromises.typeFor(DeviceKind.GPU, true));
+        assertEquals(TensorPromiseType.MEMORY, TensorPromises.typeFor(DeviceKind.CUDA, false));
+        assertEquals(TensorPromiseType.FILE, TensorPromises.typeFor(DeviceKind.CUDA, true));
         assertEquals(TensorPromiseType.FILE, TensorPromises.typeFor(DeviceKind.CPU, true));
         UnsupportedOperationException net = assertThrows(UnsupportedOperationException.class, () -> TensorPromises.create(TensorPromiseType.NETWORK));
         assertTrue(net.getMessage().contains("multi-host issue"), net.getMessage());

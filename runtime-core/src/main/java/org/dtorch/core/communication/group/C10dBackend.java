@@ -10,10 +10,10 @@ import org.bytedeco.javacpp.chrono.Milliseconds;
 import org.bytedeco.pytorch.AllToAllOptions;
 import org.bytedeco.pytorch.AllgatherOptions;
 import org.bytedeco.pytorch.AllreduceOptions;
+import org.bytedeco.pytorch.Backend;
 import org.bytedeco.pytorch.BarrierOptions;
 import org.bytedeco.pytorch.FileStore;
 import org.bytedeco.pytorch.LongVector;
-import org.bytedeco.pytorch.MemoryFormatOptional;
 import org.bytedeco.pytorch.ProcessGroupGloo;
 import org.bytedeco.pytorch.ReduceOp;
 import org.bytedeco.pytorch.ReduceScatterOptions;
@@ -27,27 +27,35 @@ import org.dtorch.core.communication.CommPaths;
 import org.dtorch.core.communication.CommTimeoutException;
 import org.dtorch.core.communication.Deadline;
 import org.dtorch.core.communication.ReduceOpType;
+import org.dtorch.core.device.Cuda;
+import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceStream;
 import org.dtorch.core.tensor.TorchTensors;
 
 /**
- * Collectives between distinct CPU devices on c10d's {@code ProcessGroupGloo}, with a c10d
- * {@code FileStore} as rendezvous (seed section 2.2, with Gloo where the seed has NCCL).
+ * Collectives between distinct devices on a c10d process group over a c10d {@code FileStore} rendezvous
+ * (seed section 2.2): {@code ProcessGroupGloo} between CPU devices, {@code ProcessGroupNCCL} between CUDA
+ * devices. Both are c10d {@code Backend}s with the same calls, so one class drives them.
  *
- * <p>Gloo moves equal-sized buffers; uneven shards are padded to the largest shard (at most one row
+ * <p>Gloo and NCCL move equal-sized buffers; uneven shards are padded to the largest shard (at most one row
  * more, with the balanced split), moved, and trimmed. All-to-all sends flattened per-peer chunks with
  * split sizes, so unequal shapes on both dims need no padding.
  *
+ * <p>Streams: Gloo runs on the host, synchronously for the caller. NCCL runs on its own stream, which waits
+ * for the caller's current stream when a collective is issued; {@code Work.wait()} then makes the current
+ * stream wait for NCCL's, without blocking the host, as in torch.
+ *
  * <p>Not thread-safe: one rank's thread uses an instance.
  */
-final class GlooBackend implements CollectiveBackend {
+final class C10dBackend implements CollectiveBackend {
     /** System property: host name or address Gloo binds to; default the loopback address. */
     static final String HOSTNAME_PROPERTY = "dtorch.gloo.hostname";
     private static final String DEFAULT_HOSTNAME = "127.0.0.1";
-    /** All-reduces of at least this many bytes are pipelined (copy of piece k+1 during reduction of piece k). */
+    /** Host all-reduces of at least this many bytes are pipelined (copy of piece k+1 during reduction of piece k). */
     private static final long PIPELINE_MIN_BYTES = 4L << 20;
     private static final int PIPELINE_CHUNKS = 4;
 
+    private final String backendName;
     private final String groupName;
     private final int rank;
     private final int size;
@@ -55,49 +63,80 @@ final class GlooBackend implements CollectiveBackend {
     /** The timeout as c10d wants it; copied into every options object, closed with the backend. */
     private final Milliseconds timeoutMillis;
     private final FileStore store;
-    private final ProcessGroupGloo pg;
+    private final Backend pg;
     private boolean closed;
 
-    /** Joins the group: blocks until all {@code size} ranks connected, or the timeout. */
-    GlooBackend(String initPath, String groupName, int rank, int size, Duration timeout) {
+    private C10dBackend(String backendName, String groupName, int rank, int size, Duration timeout, Milliseconds timeoutMillis,
+                        FileStore store, Backend pg) {
+        this.backendName = backendName;
         this.groupName = groupName;
         this.rank = rank;
         this.size = size;
         this.timeout = timeout;
-        this.timeoutMillis = new Milliseconds(timeout.toMillis());
-        Path storePath = CommPaths.file(initPath, ".filestore");
-        FileStore fileStore = null;
-        try {
-            fileStore = new FileStore(storePath.toString(), size);
-            fileStore.setTimeout(timeoutMillis);
+        this.timeoutMillis = timeoutMillis;
+        this.store = store;
+        this.pg = pg;
+    }
+
+    /** Joins a Gloo group: blocks until all {@code size} ranks connected, or the timeout. */
+    static C10dBackend gloo(String initPath, String groupName, int rank, int size, Duration timeout) {
+        return connect("gloo", initPath, groupName, rank, size, timeout, (fileStore, timeoutMillis) -> {
             try (ProcessGroupGloo.Options options = ProcessGroupGloo.Options.create(timeoutMillis)) {
                 options.devices().push_back(GlooDevice.shared());
                 options.threads(1);
                 GlooLog.Muting quiet = GlooLog.muteWhileConnecting();
                 try {
-                    this.pg = new ProcessGroupGloo(fileStore, rank, size, options);
+                    return new ProcessGroupGloo(fileStore, rank, size, options);
                 } finally {
                     quiet.close();
                 }
             }
-            this.store = fileStore;
+        });
+    }
+
+    /**
+     * Joins an NCCL group of ranks on distinct CUDA devices; {@code device} is this rank's. NCCL connects
+     * lazily, at the first collective (bounded by the timeout like every collective).
+     */
+    static C10dBackend nccl(String initPath, String groupName, int rank, int size, Duration timeout, Device device) {
+        Cuda.require(device);
+        return connect("nccl", initPath, groupName, rank, size, timeout,
+            (fileStore, timeoutMillis) -> NcclGroups.create(fileStore, rank, size, timeoutMillis));
+    }
+
+    private interface Connector {
+        Backend connect(FileStore store, Milliseconds timeoutMillis);
+    }
+
+    private static C10dBackend connect(String backendName, String initPath, String groupName, int rank, int size,
+                                       Duration timeout, Connector connector) {
+        Milliseconds timeoutMillis = new Milliseconds(timeout.toMillis());
+        Path storePath = CommPaths.file(initPath, ".filestore");
+        FileStore fileStore = null;
+        try {
+            fileStore = new FileStore(storePath.toString(), size);
+            fileStore.setTimeout(timeoutMillis);
+            Backend pg = connector.connect(fileStore, timeoutMillis);
+            return new C10dBackend(backendName, groupName, rank, size, timeout, timeoutMillis, fileStore, pg);
         } catch (RuntimeException e) {
             if (fileStore != null) {
                 fileStore.close();
             }
             timeoutMillis.close();
-            throw translate("connect", e);
+            throw translate(backendName, "connect", "group " + groupName + " (rank " + rank + " of " + size + ", "
+                + backendName + ")", timeout, e);
         }
     }
 
     @Override
     public String name() {
-        return "gloo";
+        return backendName;
     }
 
     @Override
     public void setStream(DeviceStream stream) {
-        // CPU collectives are synchronous on the calling thread; nothing to bind.
+        // Gloo is synchronous on the calling thread; NCCL follows the thread's current stream, which
+        // ThreadGroup.setStream makes this one.
     }
 
     @Override
@@ -119,7 +158,8 @@ final class GlooBackend implements CollectiveBackend {
     public Tensor allReduce(Tensor input, ReduceOpType op) {
         Tensor result = input.new_empty(TorchTensors.shape(input));
         long numel = input.numel();
-        int chunks = input.nbytes() >= PIPELINE_MIN_BYTES ? (int) Math.min(PIPELINE_CHUNKS, numel) : 1;
+        // NCCL is stream-ordered: the copy already overlaps nothing on the host, so one piece.
+        int chunks = !input.is_cuda() && input.nbytes() >= PIPELINE_MIN_BYTES ? (int) Math.min(PIPELINE_CHUNKS, numel) : 1;
         List<Work> issued = new ArrayList<>(chunks);
         try (Tensor src = input.reshape(-1); Tensor dst = result.view(-1); AllreduceOptions o = new AllreduceOptions();
              ReduceOp reduce = reduceOp(op)) {
@@ -311,6 +351,9 @@ final class GlooBackend implements CollectiveBackend {
             return;
         }
         closed = true;
+        if (backendName.equals("nccl")) {
+            pg.shutdown(); // NCCL wants its communicators finalized before the group is destroyed
+        }
         pg.close();
         store.close();
         timeoutMillis.close();
@@ -357,21 +400,25 @@ final class GlooBackend implements CollectiveBackend {
 
     /** A c10d failure as a {@link CommException}; {@link ThreadGroup} adds the operation and group. */
     private CommException translate(String op, RuntimeException e) {
+        return translate(backendName, op, describe(), timeout, e);
+    }
+
+    private static CommException translate(String backendName, String op, String described, Duration timeout, RuntimeException e) {
         String message = String.valueOf(e.getMessage());
         int firstLine = message.indexOf('\n');
         // Drop the "[/path/to/source.cc:78] " prefix of c10 errors.
-        String glooMessage = (firstLine < 0 ? message : message.substring(0, firstLine)).replaceFirst("^\\[[^\\]]*\\]\\s*", "");
-        String lower = glooMessage.toLowerCase(Locale.ROOT);
-        String prefix = op.equals("connect") ? "connect to " + describe() + ": " : "";
+        String c10dMessage = (firstLine < 0 ? message : message.substring(0, firstLine)).replaceFirst("^\\[[^\\]]*\\]\\s*", "");
+        String lower = c10dMessage.toLowerCase(Locale.ROOT);
+        String prefix = op.equals("connect") ? "connect to " + described + ": " : "";
         if (lower.contains("timed out") || lower.contains("timeout")) {
             return new CommTimeoutException(prefix + Deadline.after(timeout).timedOutAfter()
-                + " waiting for the other ranks (gloo: " + glooMessage + ")", e);
+                + " waiting for the other ranks (" + backendName + ": " + c10dMessage + ")", e);
         }
-        return new CommException(prefix + "gloo failed: " + glooMessage, e);
+        return new CommException(prefix + backendName + " failed: " + c10dMessage, e);
     }
 
     private String describe() {
-        return "group " + groupName + " (rank " + rank + " of " + size + ", gloo)";
+        return "group " + groupName + " (rank " + rank + " of " + size + ", " + backendName + ")";
     }
 
     /**

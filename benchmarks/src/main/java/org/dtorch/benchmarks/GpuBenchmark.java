@@ -1,0 +1,347 @@
+package org.dtorch.benchmarks;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.bytedeco.pytorch.MemoryFormatOptional;
+import org.bytedeco.pytorch.Scalar;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.bytedeco.pytorch.global.torch;
+import org.dtorch.api.DTensor;
+import org.dtorch.api.DTorch;
+import org.dtorch.api.DTorchOptions;
+import org.dtorch.core.communication.GlobalCommInstanceId;
+import org.dtorch.core.communication.ReduceOpType;
+import org.dtorch.core.communication.group.ThreadGroup;
+import org.dtorch.core.communication.group.ThreadGroupManager;
+import org.dtorch.core.device.Cuda;
+import org.dtorch.core.device.Device;
+import org.dtorch.core.device.DeviceKind;
+import org.dtorch.core.device.DeviceStream;
+import org.dtorch.core.distributed.DeviceMesh;
+import org.dtorch.core.tensor.TorchTensors;
+
+/**
+ * The runtime on one CUDA device against the machine's own PyTorch, measured in the same call: bf16 matmul
+ * throughput through the runtime, per-operator cost of a tiny {@code add}, the same-device all-reduce of four
+ * ranks on one GPU, and pinned host-device copies. PyTorch's figures come from
+ * {@code benchmarks/python/bench_gpu_torch.py}, run by {@code python3} from the same working tree; each figure on
+ * both sides is the best of a few repeats (GPU timings are steady; the best is the least disturbed).
+ *
+ * <p>Not thread-safe: one harness thread.
+ */
+final class GpuBenchmark {
+    private static final Device GPU = Device.cuda(0);
+    private static final int RANKS = 4;
+    private static final int REPEATS = 3;
+    private static final long PYTHON_TIMEOUT_SECONDS = 600;
+
+    private GpuBenchmark() {
+    }
+
+    /** One row: our figure, the baselines it is compared with, and the goal. */
+    private record Row(String measure, String ours, String baselines, String ratio, String goal) {
+    }
+
+    static void run(Report report, BenchOptions options) throws Exception {
+        Cuda.require(GPU);
+        boolean quick = options.quick();
+        PyTorchSide side = pytorch(options.root(), quick);
+        Map<String, Double> py = side.figures();
+        List<Row> rows = new ArrayList<>();
+
+        long n = quick ? 2048 : 8192;
+        int matmuls = quick ? 5 : 20;
+        double flop = 2.0 * n * n * n;
+        double runtimeTflops = flop / perIteration(matmulThroughRuntime(n, matmuls)) / 1e12;
+        double directTflops = flop / perIteration(matmulDirect(n, matmuls)) / 1e12;
+        double ratio = runtimeTflops / py.get("matmul_bf16_tflops");
+        rows.add(new Row("bf16 matmul " + n + "^3, TFLOP/s", f(runtimeTflops) + " (runtime, one worker)",
+            "PyTorch " + f(py.get("matmul_bf16_tflops")) + "; direct Java libtorch " + f(directTflops),
+            f(ratio) + " of PyTorch", verdict(">= 0.97x of PyTorch", ratio >= 0.97)));
+
+        int adds = quick ? 2_000 : 20_000;
+        double runtimeAddUs = addThroughRuntime(adds) / 1e3;
+        double directAddUs = addDirect(adds) / 1e3;
+        double addRatio = runtimeAddUs / py.get("add_us");
+        rows.add(new Row("`add` on (1,), us per operator (enqueue, then one sync)", f(runtimeAddUs) + " (runtime)",
+            "PyTorch eager " + f(py.get("add_us")) + "; direct Java libtorch " + f(directAddUs),
+            f(addRatio) + "x PyTorch's time", verdict("<= 1.2x of PyTorch eager", addRatio <= 1.2)));
+
+        long elements = (quick ? 16L : 256L) * 1024 * 1024 / Float.BYTES;
+        double allBytes = (double) RANKS * elements * Float.BYTES;
+        double allReduceGbps = allBytes / sameDeviceAllReduceNanos(elements);
+        double copyGbps = allBytes / deviceCopyNanos((long) allBytes);
+        double copyRatio = allReduceGbps / copyGbps;
+        rows.add(new Row("same-device all-reduce, " + RANKS + " ranks x " + Unit.size(elements * Float.BYTES) + " float32 on one GPU, GB/s of inputs",
+            f(allReduceGbps), "device-to-device copy of the same bytes " + f(copyGbps) + "; PyTorch `torch.stack(xs).sum(0)` "
+                + f(py.get("stack_sum_gbps")),
+            f(copyRatio) + " of the copy", verdict(">= 0.8x of the copy", copyRatio >= 0.8)));
+
+        long bytes = (quick ? 64L : 1024L) * 1024 * 1024;
+        double[] copies = hostDeviceGbps(bytes);
+        double h2dRatio = copies[0] / py.get("h2d_gbps");
+        double d2hRatio = copies[1] / py.get("d2h_gbps");
+        rows.add(new Row("host to device, " + Unit.size(bytes) + " pinned, GB/s", f(copies[0]), "PyTorch " + f(py.get("h2d_gbps")),
+            f(h2dRatio) + " of PyTorch", verdict(">= 0.95x", h2dRatio >= 0.95)));
+        rows.add(new Row("device to host, " + Unit.size(bytes) + " pinned, GB/s", f(copies[1]), "PyTorch " + f(py.get("d2h_gbps")),
+            f(d2hRatio) + " of PyTorch", verdict(">= 0.95x", d2hRatio >= 0.95)));
+
+        report.section("GPU: the runtime on one CUDA device against the machine's PyTorch", "gpu",
+            "One run on " + side.device() + " (cuda:0) against PyTorch " + side.version() + " in the same call; each figure is the best of "
+                + REPEATS + " repeats on both sides. The Java side runs from the `-Pgpu` class path staged with `gpu-stage`: "
+                + "`$JAVA -cp $CP -Dbench.select=gpu org.dtorch.benchmarks.CommBenchmarks gpu`.");
+        StringBuilder table = new StringBuilder("| measure | DTorch for the JVM | baselines | ratio | goal |\n|---|---|---|---|---|");
+        for (Row row : rows) {
+            table.append("\n| ").append(row.measure()).append(" | ").append(row.ours()).append(" | ").append(row.baselines()).append(" | ")
+                .append(row.ratio()).append(" | ").append(row.goal()).append(" |");
+        }
+        report.note(table.toString());
+    }
+
+    // ---- the Java side ---------------------------------------------------------------------------------
+
+    /** The best of {@link #REPEATS} timings, each the nanoseconds per iteration. */
+    private static double perIteration(double[] nanosPerIteration) {
+        double best = Double.MAX_VALUE;
+        for (double v : nanosPerIteration) {
+            best = Math.min(best, v);
+        }
+        return best / 1e9;
+    }
+
+    private static double[] repeat(int times, LongSupplier nanos) {
+        double[] out = new double[times];
+        for (int i = 0; i < times; i++) {
+            out[i] = nanos.getAsLong();
+        }
+        return out;
+    }
+
+    /** Nanoseconds per bf16 matmul through a one-device CUDA runtime, results closed, then {@code sync()}. */
+    private static double[] matmulThroughRuntime(long n, int iterations) {
+        try (DTorch dt = DTorch.init(DTorchOptions.builder().devices("cuda:1").timeout(Duration.ofSeconds(300)).build())) {
+            DeviceMesh mesh = dt.defaultMesh();
+            try (DTensor a = dt.ones(new long[] {n, n}, ScalarType.BFloat16, mesh); DTensor b = dt.ones(new long[] {n, n}, ScalarType.BFloat16, mesh)) {
+                for (int i = 0; i < 3; i++) {
+                    a.matmul(b).close();
+                }
+                dt.sync();
+                return repeat(REPEATS, () -> {
+                    long start = System.nanoTime();
+                    for (int i = 0; i < iterations; i++) {
+                        a.matmul(b).close();
+                    }
+                    dt.sync();
+                    return (System.nanoTime() - start) / iterations;
+                });
+            }
+        }
+    }
+
+    /** The same matmul on Java libtorch directly, on the calling thread's current stream. */
+    private static double[] matmulDirect(long n, int iterations) {
+        DeviceStream stream = DeviceStream.of(GPU);
+        try (TensorOptions options = TorchTensors.options(ScalarType.BFloat16, GPU);
+             Tensor a = torch.ones(new long[] {n, n}, options); Tensor b = torch.ones(new long[] {n, n}, options)) {
+            for (int i = 0; i < 3; i++) {
+                a.matmul(b).close();
+            }
+            stream.synchronize();
+            return repeat(REPEATS, () -> {
+                long start = System.nanoTime();
+                for (int i = 0; i < iterations; i++) {
+                    a.matmul(b).close();
+                }
+                stream.synchronize();
+                return (System.nanoTime() - start) / iterations;
+            });
+        }
+    }
+
+    /** Nanoseconds per {@code add} on (1,) through a one-device CUDA runtime; best of the repeats. */
+    private static double addThroughRuntime(int ops) {
+        try (DTorch dt = DTorch.init(DTorchOptions.builder().devices("cuda:1").build())) {
+            DeviceMesh mesh = dt.defaultMesh();
+            try (DTensor a = dt.ones(new long[] {1}, mesh); DTensor b = dt.ones(new long[] {1}, mesh)) {
+                LongSupplier round = () -> {
+                    long start = System.nanoTime();
+                    for (int i = 0; i < ops; i++) {
+                        a.add(b).close();
+                    }
+                    dt.sync();
+                    return (System.nanoTime() - start) / ops;
+                };
+                round.getAsLong();
+                round.getAsLong();
+                return min(repeat(5, round));
+            }
+        }
+    }
+
+    /** Nanoseconds per {@code add} on (1,) on Java libtorch directly (result closed), then one synchronize. */
+    private static double addDirect(int ops) {
+        DeviceStream stream = DeviceStream.of(GPU);
+        try (TensorOptions options = TorchTensors.options(ScalarType.Float, GPU);
+             Tensor x = torch.ones(new long[] {1}, options); Tensor y = torch.ones(new long[] {1}, options)) {
+            LongSupplier round = () -> {
+                long start = System.nanoTime();
+                for (int i = 0; i < ops; i++) {
+                    x.add(y).close();
+                }
+                stream.synchronize();
+                return (System.nanoTime() - start) / ops;
+            };
+            round.getAsLong();
+            round.getAsLong();
+            return min(repeat(5, round));
+        }
+    }
+
+    /** Nanoseconds per same-device all-reduce (SUM) of {@link #RANKS} ranks in threads on one GPU, each rank then synchronizing. */
+    private static double sameDeviceAllReduceNanos(long elements) throws Exception {
+        List<Long> ids = List.of(0L, 1L, 2L, 3L);
+        try (RankPool pool = new RankPool(RANKS);
+             ThreadGroupManager manager = new ThreadGroupManager(true, GlobalCommInstanceId.next(), Duration.ofSeconds(300))) {
+            List<ThreadGroup> groups = pool.onRanks(rank -> manager.getThreadGroup(DeviceKind.CUDA, ids, rank));
+            List<Tensor> inputs = pool.onRanks(rank -> {
+                try (TensorOptions options = TorchTensors.options(ScalarType.Float, GPU)) {
+                    return torch.full(new long[] {elements}, new Scalar(rank + 1.0), options);
+                }
+            });
+            RankPool.RankBody once = rank -> {
+                try (Tensor sum = groups.get(rank).allReduce(inputs.get(rank), ReduceOpType.SUM)) {
+                    DeviceStream.of(GPU).synchronize();
+                    if (rank == 0) {
+                        double expected = RANKS * (RANKS + 1) / 2.0;
+                        try (Tensor first = sum.narrow(0, 0, 1); Tensor last = sum.narrow(0, elements - 1, 1)) {
+                            if (first.item_double() != expected || last.item_double() != expected) {
+                                throw new IllegalStateException("same-device all-reduce gave " + first.item_double() + ", expected " + expected);
+                            }
+                        }
+                    }
+                }
+            };
+            pool.time(once);
+            pool.time(once);
+            double best = Double.MAX_VALUE;
+            for (int i = 0; i < 10; i++) {
+                best = Math.min(best, pool.time(once));
+            }
+            inputs.forEach(Tensor::close);
+            return best;
+        }
+    }
+
+    /** Nanoseconds of one device-to-device copy of {@code bytes}; best of ten. */
+    private static double deviceCopyNanos(long bytes) {
+        DeviceStream stream = DeviceStream.of(GPU);
+        try (TensorOptions options = TorchTensors.options(ScalarType.Byte, GPU);
+             Tensor src = torch.ones(new long[] {bytes}, options); Tensor dst = torch.empty(new long[] {bytes}, options, new MemoryFormatOptional())) {
+            dst.copy_(src);
+            stream.synchronize();
+            return min(repeat(10, () -> {
+                long start = System.nanoTime();
+                dst.copy_(src);
+                stream.synchronize();
+                return System.nanoTime() - start;
+            }));
+        }
+    }
+
+    /** GB/s host to device and device to host of {@code bytes} of pinned host memory, non-blocking copies then synchronize. */
+    private static double[] hostDeviceGbps(long bytes) {
+        DeviceStream stream = DeviceStream.of(GPU);
+        try (TensorOptions hostOptions = TorchTensors.options(ScalarType.Byte, Device.cpu(0));
+             TensorOptions gpuOptions = TorchTensors.options(ScalarType.Byte, GPU);
+             Tensor pageable = torch.ones(new long[] {bytes}, hostOptions); Tensor host = pageable.pin_memory();
+             Tensor device = torch.empty(new long[] {bytes}, gpuOptions, new MemoryFormatOptional())) {
+            double[] gbps = new double[2];
+            for (int direction = 0; direction < 2; direction++) {
+                Tensor to = direction == 0 ? device : host;
+                Tensor from = direction == 0 ? host : device;
+                to.copy_(from, true);
+                stream.synchronize();
+                double best = min(repeat(5, () -> {
+                    long start = System.nanoTime();
+                    to.copy_(from, true);
+                    stream.synchronize();
+                    return System.nanoTime() - start;
+                }));
+                gbps[direction] = bytes / best;
+            }
+            return gbps;
+        }
+    }
+
+    private static double min(double[] values) {
+        double best = Double.MAX_VALUE;
+        for (double v : values) {
+            best = Math.min(best, v);
+        }
+        return best;
+    }
+
+    // ---- PyTorch's side ----------------------------------------------------------------------------------
+
+    /** What the Python script printed: its figures, PyTorch's version and the device's name. */
+    private record PyTorchSide(Map<String, Double> figures, String version, String device) {
+    }
+
+    /** Runs the Python script and reads its JSON object. */
+    private static PyTorchSide pytorch(Path root, boolean quick) throws IOException, InterruptedException {
+        Path script = root.resolve("benchmarks/python/bench_gpu_torch.py");
+        List<String> command = new ArrayList<>(List.of(System.getProperty("bench.python", "python3"), script.toString()));
+        if (quick) {
+            command.add("--quick");
+        }
+        Path out = Files.createTempFile("bench-gpu-torch", ".json");
+        Process process = new ProcessBuilder(command).redirectOutput(out.toFile()).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        if (!process.waitFor(PYTHON_TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
+            process.destroyForcibly();
+            throw new IllegalStateException(String.join(" ", command) + " did not finish within " + PYTHON_TIMEOUT_SECONDS + " s");
+        }
+        String json = Files.readString(out, StandardCharsets.UTF_8).strip();
+        Files.deleteIfExists(out);
+        if (process.exitValue() != 0) {
+            throw new IllegalStateException(String.join(" ", command) + " exited with " + process.exitValue() + ": " + json);
+        }
+        Map<String, Double> figures = new TreeMap<>();
+        Matcher numbers = Pattern.compile("\"([a-z0-9_]+)\":\\s*(-?[0-9.eE+-]+)").matcher(json);
+        while (numbers.find()) {
+            figures.put(numbers.group(1), Double.parseDouble(numbers.group(2)));
+        }
+        for (String key : List.of("matmul_bf16_tflops", "add_us", "stack_sum_gbps", "h2d_gbps", "d2h_gbps")) {
+            if (!figures.containsKey(key)) {
+                throw new IllegalStateException("the PyTorch side printed no " + key + ": " + json);
+            }
+        }
+        return new PyTorchSide(figures, text(json, "torch"), text(json, "device"));
+    }
+
+    private static String text(String json, String key) {
+        Matcher m = Pattern.compile("\"" + key + "\":\\s*\"([^\"]+)\"").matcher(json);
+        return m.find() ? m.group(1) : "(unknown)";
+    }
+
+    private static String f(double value) {
+        return String.format(Locale.ROOT, value >= 100 ? "%.0f" : value >= 10 ? "%.1f" : "%.2f", value);
+    }
+
+    private static String verdict(String goal, boolean met) {
+        return goal + ": " + (met ? "**met**" : "**not met**");
+    }
+}

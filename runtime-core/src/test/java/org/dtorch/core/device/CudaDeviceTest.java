@@ -1,0 +1,80 @@
+package org.dtorch.core.device;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.bytedeco.pytorch.Scalar;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.bytedeco.pytorch.global.torch;
+import org.dtorch.core.tensor.TorchTensors;
+import org.dtorch.core.testing.GpuTest;
+import org.junit.jupiter.api.Test;
+
+/** CUDA streams and events on c10's: a worker's own stream, events that order streams, clear errors. */
+@GpuTest
+class CudaDeviceTest {
+    private static final Device GPU = Device.cuda(0);
+
+    @Test
+    void shouldGiveEachWorkerItsOwnStreamAndMakeItCurrent() throws Exception {
+        assertTrue(Cuda.deviceCount() >= 1);
+        assertEquals(null, Cuda.unavailableReason());
+        DeviceStream before = DeviceStream.of(GPU);
+        Thread worker = Thread.ofPlatform().start(() -> {
+            DeviceStream own = DeviceStream.create(GPU);
+            assertNotEquals(before, own, "a pool stream is not the default stream");
+            own.makeCurrent();
+            assertEquals(own, DeviceStream.of(GPU), "the current stream is the worker's");
+        });
+        worker.join();
+        assertEquals(before, DeviceStream.of(GPU), "current streams are per thread");
+        CudaUnavailableException missing = assertThrows(CudaUnavailableException.class, () -> DeviceStream.of(Device.cuda(Cuda.deviceCount())));
+        assertTrue(missing.getMessage().contains("does not exist") && missing.getMessage().contains("--same-device"), missing.getMessage());
+    }
+
+    @Test
+    void shouldOrderOneStreamAfterAnotherThroughAnEvent() {
+        DeviceStream original = DeviceStream.of(GPU);
+        DeviceStream producer = DeviceStream.create(GPU);
+        DeviceStream consumer = DeviceStream.create(GPU);
+        try (TensorOptions options = TorchTensors.options(ScalarType.Float, GPU); Scalar one = new Scalar(1.0)) {
+            producer.makeCurrent();
+            Tensor x = torch.zeros(new long[] {1L << 22}, options);
+            for (int i = 0; i < 500; i++) {
+                x.add_(one);
+            }
+            try (DeviceEvent done = producer.recordEvent()) {
+                assertFalse(done.query(), "500 passes over 16 MiB are still running when record returns");
+                consumer.makeCurrent();
+                done.streamWaitEvent(consumer);
+                consumer.recordUse(x);
+                try (Tensor sum = x.sum()) {
+                    assertEquals(500.0 * (1 << 22), sum.item_double(), "the consumer saw every pass");
+                }
+                assertTrue(done.query());
+            }
+            x.close();
+        } finally {
+            producer.synchronize();
+            original.makeCurrent();
+        }
+    }
+
+    @Test
+    void shouldCopyBetweenHostAndDevice() {
+        try (TensorOptions options = TorchTensors.options(ScalarType.Long, GPU);
+             Tensor onGpu = torch.arange(new Scalar(0), new Scalar(10), options); Tensor host = TorchTensors.to(onGpu, Device.cpu(0));
+             Tensor back = TorchTensors.to(host, GPU)) {
+            assertEquals(GPU, TorchTensors.device(onGpu));
+            assertEquals(Device.cpu(0), TorchTensors.device(host));
+            assertEquals(45L, host.sum().item_long());
+            assertTrue(torch.equal(back, onGpu));
+            assertEquals("int64[10] on cuda:0", TorchTensors.describe(onGpu));
+        }
+    }
+}

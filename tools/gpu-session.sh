@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs on the lent GPU machine, from the repository root, after ../shared/tools/gpu-stage's parts (the JDK
+# and the -Pgpu jars) were gathered in /tmp/stage. Our own classes travel with the call (`carry` the
+# target folders listed in CLASSES below), so a code change needs no new staging. docs/gpu.md has the calls.
+#
+#   tools/gpu-session.sh tests [JUnit selectors...]   the gpu-tagged tests (default: all of them)
+#   tools/gpu-session.sh bench [-Dbench.quick=true]   the gpu benchmark (CommBenchmarks gpu)
+#   tools/gpu-session.sh java MAIN [ARGS...]          any main class on the class path
+# Writes JUnit's XML and the benchmark's report under $OUT when OUT is set.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+[ -d /tmp/stage/root ] || { cat /tmp/stage/part* | tar -x -C /tmp/stage || exit 3; }
+. /tmp/stage/root/env.sh
+CLASSES="runtime-core/target/test-classes:graph-ops/target/test-classes:runtime-core/target/classes:graph-ops/target/classes:benchmarks/target/classes"
+export CP="$CLASSES:$CP"
+export THP_MEM_ALLOC_ENABLE=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT" /tmp/jtmp
+JVM=("$JAVA" --enable-native-access=ALL-UNNAMED -Dorg.bytedeco.javacpp.maxPhysicalBytes=0 -Djava.io.tmpdir=/tmp/jtmp -cp "$CP")
+what="${1:-tests}"; shift || true
+case "$what" in
+  tests)
+    select=("$@"); [ ${#select[@]} -gt 0 ] || select=(--scan-class-path)
+    "${JVM[@]}" org.junit.platform.console.ConsoleLauncher execute "${select[@]}" --include-tag gpu \
+      --details=tree --disable-banner --reports-dir "$OUT/junit" ;;
+  bench)
+    "${JVM[@]}" -Dbench.root=. -Dbench.commit="${COMMIT:-unknown}" "$@" \
+      org.dtorch.benchmarks.CommBenchmarks gpu "$OUT/gpu-benchmarks.md" ;;
+  java)
+    "${JVM[@]}" "$@" ;;
+  *) echo "gpu-session: tests | bench | java MAIN" >&2; exit 2 ;;
+esac
