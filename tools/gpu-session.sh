@@ -21,7 +21,7 @@ case "$what" in
   tests)
     select=("$@"); [ ${#select[@]} -gt 0 ] || select=(--scan-class-path)
     "${JVM[@]}" org.junit.platform.console.ConsoleLauncher execute "${select[@]}" --include-tag gpu \
-      --details=tree --disable-banner --reports-dir "$OUT/junit" ;;
+      --details=tree --disable-banner ;;
   bench)
     "${JVM[@]}" -Dbench.root=. -Dbench.commit="${COMMIT:-unknown}" "$@" \
       org.dtorch.benchmarks.CommBenchmarks gpu "$OUT/gpu-benchmarks.md" ;;

@@ -100,10 +100,10 @@ final class GpuBenchmark {
         rows.add(new Row("device to host, " + Unit.size(bytes) + " pinned, GB/s", f(copies[1]), "PyTorch " + f(py.get("d2h_gbps")),
             f(d2hRatio) + " of PyTorch", verdict(">= 0.95x", d2hRatio >= 0.95)));
 
-        report.section("GPU: the runtime on one CUDA device against the machine's PyTorch", "gpu",
-            "One run on " + side.device() + " (cuda:0) against PyTorch " + side.version() + " in the same call; each figure is the best of "
-                + REPEATS + " repeats on both sides. The Java side runs from the `-Pgpu` class path staged with `gpu-stage`: "
-                + "`$JAVA -cp $CP -Dbench.select=gpu org.dtorch.benchmarks.CommBenchmarks gpu`.");
+        report.sectionRunOnce("GPU: the runtime on one CUDA device against the machine's PyTorch", "tools/gpu-session.sh bench",
+            side.device() + " (cuda:0), against PyTorch " + side.version() + " in the same call (`benchmarks/python/bench_gpu_torch.py`); "
+                + "each figure is the best of " + REPEATS + " repeats on both sides. The Java side runs from the `-Pgpu` class path "
+                + "staged with `gpu-stage` (docs/gpu.md).");
         StringBuilder table = new StringBuilder("| measure | DTorch for the JVM | baselines | ratio | goal |\n|---|---|---|---|---|");
         for (Row row : rows) {
             table.append("\n| ").append(row.measure()).append(" | ").append(row.ours()).append(" | ").append(row.baselines()).append(" | ")

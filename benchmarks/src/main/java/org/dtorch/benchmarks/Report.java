@@ -45,6 +45,21 @@ final class Report {
         add(description);
     }
 
+    /** A table's heading for a harness measured once, outside Maven (the GPU machine), with the command given. */
+    void sectionRunOnce(String title, String command, String description) {
+        add("");
+        add("### " + title);
+        add("");
+        if (options.quick()) {
+            add("**Quick smoke run (`-D" + BenchOptions.QUICK_PROPERTY + "=true`): reduced sizes and iterations, not a measurement.**");
+            add("");
+        }
+        add("Commit `" + provenance.commit() + "`, " + provenance.date() + ", " + provenance.machine() + ". One run. Command: `"
+            + command + "`.");
+        add("");
+        add(description);
+    }
+
     /** A table of rows that each compare a measured operation with its baseline from the same runs. */
     void comparisons(List<Comparison> rows) {
         add("");

@@ -24,8 +24,7 @@ public final class Cuda {
     /** System property: {@code false} never loads the CUDA natives even when the GPU build is on the class path. */
     public static final String ENABLED_PROPERTY = "dtorch.cuda.enabled";
     /** What the user runs to get libtorch's CUDA natives. */
-    public static final String GPU_BUILD_HINT = "build with the GPU natives: mvn -B -Pgpu -DskipTests install "
-        + "(or ./dtorch run --devices cuda:N, which does it)";
+    public static final String GPU_BUILD_HINT = "build with the GPU natives: mvn -B -Pgpu -DskipTests install";
     private static final String LIBRARY_HINT = "put the CUDA 13 libraries (cudart, cuBLAS, cuDNN 9, cuSPARSE, cuFFT, "
         + "cuRAND, cuSOLVER, cuPTI, cuFile, NCCL 2) on LD_LIBRARY_PATH; see README, GPUs";
 

@@ -1,7 +1,6 @@
 package org.dtorch.core.device;
 
 import java.util.Objects;
-import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.cuda.CUDAStream;
 import org.bytedeco.pytorch.global.torch_cuda;
 
@@ -59,14 +58,6 @@ final class CudaStream extends DeviceStream {
     @Override
     public void makeCurrent() {
         torch_cuda.setCurrentCUDAStream(stream);
-    }
-
-    @Override
-    public void recordUse(Tensor tensor) {
-        Objects.requireNonNull(tensor, "tensor");
-        if (tensor.is_cuda()) {
-            torch_cuda.getAllocator().recordStream(tensor.storage().data_ptr(), stream);
-        }
     }
 
     /** The stream's id within its device, as libtorch numbers it. */

@@ -1,7 +1,6 @@
 package org.dtorch.core.device;
 
 import java.util.Objects;
-import org.bytedeco.pytorch.Tensor;
 
 /**
  * An ordered queue of work on one device (the seed's {@code DeviceStream}).
@@ -55,13 +54,6 @@ public abstract sealed class DeviceStream permits DeviceStream.CpuStream, CudaSt
     /** Makes this the calling thread's current stream of its device, where libtorch issues the thread's work. */
     public abstract void makeCurrent();
 
-    /**
-     * Tells the device's memory allocator that {@code tensor}'s memory is used by work on this stream, so
-     * that it is not reused before that work finished even if the last reference is dropped on another
-     * stream (torch's {@code Tensor.record_stream}). A no-op on CPU.
-     */
-    public abstract void recordUse(Tensor tensor);
-
     /** Records a new event at the current end of this stream. */
     public DeviceEvent recordEvent() {
         DeviceEvent event = DeviceEvent.create(device());
@@ -90,11 +82,6 @@ public abstract sealed class DeviceStream permits DeviceStream.CpuStream, CudaSt
         @Override
         public void makeCurrent() {
             // CPU work runs on the issuing thread.
-        }
-
-        @Override
-        public void recordUse(Tensor tensor) {
-            // CPU memory is freed when its last reference goes.
         }
 
         @Override

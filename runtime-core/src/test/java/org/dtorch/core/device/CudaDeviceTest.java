@@ -12,6 +12,7 @@ import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.bytedeco.pytorch.global.torch;
 import org.dtorch.core.tensor.TorchTensors;
+import org.dtorch.core.testing.GpuLoad;
 import org.dtorch.core.testing.GpuTest;
 import org.junit.jupiter.api.Test;
 
@@ -44,15 +45,15 @@ class CudaDeviceTest {
         DeviceStream consumer = DeviceStream.create(GPU);
         try (TensorOptions options = TorchTensors.options(ScalarType.Float, GPU); Scalar one = new Scalar(1.0)) {
             producer.makeCurrent();
+            GpuLoad.busy(GPU);
             Tensor x = torch.zeros(new long[] {1L << 22}, options);
             for (int i = 0; i < 500; i++) {
                 x.add_(one);
             }
             try (DeviceEvent done = producer.recordEvent()) {
-                assertFalse(done.query(), "500 passes over 16 MiB are still running when record returns");
+                assertFalse(done.query(), "the busy matmuls and 500 passes are still running when record returns");
                 consumer.makeCurrent();
                 done.streamWaitEvent(consumer);
-                consumer.recordUse(x);
                 try (Tensor sum = x.sum()) {
                     assertEquals(500.0 * (1 << 22), sum.item_double(), "the consumer saw every pass");
                 }

@@ -145,15 +145,27 @@ final class SameDeviceBackend implements CollectiveBackend {
 
     /** {@code acc = op(sources[0][pos:pos+n], ..., sources[size-1][pos:pos+n])}, dim 0. */
     private void combineInto(Tensor acc, Tensor[] sources, long pos, long n, ReduceOpType op) {
-        try (Tensor first = sources[0].narrow(0, pos, n)) {
-            acc.copy_(first);
+        // The first two sources combine straight into acc (one pass fewer over memory than copy-then-combine).
+        try (Tensor first = sources[0].narrow(0, pos, n); Tensor second = sources[1].narrow(0, pos, n)) {
+            combineOut(acc, first, second, op);
         }
-        for (int r = 1; r < size; r++) {
+        for (int r = 2; r < size; r++) {
             try (Tensor next = sources[r].narrow(0, pos, n)) {
                 combine(acc, next, op);
             }
         }
         finishAverage(acc, op);
+    }
+
+    /** {@code out = op(a, b)}. */
+    private static void combineOut(Tensor out, Tensor a, Tensor b, ReduceOpType op) {
+        Tensor result = switch (op) {
+            case SUM, AVG -> torch.add_out(out, a, b);
+            case PRODUCT -> torch.mul_out(out, a, b);
+            case MAX -> torch.maximum_out(out, a, b);
+            case MIN -> torch.minimum_out(out, a, b);
+        };
+        result.close(); // a second handle on out
     }
 
     private static void combine(Tensor acc, Tensor next, ReduceOpType op) {

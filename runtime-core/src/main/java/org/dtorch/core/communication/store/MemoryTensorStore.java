@@ -68,7 +68,6 @@ public final class MemoryTensorStore extends TensorStore {
         Objects.requireNonNull(stream, "stream");
         MemoryTensorStoreState.Taken taken = state.destGet(this, key, Deadline.after(timeout()));
         taken.setEvent().streamWaitEvent(stream);
-        stream.recordUse(taken.tensor());
         return taken.tensor();
     }
 

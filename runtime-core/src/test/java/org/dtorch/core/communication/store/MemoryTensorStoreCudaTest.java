@@ -19,6 +19,7 @@ import org.dtorch.core.device.DeviceEvent;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.device.DeviceStream;
 import org.dtorch.core.tensor.TorchTensors;
+import org.dtorch.core.testing.GpuLoad;
 import org.dtorch.core.testing.GpuTest;
 import org.dtorch.core.testing.RankThreads;
 import org.junit.jupiter.api.Test;
@@ -28,7 +29,7 @@ import org.junit.jupiter.api.Test;
  * stream is still computing and does not wait for it; the consumer's stream waits for the producer's event; the
  * producer may overwrite the value as soon as its wait returns, because its stream then waits for the consumer's
  * finish event. Each check fails if the corresponding event wait were missing: the pending work is tens of
- * milliseconds long on purpose.
+ * milliseconds long on purpose ({@link GpuLoad}).
  */
 @GpuTest
 class MemoryTensorStoreCudaTest {
@@ -56,6 +57,7 @@ class MemoryTensorStoreCudaTest {
     private static String produce(TensorStore store, DeviceStream stream, CountDownLatch consumerQueuedItsReads) {
         try (TensorOptions options = TorchTensors.options(ScalarType.Float, GPU); Scalar one = new Scalar(1.0);
              Tensor value = torch.ones(new long[] {NUMEL}, options)) {
+            GpuLoad.busy(GPU);
             for (int i = 0; i < PASSES; i++) {
                 value.add_(one);
             }
