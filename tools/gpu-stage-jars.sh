@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Builds with the GPU natives and packs what tools/gpu-session.sh needs on the GPU machine besides our own
+# classes: a Java 25 runtime and the external jars of the -Pgpu class path (libtorch's CUDA build, Bytedeco's
+# CUDA JNI, JavaCPP, OpenBLAS, HdrHistogram, JUnit's console launcher), in .stage/partNN for ../shared/tools/gpu-stage.
+# The CPU natives that Maven still lists under -Pgpu (docs/gpu.md) are left out. Prints the calls to make.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! "${JAVA_HOME:-/nonexistent}/bin/java" -version 2>&1 | grep -q 'version "2[5-9]'; then
+  JAVA_HOME=$(ls -d /usr/lib/jvm/temurin-25* /usr/lib/jvm/*25* 2>/dev/null | head -n 1)
+  [ -n "$JAVA_HOME" ] || { echo "gpu-stage-jars: set JAVA_HOME to a JDK 25" >&2; exit 2; }
+fi
+export JAVA_HOME PATH="$JAVA_HOME/bin:$PATH"
+mvn -B -q -Pgpu install -DskipTests
+cps=()
+for m in graph-ops benchmarks; do
+  f=$(mktemp); (cd "$m" && mvn -B -q -Pgpu dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile="$f" >/dev/null); cps+=("$f")
+done
+junit_dir="${TMPDIR:-/tmp}/gpu-test-junit"
+ls "$junit_dir"/junit-platform-console-standalone-*.jar >/dev/null 2>&1 || \
+  mvn -B -q dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:1.14.1 -DoutputDirectory="$junit_dir"
+cat "${cps[@]}" | tr ':' '\n' | grep '\.jar$' | grep -v '/org/dtorch/' | grep -v 'pytorch-[0-9.-]*-linux-x86_64\.jar$' \
+  | grep -v -E '/(junit|opentest4j|apiguardian)' | awk '!seen[$0]++' > .stage-cp.txt
+ls "$junit_dir"/junit-platform-console-standalone-*.jar | head -n 1 >> .stage-cp.txt
+rm -f "${cps[@]}"
+../shared/tools/gpu-stage "$(paste -sd: .stage-cp.txt)" .stage
+rm -f .stage-cp.txt
+echo "then, each call carrying runtime-core/target/{classes,test-classes}, graph-ops/target/{classes,test-classes} and benchmarks/target/classes:"
+echo "  tools/gpu-session.sh tests    |    tools/gpu-session.sh bench"
