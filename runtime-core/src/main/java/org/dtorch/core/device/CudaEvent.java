@@ -1,10 +1,21 @@
 package org.dtorch.core.device;
 
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
+import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import org.bytedeco.cuda.cudart.cudaIpcEventHandle_t;
 import org.bytedeco.pytorch.cuda.CUDAEvent;
 
 /**
  * A c10 CUDA event of one device, created without timing (the cheapest kind), optionally interprocess.
+ *
+ * <p>Three origins: made here for this process ({@link #CudaEvent(Device, boolean)}), opened from another
+ * process's handle ({@link #open}: waited for only), or borrowed, when the handle came from this very process
+ * (CUDA does not open a process's own handles): then it is the exporter's event, and {@link #close()} leaves it
+ * to its owner.
  *
  * <p>Not thread-safe for {@link #record(DeviceStream)} and {@link #close()}: one owner records and closes.
  */
@@ -14,14 +25,70 @@ final class CudaEvent extends DeviceEvent {
     /** {@code cudaEventInterprocess}: the event can be shared with another process (needs DISABLE_TIMING). */
     static final int INTERPROCESS = 0x04;
 
+    /** Interprocess events of this process whose handle was given out, by handle: what {@link #openIpc} borrows. */
+    private static final Map<HandleKey, CudaEvent> EXPORTED = new ConcurrentHashMap<>();
+
     private final Device device;
     private final CUDAEvent event;
+    private final boolean interprocess;
+    /** False for an event opened from a handle or borrowed: it is only waited for. */
+    private final boolean recordable;
+    /** False for a borrowed event: its exporter closes it. */
+    private final boolean owner;
+    private boolean recorded;
+    private HandleKey exportedAs;
     private boolean closed;
+
+    /** The 64 bytes of a handle, with value equality. */
+    private record HandleKey(int device, byte[] bytes) {
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof HandleKey k && k.device == device && Arrays.equals(k.bytes, bytes);
+        }
+
+        @Override
+        public int hashCode() {
+            return device * 31 + Arrays.hashCode(bytes);
+        }
+    }
 
     CudaEvent(Device device, boolean interprocess) {
         Cuda.require(device);
         this.device = device;
         this.event = new CUDAEvent(DISABLE_TIMING | (interprocess ? INTERPROCESS : 0));
+        this.interprocess = interprocess;
+        this.recordable = true;
+        this.owner = true;
+    }
+
+    private CudaEvent(Device device, CUDAEvent event, boolean owner) {
+        this.device = device;
+        this.event = event;
+        this.interprocess = true;
+        this.recordable = false;
+        this.owner = owner;
+    }
+
+    /** See {@link DeviceEvent#openIpc}; arguments checked there. */
+    static CudaEvent open(Device device, byte[] handle) {
+        Cuda.require(device);
+        CudaEvent local = EXPORTED.get(new HandleKey(device.index(), handle));
+        if (local != null) {
+            return new CudaEvent(device, local.event, false);
+        }
+        try (cudaIpcEventHandle_t struct = new cudaIpcEventHandle_t()) {
+            MemorySegment.copy(handle, 0, segment(struct), ValueLayout.JAVA_BYTE, 0, IPC_HANDLE_BYTES);
+            // c10's constructor guards the device and calls cudaIpcOpenEventHandle.
+            return new CudaEvent(device, new CUDAEvent((byte) device.index(), struct), true);
+        } catch (RuntimeException e) {
+            throw new IllegalStateException("cannot open the interprocess event handle for " + device + " (its process closed the event, "
+                + "or exited): " + e.getMessage(), e);
+        }
+    }
+
+    /** The 64 bytes of a handle struct, in place. */
+    private static MemorySegment segment(cudaIpcEventHandle_t handle) {
+        return MemorySegment.ofAddress(handle.address()).reinterpret(IPC_HANDLE_BYTES);
     }
 
     /** The libtorch event, for IPC handles. */
@@ -37,7 +104,32 @@ final class CudaEvent extends DeviceEvent {
     @Override
     public void record(DeviceStream stream) {
         check(stream);
+        if (!recordable) {
+            throw new IllegalStateException(this + " was opened from another process's handle: it is waited for, never recorded");
+        }
         event.record(CudaStream.unwrap(stream, "stream"));
+        recorded = true;
+    }
+
+    @Override
+    public byte[] ipcHandle() {
+        ensureOpen();
+        if (!interprocess || !recordable) {
+            return super.ipcHandle();
+        }
+        if (!recorded) {
+            throw new IllegalStateException(this + " has not been recorded: record it before handing out its handle");
+        }
+        byte[] bytes = new byte[IPC_HANDLE_BYTES];
+        try (cudaIpcEventHandle_t struct = new cudaIpcEventHandle_t()) {
+            event.ipc_handle(struct);
+            MemorySegment.copy(segment(struct), ValueLayout.JAVA_BYTE, 0, bytes, 0, IPC_HANDLE_BYTES);
+        }
+        if (exportedAs == null) {
+            exportedAs = new HandleKey(device.index(), bytes.clone());
+            EXPORTED.put(exportedAs, this);
+        }
+        return bytes;
     }
 
     @Override
@@ -67,8 +159,14 @@ final class CudaEvent extends DeviceEvent {
 
     @Override
     public void close() {
-        if (!closed) {
-            closed = true;
+        if (closed) {
+            return;
+        }
+        closed = true;
+        if (exportedAs != null) {
+            EXPORTED.remove(exportedAs, this);
+        }
+        if (owner) {
             event.close();
         }
     }
@@ -89,6 +187,6 @@ final class CudaEvent extends DeviceEvent {
 
     @Override
     public String toString() {
-        return "event(" + device + ")";
+        return (interprocess ? "interprocess event(" : "event(") + device + ")";
     }
 }

@@ -10,12 +10,20 @@ import java.util.Objects;
  * so {@link #query()} is true and the waits return at once. On CUDA it is a c10 CUDA event without
  * timing; {@link #streamWaitEvent(DeviceStream)} makes the other stream wait on the device, not the host.
  *
- * <p>Ownership: {@link #close()} releases a CUDA event (the garbage collector does it otherwise).
+ * <p>Across processes: an {@link #createInterprocess interprocess} CUDA event, once recorded, gives a
+ * 64-byte {@link #ipcHandle() handle}; another process of the host {@link #openIpc opens} it and makes its
+ * own streams wait for the producer's work, as {@code torch.multiprocessing} does for shared CUDA tensors.
+ *
+ * <p>Ownership: {@link #close()} releases a CUDA event (the garbage collector does it otherwise). An
+ * exported event must stay open until every process that opened it is done with it.
  *
  * <p>Not thread-safe for {@link #record(DeviceStream)}: one thread records; any thread may query or wait
  * after the recording thread has published the event.
  */
 public abstract sealed class DeviceEvent implements AutoCloseable permits DeviceEvent.CpuEvent, CudaEvent {
+
+    /** Bytes of an interprocess event handle ({@code cudaIpcEventHandle_t}). */
+    public static final int IPC_HANDLE_BYTES = 64;
 
     DeviceEvent() {
     }
@@ -31,6 +39,55 @@ public abstract sealed class DeviceEvent implements AutoCloseable permits Device
             case CPU -> new CpuEvent(device);
             case CUDA -> new CudaEvent(device, false);
         };
+    }
+
+    /**
+     * A new, unrecorded event that other processes of this host can wait for: {@link #record} it, then hand
+     * them {@link #ipcHandle()}. CUDA only (timing off, {@code cudaEventInterprocess}).
+     *
+     * @throws IllegalArgumentException  for a CPU device: CPU work is complete when issued, so no event crosses
+     * @throws CudaUnavailableException  for a CUDA device this process cannot use
+     */
+    public static DeviceEvent createInterprocess(Device device) {
+        Objects.requireNonNull(device, "device");
+        if (device.kind() != DeviceKind.CUDA) {
+            throw new IllegalArgumentException("an interprocess event needs a CUDA device, got " + device);
+        }
+        return new CudaEvent(device, true);
+    }
+
+    /**
+     * Opens, in this process, the event another process {@linkplain #ipcHandle() exported} (or this one: then
+     * the exporter's own event is returned, borrowed). The result is only waited for ({@link #streamWaitEvent},
+     * {@link #query()}, {@link #synchronize()}); recording it fails. {@link #close()} releases this process's
+     * handle, never the exporter's event, which its owner keeps open until every opener is done.
+     *
+     * @param device the device the event was recorded on, as this process numbers it
+     * @param handle the {@value #IPC_HANDLE_BYTES} bytes of {@link #ipcHandle()}
+     * @throws IllegalArgumentException if {@code device} is not CUDA or the handle has the wrong size
+     * @throws CudaUnavailableException for a CUDA device this process cannot use
+     * @throws IllegalStateException    if CUDA cannot open the handle (its exporter closed it, or died)
+     */
+    public static DeviceEvent openIpc(Device device, byte[] handle) {
+        Objects.requireNonNull(device, "device");
+        Objects.requireNonNull(handle, "handle");
+        if (device.kind() != DeviceKind.CUDA) {
+            throw new IllegalArgumentException("only CUDA events cross processes, got " + device);
+        }
+        if (handle.length != IPC_HANDLE_BYTES) {
+            throw new IllegalArgumentException("an event handle has " + IPC_HANDLE_BYTES + " bytes, got " + handle.length);
+        }
+        return CudaEvent.open(device, handle);
+    }
+
+    /**
+     * The {@value #IPC_HANDLE_BYTES}-byte handle that lets another process {@link #openIpc open} this event.
+     *
+     * @throws IllegalStateException if this event was not {@linkplain #createInterprocess created interprocess},
+     *                               was opened from a handle, or has not been recorded yet
+     */
+    public byte[] ipcHandle() {
+        throw new IllegalStateException(this + " is not an interprocess event: create it with DeviceEvent.createInterprocess");
     }
 
     /** The device of this event. */

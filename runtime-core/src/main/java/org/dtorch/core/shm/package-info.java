@@ -5,5 +5,10 @@
  * rules that keep other users of the host out: directories checked, regions opened without following links
  * and checked with {@code fstat} before they are mapped, and a janitor that removes only this user's files of
  * processes that have verifiably exited.
+ *
+ * <p>CUDA memory crosses processes through CUDA IPC instead of files: {@link org.dtorch.core.shm.CudaIpcTensors}
+ * lends a CUDA tensor (an allocation handle, an offset and an interprocess event, described by a
+ * {@link org.dtorch.core.shm.CudaIpcDescriptor} that the File store and File promises embed) and views what
+ * another process lent.
  */
 package org.dtorch.core.shm;

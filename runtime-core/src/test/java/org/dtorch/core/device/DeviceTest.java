@@ -30,12 +30,24 @@ class DeviceTest {
     }
 
     @Test
+    void shouldRefuseInterprocessEventsWhereNothingCrosses() {
+        assertThrows(IllegalArgumentException.class, () -> DeviceEvent.createInterprocess(Device.cpu(0)));
+        assertThrows(IllegalArgumentException.class, () -> DeviceEvent.openIpc(Device.cpu(0), new byte[DeviceEvent.IPC_HANDLE_BYTES]));
+        IllegalArgumentException size = assertThrows(IllegalArgumentException.class, () -> DeviceEvent.openIpc(Device.cuda(0), new byte[3]));
+        assertTrue(size.getMessage().contains("64 bytes, got 3"), size.getMessage());
+        IllegalStateException local = assertThrows(IllegalStateException.class, () -> DeviceStream.of(Device.cpu(0)).recordEvent().ipcHandle());
+        assertTrue(local.getMessage().contains("not an interprocess event"), local.getMessage());
+    }
+
+    @Test
     void shouldNameWhatIsMissingWhereCudaIsNotAvailable() {
         assumeFalse(Cuda.isAvailable(), "CUDA is available here");
         CudaUnavailableException e = assertThrows(CudaUnavailableException.class, () -> DeviceStream.of(Device.cuda(0)));
         assertTrue(e.getMessage().startsWith("cuda:0 is not usable: ") && e.getMessage().contains(Cuda.unavailableReason()), e.getMessage());
         assertTrue(Cuda.unavailableReason().contains("-Pgpu"), "the default build has the CPU natives: " + Cuda.unavailableReason());
         assertThrows(CudaUnavailableException.class, () -> DeviceEvent.create(Device.cuda(0)));
+        assertThrows(CudaUnavailableException.class, () -> DeviceEvent.createInterprocess(Device.cuda(0)));
+        assertThrows(CudaUnavailableException.class, () -> DeviceEvent.openIpc(Device.cuda(0), new byte[DeviceEvent.IPC_HANDLE_BYTES]));
         assertThrows(CudaUnavailableException.class, () -> DeviceStream.create(Device.cuda(1)));
         assertEquals(0, Cuda.deviceCount());
         Cuda.require(Device.cpu(3)); // CPU devices need nothing

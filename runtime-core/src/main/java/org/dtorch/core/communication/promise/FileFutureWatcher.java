@@ -18,7 +18,8 @@ import org.dtorch.core.shm.Shm;
  * (a small shared-memory region), each promise names its creator's doorbell, and whoever completes a
  * promise rings it. The watcher sleeps on the doorbell's futex and, when rung, polls its pending futures.
  * It also wakes every {@value #SLICE_MILLIS} ms, so a completion whose ring was lost (its process died
- * in between) is still seen.
+ * in between) is still seen. The same thread ends the loans of CUDA values this process lent to futures of
+ * other processes ({@link FilePromiseRegion}): their readers ring this doorbell when they release a value.
  *
  * <pre>
  * doorbell region (4096 bytes)

@@ -5,11 +5,19 @@ import static org.dtorch.core.communication.promise.FilePromiseLayout.*;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.communication.CommInterruptedException;
 import org.dtorch.core.communication.CommOptions;
+import org.dtorch.core.communication.CommTimeoutException;
+import org.dtorch.core.communication.Deadline;
 import org.dtorch.core.communication.GlobalCommInstanceId;
+import org.dtorch.core.device.Device;
+import org.dtorch.core.device.DeviceEvent;
+import org.dtorch.core.device.DeviceStream;
+import org.dtorch.core.shm.CudaIpcDescriptor;
+import org.dtorch.core.shm.CudaIpcTensors;
 import org.dtorch.core.shm.Futex;
 import org.dtorch.core.shm.Processes;
 import org.dtorch.core.shm.SharedRegion;
@@ -22,6 +30,13 @@ import org.dtorch.core.tensor.TorchTensors;
  * a value or an error, waiting for it, and reading the outcome. A tensor value is copied once, into the
  * region itself when small or into a region of its own ({@code <name>-v}) when large, which the reader
  * maps, views without copying and unlinks.
+ *
+ * <p>A CUDA value is not copied: the completer lends it through CUDA IPC ({@link CudaIpcTensors}), keeps its
+ * reference, and takes it back once the future's process sets {@code released} (its last view of the value is
+ * gone, or it dropped the future unread) or exits; the future's process rings the completer's doorbell when it
+ * releases, and the completer's {@link FileFutureWatcher} checks every few hundred milliseconds anyway. The reader
+ * waits on the host for the completer's writes (a future has no stream), polling, so that a completer that dies
+ * meanwhile fails the read instead of hanging it.
  *
  * <p>Lifetime: the creating process names the region {@code dtorch-<instance>-pr-<n>}; the future's side
  * unlinks it (and the value region) once it has read the outcome, or when it is dropped unread
@@ -41,6 +56,9 @@ final class FilePromiseRegion {
         }), "dtorch-promise-cleanup"));
     }
     private static final long SLEEP_SLICE_NANOS = 100_000_000L;
+    /** How often a reader waiting for a lender's GPU work polls its event, and checks that the lender lives. */
+    private static final long EVENT_POLL_NANOS = 20_000L;
+    private static final long LENDER_CHECK_NANOS = 250_000_000L;
 
     private final SharedRegion region;
     private final MemorySegment seg;
@@ -51,6 +69,8 @@ final class FilePromiseRegion {
     private final java.util.concurrent.atomic.AtomicReference<Throwable> localError;
     /** The future process's doorbell, read once. */
     private final String doorbell;
+    /** True once this holder handed out a view of a lent CUDA value: its release, not {@link #abandon()}, frees it. */
+    private volatile boolean viewed;
 
     private FilePromiseRegion(SharedRegion region) {
         this(region, new java.util.concurrent.atomic.AtomicReference<>());
@@ -73,6 +93,7 @@ final class FilePromiseRegion {
             }
             MemorySegment s = region.segment();
             s.set(ValueLayout.JAVA_INT, KIND, kind);
+            s.set(ValueLayout.JAVA_INT, FUTURE_PID, Processes.currentPid());
             Shm.putString(s, DOORBELL, DOORBELL_CAPACITY, FileFutureWatcher.instance().doorbellName());
             Shm.putIntRelease(s, MAGIC_OFFSET, MAGIC);
             OWNED.add(name);
@@ -127,26 +148,19 @@ final class FilePromiseRegion {
             throw new IllegalArgumentException("a File promise carries tensors of at most " + MAX_DIMS + " dims, got "
                 + TorchTensors.describe(value));
         }
-        if (!value.is_cpu()) {
-            throw new UnsupportedOperationException("a File promise carries GPU tensors through CUDA IPC, which comes with the GPU issue");
+        if (value.is_cuda()) {
+            return tryLend(value, shape);
         }
         if (!claim()) {
             return false;
         }
         try {
-            ScalarType dtype = TorchTensors.dtype(value);
-            long nbytes = ShmTensors.byteSize(shape, dtype);
-            seg.set(ValueLayout.JAVA_INT, DTYPE, dtype.value);
-            seg.set(ValueLayout.JAVA_INT, NDIM, shape.length);
-            seg.set(ValueLayout.JAVA_LONG, NBYTES, nbytes);
-            for (int d = 0; d < shape.length; d++) {
-                seg.set(ValueLayout.JAVA_LONG, SHAPE + 8L * d, shape[d]);
-            }
+            long nbytes = writeHeader(value, shape);
             if (nbytes <= INLINE_CAPACITY) {
-                seg.set(ValueLayout.JAVA_INT, INLINE, 1);
+                seg.set(ValueLayout.JAVA_INT, PLACEMENT, INLINE);
                 ShmTensors.copyInto(value, seg.asSlice(INLINE_BYTES, INLINE_CAPACITY));
             } else {
-                seg.set(ValueLayout.JAVA_INT, INLINE, 0);
+                seg.set(ValueLayout.JAVA_INT, PLACEMENT, VALUE_REGION);
                 writeValueRegion(value, nbytes);
             }
         } catch (RuntimeException e) {
@@ -154,6 +168,66 @@ final class FilePromiseRegion {
             throw e;
         }
         publish(VALUE, null);
+        return true;
+    }
+
+    /** Writes dtype, ndim, nbytes and shape; returns nbytes. */
+    private long writeHeader(Tensor value, long[] shape) {
+        ScalarType dtype = TorchTensors.dtype(value);
+        long nbytes = ShmTensors.byteSize(shape, dtype);
+        seg.set(ValueLayout.JAVA_INT, DTYPE, dtype.value);
+        seg.set(ValueLayout.JAVA_INT, NDIM, shape.length);
+        seg.set(ValueLayout.JAVA_LONG, NBYTES, nbytes);
+        for (int d = 0; d < shape.length; d++) {
+            seg.set(ValueLayout.JAVA_LONG, SHAPE + 8L * d, shape[d]);
+        }
+        return nbytes;
+    }
+
+    /**
+     * Publishes a CUDA value by lending it: an interprocess event recorded on the calling thread's current stream
+     * of the value's device (where the value is taken to have been written; the host does not wait), and the
+     * value's {@link CudaIpcDescriptor}. The loan ends when the future's process releases the value or exits.
+     */
+    private boolean tryLend(Tensor value, long[] shape) {
+        DeviceStream stream = DeviceStream.of(TorchTensors.device(value)); // checks the device before the claim
+        if (!claim()) {
+            return false;
+        }
+        CudaIpcTensors.Loan loan = null;
+        try {
+            writeHeader(value, shape);
+            loan = CudaIpcTensors.lend(value, stream);
+            loan.descriptor().writeTo(seg, IPC_DESCRIPTOR);
+            Shm.putString(seg, LENDER_BELL, DOORBELL_CAPACITY, FileFutureWatcher.instance().doorbellName());
+            seg.set(ValueLayout.JAVA_INT, PLACEMENT, CUDA_IPC);
+        } catch (RuntimeException e) {
+            if (loan != null) {
+                loan.close();
+            }
+            publish(ERROR_STATE, "lending the CUDA value failed: " + RemoteFailureException.describe(e));
+            throw e;
+        }
+        FilePromiseRegion watched = share();
+        CudaIpcTensors.Loan lent = loan;
+        publish(VALUE, null);
+        FileFutureWatcher.instance().watch(() -> watched.endLoanIfReleased(lent));
+        return true;
+    }
+
+    /**
+     * The lender's check, on its watcher thread: once the future's process released the value (or is gone),
+     * drops the loan and this holder's mapping; true then.
+     */
+    private boolean endLoanIfReleased(CudaIpcTensors.Loan loan) {
+        if (Shm.getIntAcquire(seg, RELEASED) == 0 && Processes.isAlive(seg.get(ValueLayout.JAVA_INT, FUTURE_PID))) {
+            return false;
+        }
+        try {
+            loan.close();
+        } finally {
+            release();
+        }
         return true;
     }
 
@@ -304,8 +378,12 @@ final class FilePromiseRegion {
         if (dtype == null) {
             throw new IllegalStateException("File promise " + name() + " names dtype code " + code + ", which this libtorch does not know");
         }
-        if (seg.get(ValueLayout.JAVA_INT, INLINE) == 1) {
+        int placement = seg.get(ValueLayout.JAVA_INT, PLACEMENT);
+        if (placement == INLINE) {
             return ShmTensors.copyOut(seg.asSlice(INLINE_BYTES, INLINE_CAPACITY), shape, dtype);
+        }
+        if (placement == CUDA_IPC) {
+            return viewLentValue(shape, dtype);
         }
         String valueName = name() + "-v";
         try (SharedRegion data = SharedRegion.open(valueName).orElseThrow(() -> new IllegalStateException(
@@ -313,6 +391,71 @@ final class FilePromiseRegion {
             SharedRegion.unlink(valueName);
             return ShmTensors.view(data, 0, shape, dtype);
         }
+    }
+
+    /**
+     * A view of the CUDA value the completer lends, once the completer's writes are done: the future has no
+     * stream, so the host waits (polling, with the completer's liveness and the global deadline); the view is then
+     * usable on any stream. Its release (libtorch freed the last reference, and this process's work on the device
+     * has passed) tells the completer.
+     */
+    private Tensor viewLentValue(long[] shape, ScalarType dtype) {
+        CudaIpcDescriptor descriptor = CudaIpcDescriptor.readFrom(seg, IPC_DESCRIPTOR);
+        int lender = seg.get(ValueLayout.JAVA_INT, WRITER_PID);
+        if (!Processes.isAlive(lender)) {
+            throw new IllegalStateException("the process that set the CUDA value of File promise " + name() + " (pid " + lender
+                + ") has exited; the GPU memory it lent is gone");
+        }
+        if (!descriptor.isEmpty()) {
+            try (DeviceEvent written = DeviceEvent.openIpc(Device.cuda(descriptor.device()), descriptor.eventHandle())) {
+                awaitLenderWrites(written, lender);
+            }
+        }
+        FilePromiseRegion lease = share();
+        viewed = true;
+        try {
+            return CudaIpcTensors.view(descriptor, shape, dtype, lease::releaseLentValue);
+        } catch (RuntimeException | Error e) {
+            viewed = false;
+            lease.release();
+            throw e;
+        }
+    }
+
+    private void awaitLenderWrites(DeviceEvent written, int lender) {
+        Deadline deadline = Deadline.after(CommOptions.global().timeout());
+        long nextCheck = System.nanoTime() + LENDER_CHECK_NANOS;
+        while (!written.query()) {
+            if (deadline.expired()) {
+                throw new CommTimeoutException("reading File promise " + name() + " " + deadline.timedOutAfter()
+                    + ": the GPU work of pid " + lender + " that writes its CUDA value has not finished");
+            }
+            if (Thread.currentThread().isInterrupted()) {
+                throw new CommInterruptedException("reading File promise " + name() + " was interrupted", new InterruptedException());
+            }
+            if (System.nanoTime() - nextCheck >= 0) {
+                nextCheck = System.nanoTime() + LENDER_CHECK_NANOS;
+                if (!Processes.isAlive(lender)) {
+                    throw new IllegalStateException("the process that set the CUDA value of File promise " + name() + " (pid " + lender
+                        + ") exited before its GPU work that writes the value finished");
+                }
+            }
+            LockSupport.parkNanos(EVENT_POLL_NANOS);
+        }
+    }
+
+    /** The view's release: tells the lender it may free the value, then drops this holder's mapping. */
+    private void releaseLentValue() {
+        try {
+            signalReleased();
+        } finally {
+            release();
+        }
+    }
+
+    private void signalReleased() {
+        Shm.putIntRelease(seg, RELEASED, 1);
+        FileFutureWatcher.ring(Shm.getString(seg, LENDER_BELL));
     }
 
     /**
@@ -329,6 +472,9 @@ final class FilePromiseRegion {
      */
     void abandon() {
         Shm.putIntVolatile(seg, ABANDONED, 1);
+        if (!viewed) {
+            signalReleased(); // a lent CUDA value nobody here views: its lender may free it (nothing else watches this)
+        }
         SharedRegion.unlink(name());
         SharedRegion.unlink(name() + "-v");
         OWNED.remove(name());

@@ -12,7 +12,13 @@ import org.bytedeco.pytorch.Tensor;
  */
 public interface TensorPromise {
 
-    /** Completes the promise with a value. The promise keeps its own reference; the caller keeps its own. */
+    /**
+     * Completes the promise with a value. The promise keeps its own reference; the caller keeps its own.
+     *
+     * <p>A CUDA value of a File promise crosses processes through CUDA IPC without a copy: it must have been
+     * written on the calling thread's current stream of its device (the future's side waits for that work), and
+     * must not be modified until the future's side let it go; the promise keeps the memory until then.
+     */
     void setValue(Tensor t);
 
     /** Completes the promise with an error; {@code get()} on the future rethrows it as the cause. */

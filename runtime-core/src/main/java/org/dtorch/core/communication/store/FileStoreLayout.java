@@ -2,6 +2,7 @@ package org.dtorch.core.communication.store;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
+import org.dtorch.core.shm.CudaIpcDescriptor;
 import org.dtorch.core.shm.Shm;
 import org.dtorch.core.shm.ShmMonitor;
 
@@ -30,16 +31,19 @@ import org.dtorch.core.shm.ShmMonitor;
  *   16      4      producerRank
  *   20      4      dtype            libtorch ScalarType code
  *   24      4      ndim
- *   28      4      inline           1 when the bytes are in this entry, 0 when in a data region
+ *   28      4      placement        where the value is: INLINE (in this entry), DATA_REGION (a data region),
+ *                                   CUDA_IPC (lent by its producer through CUDA IPC: the descriptor below); or'ed
+ *                                   with TO_CUDA when the producer set a CPU value for CUDA consumers
  *   32      8      nbytes
  *   40      8      dataSequence     names the producer's data region: {control}-r{rank}-{sequence}
  *   48      8      keyHash
  *   56      64     shape[8]
- *   120     128    deviceSlot       reserved for CUDA IPC memory and event handles (the GPU issue)
+ *   120     128    (unused)
  *   248     256    key              int length + UTF-8, at most {@link #MAX_KEY_BYTES}
  *   504     8      dataOffset       where the value starts in its data region
  *   512     256    dataName         the data region, when the value was allocated in shared memory already
  *                                   ({@link FileTensorStore#allocate}): int length + UTF-8; empty otherwise
+ *   768     256    cudaIpc          a {@link CudaIpcDescriptor}, when placement is CUDA_IPC
  *   1024    3072   inline bytes     values of at most {@link #INLINE_CAPACITY} bytes
  * </pre>
  *
@@ -50,7 +54,8 @@ import org.dtorch.core.shm.ShmMonitor;
  */
 final class FileStoreLayout {
     static final int MAGIC = 0x44545331; // "DTS1"
-    static final int VERSION = 1;
+    /** 2: the placement field and the CUDA IPC descriptor (version 1 had an inline flag and a reserved device slot). */
+    static final int VERSION = 2;
     static final int MAX_WORLD_SIZE = 512;
     static final int ENTRY_CAPACITY = 128;
     static final int MAX_DIMS = 8;
@@ -78,7 +83,7 @@ final class FileStoreLayout {
     static final long E_PRODUCER = 16;
     static final long E_DTYPE = 20;
     static final long E_NDIM = 24;
-    static final long E_INLINE = 28;
+    static final long E_PLACEMENT = 28;
     static final long E_NBYTES = 32;
     static final long E_DATA_SEQUENCE = 40;
     static final long E_KEY_HASH = 48;
@@ -87,14 +92,30 @@ final class FileStoreLayout {
     static final long E_DATA_OFFSET = 504;
     static final long E_DATA_NAME = 512;
     static final int DATA_NAME_CAPACITY = 256;
+    static final long E_CUDA_IPC = E_DATA_NAME + DATA_NAME_CAPACITY;
     static final long E_INLINE_BYTES = 1024;
     static final int INLINE_CAPACITY = (int) (ENTRY_SIZE - E_INLINE_BYTES);
+
+    /** Placement: the bytes are in a data region ({@code dataSequence} or {@code dataName}). */
+    static final int DATA_REGION = 0;
+    /** Placement: the bytes are in the entry. */
+    static final int INLINE = 1;
+    /** Placement: a CUDA tensor its producer lends through CUDA IPC ({@code cudaIpc}). */
+    static final int CUDA_IPC = 2;
+    /** Placement flag: a CPU value its consumers copy to their CUDA device. */
+    static final int TO_CUDA = 0x100;
 
     static final int FREE = 0;
     static final int RESERVED = 1;
     static final int LIVE = 2;
 
     static final long REGION_SIZE = HEADER_SIZE + ENTRY_CAPACITY * ENTRY_SIZE;
+
+    static {
+        if (E_CUDA_IPC + CudaIpcDescriptor.SIZE > E_INLINE_BYTES) {
+            throw new ExceptionInInitializerError("the CUDA IPC descriptor overlaps the inline bytes");
+        }
+    }
 
     private FileStoreLayout() {
     }

@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.Supplier;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
@@ -21,8 +22,13 @@ import org.dtorch.core.communication.CommInterruptedException;
 import org.dtorch.core.communication.CommOptions;
 import org.dtorch.core.communication.CommTimeoutException;
 import org.dtorch.core.communication.Deadline;
+import org.dtorch.core.device.Cuda;
+import org.dtorch.core.device.Device;
+import org.dtorch.core.device.DeviceEvent;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.device.DeviceStream;
+import org.dtorch.core.shm.CudaIpcDescriptor;
+import org.dtorch.core.shm.CudaIpcTensors;
 import org.dtorch.core.shm.Processes;
 import org.dtorch.core.shm.SharedRegion;
 import org.dtorch.core.shm.Shm;
@@ -45,8 +51,19 @@ import org.dtorch.core.tensor.TorchTensors;
  * are then already allocated and mapped), and consumers keep a few mappings, so a repeated exchange of a
  * large tensor costs one memory copy and no page faults.
  *
+ * <p>CUDA values cross through CUDA IPC, without copying ({@link CudaIpcTensors}; docs/gpu.md, CUDA IPC):
+ * {@code srcSet} records an interprocess event on the producer's stream (the host does not wait), publishes
+ * the value's allocation handle, offset, strides and event handle in the entry, and keeps a reference to the
+ * value; {@code destGet} views the allocation (opened once per process) and makes the consumer's stream wait for
+ * the event; {@code destFinishGet} waits on the host for the consumer's stream, so that when
+ * {@code srcWaitUntilGetFinished} returns no consumer reads the memory any more and the producer drops its
+ * reference. A CUDA value for CPU consumers is copied to the host and published as a CPU value; a CPU value for
+ * CUDA consumers is published as it is and each consumer copies it to its stream's device (a consumer on a CPU
+ * stream takes it as it is).
+ *
  * <p>Failures: a wait notices within {@value #PEER_CHECK_MILLIS} ms that a participant's process died
- * without closing, and fails naming its rank and pid. The last participant to close removes the control
+ * without closing, and fails naming its rank and pid; the host waits for CUDA events poll and check the same
+ * way, since the event of a killed producer may never pass. The last participant to close removes the control
  * region and every data region; what a killed instance leaves behind is removed by
  * {@link org.dtorch.core.shm.ShmJanitor} when the next runtime starts.
  *
@@ -58,6 +75,8 @@ public final class FileTensorStore extends TensorStore {
     private static final int POOL_LIMIT = 4;
     private static final int MAPPED_LIMIT = 8;
     private static final int KEYS_SHOWN_IN_ERRORS = 8;
+    /** How often a host wait for a CUDA event polls once its spin budget is spent. */
+    static final long EVENT_POLL_MICROS = 20;
 
     private final String regionName;
     private final SharedRegion control;
@@ -81,6 +100,8 @@ public final class FileTensorStore extends TensorStore {
     /** Data regions of other ranks mapped here, least recently used first. Guarded by {@code this}. */
     private final LinkedHashMap<String, SharedRegion> mapped = new LinkedHashMap<>(16, 0.75f, true);
     private long nextDataSequence;
+    /** What this rank lent and took through CUDA IPC. */
+    private final FileStoreCudaExchanges cudaExchanges = new FileStoreCudaExchanges();
 
     /** Creates or joins the control region and waits for the others (constructor barrier). */
     FileTensorStore(TensorStoreCreateInfo info) {
@@ -223,9 +244,28 @@ public final class FileTensorStore extends TensorStore {
         String op = describe("srcSet", key);
         byte[] keyBytes = checkKey(key, "srcSet");
         DeviceKind valueKind = checkSrcSet(op, value, stream, getCount);
-        if (valueKind != DeviceKind.CPU || (destGetDeviceKind != null && destGetDeviceKind != valueKind)) {
-            throw new UnsupportedOperationException(op + ": GPU values cross processes through CUDA IPC, which comes with the GPU issue");
+        if (valueKind == DeviceKind.CUDA) {
+            if (destGetDeviceKind != DeviceKind.CPU) {
+                lend(op, key, keyBytes, value, stream, getCount);
+                return;
+            }
+            // CPU consumers: the bytes go to the host first, then into shared memory as any CPU value.
+            try (Tensor onHost = moveToHost(op, value, stream)) {
+                publish(op, key, keyBytes, onHost, getCount, DATA_REGION);
+            }
+            return;
         }
+        if (destGetDeviceKind == DeviceKind.CUDA) {
+            // Each consumer copies the value to its GPU; a host without CUDA would only fail them later.
+            Cuda.require(Device.cuda(0));
+            publish(op, key, keyBytes, value, getCount, TO_CUDA);
+            return;
+        }
+        publish(op, key, keyBytes, value, getCount, DATA_REGION);
+    }
+
+    /** Publishes a CPU value in shared memory; {@code flags} is TO_CUDA when its consumers want it on their GPU. */
+    private void publish(String op, String key, byte[] keyBytes, Tensor value, int getCount, int flags) {
         long[] shape = TorchTensors.shape(value);
         if (shape.length > MAX_DIMS) {
             throw new IllegalArgumentException(op + ": a File store moves tensors of at most " + MAX_DIMS + " dims, got "
@@ -243,7 +283,7 @@ public final class FileTensorStore extends TensorStore {
                 }
                 try {
                     reserve(op, key, keyBytes, shape, dtype, nbytes, getCount, null, shared.name(),
-                        value.data_ptr().address() - shared.address());
+                        value.data_ptr().address() - shared.address(), flags, null);
                 } catch (RuntimeException e) {
                     synchronized (this) {
                         held.remove(key).close();
@@ -252,7 +292,7 @@ public final class FileTensorStore extends TensorStore {
                 }
                 return;
             }
-            long base = reserve(op, key, keyBytes, shape, dtype, nbytes, getCount, value, null, 0);
+            long base = reserve(op, key, keyBytes, shape, dtype, nbytes, getCount, value, null, 0, flags, null);
             if (base < 0) {
                 return; // inline: published already
             }
@@ -291,6 +331,53 @@ public final class FileTensorStore extends TensorStore {
         }
     }
 
+    /**
+     * Publishes a CUDA value through CUDA IPC: the entry gets the value's {@link CudaIpcDescriptor} (its
+     * allocation's handle, its offset there, and an interprocess event recorded on {@code stream}, which the
+     * host does not wait for); this rank keeps the value until {@link #srcWaitUntilGetFinished}.
+     */
+    private void lend(String op, String key, byte[] keyBytes, Tensor value, DeviceStream stream, int getCount) {
+        long[] shape = TorchTensors.shape(value);
+        if (shape.length > MAX_DIMS) {
+            throw new IllegalArgumentException(op + ": a File store moves tensors of at most " + MAX_DIMS + " dims, got "
+                + TorchTensors.describe(value));
+        }
+        if (!TorchTensors.device(value).equals(stream.device())) {
+            throw new IllegalArgumentException(op + ": value is " + TorchTensors.describe(value) + " but stream is " + stream
+                + "; CUDA IPC publishes the event of the value's own device");
+        }
+        ScalarType dtype = TorchTensors.dtype(value);
+        long nbytes = ShmTensors.byteSize(shape, dtype);
+        enter(op);
+        try {
+            CudaIpcTensors.Loan loan;
+            try {
+                loan = CudaIpcTensors.lend(value, stream);
+            } catch (IllegalStateException e) {
+                throw new IllegalStateException(op + ": " + e.getMessage(), e);
+            }
+            try {
+                reserve(op, key, keyBytes, shape, dtype, nbytes, getCount, null, null, 0, CUDA_IPC, loan);
+            } catch (RuntimeException e) {
+                loan.close();
+                throw e;
+            }
+        } finally {
+            exit();
+        }
+    }
+
+    /** A host copy of a CUDA value, ordered after {@code stream}'s work whatever the thread's current stream is. */
+    private static Tensor moveToHost(String op, Tensor value, DeviceStream stream) {
+        DeviceStream current = DeviceStream.of(stream.device());
+        if (!current.equals(stream)) {
+            try (DeviceEvent written = stream.recordEvent()) {
+                written.streamWaitEvent(current);
+            }
+        }
+        return moveForConsumers(op, value, DeviceKind.CPU);
+    }
+
     /** The region this store allocated that holds {@code value}'s bytes contiguously, or null. */
     private SharedRegion allocatedRegionOf(Tensor value, long nbytes) {
         if (nbytes == 0 || !value.is_contiguous()) {
@@ -302,11 +389,13 @@ public final class FileTensorStore extends TensorStore {
 
     /**
      * Claims a free entry for {@code key} and fills its metadata. A value already in shared memory
-     * ({@code dataName}) or a small one (copied into the entry) is published at once (returns -1); a large
-     * one leaves the entry RESERVED (returns its offset) until its bytes are in a data region.
+     * ({@code dataName}), a small one (copied into the entry) or a lent CUDA one ({@code loan}, kept from here until
+     * the key is waited for) is published at once (returns -1); a large one leaves the entry RESERVED (returns its
+     * offset) until its bytes are in a data region. {@code placement} is CUDA_IPC with {@code loan}, else DATA_REGION
+     * or TO_CUDA (INLINE is decided here).
      */
     private long reserve(String op, String key, byte[] keyBytes, long[] shape, ScalarType dtype, long nbytes, int getCount,
-                         Tensor value, String dataName, long dataOffset) {
+                         Tensor value, String dataName, long dataOffset, int placement, CudaIpcTensors.Loan loan) {
         long keyHash = hash(keyBytes);
         monitor.lock();
         try {
@@ -322,14 +411,14 @@ public final class FileTensorStore extends TensorStore {
                     + "; wait for some with srcWaitUntilGetFinished first");
             }
             long base = entry(slot);
-            boolean inline = dataName == null && nbytes <= INLINE_CAPACITY;
+            boolean inline = dataName == null && loan == null && nbytes <= INLINE_CAPACITY;
             seg.set(ValueLayout.JAVA_INT, base + E_GET_COUNT, getCount);
             seg.set(ValueLayout.JAVA_INT, base + E_GETS, 0);
             seg.set(ValueLayout.JAVA_INT, base + E_FINISHES, 0);
             seg.set(ValueLayout.JAVA_INT, base + E_PRODUCER, rank());
             seg.set(ValueLayout.JAVA_INT, base + E_DTYPE, dtype.value);
             seg.set(ValueLayout.JAVA_INT, base + E_NDIM, shape.length);
-            seg.set(ValueLayout.JAVA_INT, base + E_INLINE, inline ? 1 : 0);
+            seg.set(ValueLayout.JAVA_INT, base + E_PLACEMENT, inline ? INLINE | placement : placement);
             seg.set(ValueLayout.JAVA_LONG, base + E_NBYTES, nbytes);
             seg.set(ValueLayout.JAVA_LONG, base + E_KEY_HASH, keyHash);
             for (int d = 0; d < shape.length; d++) {
@@ -338,8 +427,12 @@ public final class FileTensorStore extends TensorStore {
             Shm.putString(seg, base + E_KEY, MAX_KEY_BYTES + 4, key);
             Shm.putString(seg, base + E_DATA_NAME, DATA_NAME_CAPACITY, dataName == null ? "" : dataName);
             seg.set(ValueLayout.JAVA_LONG, base + E_DATA_OFFSET, dataOffset);
-            if (dataName != null) {
-                seg.set(ValueLayout.JAVA_INT, base + E_INLINE, 0);
+            if (dataName != null || loan != null) {
+                if (loan != null) {
+                    // Kept under the monitor, as the entry goes LIVE: a loan is kept exactly while its key is live.
+                    loan.descriptor().writeTo(seg, base + E_CUDA_IPC);
+                    cudaExchanges.lent(key, loan);
+                }
                 Shm.putIntRelease(seg, base + E_STATE, LIVE);
                 monitor.signalAll();
                 return -1;
@@ -367,6 +460,7 @@ public final class FileTensorStore extends TensorStore {
         try {
             long keyHash = hash(keyBytes);
             Waiter waiter = new Waiter(op, deadline);
+            CudaIpcTensors.Loan loan;
             monitor.lock();
             try {
                 ensureOpen(op);
@@ -383,6 +477,7 @@ public final class FileTensorStore extends TensorStore {
                     waiter.step(() -> seg.get(ValueLayout.JAVA_INT, base + E_FINISHES) + " of " + seg.get(ValueLayout.JAVA_INT, base + E_GET_COUNT)
                         + " consumers finished (" + seg.get(ValueLayout.JAVA_INT, base + E_GETS) + " took the tensor)");
                 }
+                loan = cudaExchanges.endLoan(key);
                 Shm.putIntRelease(seg, base + E_STATE, FREE);
                 monitor.signalAll();
             } finally {
@@ -397,6 +492,11 @@ public final class FileTensorStore extends TensorStore {
                 if (published != null) {
                     published.close();
                 }
+            }
+            if (loan != null) {
+                // Every consumer waited on its host for its own stream before it finished: no GPU work of theirs reads
+                // the lent memory any more, so it goes back to the allocator right away.
+                loan.close();
             }
         } finally {
             exit();
@@ -415,9 +515,12 @@ public final class FileTensorStore extends TensorStore {
             Waiter waiter = new Waiter(op, deadline);
             long[] shape;
             ScalarType dtype;
-            String dataName;
-            long dataOffset;
-            boolean cacheable;
+            int placement;
+            String dataName = null;
+            long dataOffset = 0;
+            boolean cacheable = false;
+            CudaIpcDescriptor cuda = null;
+            Tensor inlineCopy = null;
             long base;
             monitor.lock();
             try {
@@ -436,34 +539,68 @@ public final class FileTensorStore extends TensorStore {
                             : "the key is " + counts(entry(live)) + "; no producer set it again";
                     });
                 }
+                placement = seg.get(ValueLayout.JAVA_INT, base + E_PLACEMENT);
+                if (placement == CUDA_IPC) {
+                    cuda = CudaIpcDescriptor.readFrom(seg, base + E_CUDA_IPC);
+                    Cuda.require(Device.cuda(cuda.device())); // before taking: a consumer without that GPU takes nothing
+                }
                 seg.set(ValueLayout.JAVA_INT, base + E_GETS, seg.get(ValueLayout.JAVA_INT, base + E_GETS) + 1);
                 shape = shapeOf(base);
                 dtype = dtypeOf(op, base);
-                if (seg.get(ValueLayout.JAVA_INT, base + E_INLINE) == 1) {
+                if (placement == INLINE) {
                     return ShmTensors.copyOut(seg.asSlice(base + E_INLINE_BYTES, INLINE_CAPACITY), shape, dtype);
                 }
-                String allocated = Shm.getString(seg, base + E_DATA_NAME);
-                cacheable = allocated.isEmpty();
-                dataName = cacheable ? dataRegionName(seg.get(ValueLayout.JAVA_INT, base + E_PRODUCER),
-                    seg.get(ValueLayout.JAVA_LONG, base + E_DATA_SEQUENCE)) : allocated;
-                dataOffset = seg.get(ValueLayout.JAVA_LONG, base + E_DATA_OFFSET);
+                if (placement == (INLINE | TO_CUDA)) {
+                    inlineCopy = ShmTensors.copyOut(seg.asSlice(base + E_INLINE_BYTES, INLINE_CAPACITY), shape, dtype);
+                } else if (cuda == null) {
+                    String allocated = Shm.getString(seg, base + E_DATA_NAME);
+                    cacheable = allocated.isEmpty();
+                    dataName = cacheable ? dataRegionName(seg.get(ValueLayout.JAVA_INT, base + E_PRODUCER),
+                        seg.get(ValueLayout.JAVA_LONG, base + E_DATA_SEQUENCE)) : allocated;
+                    dataOffset = seg.get(ValueLayout.JAVA_LONG, base + E_DATA_OFFSET);
+                }
             } finally {
                 monitor.unlock();
             }
-            try {
-                return viewOf(dataName, dataOffset, cacheable, shape, dtype);
-            } catch (RuntimeException e) {
-                monitor.lock();
+            if (cuda != null) {
                 try {
-                    seg.set(ValueLayout.JAVA_INT, base + E_GETS, seg.get(ValueLayout.JAVA_INT, base + E_GETS) - 1);
-                    monitor.signalAll();
-                } finally {
-                    monitor.unlock();
+                    return cudaExchanges.take(op, key, cuda, shape, dtype, stream, deadline, this::awaitOnHost);
+                } catch (RuntimeException e) {
+                    untake(base);
+                    throw e instanceof CommException ? e : new CommException(op + ": cannot take the CUDA value " + cuda + ": "
+                        + e.getMessage(), e);
                 }
+            }
+            Tensor value;
+            try {
+                value = inlineCopy != null ? inlineCopy : viewOf(dataName, dataOffset, cacheable, shape, dtype);
+            } catch (RuntimeException e) {
+                untake(base);
                 throw new CommException(op + ": cannot map the value's data region " + dataName, e);
+            }
+            if ((placement & TO_CUDA) == 0 || stream.device().kind() != DeviceKind.CUDA) {
+                return value; // a consumer on a CPU stream has no GPU to copy to: it takes the value as it is
+            }
+            try (Tensor onHost = value) {
+                // Synchronous with the host (the source is pageable host memory): ready for any stream once it returns.
+                return TorchTensors.to(onHost, stream.device());
+            } catch (RuntimeException e) {
+                untake(base);
+                throw e;
             }
         } finally {
             exit();
+        }
+    }
+
+    /** Gives back a take that failed after it was counted, so that another consumer can take the value. */
+    private void untake(long base) {
+        monitor.lock();
+        try {
+            seg.set(ValueLayout.JAVA_INT, base + E_GETS, seg.get(ValueLayout.JAVA_INT, base + E_GETS) - 1);
+            monitor.signalAll();
+        } finally {
+            monitor.unlock();
         }
     }
 
@@ -474,6 +611,9 @@ public final class FileTensorStore extends TensorStore {
         Objects.requireNonNull(stream, "stream");
         enter(op);
         try {
+            if (cudaExchanges.hasTakes()) {
+                cudaExchanges.finish(op, key, stream, timeout(), this::awaitOnHost);
+            }
             monitor.lock();
             try {
                 ensureOpen(op);
@@ -499,6 +639,40 @@ public final class FileTensorStore extends TensorStore {
         }
     }
 
+    /**
+     * Waits on the host until {@code event} has passed: spins for the spin budget, then polls every
+     * {@value #EVENT_POLL_MICROS} us; between polls checks the deadline, interruption, and (every
+     * {@value #PEER_CHECK_MILLIS} ms) that no participant died, since a killed producer's event may never pass.
+     */
+    private void awaitOnHost(String op, DeviceEvent event, Deadline deadline, Supplier<String> seen) {
+        long spinUntil = System.nanoTime() + spinNanos;
+        long nextPeerCheck = System.nanoTime() + PEER_CHECK_MILLIS * 1_000_000L;
+        while (!event.query()) {
+            if (deadline.expired()) {
+                throw new CommTimeoutException(op + " " + deadline.timedOutAfter() + ": " + seen.get());
+            }
+            if (Thread.currentThread().isInterrupted()) {
+                throw new CommInterruptedException(op + " was interrupted: " + seen.get(), new InterruptedException());
+            }
+            long now = System.nanoTime();
+            if (now - nextPeerCheck >= 0) {
+                nextPeerCheck = now + PEER_CHECK_MILLIS * 1_000_000L;
+                monitor.lock();
+                try {
+                    ensureOpen(op);
+                    checkPeersAlive(op, seen);
+                } finally {
+                    monitor.unlock();
+                }
+            }
+            if (now - spinUntil < 0) {
+                Thread.onSpinWait();
+            } else {
+                LockSupport.parkNanos(EVENT_POLL_MICROS * 1_000L);
+            }
+        }
+    }
+
     @Override
     public void reset() {
         barrier();
@@ -520,6 +694,7 @@ public final class FileTensorStore extends TensorStore {
                 held.values().forEach(Tensor::close);
                 held.clear();
             }
+            cudaExchanges.drop();
         } finally {
             exit();
         }
@@ -612,6 +787,11 @@ public final class FileTensorStore extends TensorStore {
             held.clear();
             mapped.values().forEach(SharedRegion::release);
             mapped.clear();
+        }
+        cudaExchanges.drop();
+        if (cudaExchanges.tookAny()) {
+            // The allocations of producers that exited stay mapped until something closes them.
+            CudaIpcTensors.closeMappingsOfExitedProducers();
         }
         if (last) {
             control.unlink();

@@ -115,7 +115,8 @@ public abstract class TensorStore implements AutoCloseable {
 
     /**
      * {@link #destGet} followed by a move to {@code targetDevice}; on the same device kind nothing is
-     * copied. The target is checked before anything is taken.
+     * copied. The target is checked before anything is taken. The copy runs on the calling thread's current
+     * stream, made to wait for {@code stream} first when that is another CUDA stream.
      */
     public Tensor destGetAndToDevice(String key, DeviceStream stream, Device targetDevice) {
         Objects.requireNonNull(targetDevice, "targetDevice");
@@ -125,6 +126,14 @@ public abstract class TensorStore implements AutoCloseable {
             return value;
         }
         try (value) {
+            if (stream.device().kind() == DeviceKind.CUDA && value.is_cuda()) {
+                DeviceStream current = DeviceStream.of(stream.device());
+                if (!current.equals(stream)) {
+                    try (org.dtorch.core.device.DeviceEvent got = stream.recordEvent()) {
+                        got.streamWaitEvent(current);
+                    }
+                }
+            }
             return TorchTensors.to(value, targetDevice);
         }
     }
