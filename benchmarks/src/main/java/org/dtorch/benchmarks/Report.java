@@ -31,22 +31,16 @@ final class Report {
 
     /** A table's heading, where it was measured, and what it measures. */
     void section(String title, String selection, String description) {
-        add("");
-        add("### " + title);
-        add("");
-        if (options.quick()) {
-            add("**Quick smoke run (`-D" + BenchOptions.QUICK_PROPERTY + "=true`): reduced sizes and iterations, not a measurement.**");
-            add("");
-        }
-        add("Commit `" + provenance.commit() + "`, " + provenance.date() + ", " + provenance.machine() + ". " + options.runs()
-            + (options.runs() == 1 ? " run" : " runs") + ": each figure is the median of the runs, each range the lowest to the highest run, p99 the median of the runs' "
-            + "p99. Command: `" + options.command(selection) + "`.");
-        add("");
-        add(description);
+        heading(title, options.runs() + (options.runs() == 1 ? " run" : " runs") + ": each figure is the median of the runs, each range the lowest "
+            + "to the highest run, p99 the median of the runs' p99. Command: `" + options.command(selection) + "`.", description);
     }
 
     /** A table's heading for a harness measured once, outside Maven (the GPU machine), with the command given. */
     void sectionRunOnce(String title, String command, String description) {
+        heading(title, "One run. Command: `" + command + "`.", description);
+    }
+
+    private void heading(String title, String how, String description) {
         add("");
         add("### " + title);
         add("");
@@ -54,8 +48,7 @@ final class Report {
             add("**Quick smoke run (`-D" + BenchOptions.QUICK_PROPERTY + "=true`): reduced sizes and iterations, not a measurement.**");
             add("");
         }
-        add("Commit `" + provenance.commit() + "`, " + provenance.date() + ", " + provenance.machine() + ". One run. Command: `"
-            + command + "`.");
+        add("Commit `" + provenance.commit() + "`, " + provenance.date() + ", " + provenance.machine() + ". " + how);
         add("");
         add(description);
     }
