@@ -2,12 +2,21 @@
 
 Prints one JSON object: each figure measured with the machine's own PyTorch on cuda:0, the same operations,
 sizes and iteration counts as the Java side. Usage: python3 bench_gpu_torch.py [--quick]
+
+The CUDA IPC hand-off ("ipc_p50_us", "ipc_p99_us") runs a second process (torch.multiprocessing, spawn): each
+iteration the producer puts the same 64 MiB CUDA tensor on a Queue, the consumer copies it into a buffer of its own,
+synchronizes and acks on another Queue; an iteration is the producer's put to the ack's arrival. The consumer keeps
+the last tensor until the next arrives, so torch's cache of opened handles keeps it (steady state: no re-open).
 """
 import json
+import math
 import sys
 import time
 
 import torch
+import torch.multiprocessing as mp
+
+IPC_BYTES = 64 * 1024 * 1024
 
 
 def timed(fn, iterations, sync=torch.cuda.synchronize):
@@ -22,6 +31,63 @@ def timed(fn, iterations, sync=torch.cuda.synchronize):
 
 def best_of(repeats, fn, iterations):
     return min(timed(fn, iterations) for _ in range(repeats))
+
+
+def percentile(sorted_values, p):
+    """The nearest-rank p-th percentile of an ascending list."""
+    rank = max(1, math.ceil(p / 100.0 * len(sorted_values)))
+    return sorted_values[min(len(sorted_values), rank) - 1]
+
+
+def ipc_consumer(tensors, acks, elements):
+    """The consumer process: copies each tensor it receives into its own buffer, synchronizes, acks.
+
+    It keeps the last tensor it received until the next arrives: torch caches the storages it opened by handle
+    only while one of them lives (weak references), so dropping each one would close the handle and open it again
+    at every hand-off. Kept, the steady state opens nothing, as the Java side's mapping cache does.
+    """
+    dev = torch.device("cuda:0")
+    buffer = torch.empty(elements, dtype=torch.float32, device=dev)
+    acks.put("ready")
+    kept = None
+    while True:
+        lent = tensors.get()
+        if lent is None:
+            break
+        buffer.copy_(lent)
+        torch.cuda.synchronize(dev)
+        kept = lent
+        del lent
+        acks.put(1)
+    del kept
+    acks.put(float(buffer.sum().item()))
+
+
+def ipc_handoff(warmup, iterations):
+    """Seconds per hand-off of the same CUDA tensor to a spawned process, steady state (its handle is cached there)."""
+    ctx = mp.get_context("spawn")
+    tensors, acks = ctx.Queue(), ctx.Queue()
+    elements = IPC_BYTES // 4
+    consumer = ctx.Process(target=ipc_consumer, args=(tensors, acks, elements), daemon=True)
+    consumer.start()
+    if acks.get(timeout=300) != "ready":
+        raise RuntimeError("the IPC consumer did not start")
+    value = torch.ones(elements, dtype=torch.float32, device=torch.device("cuda:0"))
+    torch.cuda.synchronize()
+    seconds = []
+    for i in range(warmup + iterations):
+        start = time.perf_counter()
+        tensors.put(value)
+        acks.get(timeout=120)
+        took = time.perf_counter() - start
+        if i >= warmup:
+            seconds.append(took)
+    tensors.put(None)
+    total = acks.get(timeout=120)
+    consumer.join(timeout=120)
+    if total != elements:
+        raise RuntimeError("the IPC consumer's copy sums to %r, expected %d" % (total, elements))
+    return sorted(seconds)
 
 
 def main():
@@ -60,6 +126,12 @@ def main():
         device.copy_(host, non_blocking=True)
     out["h2d_gbps"] = gib / best_of(3, lambda: device.copy_(host, non_blocking=True), 5) / 1e9
     out["d2h_gbps"] = gib / best_of(3, lambda: host.copy_(device, non_blocking=True), 5) / 1e9
+    del host, device
+
+    latencies = ipc_handoff(10 if quick else 50, 50 if quick else 200)
+    out["ipc_bytes"] = IPC_BYTES
+    out["ipc_p50_us"] = percentile(latencies, 50) * 1e6
+    out["ipc_p99_us"] = percentile(latencies, 99) * 1e6
     print(json.dumps(out))
 
 

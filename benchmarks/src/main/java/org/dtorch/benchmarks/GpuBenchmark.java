@@ -27,6 +27,9 @@ import org.dtorch.core.communication.GlobalCommInstanceId;
 import org.dtorch.core.communication.ReduceOpType;
 import org.dtorch.core.communication.group.ThreadGroup;
 import org.dtorch.core.communication.group.ThreadGroupManager;
+import org.dtorch.core.communication.store.TensorStore;
+import org.dtorch.core.communication.store.TensorStoreCreateInfo;
+import org.dtorch.core.communication.store.TensorStoreType;
 import org.dtorch.core.device.Cuda;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
@@ -37,9 +40,11 @@ import org.dtorch.core.tensor.TorchTensors;
 /**
  * The runtime on one CUDA device against the machine's own PyTorch, measured in the same call: bf16 matmul
  * throughput through the runtime, per-operator cost of a tiny {@code add}, the same-device all-reduce of four
- * ranks on one GPU, and pinned host-device copies. PyTorch's figures come from
- * {@code benchmarks/python/bench_gpu_torch.py}, run by {@code python3} from the same working tree; each figure on
- * both sides is the best of a few repeats (GPU timings are steady; the best is the least disturbed).
+ * ranks on one GPU, pinned host-device copies, and the CUDA IPC hand-off of a 64 MiB tensor between two JVMs
+ * through a File store against {@code torch.multiprocessing} between two Python processes. PyTorch's figures come from
+ * {@code benchmarks/python/bench_gpu_torch.py}, run by {@code python3} from the same working tree; each throughput
+ * figure on both sides is the best of a few repeats (GPU timings are steady; the best is the least disturbed), and the
+ * hand-off's p50 and p99 come from one run of a few hundred iterations on each side.
  *
  * <p>Not thread-safe: one harness thread.
  */
@@ -48,6 +53,9 @@ final class GpuBenchmark {
     private static final int RANKS = 4;
     private static final int REPEATS = 3;
     private static final long PYTHON_TIMEOUT_SECONDS = 600;
+    /** The tensor the IPC hand-off lends, as the issue names it; the same in quick mode. */
+    static final long IPC_BYTES = 64L * 1024 * 1024;
+    private static final double IPC_GOAL = 0.5;
 
     private GpuBenchmark() {
     }
@@ -100,9 +108,23 @@ final class GpuBenchmark {
         rows.add(new Row("device to host, " + Unit.size(bytes) + " pinned, GB/s", f(copies[1]), "PyTorch " + f(py.get("d2h_gbps")),
             f(d2hRatio) + " of PyTorch", verdict(">= 0.95x", d2hRatio >= 0.95)));
 
+        int ipcWarmup = quick ? 10 : 50;
+        int ipcIterations = quick ? 50 : 200;
+        Samples ipc = cudaIpcHandoff(ipcWarmup, ipcIterations);
+        double ipcP50 = ipc.p50() / 1e3;
+        double ipcP99 = ipc.p99() / 1e3;
+        double ipcRatio = ipcP50 / py.get("ipc_p50_us");
+        rows.add(new Row("CUDA IPC hand-off of " + Unit.size(IPC_BYTES) + " between two processes, us p50 / p99 (" + ipcIterations
+                + " after " + ipcWarmup + " warm-up; consumer copies it out, syncs, finishes)",
+            f(ipcP50) + " / " + f(ipcP99) + " (File store, two JVMs)",
+            "`torch.multiprocessing` (spawn, Queue, ack Queue) " + f(py.get("ipc_p50_us")) + " / " + f(py.get("ipc_p99_us"))
+                + "; floor: one device copy of the bytes " + f(deviceCopyNanos(IPC_BYTES) / 1e3),
+            f(ipcRatio) + "x PyTorch's p50", verdict("<= " + IPC_GOAL + "x of PyTorch's p50", ipcRatio <= IPC_GOAL)));
+
         report.sectionRunOnce("GPU: the runtime on one CUDA device against the machine's PyTorch", "tools/gpu-session.sh bench",
             side.device() + " (cuda:0), against PyTorch " + side.version() + " in the same call (`benchmarks/python/bench_gpu_torch.py`); "
-                + "each figure is the best of " + REPEATS + " repeats on both sides. The Java side runs from the `-Pgpu` class path "
+                + "each figure is the best of " + REPEATS + " repeats on both sides, except the IPC hand-off's percentiles, which come from one "
+                + "run of each side. The Java side runs from the `-Pgpu` class path "
                 + "staged with `gpu-stage` (docs/gpu.md).");
         StringBuilder table = new StringBuilder("| measure | DTorch for the JVM | baselines | ratio | goal |\n|---|---|---|---|---|");
         for (Row row : rows) {
@@ -287,6 +309,50 @@ final class GpuBenchmark {
         }
     }
 
+    /**
+     * Per-iteration latencies of the CUDA IPC hand-off, in the steady state: this JVM is rank 0 of a File store and
+     * lends the same {@link #IPC_BYTES} float32 tensor on {@code cuda:0} each iteration ({@code srcSet}); a
+     * {@link CudaIpcBenchPeer} JVM takes it ({@code destGet}, the allocation opened once and then cached), copies it
+     * into a buffer of its own, synchronizes its stream and finishes; an iteration ends when this side's
+     * {@code srcWaitUntilGetFinished} returns. Checks afterwards that the peer copied the right values and opened the
+     * allocation once.
+     */
+    private static Samples cudaIpcHandoff(int warmup, int iterations) throws Exception {
+        String instance = GlobalCommInstanceId.next();
+        String key = "bench/cuda-ipc";
+        long elements = IPC_BYTES / Float.BYTES;
+        DeviceStream stream = DeviceStream.of(GPU);
+        Samples samples = new Samples("CUDA IPC hand-off, 2 JVMs");
+        try (PeerJvm peer = PeerJvm.start(CudaIpcBenchPeer.class, "CUDA IPC consumer",
+                 List.of(instance, key, String.valueOf(warmup + iterations), String.valueOf(elements)));
+             TensorStore store = TensorStore.create(TensorStoreCreateInfo.builder().type(TensorStoreType.FILE).instanceId(instance)
+                 .storeKey(key).worldSize(2).rank(0).timeout(Duration.ofSeconds(120)).build());
+             TensorOptions options = TorchTensors.options(ScalarType.Float, GPU);
+             Tensor value = torch.ones(new long[] {elements}, options)) {
+            peer.awaitLine("READY");
+            stream.synchronize();
+            for (int i = 0; i < warmup + iterations; i++) {
+                long start = System.nanoTime();
+                store.srcSet("x", value, stream, 1);
+                store.srcWaitUntilGetFinished("x", stream);
+                long took = System.nanoTime() - start;
+                if (i >= warmup) {
+                    samples.add(took);
+                }
+            }
+            double sum = Double.parseDouble(peer.valueOf("SUM"));
+            long opened = Long.parseLong(peer.valueOf("OPENED"));
+            store.barrier();
+            if (sum != elements) {
+                throw new IllegalStateException("the CUDA IPC consumer's copy sums to " + sum + ", expected " + elements);
+            }
+            if (opened != 1) {
+                throw new IllegalStateException("the CUDA IPC consumer opened " + opened + " allocations; the steady state opens one");
+            }
+        }
+        return samples;
+    }
+
     private static double min(double[] values) {
         double best = Double.MAX_VALUE;
         for (double v : values) {
@@ -324,7 +390,7 @@ final class GpuBenchmark {
         while (numbers.find()) {
             figures.put(numbers.group(1), Double.parseDouble(numbers.group(2)));
         }
-        for (String key : List.of("matmul_bf16_tflops", "add_us", "stack_sum_gbps", "h2d_gbps", "d2h_gbps")) {
+        for (String key : List.of("matmul_bf16_tflops", "add_us", "stack_sum_gbps", "h2d_gbps", "d2h_gbps", "ipc_p50_us", "ipc_p99_us")) {
             if (!figures.containsKey(key)) {
                 throw new IllegalStateException("the PyTorch side printed no " + key + ": " + json);
             }

@@ -12,8 +12,8 @@ import org.dtorch.core.runtime.process.JvmCommand;
 
 /**
  * A {@link ProcessBenchPeer} JVM started by {@link ProcessBenchmark} ({@code <mode> <instance> <key> <n> <blocks>}),
- * and its stdout, read for {@code READY}-style lines and samples. Reading a line has a deadline, and the peer is
- * killed if it does not exit in time.
+ * or a JVM of another peer main class ({@link CudaIpcBenchPeer}), and its stdout, read for {@code READY}-style lines
+ * and samples. Reading a line has a deadline, and the peer is killed if it does not exit in time.
  *
  * <p>Not thread-safe: the harness thread drives it.
  */
@@ -32,10 +32,23 @@ final class PeerJvm implements AutoCloseable {
     }
 
     static PeerJvm start(String mode, String instance, String key, int n, int blocks) throws IOException {
-        ProcessBuilder builder = JvmCommand.of(ProcessBenchPeer.class.getName(),
-            List.of(mode, instance, key, String.valueOf(n), String.valueOf(blocks)), Map.of(), List.of("-Xmx2g")).processBuilder();
+        return start(ProcessBenchPeer.class, mode, List.of(mode, instance, key, String.valueOf(n), String.valueOf(blocks)));
+    }
+
+    /** A JVM running {@code mainClass} with {@code args}; {@code mode} names it in errors. */
+    static PeerJvm start(Class<?> mainClass, String mode, List<String> args) throws IOException {
+        ProcessBuilder builder = JvmCommand.of(mainClass.getName(), args, Map.of(), List.of("-Xmx2g")).processBuilder();
         builder.redirectError(ProcessBuilder.Redirect.INHERIT);
         return new PeerJvm(mode, builder.start());
+    }
+
+    /** The rest of the peer's next line starting with {@code prefix}, trimmed. */
+    String valueOf(String prefix) throws IOException {
+        String line = readLine(prefix);
+        if (line == null) {
+            throw new IllegalStateException("the " + mode + " peer exited (status " + exitStatus() + ") before printing " + prefix);
+        }
+        return line.substring(prefix.length()).trim();
     }
 
     void awaitLine(String expected) throws IOException {

@@ -112,7 +112,11 @@ public final class DTorchOptions {
             return this;
         }
 
-        /** One worker process per device; not built yet (the runtime refuses it). */
+        /**
+         * One worker process (JVM) per device instead of a worker thread; default off. Works for CPU and CUDA devices
+         * ({@code cuda:N} workers see the host's GPUs as this process does; with {@link #sameDevice(boolean)} every
+         * worker runs on {@code cuda:0}).
+         */
         public Builder perDevicePerProcess(boolean value) {
             this.perDevicePerProcess = value;
             return this;

@@ -102,6 +102,33 @@ final class TestOps {
     }
 
     /**
+     * Passes its input through if every device holds it on the physical device {@code where} ({@code cuda:0}, say);
+     * its kernel throws otherwise. It shows where a worker's shards live.
+     */
+    record RequireDevice(String where) implements OpSpec {
+        @Override
+        public String name() {
+            return "require_device";
+        }
+
+        @Override
+        public List<TensorMeta> inferOutputs(List<TensorMeta> inputs) {
+            return List.of(inputs.getFirst());
+        }
+
+        @Override
+        public DeviceKernel kernel(Operator op, long deviceId) {
+            return new LocalKernel(in -> {
+                String actual = in.getFirst().is_cuda() ? org.dtorch.core.tensor.TorchTensors.device(in.getFirst()).toString() : "cpu";
+                if (!actual.equals(where)) {
+                    throw new IllegalStateException("device " + deviceId + " holds its shard on " + actual + ", expected " + where);
+                }
+                return in.getFirst().clone();
+            });
+        }
+    }
+
+    /**
      * Passes its input through; on {@code device} only, first holds it for {@code millis}: asleep, or, with
      * {@code ignoreInterrupts}, parked in a loop that ignores interrupts (a kernel stuck in native code).
      */

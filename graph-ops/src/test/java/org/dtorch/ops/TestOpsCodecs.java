@@ -11,7 +11,27 @@ public final class TestOpsCodecs implements OpSpecCodecProvider {
 
     @Override
     public List<OpSpecCodec<?>> codecs() {
-        return List.of(new OpSpecCodec<TestOps.Sleep>() {
+        return List.of(new OpSpecCodec<TestOps.RequireDevice>() {
+            @Override
+            public Class<TestOps.RequireDevice> specClass() {
+                return TestOps.RequireDevice.class;
+            }
+
+            @Override
+            public String tag() {
+                return "test.require-device";
+            }
+
+            @Override
+            public void write(TestOps.RequireDevice spec, SpecWriter out) {
+                out.wire().putString(spec.where());
+            }
+
+            @Override
+            public TestOps.RequireDevice read(SpecReader in) {
+                return new TestOps.RequireDevice(in.wire().getString("required device"));
+            }
+        }, new OpSpecCodec<TestOps.Sleep>() {
             @Override
             public Class<TestOps.Sleep> specClass() {
                 return TestOps.Sleep.class;

@@ -34,8 +34,9 @@ import org.dtorch.core.shm.ShmJanitor;
  * One runtime: a {@link GraphConstructor} for the client, an {@link EagerGraphExecutor} controller thread,
  * and one device node per device, which is a worker thread of this JVM ({@link PerDeviceThreadNodeRunner},
  * thread mode) or a worker JVM of its own ({@link WorkerProcess}, per-device-process mode). Both run the
- * same runner and kernels; in process mode collectives go over Gloo between the processes, stores and
- * promises over shared memory, and failures are recorded on a {@link SharedFailureBoard}.
+ * same runner and kernels; in process mode collectives go over Gloo between the processes (NCCL between
+ * distinct GPUs, the same-device backend over File stores for ranks that share a device), stores and promises
+ * over shared memory (CUDA values through CUDA IPC), and failures are recorded on a {@link SharedFailureBoard}.
  *
  * <p>Starting removes what dead runtime instances left in the shared-memory and rendezvous directories
  * ({@link ShmJanitor}).
@@ -123,7 +124,9 @@ public final class EagerRuntime implements AutoCloseable {
     }
 
     /**
-     * Starts a runtime: worker threads, or worker processes when {@link RuntimeOptions#perDevicePerProcess()}.
+     * Starts a runtime: worker threads, or worker processes when {@link RuntimeOptions#perDevicePerProcess()}. A
+     * CUDA device's worker, thread or process, runs on {@link RuntimeOptions#physicalDevice}; worker processes see
+     * the GPUs as this process does and are told their device's index.
      *
      * @throws org.dtorch.core.device.CudaUnavailableException for CUDA devices this process cannot use (the message
      *                                                         names what is missing and the fix)
@@ -133,11 +136,9 @@ public final class EagerRuntime implements AutoCloseable {
         Objects.requireNonNull(options, "options");
         Cuda.loadNatives();
         if (options.deviceKind() == DeviceKind.CUDA) {
+            // Also in process mode: the workers see the host's GPUs as this process does (WorkerPool), so a missing
+            // GPU is reported here once instead of as every worker's failed start.
             Cuda.requireDevices(options.deviceCount(), options.sameDevice());
-            if (options.perDevicePerProcess()) {
-                throw new UnsupportedOperationException("per-device-process mode on CUDA needs CUDA IPC between the worker JVMs, "
-                    + "which is not built yet; run CUDA devices in threads (the default)");
-            }
         }
         return new EagerRuntime(options);
     }

@@ -16,7 +16,7 @@ import org.dtorch.core.device.DeviceKind;
  * @param deviceKind          the kind of every device
  * @param deviceCount         how many devices (ids 0 to deviceCount - 1)
  * @param sameDevice          simulate every device on one physical device (same-device collectives)
- * @param perDevicePerProcess one worker process per device instead of threads (not built yet)
+ * @param perDevicePerProcess one worker process (JVM) per device instead of threads, for CPU and CUDA devices
  * @param timeout             deadline of every blocking call of the runtime's kernels
  * @param shutdownTimeout     how long {@code close()} waits for queued work before cancelling it; the teardown
  *                            after that is bounded too, so {@code close()} returns within this plus 2 s
@@ -42,9 +42,10 @@ public record RuntimeOptions(DeviceKind deviceKind, int deviceCount, boolean sam
     }
 
     /**
-     * The device whose memory and stream logical device {@code logical} of this runtime uses, seen from a
-     * thread-mode worker: itself on CPU and for distinct GPUs; {@code cuda:0} for every rank when
-     * {@link #sameDevice()} on CUDA (the seed's simulation of N devices on one GPU).
+     * The device whose memory and stream logical device {@code logical} of this runtime uses, in its worker thread
+     * or worker process alike: itself on CPU and for distinct GPUs; {@code cuda:0} for every rank when
+     * {@link #sameDevice()} on CUDA (the seed's simulation of N devices on one GPU). GPU indexes are as this process
+     * numbers them ({@code CUDA_VISIBLE_DEVICES} applies; worker processes inherit it).
      */
     public Device physicalDevice(Device logical) {
         Objects.requireNonNull(logical, "logical");

@@ -39,7 +39,10 @@ import org.dtorch.core.runtime.process.WireWriter;
  * worker cancels what is queued and exits.
  *
  * <p>Arguments: {@code --socket PATH --device N --devices N --instance ID --failures NAME --timeout-ms MS
- * --same-device BOOL}.
+ * --same-device BOOL}, and optionally {@code --device-kind cpu|cuda} (default {@code cpu}) and
+ * {@code --physical-device N} (default: the {@code --device} index), the device the kernels run on
+ * ({@link RuntimeOptions#physicalDevice}). A CUDA worker makes its physical device current before anything else
+ * touches CUDA, and sees the host's GPUs numbered as its controller does (it inherits the environment).
  *
  * <p>Not thread-safe: a process entry point.
  */
@@ -72,13 +75,46 @@ public final class WorkerMain {
     /** Guarded by {@link #writeSignal}. */
     private boolean writerStopping;
 
-    private WorkerMain(Device device, ControlChannel channel, SharedFailureBoard failures, ThreadGroupManager groups, Duration timeout) {
-        this.device = device;
+    private WorkerMain(Devices devices, ControlChannel channel, SharedFailureBoard failures, ThreadGroupManager groups, Duration timeout) {
+        this.device = devices.logical();
         this.channel = channel;
         this.failures = failures;
         this.groups = groups;
-        // Worker processes run CPU devices only for now: CUDA in processes needs CUDA IPC (EagerRuntime.start says so).
-        this.runner = new NaiveRunner(device, device, failures, groups, timeout);
+        this.runner = new NaiveRunner(devices.logical(), devices.physical(), failures, groups, timeout);
+    }
+
+    /**
+     * The worker's logical device (the rank's name in the runtime) and the physical device its kernels run on.
+     *
+     * @param logical  the runtime's device id and kind
+     * @param physical where the memory and the stream are: the logical device itself, or {@code cuda:0} for every rank
+     *                 of a same-device CUDA runtime
+     */
+    record Devices(Device logical, Device physical) {
+
+        /** From the parsed arguments; the kind defaults to CPU and the physical index to the logical one. */
+        static Devices of(Map<String, String> options) {
+            String kindName = options.getOrDefault("device-kind", DeviceKind.CPU.shortName());
+            DeviceKind kind = null;
+            for (DeviceKind k : DeviceKind.values()) {
+                if (k.shortName().equals(kindName)) {
+                    kind = k;
+                }
+            }
+            if (kind == null) {
+                throw new IllegalArgumentException("--device-kind must be cpu or cuda, got '" + kindName + "'");
+            }
+            int index = Integer.parseInt(options.get("device"));
+            int physicalIndex = Integer.parseInt(options.getOrDefault("physical-device", String.valueOf(index)));
+            if (index < 0 || physicalIndex < 0) {
+                throw new IllegalArgumentException("--device and --physical-device must be >= 0, got " + index + " and " + physicalIndex);
+            }
+            if (kind == DeviceKind.CPU && physicalIndex != index) {
+                throw new IllegalArgumentException("a CPU worker runs on its own device: --physical-device " + physicalIndex
+                    + " differs from --device " + index);
+            }
+            return new Devices(new Device(kind, index), new Device(kind, physicalIndex));
+        }
     }
 
     public static void main(String[] args) {
@@ -86,7 +122,11 @@ public final class WorkerMain {
         WorkerMain worker;
         Cuda.loadNatives(); // before the first tensor of this JVM: libtorch decides once whether it has CUDA
         try {
-            Device device = new Device(DeviceKind.CPU, Integer.parseInt(options.get("device")));
+            Devices devices = Devices.of(options);
+            Device device = devices.logical();
+            // Before any stream, event or allocation: CUDA work this thread issues by default then goes to the worker's
+            // GPU (a CPU device needs nothing; a GPU this process cannot use fails the start with the reason).
+            Cuda.setCurrentDevice(devices.physical());
             limitIntraOpThreads(Integer.parseInt(options.get("devices")));
             Duration timeout = Duration.ofMillis(Long.parseLong(options.get("timeout-ms")));
             SocketChannel socket = SocketChannel.open(StandardProtocolFamily.UNIX);
@@ -96,7 +136,7 @@ public final class WorkerMain {
                 .putLong(ProcessHandle.current().pid()).toByteArray());
             ThreadGroupManager groups = new ThreadGroupManager(Boolean.parseBoolean(options.get("same-device")), options.get("instance"),
                 timeout, ThreadGroupManager.Role.WORKER);
-            worker = new WorkerMain(device, channel, SharedFailureBoard.open(options.get("failures")), groups, timeout);
+            worker = new WorkerMain(devices, channel, SharedFailureBoard.open(options.get("failures")), groups, timeout);
         } catch (Throwable e) {
             System.err.println("worker could not start: " + e);
             e.printStackTrace();
@@ -127,7 +167,8 @@ public final class WorkerMain {
         org.bytedeco.pytorch.global.torch.set_num_threads(threads);
     }
 
-    private static Map<String, String> parse(String[] args) {
+    /** The {@code --name value} pairs of the command line, the required ones checked present. */
+    static Map<String, String> parse(String[] args) {
         Map<String, String> options = new HashMap<>();
         for (int i = 0; i + 1 < args.length; i += 2) {
             if (!args[i].startsWith("--")) {

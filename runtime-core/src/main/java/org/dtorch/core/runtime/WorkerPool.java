@@ -88,10 +88,23 @@ final class WorkerPool {
         }
     }
 
-    private static Process spawn(RuntimeOptions options, Device device, String instanceId, String failureBoard, Path socket) {
-        List<String> args = List.of("--socket", socket.toString(), "--device", String.valueOf(device.index()), "--devices",
+    /**
+     * The {@link WorkerMain} arguments of {@code device}'s worker. Its device travels as the logical index, the kind and
+     * the physical index ({@link RuntimeOptions#physicalDevice}: {@code cuda:0} for every rank with {@code sameDevice}).
+     * The worker inherits this process's environment, {@code CUDA_VISIBLE_DEVICES} included, so it numbers the GPUs as
+     * this process and every other worker does: CUDA IPC descriptors name the producer's device index, which a
+     * consumer with another numbering would read as another GPU.
+     */
+    static List<String> arguments(RuntimeOptions options, Device device, String instanceId, String failureBoard, Path socket) {
+        Device physical = options.physicalDevice(device);
+        return List.of("--socket", socket.toString(), "--device", String.valueOf(device.index()), "--device-kind",
+            device.kind().shortName(), "--physical-device", String.valueOf(physical.index()), "--devices",
             String.valueOf(options.deviceCount()), "--instance", instanceId, "--failures", failureBoard, "--timeout-ms",
             String.valueOf(options.timeout().toMillis()), "--same-device", String.valueOf(options.sameDevice()));
+    }
+
+    private static Process spawn(RuntimeOptions options, Device device, String instanceId, String failureBoard, Path socket) {
+        List<String> args = arguments(options, device, instanceId, failureBoard, socket);
         ProcessBuilder builder = JvmCommand.of(WorkerMain.class.getName(), args, Map.of(GlobalCommInstanceId.PROPERTY, instanceId),
             List.of("-Xmx" + System.getProperty("dtorch.worker.heap", "1g"))).processBuilder();
         builder.redirectErrorStream(true);

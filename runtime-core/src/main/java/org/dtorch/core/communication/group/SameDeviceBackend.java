@@ -78,8 +78,11 @@ final class SameDeviceBackend implements CollectiveBackend {
     @Override
     public Tensor allReduce(Tensor input, ReduceOpType op) {
         Tensor x = input.contiguous();
-        // Peers write their share of the result into every rank's output: it must be memory they all see.
-        // (A CUDA tensor is visible to every rank's thread already: CUDA memory of one process is shared.)
+        // Peers write their share of the result into every rank's output: it must be memory they all see. On the
+        // host, shared memory of the store's. On CUDA, device memory: threads of one process share it, and a File
+        // store lends it to other processes through CUDA IPC, where peers write into the mapped allocation. Those
+        // writes are done before this rank's srcWaitUntilGetFinished(out) returns: a consumer's destFinishGet waits on
+        // its host until its stream ran what it issued, the writes included (docs/gpu.md, process mode on CUDA).
         Tensor out = x.is_cuda() ? x.new_empty(TorchTensors.shape(x)) : store.allocate(TorchTensors.shape(x), TorchTensors.dtype(x));
         if (size == 1) {
             out.copy_(x);
