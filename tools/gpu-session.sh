@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the lent GPU machine, from the repository root, after ../shared/tools/gpu-stage's parts (the JDK
-# and the -Pgpu jars) were gathered in /tmp/stage. Our own classes travel with the call (`carry` the
-# target folders listed in CLASSES below), so a code change needs no new staging. docs/gpu.md has the calls.
+# and the -Pgpu jars) were gathered in /tmp/stage. Our own classes travel with the call (`carry` the six module
+# target folders: runtime-core, graph-ops, benchmarks, polyglot-bindings, python-facade and examples `/target`; CLASSES
+# below lists what is used of them), so a code change needs no new staging. docs/gpu.md has the calls.
 #
 #   tools/gpu-session.sh tests [JUnit selectors...]   the gpu-tagged tests (default: all of them)
 #   tools/gpu-session.sh bench [-Dbench.quick=true]   the gpu benchmark (CommBenchmarks gpu)
@@ -11,7 +12,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 [ -d /tmp/stage/root ] || { cat /tmp/stage/part* | tar -x -C /tmp/stage || exit 3; }
 . /tmp/stage/root/env.sh
-CLASSES="runtime-core/target/test-classes:graph-ops/target/test-classes:runtime-core/target/classes:graph-ops/target/classes:benchmarks/target/classes"
+CLASSES="runtime-core/target/test-classes:graph-ops/target/test-classes:runtime-core/target/classes:graph-ops/target/classes"
+CLASSES="$CLASSES:benchmarks/target/classes:polyglot-bindings/target/classes:python-facade/target/test-classes"
+CLASSES="$CLASSES:python-facade/target/classes:examples/target/test-classes:examples/target/classes"
 export CP="$CLASSES:$CP"
 export THP_MEM_ALLOC_ENABLE=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT" /tmp/jtmp

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds with the GPU natives and packs what tools/gpu-session.sh needs on the GPU machine besides our own
 # classes: a Java 25 runtime and the external jars of the -Pgpu class path (libtorch's CUDA build, Bytedeco's
-# CUDA JNI, JavaCPP, OpenBLAS, HdrHistogram, JUnit's console launcher), in .stage/partNN for ../shared/tools/gpu-stage.
+# CUDA JNI, JavaCPP, OpenBLAS, HdrHistogram, GraalPy and picocli for the Python facade's tests, JUnit's console
+# launcher), in .stage/partNN for ../shared/tools/gpu-stage. GraalPy needs the JDK module jdk.security.auth
+# (com.sun.security.auth.module.UnixSystem) in the staged runtime besides those gpu-stage links.
 # The CPU natives that Maven still lists under -Pgpu (docs/gpu.md) are left out. Prints the calls to make.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +14,7 @@ fi
 export JAVA_HOME PATH="$JAVA_HOME/bin:$PATH"
 mvn -B -q -Pgpu install -DskipTests
 cps=()
-for m in graph-ops benchmarks; do
+for m in graph-ops benchmarks python-facade examples; do
   f=$(mktemp); (cd "$m" && mvn -B -q -Pgpu dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile="$f" >/dev/null); cps+=("$f")
 done
 junit_dir="${TMPDIR:-/tmp}/gpu-test-junit"
@@ -24,5 +26,5 @@ ls "$junit_dir"/junit-platform-console-standalone-*.jar | head -n 1 >> .stage-cp
 rm -f "${cps[@]}"
 ../shared/tools/gpu-stage "$(paste -sd: .stage-cp.txt)" .stage
 rm -f .stage-cp.txt
-echo "then, each call carrying runtime-core/target/{classes,test-classes}, graph-ops/target/{classes,test-classes} and benchmarks/target/classes:"
+echo "then, each call carrying the target folders of runtime-core, graph-ops, benchmarks, polyglot-bindings, python-facade and examples:"
 echo "  tools/gpu-session.sh tests    |    tools/gpu-session.sh bench"

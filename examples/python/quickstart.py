@@ -1,16 +1,26 @@
 """dtorch quickstart: a device mesh, sharded factories, one tensor-parallel MLP step, and `await` on a future.
 
 Run it with:  ./dtorch run examples/python/quickstart.py
+On one GPU:   ./dtorch run --devices cuda:4 --same-device examples/python/quickstart.py   (the -Pgpu build)
+
+--device cpu|cuda names the mesh's device type; by default it is the runtime's (dtorch.device_type()), which the
+launcher's --devices flag chooses. With --same-device the 4 ranks share cuda:0.
 """
 
+import argparse
 import asyncio
 import math
 
 import dtorch
 from dtorch import Replicate, Shard
 
-# A 2 x 2 mesh of the runtime's 4 CPU devices: "dp" (data parallel) by "tp" (tensor parallel).
-mesh = dtorch.init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
+parser = argparse.ArgumentParser(description="dtorch quickstart")
+parser.add_argument("--device", choices=("cpu", "cuda"), default=None,
+                    help="the mesh's device type (default: the runtime's, set by ./dtorch run --devices)")
+device = parser.parse_args().device or dtorch.device_type()
+
+# A 2 x 2 mesh of the runtime's 4 devices: "dp" (data parallel) by "tp" (tensor parallel).
+mesh = dtorch.init_device_mesh(device, (2, 2), mesh_dim_names=("dp", "tp"))
 print("mesh:", mesh)
 
 dtorch.manual_seed(0)

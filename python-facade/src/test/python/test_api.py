@@ -22,7 +22,12 @@ def test_meshes_in_every_documented_form():
     assert line.device_ids == [0, 1, 2, 3] and line.mesh_dim_names is None and line.size() == 4
     assert nested["tp"].device_ids == [0, 1]
     assert "DeviceMesh(cpu, [[0, 1], [2, 3]], dims=[dp, tp])" == repr(nested)
-    raises(NotImplementedError, dtorch.DeviceMesh, "cuda", [0, 1], contains="GPU issue")
+    raises(ValueError, dtorch.DeviceMesh, "cuda", [0, 1], contains="./dtorch run --devices cuda:N")
+    raises(ValueError, dtorch.init_device_mesh, "cuda", (2, 2), contains="--same-device")
+    raises(ValueError, dtorch.DeviceMesh, "cuda", [[0, 0], [0, 0]], contains="this runtime has 4 cpu devices")
+    # Repeated ids mean ranks sharing a GPU only on a same-device CUDA runtime; on CPU they are refused as before.
+    raises(ValueError, dtorch.DeviceMesh, "cpu", [0, 0], contains="distinct")
+    assert dtorch.device_type() == "cpu"
     raises(ValueError, dtorch.DeviceMesh, "cpu", [[0, 1], [2]])
 
 

@@ -12,13 +12,23 @@ import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.tensor.TorchTensors;
 
 /**
- * A tensor-parallel MLP on a 4-device CPU mesh, Megatron style: the first linear layer is column-parallel
+ * A tensor-parallel MLP on a 4-device mesh, Megatron style: the first linear layer is column-parallel
  * (its weight split by output features, {@code S(0)}), so the hidden activations come out split by feature
  * ({@code S(1)}) with no communication; the second layer is row-parallel (weight split by input features,
  * {@code S(1)}), so each device holds a partial sum of the output ({@code P(sum)}); one all-reduce
- * ({@code P -> R}) gives every device the result. The result is compared with plain torch on one device.
+ * ({@code P -> R}) gives every device the result. The result is compared with plain torch on one CPU device.
+ *
+ * <p>{@code --device cpu} (the default) runs on 4 CPU devices; {@code --device cuda} on 4 ranks that share
+ * {@code cuda:0} ({@code devices("cuda:4").sameDevice(true)}: the same-device collectives), which needs the
+ * {@code -Pgpu} build. Without the flag, the system property {@value #DEVICE_PROPERTY} chooses (the Maven command
+ * passes {@code -Dexample.device} through it).
+ *
+ * <p>Not thread-safe: a program entry point.
  */
 public final class TensorParallelMlp {
+    /** System property naming the device type when no {@code --device} flag is given: {@code cpu} (default) or {@code cuda}. */
+    public static final String DEVICE_PROPERTY = "dtorch.example.device";
+    private static final String USAGE = "usage: TensorParallelMlp [--device cpu|cuda]";
     private static final long BATCH = 8;
     private static final long IN = 64;
     private static final long HIDDEN = 256;
@@ -27,9 +37,11 @@ public final class TensorParallelMlp {
     private TensorParallelMlp() {
     }
 
+    /** Runs the example on the device type of {@code --device cpu|cuda}; exits 1 when the result does not match torch. */
     public static void main(String[] args) {
-        try (DTorch dt = DTorch.init(DTorchOptions.builder().devices(4).build())) {
+        try (DTorch dt = DTorch.init(options(deviceType(args)))) {
             DeviceMesh mesh = dt.defaultMesh();
+            System.out.println("mesh    " + mesh + (dt.runtime().options().sameDevice() ? " (every rank on cuda:0)" : ""));
             DTensor x = dt.randn(1, new long[] {BATCH, IN}, mesh, Placement.replicate());
             DTensor w1 = dt.randn(2, new long[] {HIDDEN, IN}, mesh, Placement.shard(0));
             DTensor b1 = dt.randn(3, new long[] {HIDDEN}, mesh, Placement.shard(0));
@@ -60,6 +72,34 @@ public final class TensorParallelMlp {
                 }
             }
         }
+    }
+
+    /** {@code cpu} or {@code cuda}: the {@code --device} flag, else {@value #DEVICE_PROPERTY}, else {@code cpu}. */
+    static String deviceType(String[] args) {
+        String device = System.getProperty(DEVICE_PROPERTY, "cpu");
+        for (int i = 0; i < args.length; i++) {
+            if (args[i].equals("--device")) {
+                if (i + 1 == args.length) {
+                    throw new IllegalArgumentException("--device needs a value, cpu or cuda; " + USAGE);
+                }
+                device = args[++i];
+            } else if (args[i].startsWith("--device=")) {
+                device = args[i].substring("--device=".length());
+            } else {
+                throw new IllegalArgumentException("unknown argument '" + args[i] + "'; " + USAGE);
+            }
+        }
+        if (!device.equals("cpu") && !device.equals("cuda")) {
+            throw new IllegalArgumentException("unknown device type '" + device + "' (expected cpu or cuda); " + USAGE);
+        }
+        return device;
+    }
+
+    /** 4 CPU devices, or 4 ranks on {@code cuda:0} (the same-device backend, so they fit on one GPU). */
+    static DTorchOptions options(String deviceType) {
+        return deviceType.equals("cuda")
+            ? DTorchOptions.builder().devices("cuda:4").sameDevice(true).build()
+            : DTorchOptions.builder().devices(4).build();
     }
 
     /** The same MLP in plain torch on one device, with the same seeded weights. */

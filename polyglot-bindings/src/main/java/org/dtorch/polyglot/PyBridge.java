@@ -17,6 +17,7 @@ import org.dtorch.core.communication.ReduceOpType;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
+import org.dtorch.core.runtime.RuntimeOptions;
 import org.dtorch.core.tensor.TorchTensors;
 import org.dtorch.ops.BinarySpec;
 import org.dtorch.ops.FactorySpec;
@@ -79,20 +80,28 @@ public final class PyBridge {
         return runtime.defaultMesh();
     }
 
-    /** A mesh of the given device type, shape, row-major ids and optional dimension names. */
+    /**
+     * A mesh of the given device type, shape, row-major ids and optional dimension names. The ids are the runtime's
+     * logical devices; on a same-device CUDA runtime, {@code 0} repeated for every rank also means ranks
+     * {@code 0..n-1} on {@code cuda:0} ({@link MeshIds}).
+     *
+     * @throws IllegalArgumentException for a device type the runtime does not have (naming the launcher flag that
+     *                                  starts one that has it), or ids the runtime cannot map
+     */
     @HostAccess.Export
     public DeviceMesh mesh(String deviceType, Value shape, Value ids, Value names) {
         DeviceKind kind = kindOf(deviceType);
-        if (kind != runtime.deviceKind()) {
-            throw new UnsupportedOperationException("device type '" + deviceType + "': this runtime has " + deviceType()
-                + " devices" + (kind == DeviceKind.CUDA ? "; GPU devices come with the GPU issue" : ""));
+        RuntimeOptions options = runtime.runtime().options();
+        String mismatch = MeshIds.kindMismatch(kind, options);
+        if (mismatch != null) {
+            throw new IllegalArgumentException(mismatch);
         }
         long[] meshShape = longs(shape);
         int[] intShape = new int[meshShape.length];
         for (int i = 0; i < meshShape.length; i++) {
             intShape[i] = Math.toIntExact(meshShape[i]);
         }
-        return DeviceMesh.of(kind, intShape, longs(ids), strings(names));
+        return DeviceMesh.of(kind, intShape, MeshIds.logical(kind, longs(ids), options), strings(names));
     }
 
     /** The shape of {@code mesh}. */

@@ -18,6 +18,9 @@ import java.util.regex.Pattern;
 import org.dtorch.api.DTorch;
 import org.dtorch.api.DTorchOptions;
 import org.dtorch.core.communication.group.GlooLog;
+import org.dtorch.core.device.Cuda;
+import org.dtorch.core.device.CudaUnavailableException;
+import org.dtorch.core.device.DeviceKind;
 import org.dtorch.polyglot.PyBridge;
 import org.dtorch.polyglot.PythonHost;
 import picocli.CommandLine;
@@ -26,11 +29,13 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 /**
- * {@code dtorch run [--devices cpu:N] [--same-device] [--per-device-process] [--isolated] [--timeout-seconds N]
+ * {@code dtorch run [--devices cpu:N|cuda:N] [--same-device] [--per-device-process] [--isolated] [--timeout-seconds N]
  * [--log-level LEVEL] script.py [args...]}: runs a Python script on a DTorch runtime and exits with the script's exit
  * code. Everything after the script goes to the script. Bad input (an option, a value, the script) gets one line on
  * standard error naming the problem and the accepted forms, and exit code 2, before anything starts; so does a bad
- * {@code dtorch.*} system property the runtime rejects when it starts.
+ * {@code dtorch.*} system property the runtime rejects when it starts, CUDA devices this process cannot use (the
+ * runtime's {@link CudaUnavailableException}, whose message names what is missing and the fix: on the default build,
+ * the one command that builds the GPU natives) and a combination of options the runtime does not run.
  *
  * <p>{@code --probe-jit}, as the only argument, prints the GraalPy engine's implementation ({@code GraalVM CE} when the
  * optimizing JIT is on) and exits; the {@code dtorch} script uses it once to choose how to start the JVM.
@@ -48,8 +53,8 @@ public final class Launcher {
     /** The longest {@code --timeout-seconds}: a year. */
     static final long MAX_TIMEOUT_SECONDS = 365L * 24 * 3600;
 
-    private static final String SYNOPSIS = "dtorch run [--devices cpu:N] [--same-device] [--per-device-process] [--isolated] "
-        + "[--timeout-seconds N] [--log-level LEVEL] script.py [args...]";
+    private static final String SYNOPSIS = "dtorch run [--devices cpu:N|cuda:N] [--same-device] [--per-device-process] "
+        + "[--isolated] [--timeout-seconds N] [--log-level LEVEL] script.py [args...]";
     private static final String USAGE = "usage: " + SYNOPSIS;
     private static final int BAD_INPUT = 2;
 
@@ -145,13 +150,16 @@ public final class Launcher {
         description = {"Runs a Python script (GraalPy) on a DTorch runtime and exits with its exit code.",
             "Arguments after the script are the script's (sys.argv[1:])."},
         footer = {"", "dtorch build rebuilds the project; DTORCH_JIT=off runs GraalPy without its optimizing JIT.",
+            "CUDA devices need the GPU natives: mvn -B -Pgpu -DskipTests install (then dtorch run --devices cuda:N ...).",
             "Bad input exits with code 2 and one line on standard error."})
     static final class RunCommand {
-        @Option(names = "--devices", paramLabel = "cpu:N", converter = DevicesConverter.class,
-            description = "N CPU devices (default 4); N from 1 to " + MAX_DEVICES + ".")
-        private Integer devices;
+        @Option(names = "--devices", paramLabel = "cpu:N|cuda:N", converter = DevicesConverter.class,
+            description = {"N CPU devices (default cpu:4), or N CUDA devices (the -Pgpu build):",
+                "cuda:0 to cuda:N-1, or all on cuda:0 with --same-device; N from 1 to " + MAX_DEVICES + "."})
+        private DeviceSpec devices;
 
-        @Option(names = "--same-device", description = "Simulate every device on one (same-device collectives, no Gloo).")
+        @Option(names = "--same-device", description = {"Simulate every device on one (same-device collectives, no Gloo or NCCL):",
+            "N ranks on one GPU with --devices cuda:N."})
         private boolean sameDevice;
 
         @Option(names = "--per-device-process",
@@ -188,15 +196,18 @@ public final class Launcher {
             }
             int cpus = Runtime.getRuntime().availableProcessors();
             int limit = cpus * DEVICES_PER_CPU;
-            if (devices != null && devices > limit) {
+            if (devices != null && devices.count() > limit) {
+                int count = devices.count();
                 if (perDeviceProcess) {
-                    return reject("--devices cpu:" + devices + " with --per-device-process would start " + devices + " worker JVMs on "
+                    return reject("--devices " + devices + " with --per-device-process would start " + count + " worker JVMs on "
                         + cpus + " CPUs; at most " + limit + " (" + DEVICES_PER_CPU + " per CPU) are allowed: use fewer devices, or "
                         + "device threads (without --per-device-process)");
                 }
-                System.err.println("dtorch: warning: --devices cpu:" + devices + " runs " + devices + " device threads on " + cpus
+                System.err.println("dtorch: warning: --devices " + devices + " runs " + count + " device threads on " + cpus
                     + " CPUs (more than " + limit + ", " + DEVICES_PER_CPU + " per CPU): expect slow collectives");
             }
+            // libtorch decides once per process whether it has CUDA: its CUDA library loads before any tensor.
+            Cuda.loadNatives();
             Path scriptPath = Path.of(script);
             try (LogSettings ignored = LogSettings.apply(logLevel)) {
                 DTorch runtime;
@@ -205,12 +216,18 @@ public final class Launcher {
                         .sameDevice(sameDevice)
                         .perDevicePerProcess(perDeviceProcess);
                     if (devices != null) {
-                        options.devices(devices);
+                        options.deviceKind(devices.kind()).devices(devices.count());
                     }
                     if (timeout != null) {
                         options.timeout(timeout);
                     }
                     runtime = DTorch.init(options.build());
+                } catch (CudaUnavailableException e) {
+                    // CUDA asked for where it cannot run; the message names what is missing and the fix.
+                    return reject(oneLine(e.getMessage()));
+                } catch (UnsupportedOperationException e) {
+                    // A combination of options the runtime does not run (it names the alternative).
+                    return reject(oneLine(e.getMessage()));
                 } catch (IllegalArgumentException | ExceptionInInitializerError e) {
                     // A dtorch.* system property the runtime rejects: the configuration, not the script, is wrong.
                     return reject("invalid configuration (dtorch.* system properties): " + rootMessage(e));
@@ -223,6 +240,12 @@ public final class Launcher {
                     return python.runScript(scriptPath, scriptArgs);
                 }
             }
+        }
+
+        /** {@code message} on one line: a runtime message with line breaks keeps them as "; ". */
+        private static String oneLine(String message) {
+            return message == null ? "the runtime refused to start" : String.join("; ", message.lines().map(String::strip)
+                .filter(line -> !line.isEmpty()).toList());
         }
 
         private static String rootMessage(Throwable e) {
@@ -279,26 +302,45 @@ public final class Launcher {
         }
     }
 
-    /** {@code cpu:N}, N from 1 to {@link #MAX_DEVICES}. */
-    static final class DevicesConverter implements CommandLine.ITypeConverter<Integer> {
+    /**
+     * What {@code --devices} asks for: {@code count} devices of {@code kind}, printed as given ({@code cuda:4}).
+     * Thread-safe: immutable.
+     *
+     * @param kind  CPU or CUDA
+     * @param count from 1 to {@link #MAX_DEVICES}
+     */
+    record DeviceSpec(DeviceKind kind, int count) {
+        @Override
+        public String toString() {
+            return kind.shortName() + ":" + count;
+        }
+    }
+
+    /**
+     * {@code cpu:N} or {@code cuda:N}, N from 1 to {@link #MAX_DEVICES}. Whether CUDA can run here is the runtime's
+     * question ({@link Cuda#require}), answered when it starts: parsing accepts {@code cuda:N} on every build.
+     */
+    static final class DevicesConverter implements CommandLine.ITypeConverter<DeviceSpec> {
         private static final Pattern FORM = Pattern.compile("([A-Za-z]+):(.*)");
-        private static final String EXPECTED = "expected cpu:N with N a whole number from 1 to " + MAX_DEVICES;
+        private static final String EXPECTED = "expected cpu:N or cuda:N with N a whole number from 1 to " + MAX_DEVICES;
 
         @Override
-        public Integer convert(String value) {
+        public DeviceSpec convert(String value) {
             Matcher m = FORM.matcher(value);
             if (!m.matches()) {
                 throw new CommandLine.TypeConversionException(EXPECTED + ", got '" + value + "'");
             }
-            if (!m.group(1).equals("cpu")) {
-                throw new CommandLine.TypeConversionException("unknown device kind '" + m.group(1) + "' in '" + value + "': " + EXPECTED
-                    + " (GPUs come with the GPU issue)");
-            }
+            DeviceKind kind = switch (m.group(1)) {
+                case "cpu" -> DeviceKind.CPU;
+                case "cuda" -> DeviceKind.CUDA;
+                default -> throw new CommandLine.TypeConversionException("unknown device kind '" + m.group(1) + "' in '" + value + "': "
+                    + EXPECTED);
+            };
             long count = parseWhole(m.group(2));
             if (count < 1 || count > MAX_DEVICES) {
                 throw new CommandLine.TypeConversionException(EXPECTED + ", got '" + value + "'");
             }
-            return (int) count;
+            return new DeviceSpec(kind, (int) count);
         }
     }
 

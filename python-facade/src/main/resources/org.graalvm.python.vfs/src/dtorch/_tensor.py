@@ -473,4 +473,11 @@ def sync():
 
 
 def device_count():
+    """The number of (logical) devices of the runtime: the ranks a mesh may use."""
     return _b().deviceCount()
+
+
+def device_type():
+    """The runtime's device type, "cpu" or "cuda" (./dtorch run --devices cpu:N or cuda:N): the first argument its
+    meshes take, e.g. init_device_mesh(dtorch.device_type(), (2, 2))."""
+    return _b().deviceType()

@@ -149,7 +149,13 @@ def _dim_names(mesh_dim_names):
 
 
 class DeviceMesh:
-    """An n-dimensional array of device ids: DeviceMesh("cpu", [[0, 1], [2, 3]], mesh_dim_names=["dp", "tp"])."""
+    """An n-dimensional array of device ids: DeviceMesh("cpu", [[0, 1], [2, 3]], mesh_dim_names=["dp", "tp"]).
+
+    The ids are the runtime's logical devices 0..n-1, of the runtime's device type ("cpu" or "cuda"; another type is a
+    ValueError naming the launcher flag that starts such a runtime). On a CUDA runtime with --same-device, where every
+    logical device runs on cuda:0, a mesh may instead repeat 0 for every rank: DeviceMesh("cuda", [[0, 0], [0, 0]]) is
+    four ranks on that GPU, the logical devices [[0, 1], [2, 3]] (which .mesh and repr show).
+    """
 
     def __init__(self, device_type, mesh, mesh_dim_names=None, _java=None):
         if _java is not None:
@@ -213,7 +219,10 @@ class DeviceMesh:
 
 
 def init_device_mesh(device_type, mesh_shape, mesh_dim_names=None):
-    """A mesh of devices 0..n-1 in row-major order: init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))."""
+    """A mesh of devices 0..n-1 in row-major order: init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp")).
+
+    device_type is the runtime's ("cpu", or "cuda" under ./dtorch run --devices cuda:N); with --same-device all n
+    ranks run on cuda:0."""
     if _is_int(mesh_shape):
         mesh_shape = (mesh_shape,)
     if not isinstance(mesh_shape, (tuple, list)):

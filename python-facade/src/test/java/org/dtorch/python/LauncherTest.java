@@ -17,6 +17,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
+import org.dtorch.core.device.Cuda;
 import org.dtorch.core.runtime.process.JvmCommand;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -162,9 +163,29 @@ class LauncherTest {
         assertRejected(args("run", "--devices", "cpu:0", script), "cpu:0", "cpu:N", "from 1");
         assertRejected(args("run", "--devices", "cpu:-1", script), "cpu:-1", "cpu:N");
         assertRejected(args("run", "--devices", "4", script), "'4'", "cpu:N");
-        assertRejected(args("run", "--devices", "cuda:2", script), "cuda", "cpu:N");
-        assertRejected(args("run", "--devices", "tpu:1", script), "tpu", "cpu:N");
+        assertRejected(args("run", "--devices", "cuda:0", script), "cuda:0", "cpu:N or cuda:N", "from 1");
+        assertRejected(args("run", "--devices", "cuda:x", script), "cuda:x", "cuda:N");
+        assertRejected(args("run", "--devices", "cuda:4097", script), "cuda:4097", "to 4096");
+        assertRejected(args("run", "--devices", "tpu:1", script), "tpu", "cpu:N or cuda:N");
         assertRejected(args("run", "--devices", "cpu:99999999999", script), "cpu:N");
+    }
+
+    /**
+     * {@code --devices cuda:N} parses on every build; where CUDA cannot run (the default build: CPU natives only) the
+     * runtime's {@code CudaUnavailableException} is the one line, naming the fix, with exit code 2 and nothing started.
+     */
+    @Test
+    void shouldAnswerCudaDevicesInOneLineNamingTheFixWhereCudaIsUnavailable(@TempDir Path dir) throws IOException {
+        assumeFalse(Cuda.isAvailable(), "CUDA is available here: QuickstartCudaTest runs the launcher on cuda");
+        String script = Files.writeString(dir.resolve("never.py"), "raise SystemExit(7)\n").toString();
+        String reason = Cuda.unavailableReason();
+        String line = assertRejected(args("run", "--devices", "cuda:2", script), "cuda:0 is not usable", reason);
+        if (reason.contains("CPU natives only")) {
+            assertTrue(line.contains("mvn -B -Pgpu -DskipTests install"), line);
+        }
+        assertRejected(args("run", "--devices", "cuda:4", "--same-device", script), reason);
+        // Per-device-process mode on CUDA is the runtime's to answer; here CUDA itself is missing, which it says first.
+        assertRejected(args("run", "--devices", "cuda:2", "--per-device-process", script), reason);
     }
 
     @Test

@@ -49,12 +49,20 @@ class PythonScriptsTest {
     }
 
     private static void runScript(Path script) {
+        runScript(script, DTorchOptions.builder().devices(4).timeout(Duration.ofSeconds(60)).build());
+    }
+
+    /**
+     * Runs {@code script} on a runtime of {@code options} with a context on an engine of its own, as the launcher
+     * does but in this JVM; fails with the script's output when it exits with a status other than 0.
+     */
+    static void runScript(Path script, DTorchOptions options) {
         ByteArrayOutputStream output = new ByteArrayOutputStream();
         PrintStream originalErr = System.err;
         int status;
         try (PrintStream capture = new PrintStream(output, true, StandardCharsets.UTF_8);
              Engine engine = PythonHost.sharedEngine();
-             DTorch runtime = DTorch.init(DTorchOptions.builder().devices(4).timeout(Duration.ofSeconds(60)).build());
+             DTorch runtime = DTorch.init(options);
              PythonHost host = PythonHost.builder().engine(engine).bridge(new PyBridge(runtime)).out(capture).err(capture).build()) {
             System.setErr(capture);
             status = host.runScript(script, List.of());

@@ -54,7 +54,8 @@ class QuickstartTest {
         assertTrue(out.lines().anyMatch("OK"::equals), out);
     }
 
-    private static double printed(String out, String label) {
+    /** The number printed after {@code label} at the start of a line of {@code out}. */
+    static double printed(String out, String label) {
         Matcher m = Pattern.compile("^" + Pattern.quote(label) + "\\s+(-?[0-9.]+)$", Pattern.MULTILINE).matcher(out);
         assertTrue(m.find(), "no line '" + label + " <number>' in:\n" + out);
         return Double.parseDouble(m.group(1));
@@ -66,7 +67,7 @@ class QuickstartTest {
      * {@code h = gelu(x w1^T)}, {@code y = h w2^T}, {@code loss = mean(y^2)} (the target is zero), one step
      * {@code w2 -= 0.1 * (2 / N) y^T h} and the loss again.
      */
-    private static double[] lossesOfPlainTorch() {
+    static double[] lossesOfPlainTorch() {
         try (Tensor x = randn(1, 8, 32);
              Tensor w1Raw = randn(2, 64, 32);
              Tensor w1 = w1Raw.div(new Scalar(Math.sqrt(32)));
