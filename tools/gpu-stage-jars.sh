@@ -2,8 +2,9 @@
 # Builds with the GPU natives and packs what tools/gpu-session.sh needs on the GPU machine besides our own
 # classes: a Java 25 runtime and the external jars of the -Pgpu class path (libtorch's CUDA build, Bytedeco's
 # CUDA JNI, JavaCPP, OpenBLAS, HdrHistogram, GraalPy and picocli for the Python facade's tests, JUnit's console
-# launcher), in .stage/partNN for ../shared/tools/gpu-stage. GraalPy needs the JDK module jdk.security.auth
-# (com.sun.security.auth.module.UnixSystem) in the staged runtime besides those gpu-stage links.
+# launcher), in .stage/partNN, in the layout of ../shared/tools/gpu-stage (one 58 MiB part per device call, unpacked
+# into /tmp/stage there, with the same env.sh). It links the Java runtime itself because GraalPy needs the JDK module
+# jdk.security.auth (com.sun.security.auth.module.UnixSystem) besides the modules gpu-stage links.
 # The CPU natives that Maven still lists under -Pgpu (docs/gpu.md) are left out. Prints the calls to make.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +25,27 @@ cat "${cps[@]}" | tr ':' '\n' | grep '\.jar$' | grep -v '/org/dtorch/' | grep -v
   | grep -v -E '/(junit|opentest4j|apiguardian)' | awk '!seen[$0]++' > .stage-cp.txt
 ls "$junit_dir"/junit-platform-console-standalone-*.jar | head -n 1 >> .stage-cp.txt
 rm -f "${cps[@]}"
-../shared/tools/gpu-stage "$(paste -sd: .stage-cp.txt)" .stage
+STAGE=.stage
+rm -rf "$STAGE"; mkdir -p "$STAGE/root/cp"
+jlink --add-modules java.base,java.logging,jdk.unsupported,java.management,java.naming,jdk.management,jdk.security.auth \
+  --compress zip-9 --strip-debug --no-header-files --no-man-pages --output "$STAGE/root/jre"
+CP=""; i=0
+while read -r jar; do
+  i=$((i + 1)); name="$(printf '%03d' "$i")-$(basename "$jar")"
+  cp "$jar" "$STAGE/root/cp/$name"; CP="${CP:+$CP:}/tmp/stage/root/cp/$name"
+done < .stage-cp.txt
 rm -f .stage-cp.txt
+cat > "$STAGE/root/env.sh" <<ENV
+# Sourced on the GPU machine after unpacking into /tmp/stage (the layout of ../shared/tools/gpu-stage).
+export JAVA=/tmp/stage/root/jre/bin/java
+export CP="$CP"
+NV=\$(python3 -c 'import nvidia, os; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null)/nvidia
+export LD_LIBRARY_PATH="\$NV/cu13/lib:\$NV/cudnn/lib:\$NV/nccl/lib:\$NV/cusparselt/lib:\${LD_LIBRARY_PATH:-}"
+ENV
+tar -C "$STAGE" -cf "$STAGE/all.tar" root
+split -b 58M -d -a 2 "$STAGE/all.tar" "$STAGE/part"
+rm -rf "$STAGE/all.tar" "$STAGE/root"
+echo "gpu-stage-jars: $(du -sh "$STAGE" | cut -f1) in $(ls "$STAGE"/part* | wc -l) part(s) under $STAGE"
+for p in "$STAGE"/part*; do echo "  call: carry [\"$p\"]  command: mkdir -p /tmp/stage && cp $p /tmp/stage/"; done
 echo "then, each call carrying the target folders of runtime-core, graph-ops, benchmarks, polyglot-bindings, python-facade and examples:"
 echo "  tools/gpu-session.sh tests    |    tools/gpu-session.sh bench"
