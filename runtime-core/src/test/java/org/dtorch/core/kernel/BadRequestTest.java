@@ -45,7 +45,7 @@ class BadRequestTest {
 
         DeviceMesh gpus = DeviceMesh.of(DeviceKind.CUDA, 0, 1, 2, 3);
         String kinds = rejected(() -> ConvertKernel.of(Sharding.of(LINE, Placement.shard(0)), Sharding.of(gpus, Placement.shard(0)), shape));
-        assertTrue(kinds.contains("the meshes hold cpu and gpu devices"), kinds);
+        assertTrue(kinds.contains("the meshes hold cpu and cuda devices"), kinds);
 
         String average = rejected(() -> ConvertKernel.of(Sharding.of(LINE, Placement.replicate()),
             Sharding.of(LINE, Placement.partial(ReduceOpType.AVG)), shape));
