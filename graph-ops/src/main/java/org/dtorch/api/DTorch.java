@@ -94,6 +94,34 @@ public final class DTorch implements AutoCloseable {
         return DeviceMesh.of(runtime.options().deviceKind(), Objects.requireNonNull(deviceIds, "mesh: deviceIds is null"));
     }
 
+    /**
+     * A mesh of devices {@code 0..n-1} of {@code kind}: the runtime's kind, or, in a runtime on CUDA, {@code CPU} for
+     * the host memory of the same workers (decision 141), where factories, {@code tensor()}, {@code toTorch()} and
+     * moves to and from CUDA meshes run.
+     *
+     * @throws IllegalArgumentException for another kind
+     */
+    public DeviceMesh initDeviceMesh(DeviceKind kind, int[] shape, String... dimNames) {
+        Objects.requireNonNull(shape, "initDeviceMesh: shape is null");
+        return checkKind("initDeviceMesh", DeviceMesh.initDeviceMesh(Objects.requireNonNull(kind, "initDeviceMesh: kind is null"), shape,
+            nonNullElements("initDeviceMesh", "dimNames", dimNames)));
+    }
+
+    /** A 1-D mesh of the given devices of {@code kind}, as {@link #initDeviceMesh(DeviceKind, int[], String...)}. */
+    public DeviceMesh mesh(DeviceKind kind, long... deviceIds) {
+        return checkKind("mesh", DeviceMesh.of(Objects.requireNonNull(kind, "mesh: kind is null"),
+            Objects.requireNonNull(deviceIds, "mesh: deviceIds is null")));
+    }
+
+    private DeviceMesh checkKind(String op, DeviceMesh mesh) {
+        DeviceKind runtimeKind = runtime.options().deviceKind();
+        if (mesh.kind() != runtimeKind && !(runtimeKind == DeviceKind.CUDA && mesh.kind() == DeviceKind.CPU)) {
+            throw new IllegalArgumentException(op + ": " + mesh + " is not made of this runtime's " + runtimeKind.shortName()
+                + " devices (a runtime on CUDA also has cpu meshes, the host memory of its workers; a cpu runtime has no cuda ones)");
+        }
+        return mesh;
+    }
+
     /** The runtime underneath (diagnostics, collective counts, custom operators). */
     public EagerRuntime runtime() {
         return runtime;
@@ -284,7 +312,8 @@ public final class DTorch implements AutoCloseable {
         Objects.requireNonNull(t, "getTensorAsync: tensor is null");
         DTensor local = t;
         if (t.mesh().count() != 1) {
-            DeviceMesh one = DeviceMesh.of(t.mesh().kind(), t.mesh().deviceIds().getFirst());
+            // A distributed tensor on a CPU mesh of a runtime on CUDA is gathered on the GPU (decision 141).
+            DeviceMesh one = DeviceMesh.of(runtime.options().deviceKind(), t.mesh().deviceIds().getFirst());
             local = t.redistribute(one, Placement.replicate());
         }
         TensorPromise promise = TensorPromises.create(runtime.promiseType(), runtime.options().timeout());
@@ -355,9 +384,7 @@ public final class DTorch implements AutoCloseable {
 
     private Sharding sharding(String op, DeviceMesh mesh, Placement[] placements) {
         Objects.requireNonNull(mesh, op + ": mesh is null");
-        if (mesh.kind() != runtime.options().deviceKind()) {
-            throw new IllegalArgumentException("mesh " + mesh + " is not made of this runtime's " + runtime.options().deviceKind().shortName() + " devices");
-        }
+        checkKind(op, mesh);
         return new Sharding(mesh, placementsFor(op, mesh, placements));
     }
 

@@ -48,6 +48,12 @@ public final class CopySpec implements OpSpec {
         return List.of();
     }
 
+    /** As {@link RedistributeSpec#runsOnHostMeshes}: between a CPU and a CUDA mesh, or within one CPU sharding. */
+    @Override
+    public boolean runsOnHostMeshes(Operator op) {
+        return HostMeshes.movesBetweenKindsOrStays(op.inputs().get(1).meta().sharding(), op.inputs().get(0).meta().sharding());
+    }
+
     @Override
     public DeviceKernel kernel(Operator op, long deviceId) {
         TensorMeta dst = op.inputs().get(0).meta();

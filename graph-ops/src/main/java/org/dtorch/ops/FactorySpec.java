@@ -149,12 +149,18 @@ public final class FactorySpec implements OpSpec {
         return List.of(meta);
     }
 
+    /** A factory on a CPU mesh of a runtime on CUDA makes host tensors (decision 141). */
+    @Override
+    public boolean runsOnHostMeshes(Operator op) {
+        return true;
+    }
+
     @Override
     public DeviceKernel kernel(Operator op, long deviceId) {
         ShardLayout layout = meta.layout();
         long[] local = layout.localShape(deviceId);
         long[] offsets = layout.offsets(deviceId);
-        return (ctx, in) -> java.util.Collections.singletonList(make(ctx.stream().device(), local, offsets));
+        return (ctx, in) -> java.util.Collections.singletonList(make(HostMeshes.placement(ctx, meta.sharding().mesh()), local, offsets));
     }
 
     /** This device's part, made on {@code device} (values equal on every device kind: random ones come from the CPU generator). */

@@ -68,11 +68,17 @@ public final class FromTensorSpec implements OpSpec {
         return List.of(meta);
     }
 
+    /** {@code tensor()} on a CPU mesh of a runtime on CUDA keeps host shards (decision 141). */
+    @Override
+    public boolean runsOnHostMeshes(Operator op) {
+        return true;
+    }
+
     @Override
     public DeviceKernel kernel(Operator op, long deviceId) {
         return (ctx, in) -> {
             try (Tensor view = meta.layout().localSlice(data, deviceId)) {
-                Device device = ctx.stream().device();
+                Device device = HostMeshes.placement(ctx, meta.sharding().mesh());
                 if (device.kind() == DeviceKind.CPU) {
                     return java.util.Collections.singletonList(view.clone(new MemoryFormatOptional(torch.MemoryFormat.Contiguous)));
                 }

@@ -45,6 +45,15 @@ public final class RedistributeSpec implements OpSpec {
         return List.of(t.withSharding(target));
     }
 
+    /**
+     * Between a CPU and a CUDA mesh (or onto the same CPU sharding) in a runtime on CUDA; a move between two CPU
+     * meshes there would need CPU collectives or host values in the stores, which such a runtime does not run.
+     */
+    @Override
+    public boolean runsOnHostMeshes(Operator op) {
+        return HostMeshes.movesBetweenKindsOrStays(op.inputs().getFirst().meta().sharding(), target);
+    }
+
     @Override
     public DeviceKernel kernel(Operator op, long deviceId) {
         TensorMeta input = op.inputs().getFirst().meta();

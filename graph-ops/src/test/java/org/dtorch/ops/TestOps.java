@@ -116,6 +116,12 @@ final class TestOps {
             return List.of(inputs.getFirst());
         }
 
+        /** It also checks shards on a CPU mesh of a runtime on CUDA (host memory of the GPU workers). */
+        @Override
+        public boolean runsOnHostMeshes(Operator op) {
+            return true;
+        }
+
         @Override
         public DeviceKernel kernel(Operator op, long deviceId) {
             return new LocalKernel(in -> {

@@ -104,6 +104,14 @@ public final class DeviceMesh {
         return kind;
     }
 
+    /**
+     * The same devices, shape and names with devices of {@code other} kind: in a runtime on CUDA the CPU mesh
+     * over ids {@code [0, 1]} is the host memory of the workers of CUDA devices {@code 0} and {@code 1}.
+     */
+    public DeviceMesh withKind(DeviceKind other) {
+        return other == kind ? this : new DeviceMesh(other, shape, ids, dimNames);
+    }
+
     /** The number of mesh dimensions. */
     public int ndim() {
         return shape.length;

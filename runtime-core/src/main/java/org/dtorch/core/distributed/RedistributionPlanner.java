@@ -12,6 +12,7 @@ import java.util.PriorityQueue;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.dtorch.core.communication.ReduceOpType;
+import org.dtorch.core.device.DeviceKind;
 
 /**
  * Plans redistributions: from (source mesh, source placements) to (target mesh, target placements) for a
@@ -35,8 +36,12 @@ import org.dtorch.core.communication.ReduceOpType;
  * slice, and partial placements of the target are re-created locally ({@code R -> P}).
  *
  * <p>Every request is checked before anything is planned: one placement per mesh dimension, shard
- * dimensions in range, no dimension shorter than the mesh dimensions that split it, meshes of one device
- * kind, and no {@code P(avg)} target that would have to be created. Errors list both placement sequences.
+ * dimensions in range, no dimension shorter than the mesh dimensions that split it, and no {@code P(avg)}
+ * target that would have to be created. Errors list both placement sequences.
+ *
+ * <p><b>Between device kinds</b> (a CPU mesh and a CUDA mesh of one runtime on CUDA): the plan is that between
+ * the two meshes' CUDA twins, wrapped ({@link RedistributionPlan#throughDevice()}); the executor moves the input
+ * to the GPU first, or the output to the host last, on each device.
  *
  * <p>Thread-safe: stateless apart from a concurrent cache.
  */
@@ -83,8 +88,7 @@ public final class RedistributionPlanner {
         String request = "redistribute " + Arrays.toString(shape) + " from " + source.placements() + " on " + source.mesh()
             + " to " + target.placements() + " on " + target.mesh();
         if (source.mesh().kind() != target.mesh().kind()) {
-            throw new IllegalArgumentException("cannot " + request + ": the meshes hold " + source.mesh().kind().shortName()
-                + " and " + target.mesh().kind().shortName() + " devices; moves between device kinds come with the GPU issue");
+            return crossKindPlan(request, source, target, shape);
         }
         checkLayout(request, "source", shape, source);
         checkLayout(request, "target", shape, target);
@@ -106,6 +110,21 @@ public final class RedistributionPlanner {
         CrossMeshTransfer transfer = new CrossMeshTransfer(ShardLayout.of(shape, reducedSource), ShardLayout.of(shape, reducedTarget));
         List<RedistributionStep> after = search(request, shape, reducedTarget, target);
         return new RedistributionPlan(source, target, shape, before, transfer, after);
+    }
+
+    /**
+     * A move between a CPU mesh and a CUDA mesh (decision 140): the same request between their CUDA twins, which
+     * the executor brackets with a device move. The CPU side never communicates, so a runtime on CUDA runs no CPU
+     * collective and publishes no host value in its stores.
+     */
+    private static RedistributionPlan crossKindPlan(String request, Sharding source, Sharding target, long[] shape) {
+        try {
+            RedistributionPlan onDevice = plan(source.withKind(DeviceKind.CUDA), target.withKind(DeviceKind.CUDA), shape);
+            return new RedistributionPlan(source, target, shape, onDevice);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("cannot " + request + ": between cpu and cuda devices the move runs on the cuda"
+                + " devices of the same ids, and there: " + e.getMessage(), e);
+        }
     }
 
     private static Placement sameMeshPlacement(Sharding source, Sharding target, int meshDim) {

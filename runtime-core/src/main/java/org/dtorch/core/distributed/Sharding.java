@@ -45,6 +45,11 @@ public record Sharding(DeviceMesh mesh, List<Placement> placements) {
         return placements.stream().anyMatch(Placement::isPartial);
     }
 
+    /** The same placements on the same devices of {@code kind} ({@link DeviceMesh#withKind}). */
+    public Sharding withKind(org.dtorch.core.device.DeviceKind kind) {
+        return kind == mesh.kind() ? this : new Sharding(mesh.withKind(kind), placements);
+    }
+
     /** The same mesh with other placements. */
     public Sharding withPlacements(List<Placement> other) {
         return new Sharding(mesh, other);

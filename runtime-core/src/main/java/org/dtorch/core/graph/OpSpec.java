@@ -51,6 +51,16 @@ public interface OpSpec {
     }
 
     /**
+     * True when the operator may run with {@code op}'s tensors on a CPU mesh of a runtime on CUDA (host memory of
+     * its GPU workers, decision 141): factories, {@code tensor()}, {@code get_tensor}, and redistributions and
+     * copies that move between a CPU and a CUDA mesh. The runtime refuses every other operator there; the
+     * default is false.
+     */
+    default boolean runsOnHostMeshes(Operator op) {
+        return false;
+    }
+
+    /**
      * The devices that run the operator, sorted. By default every device of every input's and output's mesh.
      */
     default List<Long> devices(Operator op) {

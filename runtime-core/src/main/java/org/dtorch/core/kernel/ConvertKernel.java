@@ -5,6 +5,8 @@ import java.util.Objects;
 import org.bytedeco.pytorch.MemoryFormatOptional;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
+import org.dtorch.core.device.Device;
+import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.distributed.CrossMeshTransfer;
 import org.dtorch.core.distributed.RedistributionPlan;
 import org.dtorch.core.distributed.RedistributionPlanner;
@@ -17,16 +19,23 @@ import org.dtorch.core.tensor.TorchTensors;
  * {@code ConvertKernel}: {@code ConvertPlacements} and {@code ConvertDeviceMesh}). Every device of either
  * mesh calls {@link #run} with the same plan.
  *
+ * <p>Between a CPU mesh and a CUDA mesh (decision 140) the kernel runs the plan between their CUDA twins
+ * ({@link RedistributionPlan#throughDevice()}), moving a host input to its worker's GPU before it, or the
+ * result to the host after it; the moves are copies on the worker's stream, synchronous with the host.
+ *
  * <p>Thread-safe: the kernel is immutable; each device calls {@link #run} on its own thread.
  */
 public final class ConvertKernel {
     private final RedistributionPlan plan;
     private final ShardLayout sourceLayout;
+    /** Between device kinds: the kernel of the plan between the CUDA twins; else null. */
+    private final ConvertKernel throughDevice;
 
     /** A kernel for a planned redistribution. */
     public ConvertKernel(RedistributionPlan plan) {
         this.plan = Objects.requireNonNull(plan, "plan");
         this.sourceLayout = ShardLayout.of(plan.globalShape(), plan.source());
+        this.throughDevice = plan.throughDevice().map(ConvertKernel::new).orElse(null);
     }
 
     /** Plans (cached) and builds a kernel; fails before any communication if the request is invalid. */
@@ -58,6 +67,9 @@ public final class ConvertKernel {
         boolean inSource = plan.source().mesh().contains(device);
         boolean inTarget = plan.target().mesh().contains(device);
         checkInput(ctx, inSource, inTarget, input);
+        if (throughDevice != null) {
+            return runThroughDevice(ctx, input, into, inTarget);
+        }
         Tensor staged = inSource ? StepExecutor.run(ctx, plan.source().mesh(), plan.sourceSteps(), input) : null;
         try {
             CrossMeshTransfer transfer = plan.transfer().orElse(null);
@@ -77,6 +89,37 @@ public final class ConvertKernel {
         } finally {
             if (staged != null && staged != input && plan.transfer().isPresent()) {
                 staged.close();
+            }
+        }
+    }
+
+    /**
+     * A move between device kinds: the host input goes to the worker's GPU, the twin plan runs there, and a
+     * result for a CPU target comes back to the host. The GPU copies are closed here.
+     */
+    private Tensor runThroughDevice(KernelContext ctx, Tensor input, Tensor into, boolean inTarget) {
+        Device gpu = ctx.stream().device();
+        if (gpu.kind() != DeviceKind.CUDA) {
+            throw new IllegalStateException("ConvertKernel on " + ctx.device() + ": a move between " + plan.source().mesh() + " and "
+                + plan.target().mesh() + " needs a worker on a GPU, but its stream is " + ctx.stream());
+        }
+        boolean toHost = plan.target().mesh().kind() == DeviceKind.CPU;
+        Tensor onGpu = input == null || input.is_cuda() ? input : TorchTensors.to(input, gpu);
+        try {
+            Tensor result = throughDevice.run(ctx, onGpu, toHost ? null : into);
+            if (!inTarget || !toHost) {
+                return result;
+            }
+            try (result) {
+                if (into != null) {
+                    into.copy_(result);
+                    return into;
+                }
+                return TorchTensors.to(result, Device.cpu(0));
+            }
+        } finally {
+            if (onGpu != null && onGpu != input) {
+                onGpu.close();
             }
         }
     }

@@ -23,8 +23,10 @@ import org.dtorch.core.device.Cuda;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.graph.GraphConstructor;
+import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.graph.GraphMessage;
 import org.dtorch.core.graph.LogicalGraph;
+import org.dtorch.core.graph.Operand;
 import org.dtorch.core.graph.Operator;
 import org.dtorch.core.runtime.process.OpSpecCodecs;
 import org.dtorch.core.shm.SharedRegion;
@@ -159,6 +161,31 @@ public final class EagerRuntime implements AutoCloseable {
                 throw new IllegalArgumentException(op.label() + ": device " + device + " is not one of this runtime's "
                     + options.deviceKind().shortName() + " devices 0.." + (devices.size() - 1));
             }
+        }
+        List<Operand> operands = new ArrayList<>(op.inputs());
+        operands.addAll(op.outputs());
+        for (Operand operand : operands) {
+            checkMeshKind(op, operand.meta().sharding().mesh());
+        }
+    }
+
+    /**
+     * A mesh of the runtime's kind is fine; in a runtime on CUDA a CPU mesh is the host memory of the same workers
+     * (decision 141), where only some operators run; anything else is refused.
+     */
+    private void checkMeshKind(Operator op, DeviceMesh mesh) {
+        DeviceKind runtimeKind = options.deviceKind();
+        if (mesh.kind() == runtimeKind) {
+            return;
+        }
+        if (runtimeKind != DeviceKind.CUDA || mesh.kind() != DeviceKind.CPU) {
+            throw new IllegalArgumentException(op.label() + ": " + mesh + " is not made of this runtime's " + runtimeKind.shortName()
+                + " devices");
+        }
+        if (!op.spec().runsOnHostMeshes(op)) {
+            throw new IllegalArgumentException(op.label() + ": " + mesh + " is host memory of this runtime's cuda workers, where only"
+                + " factories, tensor(), toTorch() and redistribute or copy_ between a cpu and a cuda mesh run (decision 141);"
+                + " redistribute the tensor to a cuda mesh first");
         }
     }
 

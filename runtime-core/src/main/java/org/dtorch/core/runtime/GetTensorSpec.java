@@ -53,6 +53,12 @@ public final class GetTensorSpec implements OpSpec {
         return promise;
     }
 
+    /** The value is copied to the host anyway, so one on a host mesh is fine (decision 141). */
+    @Override
+    public boolean runsOnHostMeshes(Operator op) {
+        return true;
+    }
+
     @Override
     public DeviceKernel kernel(Operator op, long deviceId) {
         return new DeviceKernel() {
