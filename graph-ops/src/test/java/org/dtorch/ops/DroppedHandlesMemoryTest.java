@@ -5,13 +5,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import org.bytedeco.pytorch.Tensor;
 import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
 import org.dtorch.api.DTorchOptions;
-import org.dtorch.core.runtime.process.JvmCommand;
 import org.dtorch.core.tensor.NativeMemoryBudget;
+import org.dtorch.core.testing.ChildJvmLoop;
+import org.dtorch.core.testing.ResidentMemory;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -37,22 +37,12 @@ class DroppedHandlesMemoryTest {
     /** The loop runs in a JVM of its own, so that what other tests left in this one does not count. */
     @Test
     void shouldStayWithinBoundsWhenALoopDropsItsHandlesAndValues() throws Exception {
-        JvmCommand.Outcome outcome = JvmCommand.of(DroppedHandlesMemoryTest.class.getName(), List.of(String.valueOf(processes())),
-            Map.of(), List.of()).runToCompletion(null, Duration.ofMinutes(25));
-        System.out.print(outcome.output());
-        assertTrue(outcome.finished(), "the loop did not finish within 25 minutes:\n" + outcome.output());
-        assertEquals(0, outcome.exitStatus(), "the loop failed:\n" + outcome.output());
+        ChildJvmLoop.runAndCheck(DroppedHandlesMemoryTest.class, List.of(String.valueOf(processes())), Duration.ofMinutes(25));
     }
 
     /** The loop itself, in a fresh JVM: {@code args[0]} is true for worker processes. */
     public static void main(String[] args) {
-        try {
-            loop(Boolean.parseBoolean(args[0]));
-        } catch (Throwable e) {
-            e.printStackTrace();
-            System.exit(1);
-        }
-        System.exit(0);
+        ChildJvmLoop.exitWith(() -> loop(Boolean.parseBoolean(args[0])));
     }
 
     private static void loop(boolean processes) {
@@ -60,13 +50,13 @@ class DroppedHandlesMemoryTest {
                 .timeout(Duration.ofSeconds(60)).build())) {
             long requestsBefore = NativeMemoryBudget.global().collectionsRequested();
             long start = System.nanoTime();
-            ResidentMemory peak = ResidentMemory.of(dt);
+            ResidentMemory peak = ResidentMemory.of(dt.runtime());
             for (int i = 1; i <= ITERATIONS; i++) {
                 DTensor x = dt.ones(256, 1024);               // 1 MiB, replicated on both devices
                 Tensor v = x.mul(2.0).toTorch();              // dropped, like x and the product
                 if (i % 200 == 0) {
                     assertEquals(2.0f, v.data_ptr_float().get(), "the values must still be right");
-                    ResidentMemory now = ResidentMemory.of(dt);
+                    ResidentMemory now = ResidentMemory.of(dt.runtime());
                     peak = now.total() > peak.total() ? now : peak;
                     assertTrue(now.withinBounds(), "after " + i + " iterations the runtime holds " + now + "; "
                         + NativeMemoryBudget.global());

@@ -7,11 +7,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import org.dtorch.api.DTorch;
 import org.dtorch.api.DTorchOptions;
-import org.dtorch.core.runtime.process.JvmCommand;
 import org.dtorch.core.tensor.NativeMemoryBudget;
+import org.dtorch.core.testing.ChildJvmLoop;
+import org.dtorch.core.testing.ResidentMemory;
 import org.dtorch.polyglot.PyBridge;
 import org.dtorch.polyglot.PythonHost;
 import org.graalvm.polyglot.Value;
@@ -55,22 +55,12 @@ class DroppedValuesMemoryTest {
     @Test
     void shouldLoopOverDroppedTensorsAndValuesInBoundedMemory() throws Exception {
         Files.createDirectories(Path.of(System.getProperty("java.io.tmpdir"))); // GraalPy unpacks its files there
-        JvmCommand.Outcome outcome = JvmCommand.of(DroppedValuesMemoryTest.class.getName(), List.of(String.valueOf(processes())),
-            Map.of(), List.of()).runToCompletion(null, Duration.ofMinutes(25));
-        System.out.print(outcome.output());
-        assertTrue(outcome.finished(), "the loop did not finish within 25 minutes:\n" + outcome.output());
-        assertEquals(0, outcome.exitStatus(), "the loop failed:\n" + outcome.output());
+        ChildJvmLoop.runAndCheck(DroppedValuesMemoryTest.class, List.of(String.valueOf(processes())), Duration.ofMinutes(25));
     }
 
     /** The loop itself, in a fresh JVM: {@code args[0]} is true for worker processes. */
     public static void main(String[] args) {
-        try {
-            loop(Boolean.parseBoolean(args[0]));
-        } catch (Throwable e) {
-            e.printStackTrace();
-            System.exit(1);
-        }
-        System.exit(0);
+        ChildJvmLoop.exitWith(() -> loop(Boolean.parseBoolean(args[0])));
     }
 
     private static void loop(boolean processes) {
@@ -81,12 +71,12 @@ class DroppedValuesMemoryTest {
             Value loop = host.eval("loop");
             long requestsBefore = NativeMemoryBudget.global().collectionsRequested();
             long start = System.nanoTime();
-            ResidentMemory peak = ResidentMemory.of(runtime);
+            ResidentMemory peak = ResidentMemory.of(runtime.runtime());
             for (int done = 0; done < ITERATIONS; ) {
                 int n = Math.min(CHUNK, ITERATIONS - done);
                 loop.execute(n);
                 done += n;
-                ResidentMemory now = ResidentMemory.of(runtime);
+                ResidentMemory now = ResidentMemory.of(runtime.runtime());
                 peak = now.total() > peak.total() ? now : peak;
                 assertTrue(now.withinBounds(), "after " + done + " iterations the runtime holds " + now + "; "
                     + NativeMemoryBudget.global());

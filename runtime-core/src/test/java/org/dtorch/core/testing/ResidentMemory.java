@@ -1,4 +1,4 @@
-package org.dtorch.python;
+package org.dtorch.core.testing;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -7,21 +7,22 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import org.dtorch.api.DTorch;
+import org.dtorch.core.runtime.EagerRuntime;
 
 /**
  * The memory a runtime holds, from {@code /proc}: the resident size of this JVM and of its worker processes,
  * plus the shared-memory files they map (each counted once, at its mapped size, whether or not its pages were
  * touched by a mapper: a file's pages stay in memory while anything maps it, even after it was unlinked).
  */
-record ResidentMemory(long residentBytes, long workerResidentBytes, long largestWorkerBytes, long sharedMappedBytes) {
+public record ResidentMemory(long residentBytes, long workerResidentBytes, long largestWorkerBytes, long sharedMappedBytes) {
     /** The bound on any one process of the runtime, and on the whole of a runtime in threads. */
-    static final long PROCESS_BOUND = 2L << 30;
+    public static final long PROCESS_BOUND = 2L << 30;
     /** The bound on the whole of a runtime of two worker processes: three JVMs, each with its own fixed footprint. */
-    static final long PROCESSES_BOUND = 3L << 30;
+    public static final long PROCESSES_BOUND = 3L << 30;
 
-    static ResidentMemory of(DTorch dt) {
-        List<Long> pids = new ArrayList<>(dt.runtime().workerPids().values());
+    /** The memory {@code runtime} holds now: this JVM, its worker processes and their shared-memory files. */
+    public static ResidentMemory of(EagerRuntime runtime) {
+        List<Long> pids = new ArrayList<>(runtime.workerPids().values());
         long self = ProcessHandle.current().pid();
         long workers = 0;
         long largest = 0;
@@ -38,12 +39,13 @@ record ResidentMemory(long residentBytes, long workerResidentBytes, long largest
         return new ResidentMemory(rss(self), workers, largest, shared.values().stream().mapToLong(Long::longValue).sum());
     }
 
-    long total() {
+    /** Every byte counted: this JVM, the workers and the shared-memory files. */
+    public long total() {
         return residentBytes + workerResidentBytes + sharedMappedBytes;
     }
 
     /** True when every process, and the whole, stay within their bounds. */
-    boolean withinBounds() {
+    public boolean withinBounds() {
         boolean threads = workerResidentBytes == 0;
         return residentBytes < PROCESS_BOUND && largestWorkerBytes < PROCESS_BOUND
             && total() < (threads ? PROCESS_BOUND : PROCESSES_BOUND);
