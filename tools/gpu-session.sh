@@ -8,10 +8,13 @@
 #   tools/gpu-session.sh bench [-Dbench.quick=true]   the gpu benchmark (CommBenchmarks gpu)
 #   tools/gpu-session.sh java MAIN [ARGS...]          any main class on the class path
 # Writes JUnit's XML and the benchmark's report under $OUT when OUT is set.
+# DTORCH_STAGE names another folder than /tmp/stage for the parts (when something else stages there too).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-[ -d /tmp/stage/root ] || { cat /tmp/stage/part* | tar -x -C /tmp/stage || exit 3; }
-. /tmp/stage/root/env.sh
+STAGE="${DTORCH_STAGE:-/tmp/stage}"
+[ -d "$STAGE/root" ] || { cat "$STAGE"/part* | tar -x -C "$STAGE" || exit 3; }
+if [ "$STAGE" != /tmp/stage ]; then sed -i "s#/tmp/stage/#$STAGE/#g" "$STAGE/root/env.sh"; fi
+. "$STAGE/root/env.sh"
 CLASSES="runtime-core/target/test-classes:graph-ops/target/test-classes:runtime-core/target/classes:graph-ops/target/classes"
 CLASSES="$CLASSES:benchmarks/target/classes:polyglot-bindings/target/classes:python-facade/target/test-classes"
 CLASSES="$CLASSES:python-facade/target/classes:examples/target/test-classes:examples/target/classes"

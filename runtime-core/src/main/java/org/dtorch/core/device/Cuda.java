@@ -2,7 +2,10 @@ package org.dtorch.core.device;
 
 import java.util.Map;
 import java.util.Objects;
+import org.bytedeco.cuda.global.cudart;
+import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.Loader;
+import org.bytedeco.javacpp.PointerPointer;
 import org.bytedeco.pytorch.global.torch_cuda;
 
 /**
@@ -154,6 +157,46 @@ public final class Cuda {
         if (device.kind() == DeviceKind.CUDA) {
             torch_cuda.set_device((byte) device.index());
         }
+    }
+
+    /**
+     * Makes {@code device} current on the calling thread for a driver API call (its primary context, which is the
+     * one libtorch uses); returns the device that was current, for {@link #restoreDevice}.
+     */
+    static int makeCurrentForDriver(int device) {
+        int[] current = new int[1];
+        checkRuntime(cudart.cudaGetDevice(current), "cudaGetDevice");
+        if (current[0] != device) {
+            checkRuntime(cudart.cudaSetDevice(device), "cudaSetDevice(" + device + ")");
+        }
+        return current[0];
+    }
+
+    /** Undoes {@link #makeCurrentForDriver}. */
+    static void restoreDevice(int previous, int device) {
+        if (previous != device) {
+            checkRuntime(cudart.cudaSetDevice(previous), "cudaSetDevice(" + previous + ")");
+        }
+    }
+
+    /** Throws, naming {@code call} and CUDA's error, unless a runtime API call succeeded. */
+    static void checkRuntime(int result, String call) {
+        if (result != cudart.cudaSuccess) {
+            cudart.cudaGetLastError(); // clear it, or libtorch's next launch check reports it as its own
+            BytePointer text = cudart.cudaGetErrorString(result);
+            throw new IllegalStateException(call + " failed: " + (text == null || text.isNull() ? "CUDA error" : text.getString())
+                + " (" + result + ")");
+        }
+    }
+
+    /** The name of a driver API result. */
+    static String driverError(int result) {
+        try (PointerPointer<BytePointer> name = new PointerPointer<>(1)) {
+            if (cudart.cuGetErrorName(result, name) == cudart.CUDA_SUCCESS && name.get(0) != null) {
+                return name.get(BytePointer.class, 0).getString() + " (" + result + ")";
+            }
+        }
+        return "CUresult " + result;
     }
 
     private static synchronized State current() {

@@ -2,6 +2,7 @@ package org.dtorch.core.device;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.Map;
 import java.util.Objects;
@@ -37,6 +38,8 @@ final class CudaEvent extends DeviceEvent {
     private final boolean owner;
     private boolean recorded;
     private HandleKey exportedAs;
+    /** Taken from the pool: given back, never closed. */
+    private boolean pooled;
     private boolean closed;
 
     /** The 64 bytes of a handle, with value equality. */
@@ -67,6 +70,62 @@ final class CudaEvent extends DeviceEvent {
         this.interprocess = true;
         this.recordable = false;
         this.owner = owner;
+    }
+
+    /** An opened handle kept for its exporter's life: the 64 bytes, with value equality, and the exporter. */
+    private record OpenedKey(int device, int exporterPid, HandleKey handle) {
+    }
+
+    /** Events opened from other processes' pooled handles, kept open ({@link DeviceEvent#openIpcCached}). */
+    private static final Map<OpenedKey, CUDAEvent> OPENED = new ConcurrentHashMap<>();
+    /** Free pooled interprocess events of this process, by device index ({@link DeviceEvent#takePooledInterprocess}). */
+    private static final Map<Integer, ArrayDeque<CudaEvent>> POOL = new ConcurrentHashMap<>();
+
+    static CudaEvent takePooled(Device device) {
+        Cuda.require(device);
+        ArrayDeque<CudaEvent> free = POOL.computeIfAbsent(device.index(), d -> new ArrayDeque<>());
+        synchronized (free) {
+            CudaEvent event = free.pollFirst();
+            if (event != null) {
+                return event;
+            }
+        }
+        CudaEvent event = new CudaEvent(device, true);
+        event.pooled = true;
+        return event;
+    }
+
+    static void returnPooled(DeviceEvent event) {
+        if (!(event instanceof CudaEvent cuda) || !cuda.pooled) {
+            throw new IllegalArgumentException(event + " is not a pooled interprocess event");
+        }
+        ArrayDeque<CudaEvent> free = POOL.get(cuda.device.index());
+        synchronized (free) {
+            free.addFirst(cuda); // the most recently used first: its handle is the one consumers opened last
+        }
+    }
+
+    static CudaEvent openCached(Device device, byte[] handle, int exporterPid) {
+        HandleKey bytes = new HandleKey(device.index(), handle.clone());
+        CudaEvent local = EXPORTED.get(bytes);
+        if (local != null) {
+            return new CudaEvent(device, local.event, false);
+        }
+        CUDAEvent opened = OPENED.computeIfAbsent(new OpenedKey(device.index(), exporterPid, bytes), k -> open(device, handle).event);
+        return new CudaEvent(device, opened, false);
+    }
+
+    static int closeOpened(java.util.function.IntPredicate exited) {
+        int closed = 0;
+        for (var it = OPENED.entrySet().iterator(); it.hasNext(); ) {
+            var entry = it.next();
+            if (exited.test(entry.getKey().exporterPid())) {
+                it.remove();
+                entry.getValue().close();
+                closed++;
+            }
+        }
+        return closed;
     }
 
     /** See {@link DeviceEvent#openIpc}; arguments checked there. */
@@ -120,6 +179,9 @@ final class CudaEvent extends DeviceEvent {
         if (!recorded) {
             throw new IllegalStateException(this + " has not been recorded: record it before handing out its handle");
         }
+        if (exportedAs != null) {
+            return exportedAs.bytes().clone(); // an event's handle does not change when it is recorded again
+        }
         byte[] bytes = new byte[IPC_HANDLE_BYTES];
         try (cudaIpcEventHandle_t struct = new cudaIpcEventHandle_t()) {
             event.ipc_handle(struct);
@@ -159,8 +221,8 @@ final class CudaEvent extends DeviceEvent {
 
     @Override
     public void close() {
-        if (closed) {
-            return;
+        if (closed || pooled) {
+            return; // a pooled event lives as long as the process: consumers may keep its handle open
         }
         closed = true;
         if (exportedAs != null) {

@@ -81,6 +81,57 @@ public abstract sealed class DeviceEvent implements AutoCloseable permits Device
     }
 
     /**
+     * Like {@link #openIpc(Device, byte[])}, for a handle of process {@code exporterPid} whose event stays alive
+     * as long as that process does (a {@linkplain #takePooledInterprocess pooled} event): the event is opened
+     * once per process and kept, and the result is a view of it whose {@link #close()} keeps it open. Opening an
+     * event handle costs a driver call that a hand-off of the same event would otherwise pay every time.
+     * {@link #closeOpenedIpcEvents} closes the events of exporters that exited.
+     *
+     * @throws IllegalArgumentException for a CPU device or a handle of the wrong size
+     * @throws IllegalStateException    if CUDA cannot open the handle
+     */
+    public static DeviceEvent openIpcCached(Device device, byte[] handle, int exporterPid) {
+        Objects.requireNonNull(device, "device");
+        Objects.requireNonNull(handle, "handle");
+        if (device.kind() != DeviceKind.CUDA) {
+            throw new IllegalArgumentException("only CUDA events cross processes, got " + device);
+        }
+        if (handle.length != IPC_HANDLE_BYTES) {
+            throw new IllegalArgumentException("an event handle has " + IPC_HANDLE_BYTES + " bytes, got " + handle.length);
+        }
+        return CudaEvent.openCached(device, handle, exporterPid);
+    }
+
+    /**
+     * Closes the events {@link #openIpcCached} kept for exporters that {@code exited} says are gone (their handles
+     * cannot come again). Events that streams still wait for are released by CUDA once those waits pass.
+     *
+     * @return how many were closed
+     */
+    public static int closeOpenedIpcEvents(java.util.function.IntPredicate exited) {
+        return CudaEvent.closeOpened(exited);
+    }
+
+    /**
+     * An interprocess event of {@code device} for one hand-off, recorded by the caller: a free one of this
+     * process's pool, or a new one. Give it back with {@link #returnPooledInterprocess} once every process that
+     * waits for it is done; pooled events are never destroyed, so a consumer may keep its opened copy
+     * ({@link #openIpcCached}) for the life of this process.
+     */
+    public static DeviceEvent takePooledInterprocess(Device device) {
+        Objects.requireNonNull(device, "device");
+        if (device.kind() != DeviceKind.CUDA) {
+            throw new IllegalArgumentException("an interprocess event needs a CUDA device, got " + device);
+        }
+        return CudaEvent.takePooled(device);
+    }
+
+    /** Gives back an event of {@link #takePooledInterprocess}; the caller does not use it again. */
+    public static void returnPooledInterprocess(DeviceEvent event) {
+        CudaEvent.returnPooled(event);
+    }
+
+    /**
      * The {@value #IPC_HANDLE_BYTES}-byte handle that lets another process {@link #openIpc open} this event.
      *
      * @throws IllegalStateException if this event was not {@linkplain #createInterprocess created interprocess},

@@ -174,7 +174,7 @@ public final class CudaIpcTensors {
             closed = true;
             LOANS.decrementAndGet();
             if (written != null) {
-                written.close();
+                DeviceEvent.returnPooledInterprocess(written); // every consumer is done waiting for it
             }
             value.close();
         }
@@ -205,7 +205,8 @@ public final class CudaIpcTensors {
         if (value.numel() == 0) {
             return new Loan(new Tensor(value), null, CudaIpcDescriptor.empty(device.index(), pid, strides));
         }
-        DeviceEvent written = DeviceEvent.createInterprocess(device);
+        // A pooled event: consumers open its handle once and keep it (DeviceEvent.openIpcCached).
+        DeviceEvent written = DeviceEvent.takePooledInterprocess(device);
         try {
             written.record(stream);
             byte[] eventHandle = written.ipcHandle();
@@ -223,10 +224,7 @@ public final class CudaIpcTensors {
                     }
                     size = sizeOut.get();
                 }
-                try (cudaIpcMemHandle_t handle = new cudaIpcMemHandle_t(); RawPointer allocation = new RawPointer(base[0])) {
-                    check(cudart.cudaIpcGetMemHandle(handle, allocation), "cudaIpcGetMemHandle of " + TorchTensors.describe(value));
-                    MemorySegment.copy(segment(handle), ValueLayout.JAVA_BYTE, 0, memHandle, 0, CudaIpcDescriptor.HANDLE_BYTES);
-                }
+                exportHandle(value, device.index(), base[0], size, memHandle);
             } finally {
                 restore(previous, device.index());
             }
@@ -234,9 +232,46 @@ public final class CudaIpcTensors {
                 eventHandle);
             return new Loan(new Tensor(value), written, descriptor);
         } catch (RuntimeException e) {
-            written.close();
+            DeviceEvent.returnPooledInterprocess(written);
             throw e;
         }
+    }
+
+    /** The exported handle of an allocation, and the driver's id of that allocation when it was exported. */
+    private record Exported(long bufferId, long size, byte[] handle) {
+    }
+
+    /**
+     * Handles this process exported, by device and allocation base. The driver gives every allocation an id that
+     * is never reused in the process ({@code CU_POINTER_ATTRIBUTE_BUFFER_ID}), so a cached handle is used only
+     * while the allocation at that base is still the one it was made for; libtorch's allocator keeps its segments,
+     * so a steady producer exports each allocation once, as torch's caching allocator does.
+     */
+    private static final Map<Long, Exported> EXPORTED_HANDLES = new ConcurrentHashMap<>();
+
+    /** Writes the IPC handle of the allocation at {@code base} into {@code out}, exporting it once per allocation. */
+    private static void exportHandle(Tensor value, int device, long base, long size, byte[] out) {
+        long id;
+        try (org.bytedeco.javacpp.LongPointer bufferId = new org.bytedeco.javacpp.LongPointer(1)) {
+            int result = cudart.cuPointerGetAttribute(bufferId, cudart.CU_POINTER_ATTRIBUTE_BUFFER_ID, base);
+            if (result != cudart.CUDA_SUCCESS) {
+                throw new IllegalStateException("cuPointerGetAttribute(BUFFER_ID) of " + TorchTensors.describe(value) + " failed: "
+                    + driverError(result));
+            }
+            id = bufferId.get();
+        }
+        long key = ((long) device << 56) ^ base;
+        Exported known = EXPORTED_HANDLES.get(key);
+        if (known == null || known.bufferId != id || known.size != size) {
+            byte[] bytes = new byte[CudaIpcDescriptor.HANDLE_BYTES];
+            try (cudaIpcMemHandle_t handle = new cudaIpcMemHandle_t(); RawPointer allocation = new RawPointer(base)) {
+                check(cudart.cudaIpcGetMemHandle(handle, allocation), "cudaIpcGetMemHandle of " + TorchTensors.describe(value));
+                MemorySegment.copy(segment(handle), ValueLayout.JAVA_BYTE, 0, bytes, 0, CudaIpcDescriptor.HANDLE_BYTES);
+            }
+            known = new Exported(id, size, bytes);
+            EXPORTED_HANDLES.put(key, known);
+        }
+        System.arraycopy(known.handle, 0, out, 0, CudaIpcDescriptor.HANDLE_BYTES);
     }
 
     private static long[] strides(Tensor value) {
@@ -415,6 +450,7 @@ public final class CudaIpcTensors {
                 }
             }
             closeLater(closing);
+            DeviceEvent.closeOpenedIpcEvents(pid -> !alive.computeIfAbsent(pid, Processes::isAlive));
             return closing.size();
         }
     }

@@ -9,6 +9,7 @@ import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.global.torch;
 import org.dtorch.core.communication.ReduceOpType;
 import org.dtorch.core.communication.store.TensorStore;
+import org.dtorch.core.device.CudaFusedReduce;
 import org.dtorch.core.device.DeviceStream;
 import org.dtorch.core.tensor.BalancedSplit;
 import org.dtorch.core.tensor.TorchTensors;
@@ -98,7 +99,19 @@ final class SameDeviceBackend implements CollectiveBackend {
             outputs.publishAndTake();
             inputs.checkAgree("allReduce", -1);
             long numel = x.numel();
-            if (numel >= size || rank == 0) {
+            CudaFusedReduce.Combine combine = fusedCombine(op);
+            if (x.is_cuda() && CudaFusedReduce.supports(x.scalar_type(), combine, op == ReduceOpType.AVG) && size <= CudaFusedReduce.MAX_TENSORS) {
+                // One pass over this rank's slice: every input read once, every output written once (decision 146).
+                // Slices are whole 16-byte units, so that the kernel moves vectors; the last rank takes the tail.
+                // Fewer units than ranks: rank 0 takes everything, as the libtorch path below does.
+                long perUnit = Math.max(1, 16 / x.element_size());
+                long units = numel / perUnit;
+                long start = units < size ? 0 : BalancedSplit.offset(units, size, rank) * perUnit;
+                long count = units < size ? (rank == 0 ? numel : 0)
+                    : rank == size - 1 ? numel - start : BalancedSplit.size(units, size, rank) * perUnit;
+                CudaFusedReduce.allReduceRange(inputs.tensors, outputs.tensors, start, count, combine, op == ReduceOpType.AVG,
+                    DeviceStream.of(TorchTensors.device(x)));
+            } else if (numel >= size || rank == 0) {
                 long start = numel >= size ? BalancedSplit.offset(numel, size, rank) : 0;
                 long count = numel >= size ? BalancedSplit.size(numel, size, rank) : numel;
                 reduceIntoAll(inputs.tensors, outputs.tensors, start, count, op);
@@ -114,6 +127,15 @@ final class SameDeviceBackend implements CollectiveBackend {
         outputs.release();
         x.close();
         return out;
+    }
+
+    private static CudaFusedReduce.Combine fusedCombine(ReduceOpType op) {
+        return switch (op) {
+            case SUM, AVG -> CudaFusedReduce.Combine.SUM;
+            case PRODUCT -> CudaFusedReduce.Combine.PRODUCT;
+            case MAX -> CudaFusedReduce.Combine.MAX;
+            case MIN -> CudaFusedReduce.Combine.MIN;
+        };
     }
 
     /** Reduces elements [start, start + count) of every input and writes them into every output. */

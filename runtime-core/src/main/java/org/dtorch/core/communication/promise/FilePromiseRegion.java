@@ -407,7 +407,7 @@ final class FilePromiseRegion {
                 + ") has exited; the GPU memory it lent is gone");
         }
         if (!descriptor.isEmpty()) {
-            try (DeviceEvent written = DeviceEvent.openIpc(Device.cuda(descriptor.device()), descriptor.eventHandle())) {
+            try (DeviceEvent written = DeviceEvent.openIpcCached(Device.cuda(descriptor.device()), descriptor.eventHandle(), lender)) {
                 awaitLenderWrites(written, lender);
             }
         }

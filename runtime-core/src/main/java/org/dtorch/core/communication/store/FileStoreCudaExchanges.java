@@ -72,9 +72,13 @@ final class FileStoreCudaExchanges {
         try {
             view = CudaIpcTensors.view(lentValue, shape, dtype, null);
             if (!lentValue.isEmpty()) {
-                written = DeviceEvent.openIpc(device, lentValue.eventHandle());
+                written = DeviceEvent.openIpcCached(device, lentValue.eventHandle(), lentValue.producerPid());
                 if (stream.device().kind() == DeviceKind.CUDA) {
-                    written.streamWaitEvent(stream);
+                    // Usually the producer's writes are long done: then the consumer's stream need not wait on the
+                    // other process's event, a dependency between two CUDA contexts that costs a context switch.
+                    if (!written.query()) {
+                        written.streamWaitEvent(stream);
+                    }
                 } else {
                     hostWait.await(op, written, deadline, () -> "the producer's GPU work that writes the value has not finished");
                 }

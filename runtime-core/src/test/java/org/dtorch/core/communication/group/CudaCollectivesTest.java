@@ -33,6 +33,10 @@ class CudaCollectivesTest {
             for (ScalarType dtype : List.of(ScalarType.Float, ScalarType.BFloat16, ScalarType.Long)) {
                 all.add(Arguments.of(world, dtype, "even", new long[] {2L * world, 2L * world}));
                 all.add(Arguments.of(world, dtype, "uneven-3d", new long[] {world + 1, 2, world + 2}));
+                // Fewer 16-byte units than ranks for bfloat16 (the fused all-reduce's rank 0 takes all), and a size
+                // whose elements do not fill whole units (a tail the last rank adds element by element).
+                all.add(Arguments.of(world, dtype, "square", new long[] {world, world}));
+                all.add(Arguments.of(world, dtype, "odd", new long[] {world + 1, 1027}));
             }
         }
         return all.stream();
