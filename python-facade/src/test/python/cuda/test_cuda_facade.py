@@ -27,7 +27,6 @@ def test_repeated_gpu_ids_are_the_logical_devices_in_row_major_order():
     raises(ValueError, dtorch.DeviceMesh, "cuda", [[0, 0], [1, 1]], contains="repeats 0 for every rank")
     raises(ValueError, dtorch.DeviceMesh, "cuda", [1, 1], contains="every rank runs on cuda:0")
     raises(ValueError, dtorch.DeviceMesh, "cuda", [0] * 5, contains="--devices cuda:5 --same-device")
-    raises(ValueError, dtorch.DeviceMesh, "cpu", [0, 1], contains="--devices cpu:N")
 
 
 def test_factories_operators_and_collectives_give_host_values():
@@ -61,6 +60,26 @@ def test_random_factories_match_a_cpu_draw_and_values_come_back_through_every_pa
     value = asyncio.run(_awaited((a * 0 + 5).sum()))
     assert value == 160.0
     assert dtorch.tensor([300, -7], dtype=dtorch.int64, device_mesh=mesh).to_torch().tolist() == [300, -7]
+
+
+def test_a_cpu_mesh_is_the_workers_host_memory_and_tensors_move_between_it_and_the_gpus():
+    gpus = dtorch.init_device_mesh("cuda", (2, 2), mesh_dim_names=("dp", "tp"))
+    hosts = dtorch.init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
+    assert hosts.device_type == "cpu" and hosts.device_ids == [0, 1, 2, 3] and hosts != gpus
+    assert dtorch.DeviceMesh("cpu", [[0, 1], [2, 3]], mesh_dim_names=("dp", "tp")) == hosts
+    expected = [[float(4 * r + c) for c in range(4)] for r in range(4)]
+    x = dtorch.arange(16, dtype=dtorch.float32).reshape(4, 4).redistribute(gpus, [Shard(0), Shard(1)])
+    on_host = x.redistribute(hosts, [Replicate(), Shard(0)])
+    assert on_host.device_mesh == hosts and on_host.device_mesh.device_type == "cpu"
+    assert on_host.to_torch().tolist() == expected
+    back = on_host.redistribute(gpus, [Shard(1), Replicate()])
+    assert back.device_mesh.device_type == "cuda" and back.to_torch().tolist() == expected
+    made = dtorch.randn(8, 4, seed=5, device_mesh=hosts, placements=[Shard(0), Replicate()])
+    assert made.to_torch().tolist() == dtorch.randn(8, 4, seed=5, device_mesh=gpus).to_torch().tolist()
+    target = dtorch.zeros(8, 4, device_mesh=gpus, placements=[Replicate(), Shard(1)])
+    target.copy_(made)
+    assert target.to_torch().tolist() == made.to_torch().tolist()
+    raises(ValueError, lambda: on_host + 1, contains="redistribute the tensor to a cuda mesh first")
 
 
 async def _awaited(t):

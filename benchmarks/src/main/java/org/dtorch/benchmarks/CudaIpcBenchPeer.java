@@ -63,6 +63,9 @@ public final class CudaIpcBenchPeer {
         String key = args[1];
         int n = Integer.parseInt(args[2]);
         long elements = Long.parseLong(args[3]);
+        // A diagnosis (docs/gpu.md): wait this long between the take and the copy, to tell a cost of the copy itself
+        // from one of work still in flight when the take returns.
+        long settleNanos = args.length > 4 ? Long.parseLong(args[4]) * 1000 : 0;
         Device gpu = Device.cuda(0);
         Cuda.setCurrentDevice(gpu);
         DeviceStream stream = DeviceStream.of(gpu);
@@ -80,6 +83,12 @@ public final class CudaIpcBenchPeer {
                 long waited = System.nanoTime();
                 try (Tensor lent = store.destGet("x", stream)) {
                     long taken = System.nanoTime();
+                    if (settleNanos > 0) {
+                        while (System.nanoTime() - taken < settleNanos) {
+                            Thread.onSpinWait();
+                        }
+                        taken = System.nanoTime();
+                    }
                     buffer.copy_(lent);
                     long enqueued = System.nanoTime();
                     stream.synchronize();

@@ -332,7 +332,8 @@ final class GpuBenchmark {
         Samples samples = new Samples("CUDA IPC hand-off, 2 JVMs");
         String steps;
         try (PeerJvm peer = PeerJvm.start(CudaIpcBenchPeer.class, "CUDA IPC consumer",
-                 List.of(instance, key, String.valueOf(warmup + iterations), String.valueOf(elements)));
+                 List.of(instance, key, String.valueOf(warmup + iterations), String.valueOf(elements),
+                     String.valueOf(Long.getLong("bench.ipc.settleMicros", 0))));
              TensorStore store = TensorStore.create(TensorStoreCreateInfo.builder().type(TensorStoreType.FILE).instanceId(instance)
                  .storeKey(key).worldSize(2).rank(0).timeout(Duration.ofSeconds(120)).build());
              TensorOptions options = TorchTensors.options(ScalarType.Float, GPU);

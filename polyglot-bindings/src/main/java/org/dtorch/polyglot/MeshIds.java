@@ -68,19 +68,15 @@ final class MeshIds {
 
     /**
      * Why a mesh of {@code kind} cannot live on a runtime of {@code options}, naming the launcher flag that starts
-     * a runtime of that kind; null when the kinds match.
+     * a runtime of that kind; null when the kinds match, and for a CPU mesh on a CUDA runtime, which is the host
+     * memory of its workers (what runs there is the runtime's to refuse).
      */
     static String kindMismatch(DeviceKind kind, RuntimeOptions options) {
-        if (kind == options.deviceKind()) {
-            return null;
+        if (kind == options.deviceKind() || kind == DeviceKind.CPU) {
+            return null; // a CPU mesh on a CUDA runtime is the host memory of its workers (docs/decisions.md, 141 and 151)
         }
-        String has = "this runtime has " + options.deviceCount() + " " + options.deviceKind().shortName() + " devices";
-        if (kind == DeviceKind.CUDA) {
-            return "a 'cuda' mesh needs a runtime of CUDA devices, but " + has + ": start it with ./dtorch run --devices cuda:N "
-                + "--same-device script.py (N ranks on one GPU) or --devices cuda:N (one GPU each), in Java "
-                + "DTorchOptions.builder().devices(\"cuda:N\")";
-        }
-        return "a '" + kind.shortName() + "' mesh needs a runtime of " + kind.shortName() + " devices, but " + has
-            + " (one runtime has devices of one kind): use a 'cuda' mesh, or start a CPU runtime with ./dtorch run --devices cpu:N";
+        return "a 'cuda' mesh needs a runtime of CUDA devices, but this runtime has " + options.deviceCount() + " "
+            + options.deviceKind().shortName() + " devices: start it with ./dtorch run --devices cuda:N --same-device "
+            + "script.py (N ranks on one GPU) or --devices cuda:N (one GPU each), in Java DTorchOptions.builder().devices(\"cuda:N\")";
     }
 }

@@ -85,8 +85,10 @@ public final class PyBridge {
      * logical devices; on a same-device CUDA runtime, {@code 0} repeated for every rank also means ranks
      * {@code 0..n-1} on {@code cuda:0} ({@link MeshIds}).
      *
-     * @throws IllegalArgumentException for a device type the runtime does not have (naming the launcher flag that
-     *                                  starts one that has it), or ids the runtime cannot map
+     * A CPU mesh on a CUDA runtime is the host memory of its workers (docs/decisions.md, 151).
+     *
+     * @throws IllegalArgumentException for a CUDA mesh on a CPU runtime (naming the launcher flag that starts one
+     *                                  that has it), or ids the runtime cannot map
      */
     @HostAccess.Export
     public DeviceMesh mesh(String deviceType, Value shape, Value ids, Value names) {
@@ -102,6 +104,12 @@ public final class PyBridge {
             intShape[i] = Math.toIntExact(meshShape[i]);
         }
         return DeviceMesh.of(kind, intShape, MeshIds.logical(kind, longs(ids), options), strings(names));
+    }
+
+    /** {@code cpu} or {@code cuda}: the device type of {@code mesh} (a CPU mesh of a CUDA runtime says {@code cpu}). */
+    @HostAccess.Export
+    public String meshDeviceType(DeviceMesh mesh) {
+        return mesh.kind().shortName();
     }
 
     /** The shape of {@code mesh}. */

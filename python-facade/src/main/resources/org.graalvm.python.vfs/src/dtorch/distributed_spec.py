@@ -151,8 +151,10 @@ def _dim_names(mesh_dim_names):
 class DeviceMesh:
     """An n-dimensional array of device ids: DeviceMesh("cpu", [[0, 1], [2, 3]], mesh_dim_names=["dp", "tp"]).
 
-    The ids are the runtime's logical devices 0..n-1, of the runtime's device type ("cpu" or "cuda"; another type is a
-    ValueError naming the launcher flag that starts such a runtime). On a CUDA runtime with --same-device, where every
+    The ids are the runtime's logical devices 0..n-1, of the runtime's device type ("cpu" or "cuda"; "cuda" on a CPU
+    runtime is a ValueError naming the launcher flag that starts a CUDA one). On a CUDA runtime a "cpu" mesh over the
+    same ids is the host memory of those workers: tensors are made there and moved between it and a "cuda" mesh with
+    redistribute() or copy_(); other operators on it are refused with what to do instead. On a CUDA runtime with --same-device, where every
     logical device runs on cuda:0, a mesh may instead repeat 0 for every rank: DeviceMesh("cuda", [[0, 0], [0, 0]]) is
     four ranks on that GPU, the logical devices [[0, 1], [2, 3]] (which .mesh and repr show).
     """
@@ -169,7 +171,7 @@ class DeviceMesh:
 
     @staticmethod
     def _wrap(java_mesh):
-        return DeviceMesh(_bridge.bridge().deviceType(), None, _java=java_mesh)
+        return DeviceMesh(_bridge.bridge().meshDeviceType(java_mesh), None, _java=java_mesh)
 
     @property
     def shape(self):

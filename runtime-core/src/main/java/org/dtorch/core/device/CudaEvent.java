@@ -2,8 +2,8 @@ package org.dtorch.core.device;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.time.Duration;
 import java.util.ArrayDeque;
-import java.util.Arrays;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
@@ -27,7 +27,7 @@ final class CudaEvent extends DeviceEvent {
     static final int INTERPROCESS = 0x04;
 
     /** Interprocess events of this process whose handle was given out, by handle: what {@link #openIpc} borrows. */
-    private static final Map<HandleKey, CudaEvent> EXPORTED = new ConcurrentHashMap<>();
+    private static final Map<CudaIpcHandleKey, CudaEvent> EXPORTED = new ConcurrentHashMap<>();
 
     private final Device device;
     private final CUDAEvent event;
@@ -37,23 +37,11 @@ final class CudaEvent extends DeviceEvent {
     /** False for a borrowed event: its exporter closes it. */
     private final boolean owner;
     private boolean recorded;
-    private HandleKey exportedAs;
+    private CudaIpcHandleKey exportedAs;
     /** Taken from the pool: given back, never closed. */
     private boolean pooled;
     private boolean closed;
 
-    /** The 64 bytes of a handle, with value equality. */
-    private record HandleKey(int device, byte[] bytes) {
-        @Override
-        public boolean equals(Object o) {
-            return o instanceof HandleKey k && k.device == device && Arrays.equals(k.bytes, bytes);
-        }
-
-        @Override
-        public int hashCode() {
-            return device * 31 + Arrays.hashCode(bytes);
-        }
-    }
 
     CudaEvent(Device device, boolean interprocess) {
         Cuda.require(device);
@@ -73,7 +61,7 @@ final class CudaEvent extends DeviceEvent {
     }
 
     /** An opened handle kept for its exporter's life: the 64 bytes, with value equality, and the exporter. */
-    private record OpenedKey(int device, int exporterPid, HandleKey handle) {
+    private record OpenedKey(int device, int exporterPid, CudaIpcHandleKey handle) {
     }
 
     /** Events opened from other processes' pooled handles, kept open ({@link DeviceEvent#openIpcCached}). */
@@ -106,7 +94,7 @@ final class CudaEvent extends DeviceEvent {
     }
 
     static CudaEvent openCached(Device device, byte[] handle, int exporterPid) {
-        HandleKey bytes = new HandleKey(device.index(), handle.clone());
+        CudaIpcHandleKey bytes = new CudaIpcHandleKey(device.index(), handle.clone());
         CudaEvent local = EXPORTED.get(bytes);
         if (local != null) {
             return new CudaEvent(device, local.event, false);
@@ -131,7 +119,7 @@ final class CudaEvent extends DeviceEvent {
     /** See {@link DeviceEvent#openIpc}; arguments checked there. */
     static CudaEvent open(Device device, byte[] handle) {
         Cuda.require(device);
-        CudaEvent local = EXPORTED.get(new HandleKey(device.index(), handle));
+        CudaEvent local = EXPORTED.get(new CudaIpcHandleKey(device.index(), handle));
         if (local != null) {
             return new CudaEvent(device, local.event, false);
         }
@@ -188,7 +176,7 @@ final class CudaEvent extends DeviceEvent {
             MemorySegment.copy(segment(struct), ValueLayout.JAVA_BYTE, 0, bytes, 0, IPC_HANDLE_BYTES);
         }
         if (exportedAs == null) {
-            exportedAs = new HandleKey(device.index(), bytes.clone());
+            exportedAs = new CudaIpcHandleKey(device.index(), bytes.clone());
             EXPORTED.put(exportedAs, this);
         }
         return bytes;
@@ -200,7 +188,7 @@ final class CudaEvent extends DeviceEvent {
         ensureOpen();
         if (stream.device().kind() == DeviceKind.CPU) {
             // CPU work runs on the host as soon as it is issued: the host itself must wait.
-            event.synchronize();
+            synchronize();
             return;
         }
         // Waiting on an event of another GPU is allowed; c10 makes the stream's device current for the call.
@@ -214,9 +202,9 @@ final class CudaEvent extends DeviceEvent {
     }
 
     @Override
-    public void synchronize() {
+    public void synchronize(Duration timeout) {
         ensureOpen();
-        event.synchronize();
+        DeviceWait.until(event::query, timeout, () -> "synchronize of " + this);
     }
 
     @Override

@@ -1,5 +1,6 @@
 package org.dtorch.core.device;
 
+import java.time.Duration;
 import java.util.Objects;
 import org.bytedeco.pytorch.cuda.CUDAStream;
 import org.bytedeco.pytorch.global.torch_cuda;
@@ -51,8 +52,8 @@ final class CudaStream extends DeviceStream {
     }
 
     @Override
-    public void synchronize() {
-        stream.synchronize();
+    public void synchronize(Duration timeout) {
+        DeviceWait.until(stream::query, timeout, () -> "synchronize of " + this);
     }
 
     @Override

@@ -1,5 +1,6 @@
 package org.dtorch.core.device;
 
+import java.time.Duration;
 import java.util.Objects;
 
 /**
@@ -153,8 +154,23 @@ public abstract sealed class DeviceEvent implements AutoCloseable permits Device
     /** True when the recorded work has finished. */
     public abstract boolean query();
 
-    /** Blocks the calling thread until the recorded work has finished. */
-    public abstract void synchronize();
+    /**
+     * Blocks the calling thread until the recorded work has finished, at most
+     * {@code -Ddtorch.device.syncTimeoutSeconds} (300 s).
+     *
+     * @throws DeviceTimeoutException when the work has not finished by then, naming the event
+     */
+    public void synchronize() {
+        synchronize(DeviceWait.DEFAULT_TIMEOUT);
+    }
+
+    /**
+     * Blocks the calling thread until the recorded work has finished, at most {@code timeout}.
+     *
+     * @throws DeviceTimeoutException when the work has not finished by then, naming the event
+     * @throws IllegalStateException  when the calling thread is interrupted while it waits
+     */
+    public abstract void synchronize(Duration timeout);
 
     /** Releases the native event. Idempotent. */
     @Override
@@ -190,7 +206,7 @@ public abstract sealed class DeviceEvent implements AutoCloseable permits Device
         }
 
         @Override
-        public void synchronize() {
+        public void synchronize(Duration timeout) {
         }
     }
 }

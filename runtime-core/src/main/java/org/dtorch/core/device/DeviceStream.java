@@ -1,5 +1,6 @@
 package org.dtorch.core.device;
 
+import java.time.Duration;
 import java.util.Objects;
 
 /**
@@ -48,8 +49,23 @@ public abstract sealed class DeviceStream permits DeviceStream.CpuStream, CudaSt
     /** The device this stream belongs to. */
     public abstract Device device();
 
-    /** Blocks until all work issued to this stream so far has finished. */
-    public abstract void synchronize();
+    /**
+     * Blocks until all work issued to this stream so far has finished, at most
+     * {@code -Ddtorch.device.syncTimeoutSeconds} (300 s).
+     *
+     * @throws DeviceTimeoutException when the work has not finished by then, naming the stream
+     */
+    public void synchronize() {
+        synchronize(DeviceWait.DEFAULT_TIMEOUT);
+    }
+
+    /**
+     * Blocks until all work issued to this stream so far has finished, at most {@code timeout}.
+     *
+     * @throws DeviceTimeoutException when the work has not finished by then, naming the stream
+     * @throws IllegalStateException  when the calling thread is interrupted while it waits
+     */
+    public abstract void synchronize(Duration timeout);
 
     /** Makes this the calling thread's current stream of its device, where libtorch issues the thread's work. */
     public abstract void makeCurrent();
@@ -75,7 +91,7 @@ public abstract sealed class DeviceStream permits DeviceStream.CpuStream, CudaSt
         }
 
         @Override
-        public void synchronize() {
+        public void synchronize(Duration timeout) {
             // CPU work is synchronous on the issuing thread: nothing is pending.
         }
 

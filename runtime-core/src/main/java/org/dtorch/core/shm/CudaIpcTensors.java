@@ -3,7 +3,6 @@ package org.dtorch.core.shm;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -27,6 +26,7 @@ import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.device.Cuda;
+import org.dtorch.core.device.CudaIpcHandleKey;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceEvent;
 import org.dtorch.core.device.DeviceStream;
@@ -68,7 +68,7 @@ public final class CudaIpcTensors {
     private static final System.Logger LOG = System.getLogger(CudaIpcTensors.class.getName());
     private static final Object LOCK = new Object();
     /** Allocations of other processes mapped here, least recently used first. Guarded by LOCK. */
-    private static final LinkedHashMap<AllocationKey, Mapping> MAPPINGS = new LinkedHashMap<>(16, 0.75f, true);
+    private static final LinkedHashMap<CudaIpcHandleKey, Mapping> MAPPINGS = new LinkedHashMap<>(16, 0.75f, true);
     /** Views alive per data address. Guarded by LOCK. */
     private static final Map<Long, ViewsAt> VIEWS = new HashMap<>();
     private static final AtomicLong OPENED = new AtomicLong();
@@ -84,18 +84,6 @@ public final class CudaIpcTensors {
     private CudaIpcTensors() {
     }
 
-    /** An allocation of another process, on one device of this one. */
-    private record AllocationKey(int device, byte[] handle) {
-        @Override
-        public boolean equals(Object o) {
-            return o instanceof AllocationKey k && k.device == device && Arrays.equals(k.handle, handle);
-        }
-
-        @Override
-        public int hashCode() {
-            return device * 31 + Arrays.hashCode(handle);
-        }
-    }
 
     /** Where an allocation is in this process; {@code imported} when this process opened it (and closes it). */
     private static final class Mapping {
@@ -340,7 +328,7 @@ public final class CudaIpcTensors {
         if (descriptor.producerPid() == Processes.currentPid()) {
             return new Mapping(descriptor.device(), descriptor.producerPid(), descriptor.allocationBase(), false);
         }
-        AllocationKey key = new AllocationKey(descriptor.device(), descriptor.memHandle());
+        CudaIpcHandleKey key = new CudaIpcHandleKey(descriptor.device(), descriptor.memHandle());
         Mapping mapping = MAPPINGS.get(key);
         if (mapping != null) {
             return mapping;

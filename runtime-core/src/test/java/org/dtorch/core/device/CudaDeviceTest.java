@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Duration;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
@@ -62,6 +63,28 @@ class CudaDeviceTest {
             x.close();
         } finally {
             producer.synchronize();
+            original.makeCurrent();
+        }
+    }
+
+    @Test
+    void shouldBoundHostWaitsForTheDeviceByADeadline() {
+        DeviceStream original = DeviceStream.of(GPU);
+        DeviceStream busy = DeviceStream.create(GPU);
+        busy.makeCurrent();
+        try {
+            GpuLoad.busy(GPU);
+            DeviceTimeoutException stream = assertThrows(DeviceTimeoutException.class, () -> busy.synchronize(Duration.ofNanos(1)));
+            assertTrue(stream.getMessage().startsWith("synchronize of stream(cuda:0, ") && stream.getMessage().contains("did not finish within"),
+                stream.getMessage());
+            try (DeviceEvent done = busy.recordEvent()) {
+                DeviceTimeoutException event = assertThrows(DeviceTimeoutException.class, () -> done.synchronize(Duration.ofNanos(1)));
+                assertTrue(event.getMessage().startsWith("synchronize of event(cuda:0)"), event.getMessage());
+                done.synchronize(Duration.ofSeconds(60));
+                assertTrue(done.query());
+            }
+            busy.synchronize();
+        } finally {
             original.makeCurrent();
         }
     }

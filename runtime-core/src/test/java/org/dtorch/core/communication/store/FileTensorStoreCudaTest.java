@@ -89,25 +89,9 @@ class FileTensorStoreCudaTest {
             DeviceStream gpu = DeviceStream.of(GPU);
             DeviceStream cpu = DeviceStream.of(Device.cpu(0));
 
-            // A CUDA value for CPU consumers: copied to the host and published in shared memory.
-            store.srcSet("to-cpu", onGpu, gpu, 1, DeviceKind.CPU);
-            try (Tensor got = store.destGet("to-cpu", cpu)) {
-                assertFalse(got.is_cuda());
-                assertTrue(torch.equal(got, onCpu));
-            }
-            store.destFinishGet("to-cpu", cpu);
-            store.srcWaitUntilGetFinished("to-cpu", gpu);
+            HostGpuMoves.check(store, onGpu, onCpu, gpu, GPU);
 
-            // A CPU value for CUDA consumers: published as it is; the consumer copies it to its stream's device.
-            store.srcSet("to-gpu", onCpu, cpu, 1, DeviceKind.CUDA);
-            try (Tensor got = store.destGet("to-gpu", gpu)) {
-                assertTrue(got.is_cuda());
-                assertTrue(torch.equal(got, onGpu));
-            }
-            store.destFinishGet("to-gpu", gpu);
-            store.srcWaitUntilGetFinished("to-gpu", cpu);
-
-            // The same for a small value (in the entry), and for a consumer on a CPU stream, which takes it as it is.
+            // A small value (in the entry) for a CUDA and a CPU consumer at once; the CPU one takes it as it is.
             try (Tensor small = onCpu.narrow(0, 0, 5)) {
                 store.srcSet("small-to-gpu", small, cpu, 2, DeviceKind.CUDA);
                 try (Tensor onDevice = store.destGet("small-to-gpu", gpu); Tensor onHost = store.destGet("small-to-gpu", cpu)) {
@@ -122,15 +106,6 @@ class FileTensorStoreCudaTest {
                 store.destFinishGet("small-to-gpu", cpu);
                 store.srcWaitUntilGetFinished("small-to-gpu", cpu);
             }
-
-            // A CPU value, taken with destGetAndToDevice onto the GPU.
-            store.srcSet("any", onCpu, cpu, 1);
-            try (Tensor got = store.destGetAndToDevice("any", gpu, GPU)) {
-                assertTrue(got.is_cuda());
-                assertTrue(torch.equal(got, onGpu));
-            }
-            store.destFinishGet("any", gpu);
-            store.srcWaitUntilGetFinished("any", cpu);
 
             // A lent CUDA value, taken with destGetAndToDevice onto the host by a consumer on a CPU stream.
             store.srcSet("lent", onGpu, gpu, 1);

@@ -16,7 +16,6 @@ import org.bytedeco.pytorch.global.torch;
 import org.dtorch.core.communication.GlobalCommInstanceId;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceEvent;
-import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.device.DeviceStream;
 import org.dtorch.core.tensor.TorchTensors;
 import org.dtorch.core.testing.GpuLoad;
@@ -104,31 +103,7 @@ class MemoryTensorStoreCudaTest {
                 .timeout(Duration.ofSeconds(30)).build());
              TensorOptions options = TorchTensors.options(ScalarType.Float, GPU);
              Tensor onGpu = torch.arange(new Scalar(0), new Scalar(12), options); Tensor onCpu = onGpu.cpu()) {
-            DeviceStream gpu = DeviceStream.of(GPU);
-            DeviceStream cpu = DeviceStream.of(Device.cpu(0));
-            store.srcSet("to-cpu", onGpu, gpu, 1, DeviceKind.CPU);
-            try (Tensor got = store.destGet("to-cpu", cpu)) {
-                assertFalse(got.is_cuda());
-                assertTrue(torch.equal(got, onCpu));
-            }
-            store.destFinishGet("to-cpu", cpu);
-            store.srcWaitUntilGetFinished("to-cpu", gpu);
-
-            store.srcSet("to-gpu", onCpu, cpu, 1, DeviceKind.CUDA);
-            try (Tensor got = store.destGet("to-gpu", gpu)) {
-                assertTrue(got.is_cuda());
-                assertTrue(torch.equal(got, onGpu));
-            }
-            store.destFinishGet("to-gpu", gpu);
-            store.srcWaitUntilGetFinished("to-gpu", cpu);
-
-            store.srcSet("any", onCpu, cpu, 1);
-            try (Tensor got = store.destGetAndToDevice("any", gpu, GPU)) {
-                assertTrue(got.is_cuda());
-                assertTrue(torch.equal(got, onGpu));
-            }
-            store.destFinishGet("any", gpu);
-            store.srcWaitUntilGetFinished("any", cpu);
+            HostGpuMoves.check(store, onGpu, onCpu, DeviceStream.of(GPU), GPU);
         }
     }
 }

@@ -1,0 +1,69 @@
+package org.dtorch.core.device;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** The polled host wait behind CUDA synchronize calls, with real threads (the CUDA side is a gpu test). */
+@Timeout(30)
+class DeviceWaitTest {
+
+    @Test
+    void shouldReturnOnceAnotherThreadFinishesTheWorkPastTheSpinPhase() throws Exception {
+        AtomicBoolean done = new AtomicBoolean();
+        Thread finisher = Thread.ofPlatform().start(() -> {
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            done.set(true);
+        });
+        long start = System.nanoTime();
+        DeviceWait.until(done::get, Duration.ofSeconds(10), () -> "work");
+        long waitedMillis = (System.nanoTime() - start) / 1_000_000;
+        assertTrue(done.get());
+        assertTrue(waitedMillis < 5_000, "waited " + waitedMillis + " ms");
+        finisher.join();
+    }
+
+    @Test
+    void shouldNotQueryAgainWhenTheWorkIsAlreadyDone() {
+        AtomicInteger queries = new AtomicInteger();
+        DeviceWait.until(() -> queries.incrementAndGet() > 0, Duration.ofMillis(1), () -> "work");
+        assertEquals(1, queries.get());
+    }
+
+    @Test
+    void shouldNameWhatItWaitedForAndForHowLongAtTheDeadline() {
+        long start = System.nanoTime();
+        DeviceTimeoutException e = assertThrows(DeviceTimeoutException.class,
+            () -> DeviceWait.until(() -> false, Duration.ofMillis(200), () -> "synchronize of stream(cuda:0, 3)"));
+        assertEquals("synchronize of stream(cuda:0, 3): did not finish within 200 ms", e.getMessage());
+        assertTrue(System.nanoTime() - start >= 200_000_000L);
+    }
+
+    @Test
+    void shouldStopWaitingWhenInterruptedAndKeepTheFlag() throws Exception {
+        Thread waiter = Thread.currentThread();
+        Thread interrupter = Thread.ofPlatform().start(() -> {
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                return;
+            }
+            waiter.interrupt();
+        });
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+            () -> DeviceWait.until(() -> false, Duration.ofSeconds(10), () -> "synchronize of event(cuda:0)"));
+        assertTrue(e.getMessage().contains("synchronize of event(cuda:0): interrupted"), e.getMessage());
+        assertTrue(Thread.interrupted(), "the interrupt flag stays set");
+        interrupter.join();
+    }
+}
