@@ -43,10 +43,18 @@ final class CudaEvent extends DeviceEvent {
     private boolean closed;
 
 
+    /**
+     * Native plain events of closed owners, by device index, for the next plain event of that device (decision 153):
+     * creating and destroying one is two driver calls under the context's lock, where a reused one costs nothing.
+     */
+    private static final Map<Integer, ArrayDeque<CUDAEvent>> FREE_PLAIN = new ConcurrentHashMap<>();
+    /** At most this many free native plain events are kept per device; the rest are destroyed. */
+    private static final int FREE_PLAIN_LIMIT = 4096;
+
     CudaEvent(Device device, boolean interprocess) {
         Cuda.require(device);
         this.device = device;
-        this.event = new CUDAEvent(DISABLE_TIMING | (interprocess ? INTERPROCESS : 0));
+        this.event = interprocess ? new CUDAEvent(DISABLE_TIMING | INTERPROCESS) : takeFreePlain(device.index());
         this.interprocess = interprocess;
         this.recordable = true;
         this.owner = true;
@@ -191,6 +199,9 @@ final class CudaEvent extends DeviceEvent {
             synchronize();
             return;
         }
+        if (notRecordedHere()) {
+            return; // nothing recorded: nothing to wait for (as c10 does for an event it has not created yet)
+        }
         // Waiting on an event of another GPU is allowed; c10 makes the stream's device current for the call.
         event.block(CudaStream.unwrap(stream, "stream"));
     }
@@ -198,13 +209,20 @@ final class CudaEvent extends DeviceEvent {
     @Override
     public boolean query() {
         ensureOpen();
-        return event.query();
+        return notRecordedHere() || event.query();
     }
 
     @Override
     public void synchronize(Duration timeout) {
         ensureOpen();
-        DeviceWait.until(event::query, timeout, () -> "synchronize of " + this);
+        if (!notRecordedHere()) {
+            DeviceWait.until(event::query, timeout, () -> "synchronize of " + this);
+        }
+    }
+
+    /** True for an event of this process not recorded yet: a reused native event still holds its last owner's record. */
+    private boolean notRecordedHere() {
+        return recordable && !recorded;
     }
 
     @Override
@@ -216,9 +234,35 @@ final class CudaEvent extends DeviceEvent {
         if (exportedAs != null) {
             EXPORTED.remove(exportedAs, this);
         }
-        if (owner) {
+        if (owner && !interprocess) {
+            giveBackPlain(device.index(), event);
+        } else if (owner) {
             event.close();
         }
+    }
+
+    private static CUDAEvent takeFreePlain(int deviceIndex) {
+        ArrayDeque<CUDAEvent> free = FREE_PLAIN.get(deviceIndex);
+        if (free != null) {
+            synchronized (free) {
+                CUDAEvent reused = free.pollFirst();
+                if (reused != null) {
+                    return reused;
+                }
+            }
+        }
+        return new CUDAEvent(DISABLE_TIMING);
+    }
+
+    private static void giveBackPlain(int deviceIndex, CUDAEvent event) {
+        ArrayDeque<CUDAEvent> free = FREE_PLAIN.computeIfAbsent(deviceIndex, d -> new ArrayDeque<>());
+        synchronized (free) {
+            if (free.size() < FREE_PLAIN_LIMIT) {
+                free.addFirst(event);
+                return;
+            }
+        }
+        event.close();
     }
 
     private void check(DeviceStream stream) {

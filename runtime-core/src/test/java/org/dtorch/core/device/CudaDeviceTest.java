@@ -90,6 +90,32 @@ class CudaDeviceTest {
     }
 
     @Test
+    void shouldReuseClosedPlainEventsAsNewUnrecordedOnes() {
+        DeviceStream original = DeviceStream.of(GPU);
+        DeviceStream busy = DeviceStream.create(GPU);
+        busy.makeCurrent();
+        try {
+            GpuLoad.busy(GPU);
+            DeviceEvent first = busy.recordEvent();
+            assertFalse(first.query(), "behind the busy matmuls");
+            first.close();
+            // The next plain event takes the closed one's native event (decision 153), still pending on the matmuls,
+            // yet it is a new event: nothing recorded, so nothing to wait for.
+            try (DeviceEvent second = DeviceEvent.create(GPU)) {
+                assertTrue(second.query(), "an event not recorded yet has nothing pending");
+                second.synchronize(Duration.ofNanos(1));
+                second.record(busy);
+                assertFalse(second.query(), "recorded behind the same matmuls");
+                second.synchronize(Duration.ofSeconds(60));
+                assertTrue(second.query());
+            }
+            assertThrows(IllegalStateException.class, first::query, "a closed event stays closed");
+        } finally {
+            original.makeCurrent();
+        }
+    }
+
+    @Test
     void shouldCopyBetweenHostAndDevice() {
         try (TensorOptions options = TorchTensors.options(ScalarType.Long, GPU);
              Tensor onGpu = torch.arange(new Scalar(0), new Scalar(10), options); Tensor host = TorchTensors.to(onGpu, Device.cpu(0));
