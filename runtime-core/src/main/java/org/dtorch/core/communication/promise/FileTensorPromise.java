@@ -30,6 +30,6 @@ final class FileTensorPromise extends FilePromise implements TensorPromise {
 
     @Override
     public TensorFuture getFuture() {
-        return new FileTensorFuture(takeFuture(), getTimeout);
+        return FileFuture.ofTensor(takeFuture(), getTimeout);
     }
 }
