@@ -49,7 +49,7 @@ import org.dtorch.core.shm.ShmMonitor;
  *
  * <p>Every field except {@code magic} and the monitor's words is read and written with the monitor's lock
  * held. {@link FileStoreEntries} reads and writes the entries, {@link FileStorePeers} the pids and open
- * flags, {@link FileTensorStore} the rest of the header.
+ * flags, {@link FileStoreHeader} the rest of the header.
  *
  * <p>Thread-safe: stateless.
  */

@@ -3,16 +3,13 @@ package org.dtorch.core.communication.store;
 import static org.dtorch.core.communication.store.FileStoreLayout.*;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 import java.util.Objects;
-import java.util.Optional;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.communication.CommException;
 import org.dtorch.core.communication.CommOptions;
 import org.dtorch.core.communication.CommPaths;
-import org.dtorch.core.communication.CommTimeoutException;
 import org.dtorch.core.communication.Deadline;
 import org.dtorch.core.device.Cuda;
 import org.dtorch.core.device.Device;
@@ -22,7 +19,6 @@ import org.dtorch.core.device.DeviceStream;
 import org.dtorch.core.shm.CudaIpcDescriptor;
 import org.dtorch.core.shm.CudaIpcTensors;
 import org.dtorch.core.shm.SharedRegion;
-import org.dtorch.core.shm.Shm;
 import org.dtorch.core.shm.ShmMonitor;
 import org.dtorch.core.shm.ShmTensors;
 import org.dtorch.core.tensor.TorchTensors;
@@ -31,7 +27,8 @@ import org.dtorch.core.tensor.TorchTensors;
  * The {@link TensorStore} for participants in several processes of one host (docs/process-mode.md,
  * FileTensorStore): the entries, the barrier and the participants' process ids live in a shared-memory control
  * region named by the instance id and the store key ({@link FileStoreLayout}); a process-shared futex monitor
- * guards it. This class is the protocol; {@link FileStoreEntries} reads and writes the entry table,
+ * guards it. This class is the protocol; {@link FileStoreHeader} creates or joins the control region,
+ * {@link FileStoreEntries} reads and writes the entry table,
  * {@link FileStoreDataRegions} keeps the data regions, {@link FileStorePeers} the participants' liveness,
  * {@link FileStoreWait} the waits, and {@link FileStoreCudaExchanges} the CUDA IPC hand-offs.
  *
@@ -65,8 +62,8 @@ import org.dtorch.core.tensor.TorchTensors;
 public final class FileTensorStore extends TensorStore {
     private final String regionName;
     private final SharedRegion control;
-    private final MemorySegment seg;
     private final ShmMonitor monitor;
+    private final FileStoreHeader header;
     private final FileStoreEntries entries;
     private final FileStorePeers peers;
     private final FileStoreWait waits;
@@ -92,9 +89,10 @@ public final class FileTensorStore extends TensorStore {
         this.regionName = regionName(info.instanceId(), info.storeKey());
         this.dataRegions = new FileStoreDataRegions(regionName, info.rank());
         Deadline deadline = Deadline.after(timeout());
-        this.control = openOrCreate(storeKeyBytes, deadline);
-        this.seg = control.segment();
+        this.control = FileStoreHeader.createOrJoin(regionName, info.storeKey(), info.worldSize(), info.rank(), deadline);
+        MemorySegment seg = control.segment();
         this.monitor = new ShmMonitor(seg, MONITOR_OFFSET);
+        this.header = new FileStoreHeader(seg);
         this.entries = new FileStoreEntries(seg);
         this.peers = new FileStorePeers(seg, info.worldSize());
         this.waits = new FileStoreWait(monitor, peers, CommOptions.global().spinBeforePark().toNanos(), this::ensureOpen);
@@ -116,69 +114,6 @@ public final class FileTensorStore extends TensorStore {
     /** The name of this store's control region; its data regions start with it. */
     public String regionName() {
         return regionName;
-    }
-
-    private SharedRegion openOrCreate(byte[] storeKeyBytes, Deadline deadline) {
-        while (true) {
-            Optional<SharedRegion> created = SharedRegion.create(regionName, REGION_LENGTH);
-            if (created.isPresent()) {
-                SharedRegion region = created.get();
-                MemorySegment s = region.segment();
-                s.set(ValueLayout.JAVA_INT, VERSION_OFFSET, VERSION);
-                s.set(ValueLayout.JAVA_INT, WORLD_SIZE_OFFSET, worldSize());
-                s.set(ValueLayout.JAVA_INT, ENTRY_CAPACITY_OFFSET, ENTRY_CAPACITY);
-                s.set(ValueLayout.JAVA_LONG, STORE_KEY_HASH_OFFSET, FileStoreEntries.hash(storeKeyBytes));
-                Shm.putString(s, STORE_KEY_OFFSET, STORE_KEY_FIELD_LENGTH, storeKey());
-                Shm.putIntRelease(s, MAGIC_OFFSET, MAGIC);
-                return region;
-            }
-            Optional<SharedRegion> opened = SharedRegion.open(regionName);
-            if (opened.isPresent()) {
-                SharedRegion region = opened.get();
-                try {
-                    awaitInitialized(region, deadline);
-                    checkCompatible(region);
-                    return region;
-                } catch (RuntimeException e) {
-                    region.close();
-                    throw e;
-                }
-            }
-            if (deadline.expired()) {
-                throw new CommTimeoutException("creating store '" + storeKey() + "' (rank " + rank() + ") " + deadline.timedOutAfter()
-                    + ": shared memory " + regionName + " kept appearing and vanishing");
-            }
-            Thread.onSpinWait();
-        }
-    }
-
-    private void awaitInitialized(SharedRegion region, Deadline deadline) {
-        if (region.size() != REGION_LENGTH) {
-            throw new IllegalStateException("shared memory " + regionName + " of store '" + storeKey() + "' has " + region.size()
-                + " bytes, not the " + REGION_LENGTH + " of this version; another program uses the name");
-        }
-        while (Shm.getIntAcquire(region.segment(), MAGIC_OFFSET) != MAGIC) {
-            if (deadline.expired()) {
-                throw new CommTimeoutException("joining store '" + storeKey() + "' (rank " + rank() + ") " + deadline.timedOutAfter()
-                    + ": its creator never finished initializing shared memory " + regionName);
-            }
-            Thread.yield();
-        }
-    }
-
-    private void checkCompatible(SharedRegion region) {
-        MemorySegment s = region.segment();
-        int version = s.get(ValueLayout.JAVA_INT, VERSION_OFFSET);
-        String key = Shm.getString(s, STORE_KEY_OFFSET);
-        if (version != VERSION || !key.equals(storeKey())) {
-            throw new IllegalStateException("shared memory " + regionName + " holds store '" + key + "' (layout version " + version
-                + "), not store '" + storeKey() + "' (version " + VERSION + ")");
-        }
-        int existing = s.get(ValueLayout.JAVA_INT, WORLD_SIZE_OFFSET);
-        if (existing != worldSize()) {
-            throw new IllegalArgumentException("store '" + storeKey() + "' already exists with worldSize " + existing
-                + "; this participant asked for worldSize " + worldSize());
-        }
     }
 
     private void join() {
@@ -594,24 +529,24 @@ public final class FileTensorStore extends TensorStore {
             monitor.lock();
             try {
                 ensureOpen(op);
-                int generation = seg.get(ValueLayout.JAVA_INT, BARRIER_GENERATION_OFFSET);
-                int arrived = seg.get(ValueLayout.JAVA_INT, BARRIER_ARRIVED_OFFSET) + 1;
+                int generation = header.barrierGeneration();
+                int arrived = header.barrierArrived() + 1;
                 if (arrived == worldSize()) {
-                    seg.set(ValueLayout.JAVA_INT, BARRIER_ARRIVED_OFFSET, 0);
-                    seg.set(ValueLayout.JAVA_INT, BARRIER_GENERATION_OFFSET, generation + 1);
+                    header.barrierArrived(0);
+                    header.barrierGeneration(generation + 1);
                     monitor.signalAll();
                     return;
                 }
-                seg.set(ValueLayout.JAVA_INT, BARRIER_ARRIVED_OFFSET, arrived);
+                header.barrierArrived(arrived);
                 try {
-                    while (seg.get(ValueLayout.JAVA_INT, BARRIER_GENERATION_OFFSET) == generation) {
+                    while (header.barrierGeneration() == generation) {
                         ensureOpen(op);
-                        waiter.step(() -> seg.get(ValueLayout.JAVA_INT, BARRIER_ARRIVED_OFFSET) + " of " + worldSize() + " ranks arrived");
+                        waiter.step(() -> header.barrierArrived() + " of " + worldSize() + " ranks arrived");
                     }
                 } catch (RuntimeException e) {
-                    if (seg.get(ValueLayout.JAVA_INT, BARRIER_GENERATION_OFFSET) == generation) {
+                    if (header.barrierGeneration() == generation) {
                         // withdraw, so the barrier stays usable for the others
-                        seg.set(ValueLayout.JAVA_INT, BARRIER_ARRIVED_OFFSET, seg.get(ValueLayout.JAVA_INT, BARRIER_ARRIVED_OFFSET) - 1);
+                        header.barrierArrived(header.barrierArrived() - 1);
                     }
                     throw e;
                 }
@@ -725,7 +660,7 @@ public final class FileTensorStore extends TensorStore {
         return method + "('" + key + "') on store '" + storeKey() + "' (rank " + rank() + ")";
     }
 
-    private static byte[] utf8(String s) {
+    static byte[] utf8(String s) {
         return s.getBytes(StandardCharsets.UTF_8);
     }
 
