@@ -1,7 +1,7 @@
 /**
  * The communication core: how tensors move between the ranks of a computation.
  *
- * <p>Three mechanisms, from low to high level (seed section 5.1):
+ * <p>Three mechanisms, from low to high level (docs/communication-core.md, Three layers):
  * <ul>
  *   <li>{@link org.dtorch.core.communication.store.TensorStore}: point-to-point, key-value exchange of
  *       tensors between threads (and, later, processes and hosts) with a four-step handshake;</li>

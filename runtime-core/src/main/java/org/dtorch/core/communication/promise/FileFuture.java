@@ -1,25 +1,39 @@
 package org.dtorch.core.communication.promise;
 
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Function;
 import org.bytedeco.pytorch.Tensor;
 import org.dtorch.core.communication.CommOptions;
 import org.dtorch.core.communication.CommTimeoutException;
 import org.dtorch.core.communication.Deadline;
 
 /**
- * What the File tensor and void futures share: waiting on the promise's futex, reading the outcome once,
- * the {@link CompletableFuture} view through the process's {@link FileFutureWatcher}, and cleanup (the
- * region's names are removed once the outcome is read, or when the future is dropped unread; the mapping
- * and a value read go when the future is collected).
+ * The future of a File promise, in the process that created the promise: waiting on the promise's futex,
+ * reading the outcome once, the {@link CompletableFuture} view through the process's {@link FileFutureWatcher},
+ * and cleanup (the region's names are removed once the outcome is read, or when the future is dropped unread;
+ * the mapping and a value read go when the future is collected).
  *
- * <p>Thread-safe: the outcome is read once under a lock; waiting needs none.
+ * <p>One class for both kinds, told apart by what they read and give ({@code T}): a tensor future reads the
+ * value once (a small one is copied out of shared memory, a large one is viewed in place) and every
+ * {@code get} returns a new reference to it; a void future reads only whether an error was set.
+ * {@link TensorFuture} and {@link VoidFuture} differ in their {@code get()}'s return type, which no one class
+ * can implement both of, so {@link #ofTensor} and {@link #ofVoid} hand out a view of the one interface each
+ * that only forwards.
+ *
+ * <p>Thread-safe: the outcome is read once under a lock; waiting needs none; any thread may wait, query or
+ * register callbacks.
+ *
+ * @param <T> what {@code get()} gives: {@link Tensor}, or {@link Void} (always null)
  */
-abstract class FileFuture {
+final class FileFuture<T> implements DirectCompletion {
     private final Outcome outcome;
     private final String what;
     /** Null for the global timeout at the time of the call. */
     private final Duration getTimeout;
+    /** What {@code get()} returns for the value this future owns (null for a void future). */
+    private final Function<Tensor, T> result;
     private CompletableFuture<Object> completion;
 
     /** The outcome, read once; the cleanup action of its future. Guarded by itself. */
@@ -62,40 +76,61 @@ abstract class FileFuture {
         }
     }
 
-    FileFuture(FilePromiseRegion region, boolean tensorKind, String what, Duration getTimeout) {
+    private FileFuture(FilePromiseRegion region, boolean tensorKind, String what, Duration getTimeout, Function<Tensor, T> result) {
         this.outcome = new Outcome(region, tensorKind);
         this.what = what;
         this.getTimeout = getTimeout;
+        this.result = result;
         FilePromise.CLEANER.register(this, outcome);
     }
 
+    /** The future of a File tensor promise over {@code region} (shared with the promise). */
+    static TensorFuture ofTensor(FilePromiseRegion region, Duration getTimeout) {
+        return new TensorView(new FileFuture<>(region, true, "TensorFuture", getTimeout, Tensor::new));
+    }
+
+    /** The future of a File void promise over {@code region} (shared with the promise). */
+    static VoidFuture ofVoid(FilePromiseRegion region, Duration getTimeout) {
+        return new VoidView(new FileFuture<Void>(region, false, "VoidFuture", getTimeout, value -> null));
+    }
+
     /** True only when a value or an error is present. */
-    public final boolean isReady() {
+    boolean isReady() {
         return outcome.region.isDone();
     }
 
     /** The default deadline of {@code get()}: the one the promise was made with, else the global timeout. */
-    public final Duration timeout() {
+    Duration timeout() {
         return CompletionWait.ownOrGlobal(getTimeout);
     }
 
-    /** Waits up to {@link #timeout()}, or throws naming the promise. */
-    final void awaitOrThrow() {
+    /** Waits up to {@link #timeout()}, or throws naming the promise; then gives the result or throws the error set. */
+    T get() {
         Duration timeout = timeout();
         if (!outcome.region.awaitDone(timeout.toNanos(), what + ".get()")) {
             throw new CommTimeoutException(what + ".get() " + Deadline.after(timeout).timedOutAfter()
                 + ": no value or error was set (File promise " + outcome.region.name() + "; the producing operator has not run)");
         }
+        return result();
     }
 
-    /** Waits up to {@code timeout}; false if still pending. */
-    final boolean await(Duration timeout) {
+    /** Waits up to {@code timeout}: false if still pending; throws the error set. */
+    boolean waitFor(Duration timeout) {
         CommOptions.validateTimeout(timeout);
-        return outcome.region.awaitDone(timeout.toNanos(), what + ".waitFor()");
+        if (!outcome.region.awaitDone(timeout.toNanos(), what + ".waitFor()")) {
+            return false;
+        }
+        valueOrThrow();
+        return true;
     }
 
-    /** The value read (owned by this future) after a successful wait; throws the published error. */
-    final Tensor valueOrThrow() {
+    /** After a successful wait: what {@code get()} gives (a new reference for a tensor); throws the error set. */
+    T result() {
+        return result.apply(valueOrThrow());
+    }
+
+    /** The value read (owned by this future; null for a void future) after a successful wait; throws the error set. */
+    private Tensor valueOrThrow() {
         outcome.read();
         synchronized (outcome) {
             if (outcome.error != null) {
@@ -108,12 +143,13 @@ abstract class FileFuture {
 
     /** A view completed from a callback thread once the process's watcher thread sees the promise done. */
     @SuppressWarnings("unchecked")
-    final <T> CompletableFuture<T> completion() {
+    CompletableFuture<T> toCompletableFuture() {
         return FutureCallbacks.offCompleter((CompletableFuture<T>) directCompletion());
     }
 
     /** Completed by the process's watcher thread when the promise is done; for internal stages only. */
-    public final synchronized CompletableFuture<?> directCompletion() {
+    @Override
+    public synchronized CompletableFuture<?> directCompletion() {
         if (completion == null) {
             CompletableFuture<Object> view = new CompletableFuture<>();
             completion = view;
@@ -130,5 +166,83 @@ abstract class FileFuture {
             });
         }
         return completion;
+    }
+
+    /** A {@link FileFuture} seen as a {@link TensorFuture}. Thread-safe, as the future. */
+    private static final class TensorView implements TensorFuture, DirectCompletion {
+        private final FileFuture<Tensor> future;
+
+        TensorView(FileFuture<Tensor> future) {
+            this.future = future;
+        }
+
+        @Override
+        public Tensor get() {
+            return future.get();
+        }
+
+        @Override
+        public Optional<Tensor> waitFor(Duration timeout) {
+            return future.waitFor(timeout) ? Optional.of(future.result()) : Optional.empty();
+        }
+
+        @Override
+        public boolean isReady() {
+            return future.isReady();
+        }
+
+        @Override
+        public Duration timeout() {
+            return future.timeout();
+        }
+
+        @Override
+        public CompletableFuture<Tensor> toCompletableFuture() {
+            return future.toCompletableFuture();
+        }
+
+        @Override
+        public CompletableFuture<?> directCompletion() {
+            return future.directCompletion();
+        }
+    }
+
+    /** A {@link FileFuture} seen as a {@link VoidFuture}. Thread-safe, as the future. */
+    private static final class VoidView implements VoidFuture, DirectCompletion {
+        private final FileFuture<Void> future;
+
+        VoidView(FileFuture<Void> future) {
+            this.future = future;
+        }
+
+        @Override
+        public void get() {
+            future.get();
+        }
+
+        @Override
+        public boolean waitFor(Duration timeout) {
+            return future.waitFor(timeout);
+        }
+
+        @Override
+        public boolean isReady() {
+            return future.isReady();
+        }
+
+        @Override
+        public Duration timeout() {
+            return future.timeout();
+        }
+
+        @Override
+        public CompletableFuture<Void> toCompletableFuture() {
+            return future.toCompletableFuture();
+        }
+
+        @Override
+        public CompletableFuture<?> directCompletion() {
+            return future.directCompletion();
+        }
     }
 }

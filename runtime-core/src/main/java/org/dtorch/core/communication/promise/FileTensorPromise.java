@@ -5,9 +5,9 @@ import org.bytedeco.pytorch.Tensor;
 import org.dtorch.core.tensor.TorchTensors;
 
 /**
- * A {@link TensorPromise} whose future may live in another process of this host (seed section 4.4):
- * shared memory with a futex instead of Boost's interprocess mutex and condition. {@link #serialize()}
- * names the region; {@link TensorPromises#fromSerialized} attaches to it elsewhere.
+ * A {@link TensorPromise} whose future may live in another process of this host (docs/process-mode.md, File
+ * promises): shared memory with a futex. {@link #serialize()} names the region;
+ * {@link TensorPromises#fromSerialized} attaches to it elsewhere.
  *
  * <p>Thread-safe: completion is a compare-and-set in shared memory.
  */
@@ -30,6 +30,6 @@ final class FileTensorPromise extends FilePromise implements TensorPromise {
 
     @Override
     public TensorFuture getFuture() {
-        return new FileTensorFuture(takeFuture(), getTimeout);
+        return FileFuture.ofTensor(takeFuture(), getTimeout);
     }
 }

@@ -22,6 +22,6 @@ final class FileVoidPromise extends FilePromise implements VoidPromise {
 
     @Override
     public VoidFuture getFuture() {
-        return new FileVoidFuture(takeFuture(), getTimeout);
+        return FileFuture.ofVoid(takeFuture(), getTimeout);
     }
 }

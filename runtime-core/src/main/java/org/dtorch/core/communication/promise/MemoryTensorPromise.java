@@ -9,8 +9,8 @@ import org.dtorch.core.communication.CommOptions;
 import org.dtorch.core.tensor.TorchTensors;
 
 /**
- * A {@link TensorPromise} whose future lives in the same process (seed section 4.3): a
- * {@link CompletableFuture} holding the promise's own reference to the value.
+ * A {@link TensorPromise} whose future lives in the same process (docs/communication-core.md, Promises and
+ * futures): a {@link CompletableFuture} holding the promise's own reference to the value.
  *
  * <p>Thread-safe: completion and {@link #getFuture()} are atomic.
  */

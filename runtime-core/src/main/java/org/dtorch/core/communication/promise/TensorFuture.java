@@ -6,7 +6,7 @@ import java.util.concurrent.CompletableFuture;
 import org.bytedeco.pytorch.Tensor;
 
 /**
- * The reading end of a one-shot tensor hand-off (seed section 4.2.1).
+ * The reading end of a one-shot tensor hand-off (docs/communication-core.md, Promises and futures).
  *
  * <p>Every returned tensor is a new reference that the caller owns.
  *

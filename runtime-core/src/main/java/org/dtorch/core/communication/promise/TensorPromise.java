@@ -3,7 +3,7 @@ package org.dtorch.core.communication.promise;
 import org.bytedeco.pytorch.Tensor;
 
 /**
- * The writing end of a one-shot tensor hand-off (seed section 4.2.1).
+ * The writing end of a one-shot tensor hand-off (docs/communication-core.md, Promises and futures).
  *
  * <p>Exactly one of {@link #setValue} and {@link #setException} succeeds; a second call fails with
  * {@link IllegalStateException}. {@link #getFuture()} works once.

@@ -1,7 +1,7 @@
 package org.dtorch.core.communication.promise;
 
 /**
- * Which backend carries a promise's value (seed section 4.2.2).
+ * Which backend carries a promise's value (docs/communication-core.md, Three layers).
  *
  * <p>Thread-safe: an immutable enum.
  */

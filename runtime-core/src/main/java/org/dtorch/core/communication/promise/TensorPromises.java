@@ -5,7 +5,7 @@ import java.util.Objects;
 import org.dtorch.core.device.DeviceKind;
 
 /**
- * Factories of promises (seed section 4.2.3).
+ * Factories of promises (docs/communication-core.md, Promises and futures).
  *
  * <p>Thread-safe: stateless.
  */

@@ -9,7 +9,8 @@ import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.device.DeviceStream;
 
 /**
- * The {@link TensorStore} for participants that are threads of one process (seed section 3.4).
+ * The {@link TensorStore} for participants that are threads of one process
+ * (docs/communication-core.md, TensorStore).
  *
  * <p>All instances with the same store key share one {@link MemoryTensorStoreState} through a registry
  * of weak references; the first creator fixes the world size, and a rank already open is refused at

@@ -10,7 +10,8 @@ import org.dtorch.core.device.DeviceStream;
 import org.dtorch.core.tensor.TorchTensors;
 
 /**
- * Producer-consumer exchange of tensors by key between the participants of one store (seed section 3).
+ * Producer-consumer exchange of tensors by key between the participants of one store
+ * (docs/communication-core.md, TensorStore).
  *
  * <p>The four-step handshake: the producer calls {@link #srcSet} and later
  * {@link #srcWaitUntilGetFinished}; each of the {@code getCount} consumers calls {@link #destGet} and then

@@ -1,7 +1,7 @@
 package org.dtorch.core.communication.store;
 
 /**
- * Which backend a {@link TensorStore} uses (seed section 3.3).
+ * Which backend a {@link TensorStore} uses (docs/communication-core.md, Three layers).
  *
  * <p>Thread-safe: an immutable enum.
  */

@@ -1,6 +1,6 @@
 /**
  * TensorStore: producer-consumer exchange of tensors by key between the ranks of one operation
- * (seed section 3).
+ * (docs/communication-core.md, TensorStore).
  *
  * <p>Every exchange is a four-step handshake:
  * <pre>
