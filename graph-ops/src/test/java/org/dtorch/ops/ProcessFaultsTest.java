@@ -22,7 +22,7 @@ import org.dtorch.core.communication.CommPaths;
 import org.dtorch.core.communication.promise.FutureFailedException;
 import org.dtorch.core.communication.promise.TensorFuture;
 import org.dtorch.core.distributed.Placement;
-import org.dtorch.core.runtime.WorkerDiedException;
+import org.dtorch.core.runtime.process.WorkerDiedException;
 import org.dtorch.core.shm.SharedRegion;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
