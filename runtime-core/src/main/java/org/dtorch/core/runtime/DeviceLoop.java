@@ -103,10 +103,8 @@ public final class DeviceLoop {
      * tensors on the way out.
      */
     public RuntimeException run(Listener listener) {
+        // A cancel that came before this line finds no thread to interrupt; its cause is read before every operator.
         thread = Thread.currentThread();
-        if (cancelledBy != null) {
-            thread.interrupt();
-        }
         try {
             runner.bindToThisThread();
             while (true) {
