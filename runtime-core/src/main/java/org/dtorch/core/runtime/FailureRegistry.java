@@ -10,8 +10,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * kernel, a device that received data from a failed peer always sees that peer's record.
  *
  * <p>Each {@link DeviceFleet} owns its registry: in thread mode a map of this process ({@link #inMemory()}); in
- * per-device-process mode a board in shared memory ({@code process.SharedFailureBoard}) that
- * every worker writes and reads. A failure keeps its {@link org.dtorch.core.communication.FailureKind} across both.
+ * per-device-process mode a board in shared memory ({@code process.SharedFailureBoard}) that every worker writes
+ * and reads. A failure keeps its {@link org.dtorch.core.communication.FailureKind} in both.
  *
  * <p>Thread-safe: every implementation.
  */
