@@ -27,7 +27,7 @@ import org.dtorch.core.graph.GraphConstructor;
 import org.dtorch.core.graph.OpSpec;
 import org.dtorch.core.graph.Operand;
 import org.dtorch.core.runtime.EagerRuntime;
-import org.dtorch.core.runtime.GetTensorSpec;
+import org.dtorch.core.runtime.PromiseSpec;
 import org.dtorch.ops.CatSpec;
 import org.dtorch.ops.FactorySpec;
 import org.dtorch.ops.FromTensorSpec;
@@ -319,7 +319,7 @@ public final class DTorch implements AutoCloseable {
         TensorPromise promise = TensorPromises.create(runtime.promiseType(), runtime.options().timeout());
         TensorFuture future = promise.getFuture();
         try {
-            graph().add(new GetTensorSpec(promise), List.of(local.operand()));
+            graph().add(PromiseSpec.getTensor(promise), List.of(local.operand()));
         } finally {
             if (local != t) {
                 local.close();

@@ -10,8 +10,7 @@ import org.dtorch.core.tensor.NativeMemoryBudget;
 
 /**
  * A {@link TensorFuture} that keeps the tensor it reads alive until the value arrives, so that the client
- * dropping its handle cannot release the operand under the pending read (seed section 4.5: the API's
- * future holds both the tensor and the inner future).
+ * dropping its handle cannot release the operand under the pending read (docs/graph-runtime.md, Memory).
  *
  * <p>The inner future keeps its own reference to the value until it is collected, whatever its readers
  * close; the value's bytes are charged to the {@link NativeMemoryBudget} until this future is collected.

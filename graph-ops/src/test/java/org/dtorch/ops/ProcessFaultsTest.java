@@ -19,10 +19,11 @@ import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
 import org.dtorch.api.DTorchOptions;
 import org.dtorch.core.communication.CommPaths;
+import org.dtorch.core.communication.FailureKind;
 import org.dtorch.core.communication.promise.FutureFailedException;
 import org.dtorch.core.communication.promise.TensorFuture;
 import org.dtorch.core.distributed.Placement;
-import org.dtorch.core.runtime.WorkerDiedException;
+import org.dtorch.core.runtime.process.WorkerDiedException;
 import org.dtorch.core.shm.SharedRegion;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -79,6 +80,7 @@ class ProcessFaultsTest {
                 } catch (FutureFailedException e) {
                     failed++;
                     WorkerDiedException death = assertInstanceOf(WorkerDiedException.class, e.getCause(), e.getMessage());
+                    assertEquals(FailureKind.WORKER_DIED, e.kind(), "the kind is recorded where the death is noticed");
                     assertTrue(death.getMessage().contains("cpu:2 (pid " + victim + ") exited with status 137 (killed by SIGKILL)"),
                         death.getMessage());
                 }

@@ -5,13 +5,14 @@ import org.dtorch.core.graph.Operand;
 import org.dtorch.core.graph.Operator;
 
 /**
- * The controller's handle on one device: a worker thread of this process ({@link PerDeviceThreadNodeRunner})
- * or a worker process ({@link WorkerProcess}). The controller thread submits operators and releases in
- * program order; the node tells the {@link org.dtorch.core.graph.LogicalGraph} when it has run each.
+ * The controller's handle on one device, made by the runtime's {@link DeviceFleet}: a worker thread of this
+ * process ({@link PerDeviceThreadNodeRunner}) or the handle on a worker process ({@code process.WorkerProcess});
+ * the controller never asks which. The controller thread submits operators and releases in program order; the
+ * node tells the {@link org.dtorch.core.graph.LogicalGraph} when it has run each.
  *
  * <p>Thread-safe: the controller thread submits; {@link #cancel} and {@link #liveBlobs} from any thread.
  */
-interface DeviceNode {
+public interface DeviceNode {
 
     /** Starts running submitted work. */
     void start();

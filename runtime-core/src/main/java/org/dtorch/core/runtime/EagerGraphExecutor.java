@@ -21,11 +21,13 @@ final class EagerGraphExecutor {
     private final WorkQueue<Object> inbox = new WorkQueue<>();
     private final LogicalGraph graph;
     private final Map<Long, ? extends DeviceNode> runners;
+    private final DeviceFleet fleet;
     private final Thread thread;
 
-    EagerGraphExecutor(LogicalGraph graph, Map<Long, ? extends DeviceNode> runners) {
+    EagerGraphExecutor(LogicalGraph graph, Map<Long, ? extends DeviceNode> runners, DeviceFleet fleet) {
         this.graph = graph;
         this.runners = runners;
+        this.fleet = fleet;
         this.thread = Thread.ofPlatform().name("dtorch-controller").daemon().unstarted(this::loop);
     }
 
@@ -72,15 +74,10 @@ final class EagerGraphExecutor {
 
     private void dispatch(Operator op) {
         graph.add(op);
-        boolean remote = true;
         for (long device : op.devices()) {
-            DeviceNode node = runners.get(device);
-            node.submit(op);
-            remote &= node instanceof WorkerProcess;
+            runners.get(device).submit(op);
         }
-        if (remote) {
-            op.spec().sentToWorkers();
-        }
+        fleet.dispatched(op);
     }
 
     private void release(Operand operand) {

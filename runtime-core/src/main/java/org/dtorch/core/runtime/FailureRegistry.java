@@ -9,12 +9,13 @@ import java.util.concurrent.ConcurrentHashMap;
  * the registry after running an operator. Because data only crosses devices inside a communicating
  * kernel, a device that received data from a failed peer always sees that peer's record.
  *
- * <p>In thread mode the registry is a map of this process ({@link #inMemory()}); in per-device-process
- * mode it is a board in shared memory ({@link SharedFailureBoard}) that every worker writes and reads.
+ * <p>Each {@link DeviceFleet} owns its registry: in thread mode a map of this process ({@link #inMemory()}); in
+ * per-device-process mode a board in shared memory ({@code process.SharedFailureBoard}) that every worker writes
+ * and reads. A failure keeps its {@link org.dtorch.core.communication.FailureKind} in both.
  *
  * <p>Thread-safe: every implementation.
  */
-interface FailureRegistry {
+public interface FailureRegistry {
 
     /** Records that {@code operandId} failed; the first cause stays. */
     void fail(long operandId, Throwable cause);

@@ -129,10 +129,6 @@ final class NaiveRunner {
         report(op, kernel, context(op), cause);
     }
 
-    void release(Operand operand) {
-        blobs.release(operand.id());
-    }
-
     void release(long operandId) {
         blobs.release(operandId);
     }

@@ -1,22 +1,35 @@
 package org.dtorch.core.runtime;
 
+import org.dtorch.core.communication.FailureKind;
+import org.dtorch.core.communication.TypedFailure;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.graph.Operator;
 
 /**
  * An operator's kernel threw on a device, or could not run because an input had failed. Every future that
  * depends on its outputs completes with this error (as the cause), naming the operator and the device.
+ * Its kind is the one the kernel's error carries (a collective inside the kernel broke: {@link FailureKind#COMMUNICATION})
+ * or, when that error names none, {@link FailureKind#KERNEL}: the runner that caught it records it.
  *
  * <p>Thread-safe: immutable once thrown.
  */
-public class OperatorFailedException extends RuntimeException {
+public class OperatorFailedException extends RuntimeException implements TypedFailure {
+    private final FailureKind kind;
 
-    OperatorFailedException(String message, Throwable cause) {
+    OperatorFailedException(FailureKind kind, String message, Throwable cause) {
         super(message, cause);
+        this.kind = kind;
     }
 
     /** The kernel of {@code op} threw {@code cause} on {@code device}. */
     static OperatorFailedException kernelFailed(Operator op, Device device, Throwable cause) {
-        return new OperatorFailedException("operator " + op.label() + " failed on " + device + ": " + cause, cause);
+        FailureKind named = FailureKind.of(cause);
+        return new OperatorFailedException(named == FailureKind.UNKNOWN ? FailureKind.KERNEL : named,
+            "operator " + op.label() + " failed on " + device + ": " + cause, cause);
+    }
+
+    @Override
+    public FailureKind kind() {
+        return kind;
     }
 }

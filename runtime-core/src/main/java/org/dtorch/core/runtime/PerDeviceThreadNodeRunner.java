@@ -8,32 +8,24 @@ import org.dtorch.core.graph.Operand;
 import org.dtorch.core.graph.Operator;
 
 /**
- * One device's worker thread (the seed's {@code PerDeviceThreadNodeRunner}): runs the operators the
- * controller dispatches to it, in order, through its {@link NaiveRunner}, and releases operands when told.
- * Devices receive operators in the same global order, so collectives meet.
+ * One device's worker thread (the seed's {@code PerDeviceThreadNodeRunner}): runs the device's {@link DeviceLoop}
+ * on a thread of this JVM and tells the {@link LogicalGraph} when every device ran an operator.
  *
  * <p>Thread-safe: the controller submits from its thread; the worker thread does the rest.
  */
 final class PerDeviceThreadNodeRunner implements DeviceNode {
-    private static final Object STOP = new Object();
-    private static final System.Logger LOG = System.getLogger(PerDeviceThreadNodeRunner.class.getName());
-
-    private record Release(Operand operand) {
-    }
-
-    private final Device device;
-    private final WorkQueue<Object> inbox = new WorkQueue<>();
-    private final NaiveRunner runner;
-    private final LogicalGraph graph;
+    private final DeviceLoop loop;
     private final Thread thread;
-    private volatile Throwable cancelledBy;
 
     PerDeviceThreadNodeRunner(Device device, Device physical, LogicalGraph graph, FailureRegistry failures, ThreadGroupManager groups,
                               Duration timeout) {
-        this.device = device;
-        this.graph = graph;
-        this.runner = new NaiveRunner(device, physical, failures, groups, timeout);
-        this.thread = Thread.ofPlatform().name("dtorch-worker-" + device).daemon().unstarted(this::loop);
+        this.loop = new DeviceLoop(device, physical, failures, groups, timeout);
+        DeviceLoop.Listener completion = op -> {
+            if (op.deviceDone()) {
+                graph.completed(op);
+            }
+        };
+        this.thread = Thread.ofPlatform().name("dtorch-worker-" + device).daemon().unstarted(() -> loop.run(completion));
     }
 
     @Override
@@ -43,24 +35,22 @@ final class PerDeviceThreadNodeRunner implements DeviceNode {
 
     @Override
     public void submit(Operator op) {
-        inbox.offer(op);
+        loop.submit(op);
     }
 
     @Override
     public void submitRelease(Operand operand) {
-        inbox.offer(new Release(operand));
+        loop.submitRelease(operand.id());
     }
 
-    /** Fails every operator not yet run instead of running it, and interrupts a wait in progress. */
     @Override
     public void cancel(Throwable cause) {
-        cancelledBy = cause;
-        thread.interrupt();
+        loop.cancel(cause);
     }
 
     @Override
     public void stop() {
-        inbox.offer(STOP);
+        loop.stop();
     }
 
     @Override
@@ -71,39 +61,6 @@ final class PerDeviceThreadNodeRunner implements DeviceNode {
 
     @Override
     public int liveBlobs() {
-        return runner.liveBlobs();
-    }
-
-    private void loop() {
-        try {
-            runner.bindToThisThread();
-            while (true) {
-                Object task = inbox.take();
-                if (task == null) {
-                    if (cancelledBy == null) {
-                        continue;
-                    }
-                    Thread.interrupted();
-                    continue;
-                }
-                if (task == STOP) {
-                    return;
-                }
-                try {
-                    if (task instanceof Operator op) {
-                        runner.execute(op, cancelledBy);
-                        if (op.deviceDone()) {
-                            graph.completed(op);
-                        }
-                    } else if (task instanceof Release r) {
-                        runner.release(r.operand());
-                    }
-                } catch (Throwable e) {
-                    LOG.log(System.Logger.Level.ERROR, "worker " + device + " failed on " + task, e);
-                }
-            }
-        } finally {
-            runner.clear();
-        }
+        return loop.liveBlobs();
     }
 }

@@ -1,15 +1,18 @@
 /**
- * The eager runtime: client, controller, workers (seed section 4 and the architecture's data flow).
+ * The eager runtime: client, controller, device nodes (docs/graph-runtime.md; the architecture's data flow).
  *
  * <pre>
- *  client thread            controller thread               one worker thread per device
- *  GraphConstructor  --->   EagerGraphExecutor       --->   PerDeviceThreadNodeRunner
+ *  client thread            controller thread               one node per device, started by the DeviceFleet
+ *  GraphConstructor  --->   EagerGraphExecutor       --->   DeviceLoop (a thread of this JVM, or a worker JVM)
  *  (infer, enqueue)         (graph, topological order,      -> NaiveRunner: operator -> kernel,
  *                            dispatch to every device)         blob table, KernelStream
  * </pre>
  *
  * The client never waits for a kernel: values come back through futures
- * ({@link org.dtorch.core.runtime.GetTensorSpec}, {@link org.dtorch.core.runtime.SyncSpec}).
- * {@link org.dtorch.core.runtime.EagerRuntime} assembles the pieces and shuts them down.
+ * ({@link org.dtorch.core.runtime.PromiseSpec}). {@link org.dtorch.core.runtime.EagerRuntime} assembles the pieces
+ * and shuts them down; a {@link org.dtorch.core.runtime.DeviceFleet} says how the device nodes run
+ * ({@link org.dtorch.core.runtime.ThreadFleet} here, {@link org.dtorch.core.runtime.process.ProcessFleet} in
+ * {@code process}; docs/graph-runtime.md, Fleets, and docs/process-mode.md), so the runtime and the controller
+ * never ask which.
  */
 package org.dtorch.core.runtime;

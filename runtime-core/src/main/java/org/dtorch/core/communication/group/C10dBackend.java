@@ -26,6 +26,7 @@ import org.dtorch.core.communication.CommException;
 import org.dtorch.core.communication.CommPaths;
 import org.dtorch.core.communication.CommTimeoutException;
 import org.dtorch.core.communication.Deadline;
+import org.dtorch.core.communication.FailureKind;
 import org.dtorch.core.communication.ReduceOpType;
 import org.dtorch.core.device.Cuda;
 import org.dtorch.core.device.Device;
@@ -414,7 +415,8 @@ final class C10dBackend implements CollectiveBackend {
             return new CommTimeoutException(prefix + Deadline.after(timeout).timedOutAfter()
                 + " waiting for the other ranks (" + backendName + ": " + c10dMessage + ")", e);
         }
-        return new CommException(prefix + backendName + " failed: " + c10dMessage, e);
+        // The one place native c10d errors are caught: their kind is recorded here, once (decision 162).
+        return new CommException(FailureKind.COMMUNICATION, prefix + backendName + " failed: " + c10dMessage, e);
     }
 
     private String describe() {

@@ -1,19 +1,25 @@
 package org.dtorch.core.communication.promise;
 
 import org.dtorch.core.communication.CommException;
+import org.dtorch.core.communication.FailureKind;
 
 /**
  * An error raised in another process and carried here as text: the original exception's class and
- * message, and those of its causes. The cause of a {@link FutureFailedException} whose promise was
- * completed in another process.
+ * message, and those of its causes, with the {@link FailureKind} it had there. The cause of a
+ * {@link FutureFailedException} whose promise was completed in another process.
  *
  * <p>Thread-safe: immutable once thrown.
  */
 public class RemoteFailureException extends CommException {
 
-    /** An error described by {@code text}. */
+    /** An error described by {@code text}, of a kind that did not travel with it ({@link FailureKind#UNKNOWN}). */
     public RemoteFailureException(String text) {
-        super(text);
+        this(FailureKind.UNKNOWN, text);
+    }
+
+    /** An error described by {@code text} that was of {@code kind} where it happened. */
+    public RemoteFailureException(FailureKind kind, String text) {
+        super(kind, text, null);
     }
 
     /** The text that stands for {@code error} in another process: class and message of it and its causes. */

@@ -5,8 +5,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.ServiceLoader;
 import org.dtorch.core.graph.OpSpec;
-import org.dtorch.core.runtime.GetTensorSpec;
-import org.dtorch.core.runtime.SyncSpec;
+import org.dtorch.core.communication.promise.TensorPromise;
+import org.dtorch.core.communication.promise.TensorPromiseType;
+import org.dtorch.core.communication.promise.TensorPromises;
+import org.dtorch.core.communication.promise.VoidPromise;
+import org.dtorch.core.runtime.PromiseSpec;
 
 /**
  * Every {@link OpSpecCodec} of this JVM: the runtime's own ({@code get_tensor}, {@code sync}) and those
@@ -19,48 +22,44 @@ public final class OpSpecCodecs {
     private static final Map<String, OpSpecCodec<?>> BY_TAG = new HashMap<>();
 
     static {
-        register(new OpSpecCodec<GetTensorSpec>() {
+        register(new OpSpecCodec<PromiseSpec>() {
             @Override
-            public Class<GetTensorSpec> specClass() {
-                return GetTensorSpec.class;
+            public Class<PromiseSpec> specClass() {
+                return PromiseSpec.class;
             }
 
             @Override
             public String tag() {
-                return "runtime.get_tensor";
+                return "runtime.promise";
             }
 
             @Override
-            public void write(GetTensorSpec spec, SpecWriter out) {
-                out.promise(spec.promise());
-            }
-
-            @Override
-            public GetTensorSpec read(SpecReader in) {
-                return new GetTensorSpec(in.tensorPromise("get_tensor promise"));
-            }
-        });
-        register(new OpSpecCodec<SyncSpec>() {
-            @Override
-            public Class<SyncSpec> specClass() {
-                return SyncSpec.class;
-            }
-
-            @Override
-            public String tag() {
-                return "runtime.sync";
-            }
-
-            @Override
-            public void write(SyncSpec spec, SpecWriter out) {
-                out.promise(spec.promise());
+            public void write(PromiseSpec spec, SpecWriter out) {
+                out.wire().putInt(spec.kind().ordinal());
+                out.promise(spec.promiseType(), spec.serializedPromise());
                 out.wire().putLong(spec.device());
             }
 
             @Override
-            public SyncSpec read(SpecReader in) {
-                var promise = in.voidPromise("sync promise");
-                return new SyncSpec(promise, in.wire().getLong("sync device"));
+            public PromiseSpec read(SpecReader in) {
+                int ordinal = in.wire().getInt("promise kind");
+                if (ordinal < 0 || ordinal >= PromiseSpec.Kind.values().length) {
+                    throw new ProtocolException("promise kind " + ordinal + " is not one of " + List.of(PromiseSpec.Kind.values()));
+                }
+                PromiseSpec spec = switch (PromiseSpec.Kind.values()[ordinal]) {
+                    case GET_TENSOR -> {
+                        TensorPromise promise = in.promise("get_tensor promise", name -> TensorPromises.fromSerialized(TensorPromiseType.FILE, name),
+                            () -> TensorPromises.create(TensorPromiseType.MEMORY));
+                        in.wire().getLong("get_tensor device");
+                        yield PromiseSpec.getTensor(promise);
+                    }
+                    case SYNC -> {
+                        VoidPromise promise = in.promise("sync promise", name -> TensorPromises.voidFromSerialized(TensorPromiseType.FILE, name),
+                            () -> TensorPromises.createVoid(TensorPromiseType.MEMORY));
+                        yield PromiseSpec.sync(promise, in.wire().getLong("sync device"));
+                    }
+                };
+                return spec.reportingFailuresTo(in.failureSink());
             }
         });
         for (OpSpecCodecProvider provider : ServiceLoader.load(OpSpecCodecProvider.class)) {

@@ -1,13 +1,10 @@
 package org.dtorch.core.runtime.process;
 
 import java.util.function.Consumer;
+import java.util.function.Function;
+import java.util.function.Supplier;
 import org.bytedeco.pytorch.Tensor;
-import org.dtorch.core.communication.promise.TensorFuture;
-import org.dtorch.core.communication.promise.TensorPromise;
-import org.dtorch.core.communication.promise.TensorPromiseType;
 import org.dtorch.core.communication.promise.TensorPromises;
-import org.dtorch.core.communication.promise.VoidFuture;
-import org.dtorch.core.communication.promise.VoidPromise;
 import org.dtorch.core.distributed.Sharding;
 
 /**
@@ -37,82 +34,28 @@ public final class SpecReader {
     }
 
     /**
-     * The File tensor promise written by {@link SpecWriter#promise(TensorPromise)}, attached in this process.
-     * Its value goes straight to the future; an error goes to the controller instead, which decides what the
-     * future reports (the death of a worker, when one died, names the device and its exit status). If the
-     * future is gone already, the value is dropped.
+     * The File promise written by {@link SpecWriter#promise}, attached in this process through {@code attach} (for
+     * example {@link TensorPromises#fromSerialized}). A name that is not a promise's is a protocol error; if the
+     * future is gone already, {@code discard} gives a promise whose value is dropped. Its value goes straight to the
+     * future; an error goes to {@link #failureSink()} instead.
      */
-    public TensorPromise tensorPromise(String what) {
-        String name = in.getString(what);
-        TensorPromise target = attach(what, name, n -> TensorPromises.fromSerialized(TensorPromiseType.FILE, n),
-            () -> TensorPromises.create(TensorPromiseType.MEMORY));
-        return new TensorPromise() {
-            @Override
-            public void setValue(Tensor t) {
-                target.setValue(t);
-            }
-
-            @Override
-            public void setException(Throwable e) {
-                failureSink.accept(e);
-            }
-
-            @Override
-            public TensorFuture getFuture() {
-                throw new IllegalStateException("the future of " + name + " lives in the controller");
-            }
-
-            @Override
-            public String serialize() {
-                return name;
-            }
-
-            @Override
-            public TensorPromiseType type() {
-                return TensorPromiseType.FILE;
-            }
-        };
+    public <P> P promise(String what, Function<String, P> attach, Supplier<P> discard) {
+        return attach(what, in.getString(what), attach, discard);
     }
 
-    /** The File void promise written by {@link SpecWriter#promise(VoidPromise)}; see {@link #tensorPromise}. */
-    public VoidPromise voidPromise(String what) {
-        String name = in.getString(what);
-        VoidPromise target = attach(what, name, n -> TensorPromises.voidFromSerialized(TensorPromiseType.FILE, n),
-            () -> TensorPromises.createVoid(TensorPromiseType.MEMORY));
-        return new VoidPromise() {
-            @Override
-            public void setValue() {
-                target.setValue();
-            }
-
-            @Override
-            public void setException(Throwable e) {
-                failureSink.accept(e);
-            }
-
-            @Override
-            public VoidFuture getFuture() {
-                throw new IllegalStateException("the future of " + name + " lives in the controller");
-            }
-
-            @Override
-            public String serialize() {
-                return name;
-            }
-
-            @Override
-            public TensorPromiseType type() {
-                return TensorPromiseType.FILE;
-            }
-        };
+    /**
+     * Where the operator's promise errors go: to the controller, which decides what the future reports (the death
+     * of a worker, when one died, names the device and its exit status).
+     */
+    public Consumer<Throwable> failureSink() {
+        return failureSink;
     }
 
     /**
      * Attaches to promise {@code name}; a name that is not a promise's is a protocol error, a promise whose
      * future is gone gives {@code discard} (what the worker sets is dropped).
      */
-    private static <P> P attach(String what, String name, java.util.function.Function<String, P> attach,
-                                java.util.function.Supplier<P> discard) {
+    private static <P> P attach(String what, String name, Function<String, P> attach, Supplier<P> discard) {
         try {
             return attach.apply(name);
         } catch (IllegalArgumentException e) {

@@ -1,9 +1,7 @@
 package org.dtorch.core.runtime.process;
 
 import org.bytedeco.pytorch.Tensor;
-import org.dtorch.core.communication.promise.TensorPromise;
 import org.dtorch.core.communication.promise.TensorPromiseType;
-import org.dtorch.core.communication.promise.VoidPromise;
 import org.dtorch.core.distributed.Sharding;
 
 /**
@@ -33,24 +31,13 @@ public final class SpecWriter {
         return this;
     }
 
-    /** A File tensor promise, by its shared-memory name; the worker completes it. */
-    public SpecWriter promise(TensorPromise promise) {
-        requireFile(promise.type());
-        out.putString(promise.serialize());
-        return this;
-    }
-
-    /** A File void promise, by its shared-memory name. */
-    public SpecWriter promise(VoidPromise promise) {
-        requireFile(promise.type());
-        out.putString(promise.serialize());
-        return this;
-    }
-
-    private static void requireFile(TensorPromiseType type) {
+    /** A File promise of {@code type}, by its serialized (shared-memory) name; the worker completes it. */
+    public SpecWriter promise(TensorPromiseType type, String serialized) {
         if (type != TensorPromiseType.FILE) {
             throw new IllegalArgumentException("a promise that crosses to a worker process must be a FILE promise, got " + type);
         }
+        out.putString(serialized);
+        return this;
     }
 
     /** A CPU tensor's values; large ones through shared memory that lives until the operator ran everywhere. */

@@ -25,7 +25,7 @@ import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.TensorMeta;
-import org.dtorch.core.runtime.SyncSpec;
+import org.dtorch.core.runtime.PromiseSpec;
 import org.dtorch.core.testing.TestTensors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -37,7 +37,7 @@ class ControlProtocolTest {
 
     private static Operator syncOperator(long id) {
         VoidPromise promise = TensorPromises.createVoid(TensorPromiseType.FILE);
-        return Operator.remote(id, new SyncSpec(promise, 0), List.of(), List.of());
+        return Operator.remote(id, PromiseSpec.sync(promise, 0), List.of(), List.of());
     }
 
     @Test

@@ -1,4 +1,4 @@
-package org.dtorch.core.runtime;
+package org.dtorch.core.runtime.process;
 
 import java.io.EOFException;
 import java.io.IOException;
@@ -12,22 +12,25 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.dtorch.core.communication.CommException;
+import org.dtorch.core.communication.FailureKind;
 import org.dtorch.core.communication.group.ThreadGroupManager;
 import org.dtorch.core.communication.promise.RemoteFailureException;
 import org.dtorch.core.device.Cuda;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.graph.Operator;
-import org.dtorch.core.runtime.process.ControlChannel;
-import org.dtorch.core.runtime.process.OperatorCodec;
-import org.dtorch.core.runtime.process.ProtocolException;
-import org.dtorch.core.runtime.process.WireReader;
-import org.dtorch.core.runtime.process.WireWriter;
+import org.dtorch.core.runtime.DeviceLoop;
+import org.dtorch.core.runtime.RuntimeOptions;
+
+
+
+
+
 
 /**
  * The main class of a worker process (per-device-process mode): one device, driven by the controller over
  * a Unix-domain socket. A reader thread decodes what the controller sends; the main thread runs the
- * operators in order with the same {@link NaiveRunner} and kernels as thread mode, and reports which ran
+ * operators in order with the same {@link DeviceLoop} and kernels as thread mode, and reports which ran
  * ({@code DONE}, in batches, with the number of tensors it holds) and which promise errors occurred
  * ({@code FAILED}).
  *
@@ -51,23 +54,16 @@ public final class WorkerMain {
     public static final int EXIT_PROTOCOL = 3;
     /** Exit status when the worker could not start. */
     public static final int EXIT_STARTUP = 2;
-    private static final Object STOP = new Object();
     private static final int DONE_BATCH = 256;
     private static final long REPORT_DELAY_NANOS = 200_000;
     private static final long ORPHAN_GRACE_MILLIS = 5_000;
 
-    private record Release(long operandId) {
-    }
-
     private final Device device;
     private final ControlChannel channel;
-    private final NaiveRunner runner;
+    private final DeviceLoop loop;
     private final SharedFailureBoard failures;
     private final ThreadGroupManager groups;
-    private final WorkQueue<Object> inbox = new WorkQueue<>();
-    private final Thread workerThread = Thread.currentThread();
     private final List<Long> done = new ArrayList<>();
-    private volatile Throwable cancelledBy;
     private int reportedBlobs = -1;
     private final Object writeSignal = new Object();
     /** Guarded by {@link #writeSignal}. */
@@ -80,7 +76,7 @@ public final class WorkerMain {
         this.channel = channel;
         this.failures = failures;
         this.groups = groups;
-        this.runner = new NaiveRunner(devices.logical(), devices.physical(), failures, groups, timeout);
+        this.loop = new DeviceLoop(devices.logical(), devices.physical(), failures, groups, timeout);
     }
 
     /**
@@ -189,46 +185,40 @@ public final class WorkerMain {
         Thread.ofPlatform().daemon().name("dtorch-control-reader").start(this::readControl);
         Thread writer = Thread.ofPlatform().daemon().name("dtorch-control-writer").start(this::writeControl);
         try {
-            runner.bindToThisThread();
-            while (true) {
-                Object task = inbox.poll();
-                if (task == null && !done.isEmpty()) {
-                    // Reports are for bookkeeping (futures are set through shared memory): while operators keep
-                    // coming, batch them; report once the queue stayed empty for a moment.
-                    task = inbox.take(REPORT_DELAY_NANOS);
-                }
-                if (task == null) {
-                    report();
-                    task = inbox.take();
-                }
-                if (task == null) {
-                    Thread.interrupted(); // a cancel woke us; queued work fails from now on
-                    continue;
-                }
-                if (task == STOP) {
-                    return 0;
-                }
-                if (task instanceof Operator op) {
-                    runner.execute(op, cancelledBy);
-                    Thread.interrupted();
+            RuntimeException fatal = loop.run(new DeviceLoop.Listener() {
+                @Override
+                public void ran(Operator op) {
                     done.add(op.id());
                     if (done.size() >= DONE_BATCH) {
                         report();
                     }
-                } else if (task instanceof Release r) {
-                    runner.release(r.operandId());
-                } else if (task instanceof ProtocolException bad) {
-                    sendFatal("rejected a control message: " + bad.getMessage());
-                    return EXIT_PROTOCOL;
                 }
+
+                /**
+                 * Reports are for bookkeeping (futures are set through shared memory): while operators keep coming,
+                 * batch them; report once the queue stayed empty for a moment.
+                 */
+                @Override
+                public long lingerNanos() {
+                    return done.isEmpty() ? 0 : REPORT_DELAY_NANOS;
+                }
+
+                @Override
+                public void caughtUp() {
+                    report();
+                }
+            });
+            if (fatal != null) {
+                sendFatal("rejected a control message: " + fatal.getMessage());
+                return EXIT_PROTOCOL;
             }
+            return 0;
         } finally {
             try {
                 report();
             } catch (RuntimeException ignored) {
                 // the controller may be gone
             }
-            runner.clear();
             groups.close();
             failures.close();
             synchronized (writeSignal) {
@@ -246,7 +236,7 @@ public final class WorkerMain {
 
     /** Sends the operators run since the last report, and the number of tensors held, if anything changed. */
     private void report() {
-        int blobs = runner.liveBlobs();
+        int blobs = loop.liveBlobs();
         if (done.isEmpty() && blobs == reportedBlobs) {
             if (channel.hasQueued()) {
                 flushQuietly(); // FAILED reports
@@ -288,30 +278,19 @@ public final class WorkerMain {
             try {
                 channel.flush();
             } catch (IOException e) {
-                cancelledBy = new CommException("the controller is gone: " + e);
+                loop.cancel(new CommException(FailureKind.CANCELLED, "the controller is gone: " + e, null));
                 return;
             }
         }
     }
 
-    /** A promise of operator {@code operatorId} failed: the controller decides what its future reports. */
+    /**
+     * A promise of operator {@code operatorId} failed: the controller decides what its future reports, on the kind
+     * recorded where the failure happened.
+     */
     private void reportFailure(long operatorId, Throwable cause) {
-        channel.queue(ControlChannel.FAILED, new WireWriter().putLong(operatorId).putBoolean(isCommunicationFailure(cause))
+        channel.queue(ControlChannel.FAILED, new WireWriter().putLong(operatorId).putInt(FailureKind.of(cause).ordinal())
             .putString(RemoteFailureException.describe(cause)).toByteArray());
-    }
-
-    /** True if {@code cause} may come from a peer that died (a collective or store that broke). */
-    static boolean isCommunicationFailure(Throwable cause) {
-        for (Throwable t = cause; t != null; t = t.getCause() == t ? null : t.getCause()) {
-            if (t instanceof CommException && !(t instanceof RemoteFailureException)) {
-                return true;
-            }
-            String text = String.valueOf(t.getMessage()).toLowerCase(java.util.Locale.ROOT);
-            if (text.contains("gloo") || text.contains("connection") || text.contains("peer") || text.contains("exited without closing")) {
-                return true;
-            }
-        }
-        return false;
     }
 
     private void sendFatal(String text) {
@@ -326,23 +305,22 @@ public final class WorkerMain {
                 ControlChannel.Frame frame = channel.receive();
                 WireReader in = frame.reader();
                 switch (frame.type()) {
-                    case ControlChannel.OPERATOR -> inbox.offer(OperatorCodec.decode(in, this::reportFailure));
+                    case ControlChannel.OPERATOR -> loop.submit(OperatorCodec.decode(in, this::reportFailure));
                     case ControlChannel.RELEASE -> {
                         long id = in.getLong("released operand id");
                         in.expectEnd("RELEASE");
-                        inbox.offer(new Release(id));
+                        loop.submitRelease(id);
                     }
                     case ControlChannel.CANCEL -> {
                         String why = in.getString("cancel reason");
                         in.expectEnd("CANCEL");
-                        cancelledBy = new CommException("cancelled by the controller: " + why);
-                        workerThread.interrupt();
+                        loop.cancel(new CommException(FailureKind.CANCELLED, "cancelled by the controller: " + why, null));
                         // Peers blocked in a collective this device will skip fail once its idle groups are gone.
                         groups.abort("cancelled by the controller: " + why);
                     }
                     case ControlChannel.SHUTDOWN -> {
                         in.expectEnd("SHUTDOWN");
-                        inbox.offer(STOP);
+                        loop.stop();
                         return;
                     }
                     default -> throw new ProtocolException("the controller sent a frame of type " + frame.type()
@@ -350,9 +328,7 @@ public final class WorkerMain {
                 }
             }
         } catch (ProtocolException bad) {
-            cancelledBy = bad;
-            inbox.offer(bad);
-            workerThread.interrupt();
+            loop.stopWith(bad);
         } catch (EOFException | java.nio.channels.ClosedChannelException gone) {
             orphaned("the controller closed the control channel");
         } catch (IOException | RuntimeException e) {
@@ -362,10 +338,9 @@ public final class WorkerMain {
 
     /** The controller is gone: cancel, stop, and make sure the process ends even if a kernel hangs. */
     private void orphaned(String why) {
-        cancelledBy = new CommException(why);
-        workerThread.interrupt();
+        loop.cancel(new CommException(FailureKind.CANCELLED, why, null));
         groups.abort(why);
-        inbox.offer(STOP);
+        loop.stop();
         Thread.ofPlatform().daemon().start(() -> {
             try {
                 Thread.sleep(ORPHAN_GRACE_MILLIS);

@@ -1,4 +1,4 @@
-package org.dtorch.core.runtime;
+package org.dtorch.core.runtime.process;
 
 import java.io.BufferedReader;
 import java.io.EOFException;
@@ -11,14 +11,16 @@ import java.util.ArrayList;
 import java.util.Deque;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.dtorch.core.communication.FailureKind;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.graph.LogicalGraph;
 import org.dtorch.core.graph.Operand;
 import org.dtorch.core.graph.Operator;
-import org.dtorch.core.runtime.process.ControlChannel;
-import org.dtorch.core.runtime.process.ProtocolException;
-import org.dtorch.core.runtime.process.WireReader;
-import org.dtorch.core.runtime.process.WireWriter;
+import org.dtorch.core.runtime.DeviceNode;
+
+
+
+
 
 /**
  * The controller's handle on the worker process of one device (per-device-process mode): sends it
@@ -40,8 +42,8 @@ final class WorkerProcess implements DeviceNode {
 
     /** What the runtime hears from its workers. */
     interface Events {
-        /** A kernel's promise failed on {@code worker}'s device (the worker reported the error text). */
-        void operatorFailed(WorkerProcess worker, Operator op, String text, boolean communication);
+        /** A kernel's promise failed on {@code worker}'s device (the worker reported the error's kind and text). */
+        void operatorFailed(WorkerProcess worker, Operator op, FailureKind kind, String text);
 
         /** The worker process exited; {@code fatal} is what it reported before, if anything. */
         void exited(WorkerProcess worker, int status, String fatal);
@@ -258,12 +260,12 @@ final class WorkerProcess implements DeviceNode {
                     case ControlChannel.DONE -> onDone(in);
                     case ControlChannel.FAILED -> {
                         long opId = in.getLong("failed operator id");
-                        boolean communication = in.getBoolean("failed communication flag");
+                        FailureKind kind = FailureKind.fromOrdinal(in.getInt("failure kind"));
                         String text = in.getString("failure text");
                         in.expectEnd("FAILED");
                         Operator op = inFlight(opId);
                         if (op != null) {
-                            events.operatorFailed(this, op, text, communication);
+                            events.operatorFailed(this, op, kind, text);
                         }
                     }
                     case ControlChannel.FATAL -> {

@@ -1,12 +1,15 @@
-package org.dtorch.core.runtime;
+package org.dtorch.core.runtime.process;
 
 import org.dtorch.core.communication.CommException;
+import org.dtorch.core.communication.FailureKind;
 import org.dtorch.core.device.Device;
 
 /**
  * The worker process of a device exited while the runtime was running: every future still pending fails
  * with this error, which names the device, the process and its exit status, and the runtime refuses new
  * operators.
+ *
+ * Its kind is {@link FailureKind#WORKER_DIED}.
  *
  * <p>Thread-safe: immutable once thrown.
  */
@@ -15,8 +18,8 @@ public class WorkerDiedException extends CommException {
     private final int exitStatus;
 
     WorkerDiedException(Device device, long pid, int exitStatus, String detail) {
-        super("the worker process of " + device + " (pid " + pid + ") exited with status " + exitStatus + describe(exitStatus)
-            + (detail == null || detail.isBlank() ? "" : ": " + detail));
+        super(FailureKind.WORKER_DIED, "the worker process of " + device + " (pid " + pid + ") exited with status " + exitStatus + describe(exitStatus)
+            + (detail == null || detail.isBlank() ? "" : ": " + detail), null);
         this.device = device;
         this.exitStatus = exitStatus;
     }

@@ -1,4 +1,4 @@
-package org.dtorch.core.runtime;
+package org.dtorch.core.runtime.process;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -13,6 +13,8 @@ import org.dtorch.core.device.Cuda;
 import org.dtorch.core.device.CudaUnavailableException;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
+import org.dtorch.core.runtime.EagerRuntime;
+import org.dtorch.core.runtime.RuntimeOptions;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 

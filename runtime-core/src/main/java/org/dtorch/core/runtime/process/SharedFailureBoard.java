@@ -1,26 +1,35 @@
-package org.dtorch.core.runtime;
+package org.dtorch.core.runtime.process;
+
+import static org.dtorch.core.runtime.process.FailureBoardDescriptor.ANY_FAILURE_OFFSET;
+import static org.dtorch.core.runtime.process.FailureBoardDescriptor.CAPACITY;
+import static org.dtorch.core.runtime.process.FailureBoardDescriptor.EMPTY;
+import static org.dtorch.core.runtime.process.FailureBoardDescriptor.FULL;
+import static org.dtorch.core.runtime.process.FailureBoardDescriptor.GONE;
+import static org.dtorch.core.runtime.process.FailureBoardDescriptor.KIND_OFFSET;
+import static org.dtorch.core.runtime.process.FailureBoardDescriptor.LENGTH;
+import static org.dtorch.core.runtime.process.FailureBoardDescriptor.OPERAND_ID_OFFSET;
+import static org.dtorch.core.runtime.process.FailureBoardDescriptor.STATE_OFFSET;
+import static org.dtorch.core.runtime.process.FailureBoardDescriptor.TEXT_CAPACITY;
+import static org.dtorch.core.runtime.process.FailureBoardDescriptor.TEXT_OFFSET;
+import static org.dtorch.core.runtime.process.FailureBoardDescriptor.WRITING;
+import static org.dtorch.core.runtime.process.FailureBoardDescriptor.homeSlot;
+import static org.dtorch.core.runtime.process.FailureBoardDescriptor.slotOffset;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import org.dtorch.core.communication.FailureKind;
 import org.dtorch.core.communication.promise.RemoteFailureException;
+import org.dtorch.core.runtime.FailureRegistry;
 import org.dtorch.core.shm.SharedRegion;
 import org.dtorch.core.shm.Shm;
 
 /**
  * The {@link FailureRegistry} of a runtime whose devices are processes: an open-addressing table in shared
- * memory that every worker writes and reads, and that the controller prunes. A failure crosses as text
- * (class and message); a process keeps the original exceptions of its own failures.
- *
- * <pre>
- * header (64 bytes)
- *   0       4     anyFailure   1 once anything failed (release-written after the slot)
- * slots (4096 x 512 bytes, from offset 64), probed linearly from the operand id's hash
- *   0       4     state        EMPTY, WRITING, FULL, GONE (forgotten; reusable, probes continue past it)
- *   8       8     operandId
- *   16      496   text         int length + UTF-8
- * </pre>
+ * memory that every worker writes and reads, and that the controller prunes. A failure crosses as text (class
+ * and message) with its {@link FailureKind}; a process keeps the original exceptions of its own failures. The
+ * layout is {@link FailureBoardDescriptor}'s.
  *
  * <p>When the table is full, a failure stays in the recording process only (and a warning is logged):
  * peers then see it only through their own failed kernels.
@@ -33,19 +42,6 @@ import org.dtorch.core.shm.Shm;
  */
 final class SharedFailureBoard implements FailureRegistry, AutoCloseable {
     private static final System.Logger LOG = System.getLogger(SharedFailureBoard.class.getName());
-    private static final long ANY = 0;
-    private static final long SLOTS = 64;
-    private static final long SLOT_SIZE = 512;
-    private static final int CAPACITY = 4096;
-    private static final long S_STATE = 0;
-    private static final long S_ID = 8;
-    private static final long S_TEXT = 16;
-    private static final int TEXT_CAPACITY = (int) (SLOT_SIZE - S_TEXT);
-    private static final int EMPTY = 0;
-    private static final int WRITING = 1;
-    private static final int FULL = 2;
-    private static final int GONE = 3;
-    static final long SIZE = SLOTS + CAPACITY * SLOT_SIZE;
 
     private final SharedRegion region;
     private final MemorySegment seg;
@@ -57,27 +53,19 @@ final class SharedFailureBoard implements FailureRegistry, AutoCloseable {
     }
 
     /** Creates the board of a runtime (the controller does). */
-    static SharedFailureBoard create(String name) {
-        return new SharedFailureBoard(SharedRegion.create(name, SIZE)
+    public static SharedFailureBoard create(String name) {
+        return new SharedFailureBoard(SharedRegion.create(name, LENGTH)
             .orElseThrow(() -> new IllegalStateException("shared memory " + name + " exists already")));
     }
 
     /** Opens the board a controller created (a worker does). */
-    static SharedFailureBoard open(String name) {
+    public static SharedFailureBoard open(String name) {
         SharedRegion region = SharedRegion.open(name).orElseThrow(() -> new IllegalStateException("failure board " + name + " does not exist"));
-        if (region.size() != SIZE) {
+        if (region.size() != LENGTH) {
             region.close();
             throw new IllegalStateException("shared memory " + name + " is not a failure board of this version");
         }
         return new SharedFailureBoard(region);
-    }
-
-    private static long slot(int index) {
-        return SLOTS + index * SLOT_SIZE;
-    }
-
-    private static int home(long operandId) {
-        return (int) Math.floorMod(operandId * 0x9E3779B97F4A7C15L >>> 20, CAPACITY);
     }
 
     @Override
@@ -97,14 +85,15 @@ final class SharedFailureBoard implements FailureRegistry, AutoCloseable {
         if (find(operandId) >= 0) {
             return;
         }
-        for (int probe = 0, i = home(operandId); probe < CAPACITY; probe++, i = (i + 1) % CAPACITY) {
-            long base = slot(i);
-            int state = Shm.getIntAcquire(seg, base + S_STATE);
-            if ((state == EMPTY || state == GONE) && Shm.casInt(seg, base + S_STATE, state, WRITING)) {
-                seg.set(ValueLayout.JAVA_LONG, base + S_ID, operandId);
-                Shm.putString(seg, base + S_TEXT, TEXT_CAPACITY, RemoteFailureException.describe(cause));
-                Shm.putIntRelease(seg, base + S_STATE, FULL);
-                Shm.putIntRelease(seg, ANY, 1);
+        for (int probe = 0, i = homeSlot(operandId); probe < CAPACITY; probe++, i = (i + 1) % CAPACITY) {
+            long base = slotOffset(i);
+            int state = Shm.getIntAcquire(seg, base + STATE_OFFSET);
+            if ((state == EMPTY || state == GONE) && Shm.casInt(seg, base + STATE_OFFSET, state, WRITING)) {
+                seg.set(ValueLayout.JAVA_LONG, base + OPERAND_ID_OFFSET, operandId);
+                seg.set(ValueLayout.JAVA_INT, base + KIND_OFFSET, FailureKind.of(cause).ordinal());
+                Shm.putString(seg, base + TEXT_OFFSET, TEXT_CAPACITY, RemoteFailureException.describe(cause));
+                Shm.putIntRelease(seg, base + STATE_OFFSET, FULL);
+                Shm.putIntRelease(seg, ANY_FAILURE_OFFSET, 1);
                 return;
             }
         }
@@ -122,7 +111,12 @@ final class SharedFailureBoard implements FailureRegistry, AutoCloseable {
         }
         try {
             int index = find(operandId);
-            return index < 0 ? null : new RemoteFailureException(Shm.getString(seg, slot(index) + S_TEXT));
+            if (index < 0) {
+                return null;
+            }
+            long base = slotOffset(index);
+            return new RemoteFailureException(FailureKind.fromOrdinal(seg.get(ValueLayout.JAVA_INT, base + KIND_OFFSET)),
+                Shm.getString(seg, base + TEXT_OFFSET));
         } finally {
             region.release();
         }
@@ -130,17 +124,17 @@ final class SharedFailureBoard implements FailureRegistry, AutoCloseable {
 
     /** The slot holding {@code operandId}, or -1; waits out a slot being written. */
     private int find(long operandId) {
-        for (int probe = 0, i = home(operandId); probe < CAPACITY; probe++, i = (i + 1) % CAPACITY) {
-            long base = slot(i);
-            int state = Shm.getIntAcquire(seg, base + S_STATE);
+        for (int probe = 0, i = homeSlot(operandId); probe < CAPACITY; probe++, i = (i + 1) % CAPACITY) {
+            long base = slotOffset(i);
+            int state = Shm.getIntAcquire(seg, base + STATE_OFFSET);
             while (state == WRITING) {
                 Thread.onSpinWait();
-                state = Shm.getIntAcquire(seg, base + S_STATE);
+                state = Shm.getIntAcquire(seg, base + STATE_OFFSET);
             }
             if (state == EMPTY) {
                 return -1;
             }
-            if (state == FULL && seg.get(ValueLayout.JAVA_LONG, base + S_ID) == operandId) {
+            if (state == FULL && seg.get(ValueLayout.JAVA_LONG, base + OPERAND_ID_OFFSET) == operandId) {
                 return i;
             }
         }
@@ -156,7 +150,7 @@ final class SharedFailureBoard implements FailureRegistry, AutoCloseable {
             return false;
         }
         try {
-            return Shm.getIntAcquire(seg, ANY) != 0;
+            return Shm.getIntAcquire(seg, ANY_FAILURE_OFFSET) != 0;
         } finally {
             region.release();
         }
@@ -171,7 +165,7 @@ final class SharedFailureBoard implements FailureRegistry, AutoCloseable {
         try {
             int index;
             while ((index = find(operandId)) >= 0) {
-                Shm.casInt(seg, slot(index) + S_STATE, FULL, GONE);
+                Shm.casInt(seg, slotOffset(index) + STATE_OFFSET, FULL, GONE);
             }
         } finally {
             region.release();
@@ -186,7 +180,7 @@ final class SharedFailureBoard implements FailureRegistry, AutoCloseable {
         try {
             int n = 0;
             for (int i = 0; i < CAPACITY; i++) {
-                if (Shm.getIntAcquire(seg, slot(i) + S_STATE) == FULL) {
+                if (Shm.getIntAcquire(seg, slotOffset(i) + STATE_OFFSET) == FULL) {
                     n++;
                 }
             }
@@ -197,7 +191,7 @@ final class SharedFailureBoard implements FailureRegistry, AutoCloseable {
     }
 
     /** The board's shared-memory name. */
-    String name() {
+    public String name() {
         return region.name();
     }
 
@@ -208,7 +202,7 @@ final class SharedFailureBoard implements FailureRegistry, AutoCloseable {
     }
 
     /** Removes the name; mappings stay valid. */
-    void unlink() {
+    public void unlink() {
         region.unlink();
     }
 }

@@ -1,4 +1,4 @@
-package org.dtorch.core.runtime;
+package org.dtorch.core.runtime.process;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -21,10 +21,11 @@ import org.dtorch.core.communication.promise.TensorPromises;
 import org.dtorch.core.communication.promise.VoidFuture;
 import org.dtorch.core.communication.promise.VoidPromise;
 import org.dtorch.core.graph.Operator;
-import org.dtorch.core.runtime.process.ControlChannel;
-import org.dtorch.core.runtime.process.OperatorCodec;
-import org.dtorch.core.runtime.process.WireReader;
-import org.dtorch.core.runtime.process.WireWriter;
+import org.dtorch.core.runtime.PromiseSpec;
+
+
+
+
 import org.dtorch.core.shm.OwnedPaths;
 import org.dtorch.core.shm.SharedRegion;
 import org.dtorch.core.testing.ChildJvm;
@@ -45,7 +46,7 @@ class WorkerProtocolTest {
     private record Sync(VoidPromise promise, VoidFuture future, byte[] bytes) {
         static Sync of(long id) {
             VoidPromise promise = TensorPromises.createVoid(TensorPromiseType.FILE);
-            Operator op = Operator.remote(id, new SyncSpec(promise, 0), List.of(), List.of());
+            Operator op = Operator.remote(id, PromiseSpec.sync(promise, 0), List.of(), List.of());
             return new Sync(promise, promise.getFuture(), OperatorCodec.encode(op, "unused").bytes());
         }
     }

@@ -1,4 +1,4 @@
-package org.dtorch.core.runtime;
+package org.dtorch.core.runtime.process;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -18,9 +18,10 @@ import org.dtorch.core.communication.Deadline;
 import org.dtorch.core.communication.GlobalCommInstanceId;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.graph.LogicalGraph;
-import org.dtorch.core.runtime.process.ControlChannel;
-import org.dtorch.core.runtime.process.JvmCommand;
-import org.dtorch.core.runtime.process.WireReader;
+import org.dtorch.core.runtime.RuntimeOptions;
+
+
+
 import org.dtorch.core.shm.OwnedPaths;
 import org.dtorch.core.shm.SharedRegion;
 
@@ -39,7 +40,7 @@ final class WorkerPool {
     static final String STARTUP_PROPERTY = "dtorch.worker.startupSeconds";
     static final long DEFAULT_STARTUP_SECONDS = 120;
     /** Version of the control protocol; a worker of another version is refused. */
-    static final int PROTOCOL_VERSION = 1;
+    static final int PROTOCOL_VERSION = 2;
 
     private WorkerPool() {
     }

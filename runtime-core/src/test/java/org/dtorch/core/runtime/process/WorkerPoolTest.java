@@ -1,4 +1,4 @@
-package org.dtorch.core.runtime;
+package org.dtorch.core.runtime.process;
 
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -8,9 +8,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import org.dtorch.core.communication.CommException;
+import org.dtorch.core.communication.FailureKind;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.graph.LogicalGraph;
 import org.dtorch.core.graph.Operator;
+import org.dtorch.core.runtime.RuntimeOptions;
 import org.dtorch.core.shm.SharedRegion;
 import org.dtorch.core.shm.UnsafePathException;
 import org.dtorch.core.testing.ShmFiles;
@@ -31,7 +33,7 @@ class WorkerPoolTest {
         Files.setAttribute(planted, "unix:uid", OTHER_UID);
         WorkerProcess.Events ignored = new WorkerProcess.Events() {
             @Override
-            public void operatorFailed(WorkerProcess worker, Operator op, String text, boolean communication) {
+            public void operatorFailed(WorkerProcess worker, Operator op, FailureKind kind, String text) {
             }
 
             @Override

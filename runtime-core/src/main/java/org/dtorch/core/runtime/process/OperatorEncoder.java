@@ -1,9 +1,9 @@
-package org.dtorch.core.runtime;
+package org.dtorch.core.runtime.process;
 
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.dtorch.core.graph.Operator;
-import org.dtorch.core.runtime.process.OperatorCodec;
+
 
 /**
  * Encodes each operator once for all the workers it goes to (the controller sends it to its devices one

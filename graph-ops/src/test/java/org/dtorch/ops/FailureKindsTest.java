@@ -1,0 +1,84 @@
+package org.dtorch.ops;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import org.dtorch.api.DTensor;
+import org.dtorch.api.DTorch;
+import org.dtorch.api.DTorchOptions;
+import org.dtorch.core.communication.CommTimeoutException;
+import org.dtorch.core.communication.FailureKind;
+import org.dtorch.core.communication.promise.FutureFailedException;
+import org.dtorch.core.communication.promise.TensorFuture;
+import org.dtorch.core.distributed.Placement;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * A failure reaches the client with the kind recorded where it happened (decision 162), on real worker threads;
+ * {@link FailureKindsInProcessesTest} runs the same with worker processes, where the kind crosses the control
+ * channel and the failure board.
+ */
+@Timeout(120)
+class FailureKindsTest {
+
+    boolean processes() {
+        return false;
+    }
+
+    private DTorch start(Duration timeout) {
+        return DTorch.init(DTorchOptions.builder().devices(2).perDevicePerProcess(processes()).timeout(timeout)
+            .shutdownTimeout(Duration.ofMillis(100)).build());
+    }
+
+    @Test
+    void shouldReportAKernelThatThrowsAsAKernelFailure() {
+        try (DTorch dt = start(Duration.ofSeconds(30))) {
+            DTensor failed = dt.apply(new TestOps.FailOn(0), dt.ones(new long[] {2}, dt.mesh(0)));
+            FutureFailedException e = assertThrows(FutureFailedException.class, () -> failed.toTorchAsync().get());
+            assertEquals(FailureKind.KERNEL, e.kind(), e.getMessage());
+            assertTrue(e.getMessage().contains("boom on purpose"), e.getMessage());
+        }
+    }
+
+    @Test
+    void shouldReportAFailureDownstreamOfAKernelAsAKernelFailure() {
+        try (DTorch dt = start(Duration.ofSeconds(30))) {
+            DTensor x = dt.ones(new long[] {4}, dt.defaultMesh(), Placement.shard(0));
+            // The failure on device 0 reaches device 1 through the redistribution's collective and the registry.
+            DTensor failed = dt.apply(new TestOps.FailOn(0), x).redistribute(Placement.replicate()).sum();
+            FutureFailedException e = assertThrows(FutureFailedException.class, () -> failed.toTorchAsync().get());
+            assertEquals(FailureKind.KERNEL, FailureKind.of(e), e.getMessage());
+        }
+    }
+
+    @Test
+    void shouldReportAWaitPastTheRuntimeTimeoutAsATimeout() {
+        try (DTorch dt = start(Duration.ofSeconds(1))) {
+            DTensor x = dt.ones(new long[] {4}, dt.defaultMesh(), Placement.shard(0));
+            assertTrue(dt.syncFuture().waitFor(Duration.ofSeconds(60)), "the devices are up");
+            TensorFuture slow = dt.apply(new TestOps.StallOn(0, 4_000, false), x).toTorchAsync();
+            CommTimeoutException e = assertThrows(CommTimeoutException.class, slow::get);
+            assertEquals(FailureKind.TIMEOUT, FailureKind.of(e), e.getMessage());
+        }
+    }
+
+    @Test
+    void shouldReportWorkThatTheShutdownCancelledAsCancelled() {
+        DTorch dt = start(Duration.ofSeconds(30));
+        TensorFuture after;
+        try {
+            DTensor x = dt.ones(new long[] {2}, dt.mesh(0));
+            assertTrue(dt.syncFuture().waitFor(Duration.ofSeconds(60)), "the devices are up");
+            dt.apply(new TestOps.StallOn(0, 2_500, true), x);
+            after = dt.ones(new long[] {2}, dt.mesh(0)).toTorchAsync();
+        } finally {
+            dt.close();
+        }
+        FutureFailedException e = assertThrows(FutureFailedException.class, after::get);
+        assertEquals(FailureKind.CANCELLED, FailureKind.of(e), e.getMessage());
+        assertTrue(e.getMessage().contains("closed before this operator ran"), e.getMessage());
+    }
+}

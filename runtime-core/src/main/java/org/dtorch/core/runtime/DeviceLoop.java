@@ -1,0 +1,152 @@
+package org.dtorch.core.runtime;
+
+import java.time.Duration;
+import org.dtorch.core.communication.group.ThreadGroupManager;
+import org.dtorch.core.device.Device;
+import org.dtorch.core.graph.Operator;
+
+/**
+ * The run loop of one device, the same whether the device is a thread of the controller's JVM
+ * ({@link PerDeviceThreadNodeRunner}) or a worker process of its own
+ * ({@link org.dtorch.core.runtime.process.WorkerMain}): it takes operators and releases in the order the controller
+ * sent them, runs each with the device's {@link NaiveRunner}, and tells its {@link Listener} what ran and when it
+ * caught up. Devices receive operators in the same global order, so their collectives meet.
+ *
+ * <p>A cancel fails every operator not yet run instead of running it, and interrupts a wait in progress; a
+ * {@link #stopWith fatal stop} ends the loop before anything queued after it runs.
+ *
+ * <p>Thread-safe: {@link #submit}, {@link #submitRelease}, {@link #stop}, {@link #stopWith} and {@link #cancel} from
+ * any thread; {@link #run} on the device's own thread, once.
+ */
+public final class DeviceLoop {
+    private static final System.Logger LOG = System.getLogger(DeviceLoop.class.getName());
+    private static final Object STOP = new Object();
+
+    private record Release(long operandId) {
+    }
+
+    private record Fatal(RuntimeException error) {
+    }
+
+    /**
+     * What the owner of a loop hears, on the device's thread.
+     *
+     * <p>Not thread-safe: called by the loop's thread only.
+     */
+    public interface Listener {
+
+        /** {@code op} ran on this device (or failed; its outputs and promise say so). */
+        void ran(Operator op);
+
+        /** How long the loop waits for more work before it calls {@link #caughtUp}; 0 calls it at once. */
+        default long lingerNanos() {
+            return 0;
+        }
+
+        /** Nothing is queued: the loop is about to wait for the controller. */
+        default void caughtUp() {
+        }
+    }
+
+    private final Device device;
+    private final WorkQueue<Object> inbox = new WorkQueue<>();
+    private final NaiveRunner runner;
+    private volatile Throwable cancelledBy;
+    private volatile Thread thread;
+
+    /**
+     * The loop of logical device {@code device}, whose kernels run on {@code physical}
+     * ({@link RuntimeOptions#physicalDevice}).
+     */
+    public DeviceLoop(Device device, Device physical, FailureRegistry failures, ThreadGroupManager groups, Duration timeout) {
+        this.device = device;
+        this.runner = new NaiveRunner(device, physical, failures, groups, timeout);
+    }
+
+    /** Queues {@code op}. */
+    public void submit(Operator op) {
+        inbox.offer(op);
+    }
+
+    /** Queues the release of this device's tensor of operand {@code operandId}. */
+    public void submitRelease(long operandId) {
+        inbox.offer(new Release(operandId));
+    }
+
+    /** The loop ends once everything queued before has been handled. */
+    public void stop() {
+        inbox.offer(STOP);
+    }
+
+    /** Cancels what is queued and ends the loop, which returns {@code error}; nothing queued after it runs. */
+    public void stopWith(RuntimeException error) {
+        inbox.offer(new Fatal(error));
+        cancel(error);
+    }
+
+    /** Fails every operator not yet run instead of running it, and interrupts a wait in progress. */
+    public void cancel(Throwable cause) {
+        cancelledBy = cause;
+        Thread t = thread;
+        if (t != null) {
+            t.interrupt();
+        }
+    }
+
+    /** The tensors the device holds. */
+    public int liveBlobs() {
+        return runner.liveBlobs();
+    }
+
+    /**
+     * Runs on the calling thread until {@link #stop} (null) or {@link #stopWith} (its error); frees the device's
+     * tensors on the way out.
+     */
+    public RuntimeException run(Listener listener) {
+        // A cancel that came before this line finds no thread to interrupt; its cause is read before every operator.
+        thread = Thread.currentThread();
+        try {
+            runner.bindToThisThread();
+            while (true) {
+                Object task = inbox.poll();
+                if (task == null) {
+                    long linger = listener.lingerNanos();
+                    if (linger > 0) {
+                        task = inbox.take(linger);
+                    }
+                    if (task == null) {
+                        listener.caughtUp();
+                        task = inbox.take();
+                    }
+                }
+                if (task == null) {
+                    Thread.interrupted(); // a cancel woke us; queued work fails from now on
+                    continue;
+                }
+                if (task == STOP) {
+                    return null;
+                }
+                if (task instanceof Fatal fatal) {
+                    return fatal.error();
+                }
+                handle(task, listener);
+            }
+        } finally {
+            runner.clear();
+        }
+    }
+
+    private void handle(Object task, Listener listener) {
+        try {
+            if (task instanceof Operator op) {
+                runner.execute(op, cancelledBy);
+                Thread.interrupted(); // a cancel that came while it ran has done its work
+                listener.ran(op);
+            } else if (task instanceof Release r) {
+                runner.release(r.operandId());
+            }
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.ERROR, "device " + device + " failed on " + task, e);
+        }
+    }
+}

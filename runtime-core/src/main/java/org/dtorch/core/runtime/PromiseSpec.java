@@ -1,0 +1,248 @@
+package org.dtorch.core.runtime;
+
+import java.util.List;
+import java.util.Objects;
+import java.util.function.Consumer;
+import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.communication.promise.TensorPromise;
+import org.dtorch.core.communication.promise.TensorPromiseType;
+import org.dtorch.core.communication.promise.TensorPromises;
+import org.dtorch.core.communication.promise.VoidPromise;
+import org.dtorch.core.graph.DeviceKernel;
+import org.dtorch.core.graph.OpSpec;
+import org.dtorch.core.graph.Operator;
+import org.dtorch.core.graph.TensorMeta;
+import org.dtorch.core.kernel.KernelContext;
+
+/**
+ * An operator that carries a promise into the graph and completes it on one device: the way values and
+ * completions come back to the client without it ever waiting for a kernel.
+ *
+ * <ul>
+ *   <li>{@link #getTensor} (the seed's {@code GetTensorOp}): the device that holds the one input sets the
+ *   {@link TensorPromise}'s value to it, copied to the host. The input must live on a one-device mesh:
+ *   {@code getTensorAsync} redistributes a distributed tensor there first.</li>
+ *   <li>{@link #sync} (the seed's {@code SyncFuture}, one per device, joined by a
+ *   {@link org.dtorch.core.communication.promise.VoidFutureCollect}): completes a {@link VoidPromise} once
+ *   everything queued to its device before it has run.</li>
+ * </ul>
+ *
+ * <p>A failure goes to the promise, or, for a spec rebuilt in a worker process, to the sink its codec gave
+ * ({@link #reportingFailuresTo}): the fleet decides what the future reports (decision 163).
+ *
+ * <p>Thread-safe: immutable; the promise is completed once, by the device.
+ */
+public final class PromiseSpec implements OpSpec {
+
+    /** What completes the promise. */
+    public enum Kind {
+        /** The input's value, as a host tensor. */
+        GET_TENSOR("get_tensor"),
+        /** Nothing: the device ran everything queued before. */
+        SYNC("sync");
+
+        private final String opName;
+
+        Kind(String opName) {
+            this.opName = opName;
+        }
+
+        /** The operator's name. */
+        public String opName() {
+            return opName;
+        }
+    }
+
+    /** The one place that knows which promise interface a kind completes. */
+    private sealed interface Completion {
+        void complete(KernelContext ctx, List<Tensor> inputs);
+
+        void fail(Throwable cause);
+
+        Object promise();
+
+        String serialize();
+
+        TensorPromiseType type();
+    }
+
+    private record TensorCompletion(TensorPromise promise) implements Completion {
+        @Override
+        public void complete(KernelContext ctx, List<Tensor> inputs) {
+            Tensor value = inputs.getFirst();
+            if (!value.is_cuda()) {
+                promise.setValue(value);
+                return;
+            }
+            // The client gets a host tensor: copied on the worker's stream, synchronously, so the promise
+            // completes when the copy is done.
+            try (Tensor host = value.cpu()) {
+                promise.setValue(host);
+            }
+        }
+
+        @Override
+        public void fail(Throwable cause) {
+            promise.setException(cause);
+        }
+
+        @Override
+        public String serialize() {
+            return promise.serialize();
+        }
+
+        @Override
+        public TensorPromiseType type() {
+            return promise.type();
+        }
+    }
+
+    private record VoidCompletion(VoidPromise promise) implements Completion {
+        @Override
+        public void complete(KernelContext ctx, List<Tensor> inputs) {
+            ctx.stream().synchronize();
+            promise.setValue();
+        }
+
+        @Override
+        public void fail(Throwable cause) {
+            promise.setException(cause);
+        }
+
+        @Override
+        public String serialize() {
+            return promise.serialize();
+        }
+
+        @Override
+        public TensorPromiseType type() {
+            return promise.type();
+        }
+    }
+
+    private final Kind kind;
+    private final Completion completion;
+    /** The device a sync marks; -1 for get_tensor, which runs where its input is. */
+    private final long device;
+    /** Where failures go instead of the promise (in a worker process), or null. */
+    private final Consumer<Throwable> failureSink;
+
+    private PromiseSpec(Kind kind, Completion completion, long device, Consumer<Throwable> failureSink) {
+        this.kind = kind;
+        this.completion = completion;
+        this.device = device;
+        this.failureSink = failureSink;
+    }
+
+    /** An operator that completes {@code promise} with its input's value. */
+    public static PromiseSpec getTensor(TensorPromise promise) {
+        return new PromiseSpec(Kind.GET_TENSOR, new TensorCompletion(Objects.requireNonNull(promise, "promise")), -1, null);
+    }
+
+    /** A marker for {@code device} that completes {@code promise} once everything before it ran there. */
+    public static PromiseSpec sync(VoidPromise promise, long device) {
+        if (device < 0) {
+            throw new IllegalArgumentException("sync: device must be >= 0, got " + device);
+        }
+        return new PromiseSpec(Kind.SYNC, new VoidCompletion(Objects.requireNonNull(promise, "promise")), device, null);
+    }
+
+    /**
+     * The same operator, which hands a failure (its kernel's, or an abandonment) to {@code sink} instead of setting
+     * it on the promise.
+     */
+    public PromiseSpec reportingFailuresTo(Consumer<Throwable> sink) {
+        return new PromiseSpec(kind, completion, device, Objects.requireNonNull(sink, "sink"));
+    }
+
+    /** What completes the promise. */
+    public Kind kind() {
+        return kind;
+    }
+
+    /** The device a {@link Kind#SYNC} marks; -1 for {@link Kind#GET_TENSOR}. */
+    public long device() {
+        return device;
+    }
+
+    /** The promise: a {@link TensorPromise} for {@link Kind#GET_TENSOR}, a {@link VoidPromise} for {@link Kind#SYNC}. */
+    public Object promise() {
+        return completion.promise();
+    }
+
+    /** The promise's serialized form ({@link TensorPromise#serialize()}), for a codec. */
+    public String serializedPromise() {
+        return completion.serialize();
+    }
+
+    /** The promise's type. */
+    public TensorPromiseType promiseType() {
+        return completion.type();
+    }
+
+    @Override
+    public String name() {
+        return kind.opName();
+    }
+
+    @Override
+    public List<TensorMeta> inferOutputs(List<TensorMeta> inputs) {
+        switch (kind) {
+            case GET_TENSOR -> {
+                if (inputs.size() != 1) {
+                    throw new IllegalArgumentException("get_tensor takes one input, got " + inputs.size());
+                }
+                if (inputs.getFirst().sharding().mesh().count() != 1) {
+                    throw new IllegalArgumentException("get_tensor needs a tensor on one device; " + inputs.getFirst()
+                        + " is distributed: redistribute it to one device first");
+                }
+            }
+            case SYNC -> {
+                if (!inputs.isEmpty()) {
+                    throw new IllegalArgumentException("sync takes no input");
+                }
+            }
+        }
+        return List.of();
+    }
+
+    @Override
+    public List<Long> devices(Operator op) {
+        return kind == Kind.SYNC ? List.of(device) : OpSpec.super.devices(op);
+    }
+
+    @Override
+    public void abandon(Throwable cause) {
+        if (failureSink != null) {
+            failureSink.accept(cause);
+        } else {
+            TensorPromises.abandon(completion.promise(), cause);
+        }
+    }
+
+    /** A value is copied to the host anyway, so one on a host mesh is fine (decision 141). */
+    @Override
+    public boolean runsOnHostMeshes(Operator op) {
+        return kind == Kind.GET_TENSOR;
+    }
+
+    @Override
+    public DeviceKernel kernel(Operator op, long deviceId) {
+        return new DeviceKernel() {
+            @Override
+            public List<Tensor> run(KernelContext ctx, List<Tensor> inputs) {
+                completion.complete(ctx, inputs);
+                return List.of();
+            }
+
+            @Override
+            public void failed(KernelContext ctx, Throwable cause) {
+                if (failureSink != null) {
+                    failureSink.accept(cause);
+                } else {
+                    completion.fail(cause);
+                }
+            }
+        };
+    }
+}

@@ -1,0 +1,254 @@
+package org.dtorch.core.runtime.process;
+
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.dtorch.core.communication.CommException;
+import org.dtorch.core.communication.Deadline;
+import org.dtorch.core.communication.FailureKind;
+import org.dtorch.core.communication.group.ThreadGroupManager;
+import org.dtorch.core.communication.promise.RemoteFailureException;
+import org.dtorch.core.communication.promise.TensorPromiseType;
+import org.dtorch.core.communication.promise.TensorPromises;
+import org.dtorch.core.device.Device;
+import org.dtorch.core.graph.LogicalGraph;
+import org.dtorch.core.graph.Operator;
+import org.dtorch.core.runtime.DeviceFleet;
+import org.dtorch.core.runtime.DeviceNode;
+import org.dtorch.core.runtime.FailureRegistry;
+import org.dtorch.core.runtime.RuntimeOptions;
+import org.dtorch.core.shm.SharedRegion;
+
+/**
+ * Per-device-process mode's fleet: one worker JVM per device ({@link WorkerPool} starts them, {@link WorkerProcess}
+ * is the controller's handle, {@link WorkerMain} the worker's entry point). Operators cross as encoded control
+ * messages ({@link OperatorEncoder}), failures are recorded on a {@link SharedFailureBoard}, and promises are FILE
+ * ones that the workers complete through shared memory.
+ *
+ * <p>A worker that dies is noticed within milliseconds (the JVM's process reaper): every pending operator fails with
+ * a {@link WorkerDiedException} naming the device and the exit status, the other workers are cancelled and stopped,
+ * and the {@link DeviceFleet.Owner owner} is told. A promise error a worker reports is passed on at once, except one
+ * of a kind that {@link FailureKind#mayHideADeadPeer may hide a dead peer}: that one waits {@value #DEATH_GRACE_MILLIS}
+ * ms for news of a death, so that the future names the dead device rather than the broken connection (decision 163).
+ *
+ * <p>Thread-safe: {@link #createNodes} once; worker reports and exits arrive on their threads; the rest from any thread.
+ */
+public final class ProcessFleet implements DeviceFleet {
+    private static final System.Logger LOG = System.getLogger(ProcessFleet.class.getName());
+    /** How long a failure that may hide a dead peer waits for news of the death before it is reported as it is. */
+    static final long DEATH_GRACE_MILLIS = 300;
+
+    private final RuntimeOptions options;
+    private final List<Device> devices;
+    private final String instanceId;
+    private final ThreadGroupManager groups;
+    private final SharedFailureBoard board;
+    private final OperatorEncoder encoder;
+    private final ScheduledExecutorService failureTimer;
+    private final Map<Long, WorkerProcess> workers = new LinkedHashMap<>();
+    /** Serializes the handling of worker deaths (not the runtime's monitor, which close() holds while it waits). */
+    private final Object deathLock = new Object();
+    private LogicalGraph graph;
+    private Owner owner;
+    private volatile Throwable brokenBy;
+    private volatile boolean closing;
+    /** Set before the fleet kills its own workers: their deaths are then no failure. */
+    private volatile boolean killing;
+
+    private ProcessFleet(RuntimeOptions options, List<Device> devices, String instanceId) {
+        this.options = options;
+        this.devices = devices;
+        this.instanceId = instanceId;
+        this.groups = new ThreadGroupManager(options.sameDevice(), instanceId, options.timeout(), ThreadGroupManager.Role.CONTROLLER);
+        try {
+            this.board = SharedFailureBoard.create(SharedRegion.PREFIX + instanceId + "-failures");
+        } catch (RuntimeException e) {
+            groups.close();
+            throw e;
+        }
+        this.encoder = new OperatorEncoder(SharedRegion.PREFIX + instanceId);
+        this.failureTimer = Executors.newSingleThreadScheduledExecutor(r -> Thread.ofPlatform().daemon()
+            .name("dtorch-failure-timer").unstarted(r));
+    }
+
+    /** The fleet of a runtime with {@link RuntimeOptions#perDevicePerProcess()}; {@link #createNodes} starts the workers. */
+    public static ProcessFleet create(RuntimeOptions options, List<Device> devices, String instanceId) {
+        return new ProcessFleet(options, devices, instanceId);
+    }
+
+    @Override
+    public Map<Long, DeviceNode> createNodes(LogicalGraph graph, Owner owner) {
+        this.graph = graph;
+        this.owner = owner;
+        workers.putAll(WorkerPool.start(options, devices, instanceId, board.name(), graph, encoder, new WorkerEvents()));
+        return new LinkedHashMap<>(workers);
+    }
+
+    @Override
+    public ThreadGroupManager groups() {
+        return groups;
+    }
+
+    @Override
+    public FailureRegistry failures() {
+        return board;
+    }
+
+    @Override
+    public TensorPromiseType promiseType() {
+        return TensorPromises.typeFor(options.deviceKind(), true);
+    }
+
+    /** An operator crosses to the workers only through a codec. */
+    @Override
+    public void checkRunnable(Operator op) {
+        OpSpecCodecs.require(op.spec());
+    }
+
+    /** The workers run the kernels: data the spec held for them in this process can go. */
+    @Override
+    public void dispatched(Operator op) {
+        op.spec().sentToWorkers();
+    }
+
+    @Override
+    public Throwable brokenBy() {
+        return brokenBy;
+    }
+
+    @Override
+    public Map<Long, Long> workerPids() {
+        Map<Long, Long> pids = new LinkedHashMap<>();
+        workers.forEach((id, w) -> pids.put(id, w.pid()));
+        return pids;
+    }
+
+    @Override
+    public void awaitReported(Duration timeout) {
+        workers.values().forEach(w -> w.awaitReported(timeout));
+    }
+
+    @Override
+    public void closing() {
+        closing = true;
+    }
+
+    @Override
+    public void forceStop() {
+        killWorkers();
+    }
+
+    @Override
+    public void cancel(CommException cause, LogicalGraph pending) {
+        workers.values().forEach(w -> w.cancel(cause));
+        for (Operator op : pending.pendingInOrder()) {
+            op.spec().abandon(brokenBy != null ? brokenBy : cause);
+        }
+    }
+
+    /** A worker blocked in a collective is freed by its own CANCEL; nothing to do here. */
+    @Override
+    public void unblockDevices() {
+    }
+
+    @Override
+    public void leftBehind(Map<Long, DeviceNode> running) throws InterruptedException {
+        running.keySet().forEach(device -> LOG.log(System.Logger.Level.WARNING, "device " + device + " did not stop within the"
+            + " teardown grace; killing its worker process"));
+        killWorkers();
+        for (DeviceNode node : running.values()) {
+            node.join(Duration.ofSeconds(2));
+        }
+    }
+
+    @Override
+    public void release() {
+        try {
+            killWorkers();
+            failureTimer.shutdownNow();
+            encoder.releaseAll();
+            board.unlink();
+            board.close();
+            try {
+                SharedRegion.unlinkAll(SharedRegion.PREFIX + instanceId + "-"); // what a killed worker's stores left
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "cannot remove the shared memory of runtime " + instanceId + ": " + e);
+            }
+        } finally {
+            groups.close();
+        }
+    }
+
+    /** Kills every worker process still alive (SIGKILL); their deaths are expected and not reported as failures. */
+    private void killWorkers() {
+        killing = true;
+        workers.values().forEach(WorkerProcess::destroy);
+    }
+
+    /** What the fleet hears from its worker processes. */
+    private final class WorkerEvents implements WorkerProcess.Events {
+
+        @Override
+        public void operatorFailed(WorkerProcess worker, Operator op, FailureKind kind, String text) {
+            RemoteFailureException reported = new RemoteFailureException(kind, text);
+            if (!kind.mayHideADeadPeer() || brokenBy != null) {
+                op.spec().abandon(brokenBy != null ? brokenBy : reported);
+                return;
+            }
+            failureTimer.schedule(() -> {
+                Throwable death = brokenBy != null ? brokenBy : deadWorkerNow();
+                op.spec().abandon(death != null ? death : reported);
+            }, DEATH_GRACE_MILLIS, TimeUnit.MILLISECONDS);
+        }
+
+        @Override
+        public void exited(WorkerProcess worker, int status, String fatal) {
+            if (closing && (killing || status == 0) && fatal == null) {
+                return; // close() completed or cancelled everything this worker had
+            }
+            workerDied(worker, new WorkerDiedException(worker.device(), worker.pid(), status, fatal));
+        }
+    }
+
+    /** A worker that has exited already, as a cause, or null. */
+    private Throwable deadWorkerNow() {
+        for (WorkerProcess w : workers.values()) {
+            if (!w.isAlive()) {
+                return new WorkerDiedException(w.device(), w.pid(), w.exitStatusNow(), null);
+            }
+        }
+        return null;
+    }
+
+    private void workerDied(WorkerProcess dead, WorkerDiedException death) {
+        synchronized (deathLock) {
+            if (brokenBy == null) {
+                brokenBy = death;
+                if (!closing) {
+                    LOG.log(System.Logger.Level.ERROR, death.getMessage() + "; failing every pending operator and stopping the other workers");
+                }
+                Owner told = owner;
+                if (told != null) {
+                    told.broken(death);
+                }
+            }
+            dead.markDead(death);
+            LogicalGraph g = graph;
+            if (g != null) {
+                for (Operator op : g.pendingInOrder()) {
+                    op.spec().abandon(brokenBy);
+                }
+            }
+            for (WorkerProcess w : workers.values()) {
+                if (w != dead && w.isAlive()) {
+                    w.cancel(brokenBy);
+                    w.stop();
+                }
+            }
+        }
+    }
+}
