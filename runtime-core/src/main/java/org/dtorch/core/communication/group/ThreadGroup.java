@@ -131,7 +131,7 @@ public final class ThreadGroup implements AutoCloseable {
         return switch (key.kind()) {
             case CPU -> {
                 this.stream = DeviceStream.of(new Device(DeviceKind.CPU, Math.toIntExact(key.deviceIds().get(rank))));
-                yield C10dBackend.gloo(initPath, key.toString(), rank, size, timeout);
+                yield C10dBackend.gloo(initPath, key.toString(), rank, size, timeout, key.deviceIds().get(rank));
             }
             case CUDA -> {
                 Device device = rankDevice();
