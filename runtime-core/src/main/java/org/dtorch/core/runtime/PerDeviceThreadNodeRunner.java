@@ -6,6 +6,7 @@ import org.dtorch.core.device.Device;
 import org.dtorch.core.graph.LogicalGraph;
 import org.dtorch.core.graph.Operand;
 import org.dtorch.core.graph.Operator;
+import org.dtorch.core.graph.PipelineStages;
 
 /**
  * One device's worker thread (the seed's {@code PerDeviceThreadNodeRunner}): runs the operators the
@@ -91,7 +92,9 @@ final class PerDeviceThreadNodeRunner implements DeviceNode {
                 }
                 try {
                     if (task instanceof Operator op) {
+                        long started = PipelineStages.start();
                         runner.execute(op, cancelledBy);
+                        PipelineStages.end(PipelineStages.Stage.WORKER_EXECUTE, started);
                         if (op.deviceDone()) {
                             graph.completed(op);
                         }

@@ -390,9 +390,10 @@ final class SameDeviceBackend implements CollectiveBackend {
         private void finishTakes() {
             for (int r = 0; r < size; r++) {
                 if (r != rank && tensors[r] != null) {
-                    store.destFinishGet(prefix + r, stream);
+                    // Closed first: once the producer's wait returns, no handle of ours keeps its result buffer from reuse.
                     tensors[r].close();
                     tensors[r] = null;
+                    store.destFinishGet(prefix + r, stream);
                 }
             }
         }

@@ -93,6 +93,25 @@ class SameDeviceAllReduceTest {
         assertEquals(List.of("", "", "", ""), failures);
     }
 
+    @Test
+    void shouldReuseAResultBufferOnceTheCallerClosedIt() {
+        List<Long> ids = GroupFixtures.ids(WORLD);
+        List<String> failures = RankThreads.run(WORLD, Duration.ofSeconds(120), rank -> {
+            ThreadGroup same = SAME.getThreadGroup(DeviceKind.CPU, ids, rank);
+            try (Tensor ones = torch.ones(NUMEL)) {
+                same.allReduce(ones).close();
+                long first;
+                try (Tensor result = same.allReduce(ones)) {
+                    first = result.data_ptr().address();
+                }
+                try (Tensor result = same.allReduce(ones)) {
+                    return result.data_ptr().address() == first ? "" : "rank " + rank + ": a closed result's buffer was not reused";
+                }
+            }
+        });
+        assertEquals(List.of("", "", "", ""), failures);
+    }
+
     /** Small integers, -3 to 3, different per rank: every op is exact in every dtype tested. */
     private static Tensor input(int rank, ScalarType dtype) {
         try (TensorOptions options = new TensorOptions().dtype(new ScalarTypeOptional(ScalarType.Long));
