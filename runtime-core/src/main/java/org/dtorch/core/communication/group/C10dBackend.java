@@ -34,8 +34,8 @@ import org.dtorch.core.tensor.TorchTensors;
 
 /**
  * Collectives between distinct devices on a c10d process group over a c10d {@code FileStore} rendezvous
- * (seed section 2.2): {@code ProcessGroupGloo} between CPU devices, {@code ProcessGroupNCCL} between CUDA
- * devices. Both are c10d {@code Backend}s with the same calls, so one class drives them.
+ * (docs/communication-core.md, "ThreadGroup"): {@code ProcessGroupGloo} between CPU devices,
+ * {@code ProcessGroupNCCL} between CUDA devices. Both are c10d {@code Backend}s with the same calls, so one class drives them.
  *
  * <p>Gloo and NCCL move equal-sized buffers; uneven shards are padded to the largest shard (at most one row
  * more, with the balanced split), moved, and trimmed. All-to-all sends flattened per-peer chunks with

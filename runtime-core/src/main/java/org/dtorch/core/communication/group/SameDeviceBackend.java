@@ -16,7 +16,7 @@ import org.dtorch.core.tensor.BalancedSplit;
 import org.dtorch.core.tensor.TorchTensors;
 
 /**
- * Collectives between ranks that share one device, built on {@link TensorStore} (seed section 2.3): the
+ * Collectives between ranks that share one device, built on {@link TensorStore} (docs/communication-core.md, "ThreadGroup"): the
  * single-device simulation of N devices, where NCCL or Gloo would be pointless or impossible.
  *
  * <p>Protocol of every collective: each rank {@code srcSet}s its input (and, for all-reduce, its output
