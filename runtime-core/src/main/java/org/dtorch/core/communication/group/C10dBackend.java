@@ -1,5 +1,6 @@
 package org.dtorch.core.communication.group;
 
+import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -30,6 +31,7 @@ import org.dtorch.core.communication.ReduceOpType;
 import org.dtorch.core.device.Cuda;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceStream;
+import org.dtorch.core.shm.ShmTensors;
 import org.dtorch.core.tensor.TorchTensors;
 
 /**
@@ -160,7 +162,7 @@ final class C10dBackend implements CollectiveBackend {
     public Tensor allReduce(Tensor input, ReduceOpType op) {
         Tensor result = results.emptyLike(input);
         try (TensorVector tensors = new TensorVector(result); AllreduceOptions o = new AllreduceOptions(); ReduceOp reduce = reduceOp(op)) {
-            result.copy_(input);
+            copyInto(result, input);
             o.reduceOp(reduce);
             o.timeout(timeoutMillis);
             run("allReduce(" + op.shortName() + ")", () -> pg.allreduce(tensors, o));
@@ -169,6 +171,19 @@ final class C10dBackend implements CollectiveBackend {
             throw e;
         }
         return result;
+    }
+
+    /**
+     * {@code dst.copy_(src)}; on the host one plain memcpy when {@code src} is contiguous: libtorch's copy kernel
+     * splits the work over its intra-op threads, and with every rank copying at once those teams only compete for the
+     * same cores (the same choice as the File store's copies, {@link ShmTensors#copyInto}).
+     */
+    private static void copyInto(Tensor dst, Tensor src) {
+        if (dst.is_cuda()) {
+            dst.copy_(src);
+            return;
+        }
+        ShmTensors.copyInto(src, MemorySegment.ofAddress(dst.data_ptr().address()).reinterpret(dst.nbytes()));
     }
 
     @Override

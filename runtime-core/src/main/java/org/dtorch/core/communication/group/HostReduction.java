@@ -35,8 +35,10 @@ final class HostReduction {
     /** System property: bytes of one input each thread reduces, at least; fewer bytes use fewer threads. */
     static final String CHUNK_BYTES_PER_THREAD_PROPERTY = "dtorch.sameDevice.chunkBytesPerThread";
     static final long DEFAULT_CHUNK_BYTES_PER_THREAD = 1L << 20;
-    /** Bytes of one input combined at a time: a few of these fit in L2 with the outputs' copies. */
-    private static final long PIECE_BYTES = 64 * 1024;
+    /** Bytes of one input combined at a time: the piece and its copies stay in L2. */
+    private static final long PIECE_BYTES = 128 * 1024;
+    /** libtorch runs a kernel of this many elements or more on its intra-op pool; pieces stay below. */
+    private static final long INTRA_OP_GRAIN = 32768;
     private static final int THREADS = Runtime.getRuntime().availableProcessors();
     private static final long CHUNK_BYTES_PER_THREAD = chunkBytesPerThread();
 
@@ -108,7 +110,7 @@ final class HostReduction {
     /** Reduces elements [start, start + count) of every input into every output, piece by piece. */
     private static void reduceRange(Tensor[] ins, Tensor[] outs, long start, long count, ReduceOpType op) {
         int n = ins.length;
-        long piece = Math.max(1, PIECE_BYTES / ins[0].element_size());
+        long piece = Math.max(1, Math.min(INTRA_OP_GRAIN - 1, PIECE_BYTES / ins[0].element_size()));
         Tensor[] flatIns = new Tensor[n];
         Tensor[] flatOuts = new Tensor[n];
         try (Scalar divisor = new Scalar((double) n)) {

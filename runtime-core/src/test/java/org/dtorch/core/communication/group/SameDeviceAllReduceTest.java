@@ -94,6 +94,23 @@ class SameDeviceAllReduceTest {
     }
 
     @Test
+    void shouldReduceNonContiguousInputsAlikeOnBothBackends() {
+        List<Long> ids = GroupFixtures.ids(WORLD);
+        List<String> failures = RankThreads.run(WORLD, Duration.ofSeconds(120), rank -> {
+            ThreadGroup same = SAME.getThreadGroup(DeviceKind.CPU, ids, rank);
+            ThreadGroup gloo = GLOO.getThreadGroup(DeviceKind.CPU, ids, rank);
+            // 1024 x 300 float32 (1.2 MB, cached results), transposed: not contiguous.
+            try (Tensor flat = input(rank, ScalarType.Float); Tensor head = flat.narrow(0, 0, 1024L * 300); Tensor grid = head.view(1024, 300);
+                 Tensor transposed = grid.t(); Tensor contiguous = transposed.contiguous();
+                 Tensor ours = same.allReduce(transposed); Tensor theirs = gloo.allReduce(transposed); Tensor reference = gloo.allReduce(contiguous)) {
+                return torch.equal(ours, reference) && torch.equal(theirs, reference) ? ""
+                    : "rank " + rank + ": a non-contiguous input reduced differently from its contiguous copy";
+            }
+        });
+        assertEquals(List.of("", "", "", ""), failures);
+    }
+
+    @Test
     void shouldReuseAResultBufferOnceTheCallerClosedIt() {
         List<Long> ids = GroupFixtures.ids(WORLD);
         List<String> failures = RankThreads.run(WORLD, Duration.ofSeconds(120), rank -> {
