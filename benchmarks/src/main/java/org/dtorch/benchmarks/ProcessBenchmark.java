@@ -45,6 +45,8 @@ final class ProcessBenchmark {
     private static final long BIG = 256L * 1024 * 1024;
     private static final int HANDOFFS = 20_000;
     private static final int OPS_PER_ROUND = 20_000;
+    /** Spinning-getter hand-offs that warm the File promise's paths before the sleeping-getter samples. */
+    private static final int WARMUP_HANDOFFS = 20_000;
     private static final long IDLE_MILLIS = 10_000;
 
     private ProcessBenchmark() {
@@ -342,6 +344,9 @@ final class ProcessBenchmark {
             MemorySegment promiseSeg = promiseRegion.segment();
             int[] promiseSequence = {0};
             int[] futexSequence = {0};
+            // Warm both JVMs' paths up to the JIT's top tier with cheap hand-offs (the getter still spinning): the
+            // 2 ms samples alone are too few, and interpreted setValue and get() cost tens of microseconds.
+            filePromiseRun(promiseSeg, promiseSequence, 20, options.iterations(WARMUP_HANDOFFS), 0);
             for (int run = 0; run < options.runs(); run++) {
                 Samples file = filePromiseRun(promiseSeg, promiseSequence, 2000, iterations, run == 0 ? Math.min(200, iterations) : 0);
                 row.add(file, futexRun(futexRegion.segment(), futexSequence, iterations));

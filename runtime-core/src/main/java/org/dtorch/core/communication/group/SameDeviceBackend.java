@@ -16,8 +16,8 @@ import org.dtorch.core.tensor.BalancedSplit;
 import org.dtorch.core.tensor.TorchTensors;
 
 /**
- * Collectives between ranks that share one device, built on {@link TensorStore} (docs/communication-core.md, "ThreadGroup"): the
- * single-device simulation of N devices, where NCCL or Gloo would be pointless or impossible.
+ * Collectives between ranks that share one device, built on {@link TensorStore} (docs/communication-core.md,
+ * "ThreadGroup"): the single-device simulation of N devices, where NCCL or Gloo would be pointless or impossible.
  *
  * <p>Protocol of every collective: each rank {@code srcSet}s its input (and, for all-reduce, its output
  * buffer) for the {@code size - 1} others, {@code destGet}s theirs, computes with libtorch, and
