@@ -1,5 +1,7 @@
 package org.dtorch.benchmarks;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -36,6 +38,7 @@ final class AllReduceBenchmark {
     static final String DIRECT_COPY = "ProcessGroupGloo direct on a copy";
     static final String GLOO = "ThreadGroup (Gloo)";
     static final String SAME_DEVICE = "ThreadGroup (same-device backend)";
+    static final String MEMCPY = "single-thread memcpy, rank 0";
     private static final long FULL_BYTES = 64L * 1024 * 1024;
     private static final int PER_ROUND = 5;
 
@@ -55,21 +58,35 @@ final class AllReduceBenchmark {
                 + "variant, interleaved in rounds, after a warm-up round. Each variant has its own inputs. `ThreadGroup.allReduce` returns a "
                 + "new tensor and leaves its input alone; the baseline calls `ProcessGroupGloo.allreduce` on its input itself (inputs "
                 + "refilled before each sample, untimed); \"direct on a copy\" clones the input first (the contract of `ThreadGroup`).");
-        report.comparisons(measure(options));
+        Rows rows = measure(options);
+        report.comparisons(rows.comparisons());
+        report.note("Memory bandwidth of the same-device all-reduce, counting every input read once and every output written once ("
+            + "2 x " + WORLD + " x " + Unit.size(bytes) + " per all-reduce), against one thread copying " + Unit.size(bytes)
+            + " (read once, written once) in the same rounds:");
+        report.figures(rows.figures());
+    }
+
+    /** The rows of the table and the bandwidth figures of the same-device backend against a single-thread memcpy. */
+    record Rows(List<Comparison> comparisons, List<Figure> figures) {
     }
 
     /** The rows of the table; fails if a variant disturbed another's inputs or reduced to a wrong result. */
-    static List<Comparison> measure(BenchOptions options) throws Exception {
-        long elements = options.bytes(FULL_BYTES) / Float.BYTES;
+    static Rows measure(BenchOptions options) throws Exception {
+        long bytes = options.bytes(FULL_BYTES);
+        long elements = bytes / Float.BYTES;
         List<Long> ids = List.of(0L, 1L, 2L, 3L);
         Path directStore = Files.createTempFile("dtorch-bench-gloo", ".filestore");
         Files.delete(directStore);
-        Comparison glooRow = new Comparison("Gloo through ThreadGroup", Goal.ratioAtLeast(0.95));
-        Comparison contractRow = new Comparison("Gloo through ThreadGroup, same contract", Goal.context("context: the cost of not mutating"));
+        Comparison glooRow = new Comparison("Gloo through ThreadGroup, same contract", Goal.ratioAtLeast(0.95));
+        Comparison inPlaceRow = new Comparison("Gloo through ThreadGroup against in place", Goal.ratioAtLeast(0.9));
         Comparison sameRow = new Comparison("same-device backend", Goal.ratioAtLeast(3));
+        Figure sameBandwidth = new Figure("same-device all-reduce, GB/s moved (p50 of the run)", Unit.GIGABYTES_PER_SECOND, Goal.context("measured"));
+        Figure copyBandwidth = new Figure("single-thread memcpy, GB/s moved (p50 of the run)", Unit.GIGABYTES_PER_SECOND, Goal.context("baseline"));
+        Figure bandwidthRatio = new Figure("same-device over memcpy bandwidth", Unit.RATIO,
+            new Goal("at least 1 (memory-bandwidth bound)", Goal.Target.VALUE, r -> r >= 1));
         List<ProcessGroupGloo> direct = new ArrayList<>();
         List<Variant> variants = new ArrayList<>();
-        try (Scalar one = new Scalar(1f);
+        try (Arena arena = Arena.ofShared(); Scalar one = new Scalar(1f);
              RankPool pool = new RankPool(WORLD);
              ThreadGroupManager gloo = new ThreadGroupManager(false, GlobalCommInstanceId.next(), Duration.ofSeconds(300));
              ThreadGroupManager same = new ThreadGroupManager(true, GlobalCommInstanceId.next(), Duration.ofSeconds(300))) {
@@ -91,12 +108,24 @@ final class AllReduceBenchmark {
             List<Tensor> sameInputs = ones(pool, elements);
             variants.add(new Variant(SAME_DEVICE, sameInputs, rank -> { },
                 rank -> sameGroups.get(rank).allReduce(sameInputs.get(rank)).close(), 1));
+            List<Tensor> copyFrom = ones(pool, elements);
+            MemorySegment copyTo = arena.allocate(bytes, 64);
+            variants.add(new Variant(MEMCPY, copyFrom, rank -> { }, rank -> {
+                if (rank == 0) {
+                    MemorySegment.copy(MemorySegment.ofAddress(copyFrom.getFirst().data_ptr().address()).reinterpret(bytes), 0, copyTo, 0, bytes);
+                }
+            }, 1));
 
             for (int run = 0; run < options.runs(); run++) {
                 List<Samples> samples = runOnce(pool, variants, options.rounds());
-                glooRow.add(samples.get(2), samples.get(0));
-                contractRow.add(samples.get(2), samples.get(1));
+                glooRow.add(samples.get(2), samples.get(1));
+                inPlaceRow.add(samples.get(2), samples.get(0));
                 sameRow.add(samples.get(3), samples.get(0));
+                double sameGbs = 2.0 * WORLD * bytes / samples.get(3).p50();
+                double copyGbs = 2.0 * bytes / samples.get(4).p50();
+                sameBandwidth.add(sameGbs);
+                copyBandwidth.add(copyGbs);
+                bandwidthRatio.add(sameGbs / copyGbs);
             }
             for (Variant v : variants) {
                 requireAll(v, v.expected());
@@ -106,7 +135,7 @@ final class AllReduceBenchmark {
             direct.forEach(ProcessGroupGloo::close);
             Files.deleteIfExists(directStore);
         }
-        return List.of(glooRow, contractRow, sameRow);
+        return new Rows(List.of(glooRow, inPlaceRow, sameRow), List.of(sameBandwidth, copyBandwidth, bandwidthRatio));
     }
 
     /** One run: a warm-up round, then {@code rounds} rounds of {@value #PER_ROUND} samples of every variant in turn. */

@@ -22,8 +22,11 @@ import java.util.List;
 record BenchOptions(List<String> selected, Path report, Path root, int runs, int rounds, boolean quick) {
     /** Every harness, in the order a run takes them. */
     static final List<String> BENCHMARKS = List.of("store", "future", "allreduce", "redistribute", "pipeline", "process", "python");
-    /** Harnesses that {@code all} leaves out: {@code gpu} needs a CUDA device and the {@code -Pgpu} build. */
-    static final List<String> ON_REQUEST = List.of("gpu");
+    /**
+     * Harnesses that {@code all} leaves out: {@code gpu} needs a CUDA device and the {@code -Pgpu} build; {@code speed}
+     * repeats rows of {@code allreduce}, {@code pipeline}, {@code future} and {@code process} (issue 11's goals in one run).
+     */
+    static final List<String> ON_REQUEST = List.of("gpu", "speed");
 
     /** System property: how many runs; default {@value #DEFAULT_RUNS}. */
     static final String RUNS_PROPERTY = "bench.runs";

@@ -47,6 +47,24 @@ final class FutureWakeupBenchmark {
         report.comparisons(rows);
     }
 
+    /**
+     * A parked getter (the setter waits 1 ms) of a MEMORY {@code TensorFuture} against {@code CompletableFuture}, run by
+     * run. Goal: within 1.1x of the JDK's park and unpark.
+     */
+    static Comparison parked(BenchOptions options) throws Exception {
+        Comparison row = new Comparison("TensorFuture, getter parked 1 ms", new Goal("within 1.1x (ratio >= 0.91)", Goal.Target.RATIO,
+            r -> r >= 1 / 1.1));
+        int iterations = options.iterations(2_000);
+        try (Tensor oursValue = torch.ones(256); Tensor plainValue = torch.ones(256)) {
+            measure(oursValue, iterations, 1000, true); // warm-up
+            measure(plainValue, iterations, 1000, false);
+            for (int run = 0; run < options.runs(); run++) {
+                row.add(measure(oursValue, iterations, 1000, true), measure(plainValue, iterations, 1000, false));
+            }
+        }
+        return row;
+    }
+
     private static Samples measure(Tensor value, int iterations, long delayMicros, boolean ours) throws Exception {
         Samples samples = new Samples(ours ? "TensorFuture" : "CompletableFuture");
         for (int i = 0; i < iterations; i++) {

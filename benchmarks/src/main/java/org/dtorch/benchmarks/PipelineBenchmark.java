@@ -9,6 +9,7 @@ import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
 import org.dtorch.api.DTorchOptions;
 import org.dtorch.core.distributed.DeviceMesh;
+import org.dtorch.core.graph.PipelineStages;
 import org.dtorch.ops.BinarySpec;
 
 /**
@@ -22,6 +23,7 @@ final class PipelineBenchmark {
     private static final int SMALL_OPS = 20_000;
     private static final int LARGE_OPS = 20;
     private static final long LARGE_BYTES = 64L * 1024 * 1024;
+    static final int SMALL_OPS_PER_ROUND = SMALL_OPS;
     private static final int WARMUP_ROUNDS = 2;
 
     private PipelineBenchmark() {
@@ -52,10 +54,78 @@ final class PipelineBenchmark {
         report.note("Client-side cost of issuing one `add` (metadata inference, operand and operator, queueing, the handle and its "
             + "`Cleaner`, and the release when the handle is closed):");
         report.figures(List.of(clientCpu, clientWall));
+        try (DTorch dt = DTorch.init(DTorchOptions.builder().devices(1).build())) {
+            report.note("Where the time of one `add` (1,) goes, from a separate pass with the per-stage accounting on (`PipelineStages`; "
+                + "it adds a clock read per stage). Stages run on three threads at once, so the wall time per operator is bounded by the "
+                + "busiest thread, not their sum; what the wall time has beyond the busiest thread is lost in hand-offs between them:");
+            report.figures(breakdown(dt, dt.defaultMesh(), options.iterations(SMALL_OPS), rounds, options.runs()));
+        }
+    }
+
+    /**
+     * The per-stage breakdown of {@code add} on shape (1,): {@code runs} runs of {@code rounds} rounds of {@code perRound}
+     * operators with the stage accounting on, each figure the mean per operator over a run.
+     */
+    static List<Figure> breakdown(DTorch dt, DeviceMesh mesh, int perRound, int rounds, int runs) {
+        Figure direct = new Figure("direct torch `add` (the kernel's floor)", Unit.NANOS, Goal.context("baseline"));
+        Figure wall = new Figure("pipeline wall time per operator, accounting on", Unit.NANOS, Goal.context("measured"));
+        Figure inference = new Figure("client: metadata inference", Unit.NANOS, Goal.context("client thread"));
+        Figure client = new Figure("client: whole add (inference, operands, operator, queueing)", Unit.NANOS, Goal.context("client thread"));
+        Figure controller = new Figure("controller: graph add and dispatch to the device queue", Unit.NANOS, Goal.context("controller thread"));
+        Figure worker = new Figure("worker: dispatch around the kernel (inputs, outputs, blob table)", Unit.NANOS, Goal.context("worker thread"));
+        Figure kernel = new Figure("worker: kernel (the torch call)", Unit.NANOS, Goal.context("worker thread"));
+        Figure handoffs = new Figure("hand-offs: wall time beyond the busiest thread", Unit.NANOS, Goal.context("queues and wake-ups"));
+        Figure parks = new Figure("pipeline threads parked, per 1000 operators", Unit.RATIO, Goal.context("wake-ups paid"));
+        try (Tensor x = torch.ones(1); Tensor y = torch.ones(1); DTensor a = dt.ones(new long[] {1}, mesh); DTensor b = dt.ones(new long[] {1}, mesh)) {
+            dt.sync();
+            for (int run = 0; run < runs; run++) {
+                long directNanos = 0;
+                long wallNanos = 0;
+                PipelineStages.enable(true);
+                for (int round = -WARMUP_ROUNDS; round < rounds; round++) {
+                    if (round == 0) {
+                        PipelineStages.snapshotAndReset();
+                        directNanos = 0;
+                        wallNanos = 0;
+                    }
+                    long start = System.nanoTime();
+                    for (int i = 0; i < perRound; i++) {
+                        x.add(y).close();
+                    }
+                    directNanos += System.nanoTime() - start;
+                    start = System.nanoTime();
+                    for (int i = 0; i < perRound; i++) {
+                        a.add(b).close();
+                    }
+                    dt.sync();
+                    wallNanos += System.nanoTime() - start;
+                }
+                PipelineStages.Totals totals = PipelineStages.snapshotAndReset();
+                PipelineStages.enable(false);
+                long ops = (long) perRound * rounds;
+                double clientAdd = totals.meanNanos(PipelineStages.Stage.CLIENT_ADD);
+                double dispatch = totals.meanNanos(PipelineStages.Stage.CONTROLLER_DISPATCH);
+                double execute = totals.meanNanos(PipelineStages.Stage.WORKER_EXECUTE);
+                double kernelNanos = totals.meanNanos(PipelineStages.Stage.KERNEL);
+                double perOp = (double) wallNanos / ops;
+                direct.add((double) directNanos / ops);
+                wall.add(perOp);
+                inference.add(totals.meanNanos(PipelineStages.Stage.CLIENT_INFERENCE));
+                client.add(clientAdd);
+                controller.add(dispatch);
+                worker.add(execute - kernelNanos);
+                kernel.add(kernelNanos);
+                handoffs.add(perOp - Math.max(clientAdd, Math.max(dispatch, execute)));
+                parks.add(1000.0 * totals.parks() / ops);
+            }
+        } finally {
+            PipelineStages.enable(false);
+        }
+        return List.of(direct, wall, inference, client, controller, worker, kernel, handoffs, parks);
     }
 
     /** One run of the pipeline against direct torch. */
-    private static void measure(DTorch dt, DeviceMesh mesh, Comparison row, long[] shape, int perRound, int rounds) {
+    static void measure(DTorch dt, DeviceMesh mesh, Comparison row, long[] shape, int perRound, int rounds) {
         Samples direct = new Samples("direct Bytedeco torch");
         Samples through = new Samples("pipeline");
         try (Tensor x = torch.ones(shape); Tensor y = torch.ones(shape);

@@ -18,6 +18,8 @@ public final class GraphConstructor {
     private final AtomicLong operandIds = new AtomicLong();
     private final AtomicLong operatorIds = new AtomicLong();
     private volatile String closedBecause;
+    /** The client's last inference, reused when the next operator is the same on the same metadata. */
+    private volatile LastInference lastInference;
 
     /** A constructor that sends every message to {@code controller}. */
     public GraphConstructor(Consumer<GraphMessage> controller) {
@@ -31,12 +33,13 @@ public final class GraphConstructor {
      * @throws IllegalStateException after {@link #close}
      */
     public List<Operand> add(OpSpec spec, List<Operand> inputs) {
+        long started = PipelineStages.start();
         ensureOpen(spec.name());
         List<TensorMeta> metas = new ArrayList<>(inputs.size());
         for (Operand input : inputs) {
             metas.add(Objects.requireNonNull(input, () -> spec.name() + ": an input is null").meta());
         }
-        List<TensorMeta> outputMetas = spec.inferOutputs(metas);
+        List<TensorMeta> outputMetas = infer(spec, metas);
         List<Operand> outputs = new ArrayList<>(outputMetas.size());
         for (TensorMeta meta : outputMetas) {
             Operand output = new Operand(operandIds.incrementAndGet(), meta);
@@ -54,6 +57,20 @@ public final class GraphConstructor {
             inputs.forEach(Operand::releaseUse);
             return rejectedOutputs(outputs, rejected);
         }
+        PipelineStages.end(PipelineStages.Stage.CLIENT_ADD, started);
+        return outputs;
+    }
+
+    /** {@code spec.inferOutputs(metas)}, or the last result when spec and metadata are the same (decision 193). */
+    private List<TensorMeta> infer(OpSpec spec, List<TensorMeta> metas) {
+        long started = PipelineStages.start();
+        LastInference last = lastInference;
+        List<TensorMeta> outputs = last == null ? null : last.outputsIfSame(spec, metas);
+        if (outputs == null) {
+            outputs = List.copyOf(spec.inferOutputs(metas));
+            lastInference = new LastInference(spec, metas, outputs);
+        }
+        PipelineStages.end(PipelineStages.Stage.CLIENT_INFERENCE, started);
         return outputs;
     }
 

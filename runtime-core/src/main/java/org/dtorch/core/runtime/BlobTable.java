@@ -1,7 +1,5 @@
 package org.dtorch.core.runtime;
 
-import java.util.HashMap;
-import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.bytedeco.pytorch.Tensor;
 
@@ -12,8 +10,8 @@ import org.bytedeco.pytorch.Tensor;
  * <p>Not thread-safe: only its worker thread touches it, except {@link #size()}.
  */
 final class BlobTable {
-    private final Map<Long, Tensor> tensors = new HashMap<>();
-    private final Map<Long, Throwable> failures = new HashMap<>();
+    private final LongKeyedMap<Tensor> tensors = new LongKeyedMap<>();
+    private final LongKeyedMap<Throwable> failures = new LongKeyedMap<>();
     private final AtomicInteger live = new AtomicInteger();
 
     void put(long operandId, Tensor tensor) {
@@ -30,7 +28,9 @@ final class BlobTable {
     }
 
     void fail(long operandId, Throwable cause) {
-        failures.putIfAbsent(operandId, cause);
+        if (failures.get(operandId) == null) {
+            failures.put(operandId, cause);
+        }
         Tensor dropped = tensors.remove(operandId);
         if (dropped != null) {
             dropped.close();
@@ -63,7 +63,7 @@ final class BlobTable {
     }
 
     void clear() {
-        tensors.values().forEach(Tensor::close);
+        tensors.forEachValue(Tensor::close);
         tensors.clear();
         failures.clear();
         live.set(0);

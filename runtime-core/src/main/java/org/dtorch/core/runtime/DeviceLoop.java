@@ -4,6 +4,7 @@ import java.time.Duration;
 import org.dtorch.core.communication.group.ThreadGroupManager;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.graph.Operator;
+import org.dtorch.core.graph.PipelineStages;
 
 /**
  * The run loop of one device, the same whether the device is a thread of the controller's JVM
@@ -139,7 +140,9 @@ public final class DeviceLoop {
     private void handle(Object task, Listener listener) {
         try {
             if (task instanceof Operator op) {
+                long started = PipelineStages.start();
                 runner.execute(op, cancelledBy);
+                PipelineStages.end(PipelineStages.Stage.WORKER_EXECUTE, started);
                 Thread.interrupted(); // a cancel that came while it ran has done its work
                 listener.ran(op);
             } else if (task instanceof Release r) {

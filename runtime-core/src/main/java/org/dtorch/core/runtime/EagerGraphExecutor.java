@@ -5,6 +5,7 @@ import org.dtorch.core.graph.GraphMessage;
 import org.dtorch.core.graph.LogicalGraph;
 import org.dtorch.core.graph.Operand;
 import org.dtorch.core.graph.Operator;
+import org.dtorch.core.graph.PipelineStages;
 
 /**
  * The controller (the seed's {@code EagerGraphExecutor}): on its own thread it takes the client's messages
@@ -73,11 +74,13 @@ final class EagerGraphExecutor {
     }
 
     private void dispatch(Operator op) {
+        long started = PipelineStages.start();
         graph.add(op);
         for (long device : op.devices()) {
             runners.get(device).submit(op);
         }
         fleet.dispatched(op);
+        PipelineStages.end(PipelineStages.Stage.CONTROLLER_DISPATCH, started);
     }
 
     private void release(Operand operand) {

@@ -11,6 +11,7 @@ import org.dtorch.core.device.Device;
 import org.dtorch.core.graph.DeviceKernel;
 import org.dtorch.core.graph.Operand;
 import org.dtorch.core.graph.Operator;
+import org.dtorch.core.graph.PipelineStages;
 import org.dtorch.core.kernel.KernelContext;
 import org.dtorch.core.tensor.TorchTensors;
 
@@ -99,7 +100,9 @@ final class NaiveRunner {
         List<Tensor> inputs = localInputs(op);
         List<Tensor> outputs;
         try {
+            long started = PipelineStages.start();
             outputs = kernel.run(ctx, inputs);
+            PipelineStages.end(PipelineStages.Stage.KERNEL, started);
         } catch (Throwable e) {
             OperatorFailedException cause = OperatorFailedException.kernelFailed(op, device, e);
             failOutputs(op, cause);

@@ -3,6 +3,7 @@ package org.dtorch.core.runtime;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
+import org.dtorch.core.graph.PipelineStages;
 
 /**
  * A many-producer, one-consumer queue whose consumer backs off in three steps when it finds nothing: a few
@@ -72,6 +73,7 @@ final class WorkQueue<T> {
                 parked = null;
                 return item;
             }
+            PipelineStages.parked();
             LockSupport.parkNanos(this, Math.min(PARK_NANOS, left));
             parked = null;
             item = items.poll();

@@ -1,5 +1,6 @@
 package org.dtorch.core.communication.group;
 
+import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -31,12 +32,13 @@ import org.dtorch.core.communication.ReduceOpType;
 import org.dtorch.core.device.Cuda;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceStream;
+import org.dtorch.core.shm.ShmTensors;
 import org.dtorch.core.tensor.TorchTensors;
 
 /**
  * Collectives between distinct devices on a c10d process group over a c10d {@code FileStore} rendezvous
- * (seed section 2.2): {@code ProcessGroupGloo} between CPU devices, {@code ProcessGroupNCCL} between CUDA
- * devices. Both are c10d {@code Backend}s with the same calls, so one class drives them.
+ * (docs/communication-core.md, "ThreadGroup"): {@code ProcessGroupGloo} between CPU devices,
+ * {@code ProcessGroupNCCL} between CUDA devices. Both are c10d {@code Backend}s with the same calls, so one class drives them.
  *
  * <p>Gloo and NCCL move equal-sized buffers; uneven shards are padded to the largest shard (at most one row
  * more, with the balanced split), moved, and trimmed. All-to-all sends flattened per-peer chunks with
@@ -52,9 +54,6 @@ final class C10dBackend implements CollectiveBackend {
     /** System property: host name or address Gloo binds to; default the loopback address. */
     static final String HOSTNAME_PROPERTY = "dtorch.gloo.hostname";
     private static final String DEFAULT_HOSTNAME = "127.0.0.1";
-    /** Host all-reduces of at least this many bytes are pipelined (copy of piece k+1 during reduction of piece k). */
-    private static final long PIPELINE_MIN_BYTES = 4L << 20;
-    private static final int PIPELINE_CHUNKS = 4;
 
     private final String backendName;
     private final String groupName;
@@ -65,6 +64,8 @@ final class C10dBackend implements CollectiveBackend {
     private final Milliseconds timeoutMillis;
     private final FileStore store;
     private final Backend pg;
+    /** Host buffers for all-reduce results; NCCL's results come from libtorch's caching allocator. */
+    private final ResultBufferCache results = ResultBufferCache.fromSystemProperties();
     private boolean closed;
 
     private C10dBackend(String backendName, String groupName, int rank, int size, Duration timeout, Milliseconds timeoutMillis,
@@ -79,11 +80,14 @@ final class C10dBackend implements CollectiveBackend {
         this.pg = pg;
     }
 
-    /** Joins a Gloo group: blocks until all {@code size} ranks connected, or the timeout. */
-    static C10dBackend gloo(String initPath, String groupName, int rank, int size, Duration timeout) {
+    /**
+     * Joins a Gloo group: blocks until all {@code size} ranks connected, or the timeout. {@code deviceId} is the
+     * rank's CPU device id; it picks the Gloo transport device (one TCP event loop per CPU device id).
+     */
+    static C10dBackend gloo(String initPath, String groupName, int rank, int size, Duration timeout, long deviceId) {
         return connect("gloo", initPath, groupName, rank, size, timeout, (fileStore, timeoutMillis) -> {
             try (ProcessGroupGloo.Options options = ProcessGroupGloo.Options.create(timeoutMillis)) {
-                options.devices().push_back(GlooDevice.shared());
+                options.devices().push_back(GlooDevice.forCpuDevice(deviceId));
                 options.threads(1);
                 GlooLog.Muting quiet = GlooLog.muteWhileConnecting();
                 try {
@@ -151,38 +155,36 @@ final class C10dBackend implements CollectiveBackend {
     }
 
     /**
-     * The result is a new tensor, so the input must be copied once. The copy is pipelined with the
-     * reduction: the output is cut into up to {@link #PIPELINE_CHUNKS} pieces, and piece k+1 is copied
-     * while Gloo reduces piece k (Gloo runs issued work in order on its own thread).
+     * The result is a new tensor, so the input is copied once, into a buffer from {@link #results}, and reduced
+     * there in place. The copy is not pipelined with the reduction: on many cores, cutting it into pieces cost
+     * more (a Gloo round per piece) than the overlap saved (decision 190).
      */
     @Override
     public Tensor allReduce(Tensor input, ReduceOpType op) {
-        Tensor result = input.new_empty(TorchTensors.shape(input));
-        long numel = input.numel();
-        // NCCL is stream-ordered: the copy already overlaps nothing on the host, so one piece.
-        int chunks = !input.is_cuda() && input.nbytes() >= PIPELINE_MIN_BYTES ? (int) Math.min(PIPELINE_CHUNKS, numel) : 1;
-        List<Work> issued = new ArrayList<>(chunks);
-        try (Tensor src = input.reshape(-1); Tensor dst = result.view(-1); AllreduceOptions o = new AllreduceOptions();
-             ReduceOp reduce = reduceOp(op)) {
+        Tensor result = results.emptyLike(input);
+        try (TensorVector tensors = new TensorVector(result); AllreduceOptions o = new AllreduceOptions(); ReduceOp reduce = reduceOp(op)) {
+            copyInto(result, input);
             o.reduceOp(reduce);
             o.timeout(timeoutMillis);
-            for (int k = 0; k < chunks; k++) {
-                long start = numel * k / chunks;
-                long length = numel * (k + 1) / chunks - start;
-                try (Tensor from = src.narrow(0, start, length); Tensor to = dst.narrow(0, start, length);
-                     TensorVector tensors = new TensorVector(to)) {
-                    to.copy_(from);
-                    issued.add(issue("allReduce(" + op.shortName() + ")", () -> pg.allreduce(tensors, o)));
-                }
-            }
-            waitAll("allReduce(" + op.shortName() + ")", issued);
+            run("allReduce(" + op.shortName() + ")", () -> pg.allreduce(tensors, o));
         } catch (RuntimeException e) {
             result.close();
             throw e;
-        } finally {
-            issued.forEach(Work::close);
         }
         return result;
+    }
+
+    /**
+     * {@code dst.copy_(src)}; on the host one plain memcpy when {@code src} is contiguous: libtorch's copy kernel
+     * splits the work over its intra-op threads, and with every rank copying at once those teams only compete for the
+     * same cores (the same choice as the File store's copies, {@link ShmTensors#copyInto}).
+     */
+    private static void copyInto(Tensor dst, Tensor src) {
+        if (dst.is_cuda()) {
+            dst.copy_(src);
+            return;
+        }
+        ShmTensors.copyInto(src, MemorySegment.ofAddress(dst.data_ptr().address()).reinterpret(dst.nbytes()));
     }
 
     @Override
@@ -357,6 +359,7 @@ final class C10dBackend implements CollectiveBackend {
         }
         pg.close();
         store.close();
+        results.close();
         timeoutMillis.close();
     }
 
@@ -424,15 +427,17 @@ final class C10dBackend implements CollectiveBackend {
     }
 
     /**
-     * The Gloo transport device shared by every group of this JVM: one TCP event loop instead of one
-     * per group. It lives as long as the JVM.
+     * The Gloo transport devices of this JVM, one per CPU device id, shared by every group that device's rank
+     * joins. Each device runs one TCP event loop: with a single device for the JVM, the ranks' loops were one
+     * thread that every byte of every rank went through (decision 191). They live as long as the JVM.
      */
     private static final class GlooDevice {
-        private static final org.bytedeco.pytorch.gloo.Device DEVICE =
-            ProcessGroupGloo.createDeviceForHostname(System.getProperty(HOSTNAME_PROPERTY, DEFAULT_HOSTNAME));
+        private static final java.util.concurrent.ConcurrentHashMap<Long, org.bytedeco.pytorch.gloo.Device> DEVICES =
+            new java.util.concurrent.ConcurrentHashMap<>();
 
-        static org.bytedeco.pytorch.gloo.Device shared() {
-            return DEVICE;
+        static org.bytedeco.pytorch.gloo.Device forCpuDevice(long deviceId) {
+            return DEVICES.computeIfAbsent(deviceId,
+                id -> ProcessGroupGloo.createDeviceForHostname(System.getProperty(HOSTNAME_PROPERTY, DEFAULT_HOSTNAME)));
         }
     }
 }

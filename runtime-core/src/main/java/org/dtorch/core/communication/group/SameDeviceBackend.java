@@ -9,14 +9,15 @@ import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.global.torch;
 import org.dtorch.core.communication.ReduceOpType;
 import org.dtorch.core.communication.store.TensorStore;
+import org.dtorch.core.communication.store.TensorStoreType;
 import org.dtorch.core.device.CudaFusedReduce;
 import org.dtorch.core.device.DeviceStream;
 import org.dtorch.core.tensor.BalancedSplit;
 import org.dtorch.core.tensor.TorchTensors;
 
 /**
- * Collectives between ranks that share one device, built on {@link TensorStore} (seed section 2.3): the
- * single-device simulation of N devices, where NCCL or Gloo would be pointless or impossible.
+ * Collectives between ranks that share one device, built on {@link TensorStore} (docs/communication-core.md,
+ * "ThreadGroup"): the single-device simulation of N devices, where NCCL or Gloo would be pointless or impossible.
  *
  * <p>Protocol of every collective: each rank {@code srcSet}s its input (and, for all-reduce, its output
  * buffer) for the {@code size - 1} others, {@code destGet}s theirs, computes with libtorch, and
@@ -27,10 +28,10 @@ import org.dtorch.core.tensor.TorchTensors;
  * <ul>
  *   <li>Keys carry a per-group sequence number ({@code 17/in/2}) and a key is free again once its
  *       producer's wait returns, so no {@code Reset()} (two barriers) is needed after each collective.</li>
- *   <li>All-reduce is computed in parallel: rank r reduces its balanced slice of the elements, in
- *       cache-sized chunks, and writes each chunk into every rank's output while it is hot, instead of
- *       rank 0 reducing everything and every rank sharing rank 0's result. Results are never aliased
- *       across ranks, so a kernel may modify its output in place.</li>
+ *   <li>All-reduce is computed in parallel and writes each piece into every rank's output while it is hot,
+ *       instead of every rank sharing rank 0's result: on the host rank 0 reduces disjoint slices with a team
+ *       of threads ({@link HostReduction}); on CUDA rank r reduces its balanced slice. Results are never
+ *       aliased across ranks, so a kernel may modify its output in place.</li>
  * </ul>
  *
  * <p>Every rank checks that the others' tensors agree with its own (dtype, shape except the sharded
@@ -47,6 +48,8 @@ final class SameDeviceBackend implements CollectiveBackend {
     private static final long CHUNK_BYTES = 64 * 1024;
 
     private final TensorStore store;
+    /** Host result buffers, kept between all-reduces when the store is the memory store (decision 190). */
+    private final ResultBufferCache results = ResultBufferCache.fromSystemProperties();
     private final String groupName;
     private final int rank;
     private final int size;
@@ -84,7 +87,8 @@ final class SameDeviceBackend implements CollectiveBackend {
         // store lends it to other processes through CUDA IPC, where peers write into the mapped allocation. Those
         // writes are done before this rank's srcWaitUntilGetFinished(out) returns: a consumer's destFinishGet waits on
         // its host until its stream ran what it issued, the writes included (docs/gpu.md, process mode on CUDA).
-        Tensor out = x.is_cuda() ? x.new_empty(TorchTensors.shape(x)) : store.allocate(TorchTensors.shape(x), TorchTensors.dtype(x));
+        Tensor out = x.is_cuda() ? x.new_empty(TorchTensors.shape(x))
+            : store.type() == TensorStoreType.MEMORY ? results.emptyLike(x) : store.allocate(TorchTensors.shape(x), TorchTensors.dtype(x));
         if (size == 1) {
             out.copy_(x);
             x.close();
@@ -111,6 +115,12 @@ final class SameDeviceBackend implements CollectiveBackend {
                     : rank == size - 1 ? numel - start : BalancedSplit.size(units, size, rank) * perUnit;
                 CudaFusedReduce.allReduceRange(inputs.tensors, outputs.tensors, start, count, combine, op == ReduceOpType.AVG,
                     DeviceStream.of(TorchTensors.device(x)));
+            } else if (!x.is_cuda()) {
+                // On the host, rank 0 reduces every slice with a team of threads; the others wait in release() until
+                // it finished with their tensors, their outputs written (decision 192).
+                if (rank == 0) {
+                    HostReduction.allReduce(inputs.tensors, outputs.tensors, op, store.timeout());
+                }
             } else if (numel >= size || rank == 0) {
                 long start = numel >= size ? BalancedSplit.offset(numel, size, rank) : 0;
                 long count = numel >= size ? BalancedSplit.size(numel, size, rank) : numel;
@@ -183,7 +193,7 @@ final class SameDeviceBackend implements CollectiveBackend {
     }
 
     /** {@code out = op(a, b)}. */
-    private static void combineOut(Tensor out, Tensor a, Tensor b, ReduceOpType op) {
+    static void combineOut(Tensor out, Tensor a, Tensor b, ReduceOpType op) {
         Tensor result = switch (op) {
             case SUM, AVG -> torch.add_out(out, a, b);
             case PRODUCT -> torch.mul_out(out, a, b);
@@ -193,7 +203,7 @@ final class SameDeviceBackend implements CollectiveBackend {
         result.close(); // a second handle on out
     }
 
-    private static void combine(Tensor acc, Tensor next, ReduceOpType op) {
+    static void combine(Tensor acc, Tensor next, ReduceOpType op) {
         switch (op) {
             case SUM, AVG -> acc.add_(next);
             case PRODUCT -> acc.mul_(next);
@@ -273,6 +283,7 @@ final class SameDeviceBackend implements CollectiveBackend {
     @Override
     public void close() {
         store.close();
+        results.close();
     }
 
     private static Tensor cat(List<Tensor> pieces, int dim) {
@@ -379,9 +390,10 @@ final class SameDeviceBackend implements CollectiveBackend {
         private void finishTakes() {
             for (int r = 0; r < size; r++) {
                 if (r != rank && tensors[r] != null) {
-                    store.destFinishGet(prefix + r, stream);
+                    // Closed first: once the producer's wait returns, no handle of ours keeps its result buffer from reuse.
                     tensors[r].close();
                     tensors[r] = null;
+                    store.destFinishGet(prefix + r, stream);
                 }
             }
         }

@@ -26,7 +26,7 @@ import org.dtorch.core.tensor.BalancedSplit;
 import org.dtorch.core.tensor.TorchTensors;
 
 /**
- * Collectives over a group of devices, one instance per rank (seed section 2.1). The kernels of the
+ * Collectives over a group of devices, one instance per rank (docs/communication-core.md, "ThreadGroup"). The kernels of the
  * distributed tensor layer call it to move between placements: {@code allReduce} for P to R,
  * {@code allGather*} for S to R, {@code reduceScatterTensor} for P to S(0), {@code allToAll} for S(i) to
  * S(j) and {@code replicateToShard} for R to S.
@@ -131,7 +131,7 @@ public final class ThreadGroup implements AutoCloseable {
         return switch (key.kind()) {
             case CPU -> {
                 this.stream = DeviceStream.of(new Device(DeviceKind.CPU, Math.toIntExact(key.deviceIds().get(rank))));
-                yield C10dBackend.gloo(initPath, key.toString(), rank, size, timeout);
+                yield C10dBackend.gloo(initPath, key.toString(), rank, size, timeout, key.deviceIds().get(rank));
             }
             case CUDA -> {
                 Device device = rankDevice();

@@ -19,7 +19,7 @@ import org.dtorch.core.communication.GlobalCommInstanceId;
 import org.dtorch.core.device.DeviceKind;
 
 /**
- * Creates and caches {@link ThreadGroup}s, one per rank per {@link ThreadGroupKey} (seed section 2.4).
+ * Creates and caches {@link ThreadGroup}s, one per rank per {@link ThreadGroupKey} (docs/communication-core.md, "ThreadGroupManager").
  * One manager serves every device thread of a runtime, and every kernel shares it.
  *
  * <p>{@link #getThreadGroup} on the thread of device {@code d} returns the group instance of {@code d}'s

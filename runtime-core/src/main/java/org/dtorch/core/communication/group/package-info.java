@@ -1,5 +1,5 @@
 /**
- * Collectives over a group of devices (seed section 2).
+ * Collectives over a group of devices (docs/communication-core.md, "ThreadGroup" and "Collective speed").
  *
  * <p>{@link org.dtorch.core.communication.group.ThreadGroup} is the API kernels call: all-reduce,
  * all-gather (even and uneven), reduce-scatter, all-to-all and the local replicate-to-shard slice. It
