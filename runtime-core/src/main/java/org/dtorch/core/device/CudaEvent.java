@@ -220,6 +220,11 @@ final class CudaEvent extends DeviceEvent {
         }
     }
 
+    @Override
+    public boolean hasRecord() {
+        return !notRecordedHere();
+    }
+
     /** True for an event of this process not recorded yet: a reused native event still holds its last owner's record. */
     private boolean notRecordedHere() {
         return recordable && !recorded;

@@ -57,6 +57,11 @@ final class CudaStream extends DeviceStream {
     }
 
     @Override
+    public boolean query() {
+        return stream.query();
+    }
+
+    @Override
     public void makeCurrent() {
         torch_cuda.setCurrentCUDAStream(stream);
     }

@@ -155,6 +155,14 @@ public abstract sealed class DeviceEvent implements AutoCloseable permits Device
     public abstract boolean query();
 
     /**
+     * True when this event marks some point of a stream: it was recorded, or it came from another process's
+     * handle (whose exporter recorded it). Always true on CPU.
+     */
+    public boolean hasRecord() {
+        return true;
+    }
+
+    /**
      * Blocks the calling thread until the recorded work has finished, at most
      * {@code -Ddtorch.device.syncTimeoutSeconds} (300 s).
      *

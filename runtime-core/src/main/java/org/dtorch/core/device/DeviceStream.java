@@ -70,6 +70,9 @@ public abstract sealed class DeviceStream permits DeviceStream.CpuStream, CudaSt
     /** Makes this the calling thread's current stream of its device, where libtorch issues the thread's work. */
     public abstract void makeCurrent();
 
+    /** True when all work issued to this stream so far has finished (always on CPU). Does not block. */
+    public abstract boolean query();
+
     /** Records a new event at the current end of this stream. */
     public DeviceEvent recordEvent() {
         DeviceEvent event = DeviceEvent.create(device());
@@ -98,6 +101,11 @@ public abstract sealed class DeviceStream permits DeviceStream.CpuStream, CudaSt
         @Override
         public void makeCurrent() {
             // CPU work runs on the issuing thread.
+        }
+
+        @Override
+        public boolean query() {
+            return true;
         }
 
         @Override

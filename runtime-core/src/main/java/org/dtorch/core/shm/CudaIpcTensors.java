@@ -196,7 +196,12 @@ public final class CudaIpcTensors {
         // A pooled event: consumers open its handle once and keep it (DeviceEvent.openIpcCached).
         DeviceEvent written = DeviceEvent.takePooledInterprocess(device);
         try {
-            written.record(stream);
+            // An idle stream has written the value already: the pooled event's last record, which every consumer
+            // of its previous loan waited for, has passed too, so consumers skip the wait and the producer's context
+            // gets no command (decision 154). Otherwise the event marks the stream's end, as torch does.
+            if (!written.hasRecord() || !stream.query()) {
+                written.record(stream);
+            }
             byte[] eventHandle = written.ipcHandle();
             long address = value.data_ptr().address();
             long[] base = new long[1];
