@@ -43,7 +43,8 @@ public final class MemoryTensorStore extends TensorStore {
         DeviceKind valueKind = checkSrcSet(op, value, stream, getCount);
         Tensor own = destGetDeviceKind == null || destGetDeviceKind == valueKind ? new Tensor(value)
             : moveForConsumers(op, value, destGetDeviceKind);
-        DeviceEvent setEvent = stream.recordEvent();
+        // An idle stream has written the value: an event not recorded lets consumers' waits be no-ops (decision 154).
+        DeviceEvent setEvent = stream.query() ? DeviceEvent.create(stream.device()) : stream.recordEvent();
         try {
             state.srcSet(this, key, own, setEvent, getCount);
         } catch (RuntimeException e) {
