@@ -276,9 +276,9 @@ final class ProcessBenchmark {
             }
             Shm.putIntRelease(seg, 4, n); // entering get()
             try (Tensor got = future.get()) {
-                long latency = System.nanoTime() - new LongPointer(got.data_ptr()).get(0);
+                long returned = System.nanoTime(); // before reading the clock value: that takes JavaCPP calls of its own
                 if (i >= 0) {
-                    file.add(latency);
+                    file.add(returned - new LongPointer(got.data_ptr()).get(0));
                 }
             }
         }
@@ -384,7 +384,8 @@ final class ProcessBenchmark {
                 });
                 entering.set(true);
                 try (Tensor got = future.get()) {
-                    samples.add(System.nanoTime() - new LongPointer(got.data_ptr()).get(0));
+                    long returned = System.nanoTime();
+                    samples.add(returned - new LongPointer(got.data_ptr()).get(0));
                 }
                 setter.join();
             }

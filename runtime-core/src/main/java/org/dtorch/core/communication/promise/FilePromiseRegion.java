@@ -294,7 +294,10 @@ final class FilePromiseRegion {
         if (error != null) {
             Shm.putString(seg, ERROR, ERROR_CAPACITY, error);
         }
-        Shm.putIntRelease(seg, STATE, state);
+        // A volatile store, not a release: the load of SLEEPERS below must not pass it. A reader increments SLEEPERS and
+        // then sleeps only while STATE is still PENDING; were the load to overtake the store, both could miss the
+        // other and the reader would sleep out its 100 ms slice (decision 198).
+        Shm.putIntVolatile(seg, STATE, state);
         boolean woke = Shm.getIntVolatile(seg, SLEEPERS) > 0;
         if (woke) {
             Futex.wakeAll(seg, STATE);
