@@ -169,7 +169,7 @@ public abstract sealed class DeviceEvent implements AutoCloseable permits Device
      * @throws DeviceTimeoutException when the work has not finished by then, naming the event
      */
     public void synchronize() {
-        synchronize(DeviceWait.DEFAULT_TIMEOUT);
+        synchronize(DeviceWait.defaultTimeout());
     }
 
     /**

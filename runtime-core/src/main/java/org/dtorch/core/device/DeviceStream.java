@@ -56,7 +56,7 @@ public abstract sealed class DeviceStream permits DeviceStream.CpuStream, CudaSt
      * @throws DeviceTimeoutException when the work has not finished by then, naming the stream
      */
     public void synchronize() {
-        synchronize(DeviceWait.DEFAULT_TIMEOUT);
+        synchronize(DeviceWait.defaultTimeout());
     }
 
     /**

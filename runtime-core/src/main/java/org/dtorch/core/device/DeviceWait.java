@@ -15,13 +15,35 @@ import java.util.function.Supplier;
  * <p>Thread-safe: stateless.
  */
 final class DeviceWait {
-    /** {@code -Ddtorch.device.syncTimeoutSeconds}: the deadline of waits that are not given one (default 300). */
-    static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(Long.getLong("dtorch.device.syncTimeoutSeconds", 300));
+    /** System property: the deadline in seconds of waits that are not given one (default 300). */
+    static final String TIMEOUT_PROPERTY = "dtorch.device.syncTimeoutSeconds";
     private static final long SPIN_NANOS = 1_000_000;
     private static final long PARK_NANOS = 50_000;
     private static final int SPINS_PER_QUERY = 64;
 
     private DeviceWait() {
+    }
+
+    /**
+     * The deadline of waits that are not given one: {@value #TIMEOUT_PROPERTY} seconds, default 300.
+     *
+     * @throws IllegalArgumentException when the property is not a whole number of seconds of at least 1
+     */
+    static Duration defaultTimeout() {
+        String text = System.getProperty(TIMEOUT_PROPERTY);
+        if (text == null || text.isBlank()) {
+            return Duration.ofSeconds(300);
+        }
+        try {
+            long seconds = Long.parseLong(text.strip());
+            if (seconds >= 1) {
+                return Duration.ofSeconds(seconds);
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        throw new IllegalArgumentException("system property " + TIMEOUT_PROPERTY + " must be a whole number of seconds, at least 1, got '"
+            + text + "'");
     }
 
     /**

@@ -66,4 +66,26 @@ class DeviceWaitTest {
         assertTrue(Thread.interrupted(), "the interrupt flag stays set");
         interrupter.join();
     }
+
+    @Test
+    void shouldReadTheDefaultDeadlineAndRefuseABadOne() {
+        String before = System.getProperty(DeviceWait.TIMEOUT_PROPERTY);
+        try {
+            System.clearProperty(DeviceWait.TIMEOUT_PROPERTY);
+            assertEquals(Duration.ofSeconds(300), DeviceWait.defaultTimeout());
+            System.setProperty(DeviceWait.TIMEOUT_PROPERTY, "7");
+            assertEquals(Duration.ofSeconds(7), DeviceWait.defaultTimeout());
+            System.setProperty(DeviceWait.TIMEOUT_PROPERTY, "soon");
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, DeviceWait::defaultTimeout);
+            assertTrue(e.getMessage().contains("dtorch.device.syncTimeoutSeconds") && e.getMessage().contains("'soon'"), e.getMessage());
+            System.setProperty(DeviceWait.TIMEOUT_PROPERTY, "0");
+            assertThrows(IllegalArgumentException.class, DeviceWait::defaultTimeout);
+        } finally {
+            if (before == null) {
+                System.clearProperty(DeviceWait.TIMEOUT_PROPERTY);
+            } else {
+                System.setProperty(DeviceWait.TIMEOUT_PROPERTY, before);
+            }
+        }
+    }
 }
