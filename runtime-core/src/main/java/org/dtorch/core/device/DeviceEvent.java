@@ -70,14 +70,7 @@ public abstract sealed class DeviceEvent implements AutoCloseable permits Device
      * @throws IllegalStateException    if CUDA cannot open the handle (its exporter closed it, or died)
      */
     public static DeviceEvent openIpc(Device device, byte[] handle) {
-        Objects.requireNonNull(device, "device");
-        Objects.requireNonNull(handle, "handle");
-        if (device.kind() != DeviceKind.CUDA) {
-            throw new IllegalArgumentException("only CUDA events cross processes, got " + device);
-        }
-        if (handle.length != IPC_HANDLE_BYTES) {
-            throw new IllegalArgumentException("an event handle has " + IPC_HANDLE_BYTES + " bytes, got " + handle.length);
-        }
+        checkIpcHandle(device, handle);
         return CudaEvent.open(device, handle);
     }
 
@@ -92,6 +85,11 @@ public abstract sealed class DeviceEvent implements AutoCloseable permits Device
      * @throws IllegalStateException    if CUDA cannot open the handle
      */
     public static DeviceEvent openIpcCached(Device device, byte[] handle, int exporterPid) {
+        checkIpcHandle(device, handle);
+        return CudaEvent.openCached(device, handle, exporterPid);
+    }
+
+    private static void checkIpcHandle(Device device, byte[] handle) {
         Objects.requireNonNull(device, "device");
         Objects.requireNonNull(handle, "handle");
         if (device.kind() != DeviceKind.CUDA) {
@@ -100,7 +98,6 @@ public abstract sealed class DeviceEvent implements AutoCloseable permits Device
         if (handle.length != IPC_HANDLE_BYTES) {
             throw new IllegalArgumentException("an event handle has " + IPC_HANDLE_BYTES + " bytes, got " + handle.length);
         }
-        return CudaEvent.openCached(device, handle, exporterPid);
     }
 
     /**
