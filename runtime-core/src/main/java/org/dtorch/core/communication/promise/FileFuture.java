@@ -168,12 +168,36 @@ final class FileFuture<T> implements DirectCompletion {
         return completion;
     }
 
-    /** A {@link FileFuture} seen as a {@link TensorFuture}. Thread-safe, as the future. */
-    private static final class TensorView implements TensorFuture, DirectCompletion {
-        private final FileFuture<Tensor> future;
+    /** What both views forward alike. Thread-safe, as the future. */
+    private abstract static class View<T> implements DirectCompletion {
+        final FileFuture<T> future;
 
-        TensorView(FileFuture<Tensor> future) {
+        View(FileFuture<T> future) {
             this.future = future;
+        }
+
+        public boolean isReady() {
+            return future.isReady();
+        }
+
+        public Duration timeout() {
+            return future.timeout();
+        }
+
+        public CompletableFuture<T> toCompletableFuture() {
+            return future.toCompletableFuture();
+        }
+
+        @Override
+        public CompletableFuture<?> directCompletion() {
+            return future.directCompletion();
+        }
+    }
+
+    /** A {@link FileFuture} seen as a {@link TensorFuture}. */
+    private static final class TensorView extends View<Tensor> implements TensorFuture {
+        TensorView(FileFuture<Tensor> future) {
+            super(future);
         }
 
         @Override
@@ -185,34 +209,12 @@ final class FileFuture<T> implements DirectCompletion {
         public Optional<Tensor> waitFor(Duration timeout) {
             return future.waitFor(timeout) ? Optional.of(future.result()) : Optional.empty();
         }
-
-        @Override
-        public boolean isReady() {
-            return future.isReady();
-        }
-
-        @Override
-        public Duration timeout() {
-            return future.timeout();
-        }
-
-        @Override
-        public CompletableFuture<Tensor> toCompletableFuture() {
-            return future.toCompletableFuture();
-        }
-
-        @Override
-        public CompletableFuture<?> directCompletion() {
-            return future.directCompletion();
-        }
     }
 
-    /** A {@link FileFuture} seen as a {@link VoidFuture}. Thread-safe, as the future. */
-    private static final class VoidView implements VoidFuture, DirectCompletion {
-        private final FileFuture<Void> future;
-
+    /** A {@link FileFuture} seen as a {@link VoidFuture}. */
+    private static final class VoidView extends View<Void> implements VoidFuture {
         VoidView(FileFuture<Void> future) {
-            this.future = future;
+            super(future);
         }
 
         @Override
@@ -223,26 +225,6 @@ final class FileFuture<T> implements DirectCompletion {
         @Override
         public boolean waitFor(Duration timeout) {
             return future.waitFor(timeout);
-        }
-
-        @Override
-        public boolean isReady() {
-            return future.isReady();
-        }
-
-        @Override
-        public Duration timeout() {
-            return future.timeout();
-        }
-
-        @Override
-        public CompletableFuture<Void> toCompletableFuture() {
-            return future.toCompletableFuture();
-        }
-
-        @Override
-        public CompletableFuture<?> directCompletion() {
-            return future.directCompletion();
         }
     }
 }
