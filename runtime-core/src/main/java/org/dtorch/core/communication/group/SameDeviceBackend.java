@@ -99,8 +99,11 @@ final class SameDeviceBackend implements CollectiveBackend {
         Exchange inputs = new Exchange(seq, "in", x);
         Exchange outputs = new Exchange(seq, "out", out);
         try {
-            inputs.publishAndTake();
-            outputs.publishAndTake();
+            // Both published before either is taken: one wait for the peers, not two.
+            inputs.publish();
+            outputs.publish();
+            inputs.take();
+            outputs.take();
             inputs.checkAgree("allReduce", -1);
             long numel = x.numel();
             CudaFusedReduce.Combine combine = fusedCombine(op);
@@ -333,10 +336,20 @@ final class SameDeviceBackend implements CollectiveBackend {
         }
 
         void publishAndTake() {
+            publish();
+            take();
+        }
+
+        /** Publishes this rank's tensor for the others. */
+        void publish() {
             if (size > 1) {
                 store.srcSet(prefix + rank, own, stream, size - 1);
                 published = true;
             }
+        }
+
+        /** Takes every other rank's tensor, waiting for each to be published. */
+        void take() {
             for (int r = 0; r < size; r++) {
                 if (r != rank) {
                     tensors[r] = store.destGet(prefix + r, stream);
