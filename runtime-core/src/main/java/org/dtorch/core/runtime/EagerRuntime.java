@@ -176,7 +176,7 @@ public final class EagerRuntime implements AutoCloseable {
         return fleet.groups();
     }
 
-    /** The promise type of values produced in this runtime ({@link TensorPromises#typeFor}). */
+    /** The promise type of values produced in this runtime: its fleet's. */
     public TensorPromiseType promiseType() {
         return fleet.promiseType();
     }

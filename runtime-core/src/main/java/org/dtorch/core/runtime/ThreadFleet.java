@@ -7,7 +7,6 @@ import org.dtorch.core.communication.CommException;
 import org.dtorch.core.communication.Deadline;
 import org.dtorch.core.communication.group.ThreadGroupManager;
 import org.dtorch.core.communication.promise.TensorPromiseType;
-import org.dtorch.core.communication.promise.TensorPromises;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.graph.LogicalGraph;
 
@@ -53,9 +52,10 @@ final class ThreadFleet implements DeviceFleet {
         return failures;
     }
 
+    /** MEMORY: every device is a thread of the client's process. */
     @Override
     public TensorPromiseType promiseType() {
-        return TensorPromises.typeFor(options.deviceKind(), false);
+        return TensorPromiseType.MEMORY;
     }
 
     @Override

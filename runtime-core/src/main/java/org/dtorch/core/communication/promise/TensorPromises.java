@@ -2,7 +2,6 @@ package org.dtorch.core.communication.promise;
 
 import java.time.Duration;
 import java.util.Objects;
-import org.dtorch.core.device.DeviceKind;
 
 /**
  * Factories of promises (docs/communication-core.md, Promises and futures).
@@ -85,19 +84,6 @@ public final class TensorPromises {
             return memory.completion.completeExceptionally(cause);
         }
         throw new IllegalArgumentException("not a promise: " + promise);
-    }
-
-    /**
-     * The backend for a value produced on a device of {@code kind}.
-     *
-     * <p>In thread mode every device is a thread of the client's process: MEMORY. In per-device-process
-     * mode the value is produced in a worker process: FILE, for CPU devices too. (The seed keeps CPU on
-     * MEMORY because its CPU kernels always run in the controller's process; here CPU devices get worker
-     * processes of their own, see docs/decisions.md.)
-     */
-    public static TensorPromiseType typeFor(DeviceKind kind, boolean perDevicePerProcess) {
-        Objects.requireNonNull(kind, "kind");
-        return perDevicePerProcess ? TensorPromiseType.FILE : TensorPromiseType.MEMORY;
     }
 
     private static TensorPromiseType checkRebuild(TensorPromiseType type, String data) {

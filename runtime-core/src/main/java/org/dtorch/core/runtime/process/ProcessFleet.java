@@ -13,7 +13,6 @@ import org.dtorch.core.communication.FailureKind;
 import org.dtorch.core.communication.group.ThreadGroupManager;
 import org.dtorch.core.communication.promise.RemoteFailureException;
 import org.dtorch.core.communication.promise.TensorPromiseType;
-import org.dtorch.core.communication.promise.TensorPromises;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.graph.LogicalGraph;
 import org.dtorch.core.graph.Operator;
@@ -98,9 +97,13 @@ public final class ProcessFleet implements DeviceFleet {
         return board;
     }
 
+    /**
+     * FILE, for CPU devices too: values are produced in the worker processes. (The seed keeps CPU on MEMORY
+     * because its CPU kernels run in the controller's process; here CPU devices have worker processes of their own.)
+     */
     @Override
     public TensorPromiseType promiseType() {
-        return TensorPromises.typeFor(options.deviceKind(), true);
+        return TensorPromiseType.FILE;
     }
 
     /** An operator crosses to the workers only through a codec. */
