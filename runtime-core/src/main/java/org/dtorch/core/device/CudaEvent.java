@@ -42,7 +42,6 @@ final class CudaEvent extends DeviceEvent {
     private boolean pooled;
     private boolean closed;
 
-
     /**
      * Native plain events of closed owners, by device index, for the next plain event of that device (decision 153):
      * creating and destroying one is two driver calls under the context's lock, where a reused one costs nothing.
