@@ -384,7 +384,7 @@ public final class ThreadGroup implements AutoCloseable {
             throw e;
         } catch (CommException e) {
             String aborting = abortedBy != null ? " (the group was being aborted: " + abortedBy + ")" : "";
-            CommException named = new CommException(where(op) + ": " + e.getMessage() + aborting, e);
+            CommException named = new CommException(e.kind(), where(op) + ": " + e.getMessage() + aborting, e);
             brokenBy = named.getMessage();
             throw named;
         }

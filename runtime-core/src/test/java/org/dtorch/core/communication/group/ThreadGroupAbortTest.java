@@ -10,6 +10,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.bytedeco.pytorch.Tensor;
 import org.dtorch.core.communication.CommException;
+import org.dtorch.core.communication.FailureKind;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.testing.RankThreads;
 import org.dtorch.core.testing.TestTensors;
@@ -45,6 +46,7 @@ class ThreadGroupAbortTest {
             long millis = (System.nanoTime() - start) / 1_000_000;
             assertInstanceOf(CommException.class, failure);
             assertTrue(failure.getMessage().contains("the group was being aborted: the test aborts"), failure.getMessage());
+            assertEquals(FailureKind.COMMUNICATION, FailureKind.of(failure), "Gloo's own error, recorded where it was caught");
             assertTrue(millis < 5_000, "freed in " + millis + " ms, not at the 60 s deadline");
             assertEquals(0, manager.abort("the test aborts"), "once its collective failed, rank 0's instance is released too");
             try (Tensor x = TestTensors.full(1f, 4)) {
