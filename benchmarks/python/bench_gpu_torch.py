@@ -67,8 +67,11 @@ def ipc_consumer(tensors, acks, elements):
     acks.put((float(buffer.sum().item()), percentile(steady, 50)))
 
 
-def ipc_handoff(warmup, iterations):
-    """Seconds per hand-off of the same CUDA tensor to a spawned process, steady state (its handle is cached there)."""
+def ipc_handoff(warmup, iterations, write=False):
+    """Seconds per hand-off of the same CUDA tensor to a spawned process, steady state (its handle is cached there).
+
+    With write, the producer rewrites the tensor (an elementwise kernel on its stream) before each hand-off, so the
+    consumer's copy has to wait for the producer's work, as in a pipeline."""
     ctx = mp.get_context("spawn")
     tensors, acks = ctx.Queue(), ctx.Queue()
     elements = IPC_BYTES // 4
@@ -81,6 +84,8 @@ def ipc_handoff(warmup, iterations):
     seconds = []
     for i in range(warmup + iterations):
         start = time.perf_counter()
+        if write:
+            value.add_(0)
         tensors.put(value)
         acks.get(timeout=120)
         took = time.perf_counter() - start
@@ -137,6 +142,9 @@ def main():
     out["ipc_bytes"] = IPC_BYTES
     out["ipc_p50_us"] = percentile(latencies, 50) * 1e6
     out["ipc_p99_us"] = percentile(latencies, 99) * 1e6
+    written, _ = ipc_handoff(100 if quick else 500, 200 if quick else 1000, write=True)
+    out["ipc_write_p50_us"] = percentile(written, 50) * 1e6
+    out["ipc_write_p99_us"] = percentile(written, 99) * 1e6
     print(json.dumps(out))
 
 
