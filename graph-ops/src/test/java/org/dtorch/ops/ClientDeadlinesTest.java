@@ -15,7 +15,6 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.bytedeco.pytorch.Tensor;
 import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
-import org.dtorch.api.DTorchOptions;
 import org.dtorch.core.communication.CommTimeoutException;
 import org.dtorch.core.communication.promise.FutureFailedException;
 import org.dtorch.core.communication.promise.TensorFuture;
@@ -39,8 +38,7 @@ class ClientDeadlinesTest {
     }
 
     private DTorch start(Duration timeout) {
-        return DTorch.init(DTorchOptions.builder().devices(2).perDevicePerProcess(processes()).timeout(timeout)
-            .shutdownTimeout(Duration.ofMillis(100)).build());
+        return TestOps.twoDevices(processes(), timeout);
     }
 
     @Test

@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.time.Duration;
 import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
-import org.dtorch.api.DTorchOptions;
 import org.dtorch.core.communication.CommTimeoutException;
 import org.dtorch.core.communication.FailureKind;
 import org.dtorch.core.communication.promise.FutureFailedException;
@@ -29,8 +28,7 @@ class FailureKindsTest {
     }
 
     private DTorch start(Duration timeout) {
-        return DTorch.init(DTorchOptions.builder().devices(2).perDevicePerProcess(processes()).timeout(timeout)
-            .shutdownTimeout(Duration.ofMillis(100)).build());
+        return TestOps.twoDevices(processes(), timeout);
     }
 
     @Test

@@ -2,7 +2,10 @@ package org.dtorch.ops;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
+import org.dtorch.api.DTorch;
+import org.dtorch.api.DTorchOptions;
 import org.dtorch.core.graph.DeviceKernel;
 import org.dtorch.core.graph.OpSpec;
 import org.dtorch.core.graph.Operator;
@@ -15,6 +18,15 @@ import org.dtorch.core.graph.TensorMeta;
 final class TestOps {
 
     private TestOps() {
+    }
+
+    /**
+     * A runtime of two devices, threads or worker processes, whose client waits are bounded by {@code timeout} and
+     * whose close cancels queued work after 100 ms: for tests of failures and deadlines.
+     */
+    static DTorch twoDevices(boolean processes, Duration timeout) {
+        return DTorch.init(DTorchOptions.builder().devices(2).perDevicePerProcess(processes).timeout(timeout)
+            .shutdownTimeout(Duration.ofMillis(100)).build());
     }
 
     /** Passes its input through after sleeping {@code millis} on every device. */

@@ -4,6 +4,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.function.Consumer;
 import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.communication.promise.Promise;
 import org.dtorch.core.communication.promise.TensorPromise;
 import org.dtorch.core.communication.promise.TensorPromiseType;
 import org.dtorch.core.communication.promise.TensorPromises;
@@ -55,15 +56,9 @@ public final class PromiseSpec implements OpSpec {
 
     /** The one place that knows which promise interface a kind completes. */
     private sealed interface Completion {
+        Promise promise();
+
         void complete(KernelContext ctx, List<Tensor> inputs);
-
-        void fail(Throwable cause);
-
-        Object promise();
-
-        String serialize();
-
-        TensorPromiseType type();
     }
 
     private record TensorCompletion(TensorPromise promise) implements Completion {
@@ -80,21 +75,6 @@ public final class PromiseSpec implements OpSpec {
                 promise.setValue(host);
             }
         }
-
-        @Override
-        public void fail(Throwable cause) {
-            promise.setException(cause);
-        }
-
-        @Override
-        public String serialize() {
-            return promise.serialize();
-        }
-
-        @Override
-        public TensorPromiseType type() {
-            return promise.type();
-        }
     }
 
     private record VoidCompletion(VoidPromise promise) implements Completion {
@@ -102,21 +82,6 @@ public final class PromiseSpec implements OpSpec {
         public void complete(KernelContext ctx, List<Tensor> inputs) {
             ctx.stream().synchronize();
             promise.setValue();
-        }
-
-        @Override
-        public void fail(Throwable cause) {
-            promise.setException(cause);
-        }
-
-        @Override
-        public String serialize() {
-            return promise.serialize();
-        }
-
-        @Override
-        public TensorPromiseType type() {
-            return promise.type();
         }
     }
 
@@ -166,18 +131,18 @@ public final class PromiseSpec implements OpSpec {
     }
 
     /** The promise: a {@link TensorPromise} for {@link Kind#GET_TENSOR}, a {@link VoidPromise} for {@link Kind#SYNC}. */
-    public Object promise() {
+    public Promise promise() {
         return completion.promise();
     }
 
     /** The promise's serialized form ({@link TensorPromise#serialize()}), for a codec. */
     public String serializedPromise() {
-        return completion.serialize();
+        return completion.promise().serialize();
     }
 
     /** The promise's type. */
     public TensorPromiseType promiseType() {
-        return completion.type();
+        return completion.promise().type();
     }
 
     @Override
@@ -240,7 +205,7 @@ public final class PromiseSpec implements OpSpec {
                 if (failureSink != null) {
                     failureSink.accept(cause);
                 } else {
-                    completion.fail(cause);
+                    completion.promise().setException(cause);
                 }
             }
         };

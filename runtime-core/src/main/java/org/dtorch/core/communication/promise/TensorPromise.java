@@ -10,7 +10,7 @@ import org.bytedeco.pytorch.Tensor;
  *
  * <p>Thread-safe: any thread may complete the promise; completion is atomic.
  */
-public interface TensorPromise {
+public interface TensorPromise extends Promise {
 
     /**
      * Completes the promise with a value. The promise keeps its own reference; the caller keeps its own.
@@ -21,20 +21,6 @@ public interface TensorPromise {
      */
     void setValue(Tensor t);
 
-    /** Completes the promise with an error; {@code get()} on the future rethrows it as the cause. */
-    void setException(Throwable e);
-
     /** The reading end; the second call throws {@link IllegalStateException}. */
     TensorFuture getFuture();
-
-    /**
-     * A string from which {@link TensorPromises#fromSerialized} rebuilds this promise in another process
-     * (File: the shared-memory object's name).
-     *
-     * @throws UnsupportedOperationException for a {@link TensorPromiseType#MEMORY} promise
-     */
-    String serialize();
-
-    /** The backend of this promise. */
-    TensorPromiseType type();
 }

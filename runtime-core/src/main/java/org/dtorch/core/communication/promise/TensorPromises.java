@@ -76,7 +76,7 @@ public final class TensorPromises {
      * when its completer died while writing); true if it did. A controller calls it for operators that
      * will never run.
      */
-    public static boolean abandon(Object promise, Throwable cause) {
+    public static boolean abandon(Promise promise, Throwable cause) {
         if (promise instanceof FilePromise file) {
             return file.abandon(cause);
         }

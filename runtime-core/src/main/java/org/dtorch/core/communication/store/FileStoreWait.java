@@ -63,19 +63,14 @@ final class FileStoreWait {
 
         /** Waits for one change of the monitor (or a slice); {@code seen} describes what was awaited, for errors. */
         void step(Supplier<String> seen) {
+            failIfOver(op, deadline, seen);
             long remaining = deadline.remainingNanos();
-            if (remaining <= 0) {
-                throw new CommTimeoutException(op + " " + deadline.timedOutAfter() + ": " + seen.get());
-            }
-            if (Thread.currentThread().isInterrupted()) {
-                throw new CommInterruptedException(op + " was interrupted: " + seen.get(), new InterruptedException());
-            }
             long now = System.nanoTime();
             if (now - nextPeerCheck >= 0) {
                 nextPeerCheck = now + PEER_CHECK_MILLIS * 1_000_000L;
                 peers.checkAlive(op, seen);
             }
-            monitor.awaitChange(monitor.sequence(), spinUntil, Math.min(remaining, SLEEP_SLICE_NANOS));
+            monitor.awaitChange(monitor.sequence(), spinUntil, Math.max(1, Math.min(remaining, SLEEP_SLICE_NANOS)));
             ensureOpen.accept(op);
         }
     }
@@ -90,12 +85,7 @@ final class FileStoreWait {
         long spinUntil = System.nanoTime() + spinNanos;
         long nextPeerCheck = System.nanoTime() + PEER_CHECK_MILLIS * 1_000_000L;
         while (!event.query()) {
-            if (deadline.expired()) {
-                throw new CommTimeoutException(op + " " + deadline.timedOutAfter() + ": " + seen.get());
-            }
-            if (Thread.currentThread().isInterrupted()) {
-                throw new CommInterruptedException(op + " was interrupted: " + seen.get(), new InterruptedException());
-            }
+            failIfOver(op, deadline, seen);
             long now = System.nanoTime();
             if (now - nextPeerCheck >= 0) {
                 nextPeerCheck = now + PEER_CHECK_MILLIS * 1_000_000L;
@@ -112,6 +102,16 @@ final class FileStoreWait {
             } else {
                 LockSupport.parkNanos(EVENT_POLL_MICROS * 1_000L);
             }
+        }
+    }
+
+    /** Throws when {@code deadline} has passed or the calling thread was interrupted, naming what was awaited. */
+    private static void failIfOver(String op, Deadline deadline, Supplier<String> seen) {
+        if (deadline.expired()) {
+            throw new CommTimeoutException(op + " " + deadline.timedOutAfter() + ": " + seen.get());
+        }
+        if (Thread.currentThread().isInterrupted()) {
+            throw new CommInterruptedException(op + " was interrupted: " + seen.get(), new InterruptedException());
         }
     }
 }
