@@ -5,7 +5,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 import java.util.function.Supplier;
 import org.bytedeco.javacpp.chrono.Milliseconds;
 import org.bytedeco.pytorch.AllToAllOptions;
@@ -115,6 +114,7 @@ final class C10dBackend implements CollectiveBackend {
 
     private static C10dBackend connect(String backendName, String initPath, String groupName, int rank, int size,
                                        Duration timeout, Connector connector) {
+        long startNanos = System.nanoTime();
         Milliseconds timeoutMillis = new Milliseconds(timeout.toMillis());
         Path storePath = CommPaths.file(initPath, ".filestore");
         FileStore fileStore = null;
@@ -129,7 +129,7 @@ final class C10dBackend implements CollectiveBackend {
             }
             timeoutMillis.close();
             throw translate(backendName, "connect", "group " + groupName + " (rank " + rank + " of " + size + ", "
-                + backendName + ")", timeout, e);
+                + backendName + ")", timeout, e, startNanos);
         }
     }
 
@@ -375,50 +375,59 @@ final class C10dBackend implements CollectiveBackend {
 
     /** Issues one c10d call and waits for it. */
     private void run(String op, Supplier<Work> call) {
-        try (Work work = issue(op, call)) {
-            waitAll(op, List.of(work));
+        long startNanos = System.nanoTime();
+        try (Work work = issue(op, call, startNanos)) {
+            waitAll(op, List.of(work), startNanos);
         }
     }
 
-    private Work issue(String op, Supplier<Work> call) {
+    private Work issue(String op, Supplier<Work> call, long startNanos) {
         if (closed) {
             throw new IllegalStateException(op + " on " + describe() + ": the group is closed");
         }
         try {
             return call.get();
         } catch (RuntimeException e) {
-            throw translate(op, e);
+            throw translate(op, e, startNanos);
         }
     }
 
     /** Waits for every issued piece of work, in order; each wait is bounded by the Gloo timeout. */
-    private void waitAll(String op, List<Work> issued) {
+    private void waitAll(String op, List<Work> issued, long startNanos) {
         for (Work work : issued) {
             try {
                 work._wait();
             } catch (RuntimeException e) {
-                throw translate(op, e);
+                throw translate(op, e, startNanos);
             }
         }
     }
 
     /** A c10d failure as a {@link CommException}; {@link ThreadGroup} adds the operation and group. */
-    private CommException translate(String op, RuntimeException e) {
-        return translate(backendName, op, describe(), timeout, e);
+    private CommException translate(String op, RuntimeException e, long startNanos) {
+        return translate(backendName, op, describe(), timeout, e, startNanos);
     }
 
-    private static CommException translate(String backendName, String op, String described, Duration timeout, RuntimeException e) {
+    /**
+     * The one place native c10d errors are caught: their kind is recorded here, once (decision 162). JavaCPP
+     * turns every C++ exception into a plain {@link RuntimeException} carrying only {@code what()}, so the
+     * kind is decided by the clock, not by the words of the message: a call that failed after its whole
+     * timeout had passed since it was issued is {@link FailureKind#TIMEOUT} (c10d starts its own timer later
+     * than {@code startNanos}, so its timeout always fires past that point), anything sooner is
+     * {@link FailureKind#COMMUNICATION}.
+     */
+    private static CommException translate(String backendName, String op, String described, Duration timeout,
+                                           RuntimeException e, long startNanos) {
         String message = String.valueOf(e.getMessage());
         int firstLine = message.indexOf('\n');
         // Drop the "[/path/to/source.cc:78] " prefix of c10 errors.
         String c10dMessage = (firstLine < 0 ? message : message.substring(0, firstLine)).replaceFirst("^\\[[^\\]]*\\]\\s*", "");
-        String lower = c10dMessage.toLowerCase(Locale.ROOT);
         String prefix = op.equals("connect") ? "connect to " + described + ": " : "";
-        if (lower.contains("timed out") || lower.contains("timeout")) {
+        long waitedNanos = System.nanoTime() - startNanos;
+        if (waitedNanos >= Duration.ofMillis(timeout.toMillis()).toNanos()) {
             return new CommTimeoutException(prefix + Deadline.after(timeout).timedOutAfter()
                 + " waiting for the other ranks (" + backendName + ": " + c10dMessage + ")", e);
         }
-        // The one place native c10d errors are caught: their kind is recorded here, once (decision 162).
         return new CommException(FailureKind.COMMUNICATION, prefix + backendName + " failed: " + c10dMessage, e);
     }
 
