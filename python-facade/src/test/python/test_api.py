@@ -117,6 +117,17 @@ def test_redistribution_forms():
     p = r.redistribute(placements=[Partial(), Replicate()])
     assert p.to_torch().tolist() == x.to_torch().tolist()
     raises(ValueError, s.redistribute_by_dict, {"pp": Replicate()}, contains="no dimension 'pp'")
+    keyed = s.redistribute_by_dict(placements_dict={"dp": Replicate()}, device_mesh=mesh, default_placement_mode="keep")
+    assert keyed.placements == (Replicate(), Shard(1))
+    assert s.redistribute_by_dict(placements_dict={"dp": Shard(1)}, default_placement_mode="replicate").placements == (
+        Shard(1), Replicate())
+    raises(ValueError, s.redistribute_by_dict, {"dp": Replicate()}, default_placement_mode="raise_error",
+           contains="no placement for mesh dimension(s) ['tp']")
+    raises(ValueError, s.redistribute_by_dict, {}, default_placement_mode="sometimes", contains="keep, replicate, raise_error")
+    other = dtorch.init_device_mesh("cpu", (4,), mesh_dim_names=("tp",))
+    moved = s.redistribute_by_dict(placements_dict={"dp": Shard(0)}, device_mesh=other)
+    assert moved.device_mesh == other and moved.placements == (Shard(1),)
+    assert moved.to_torch().tolist() == x.to_torch().tolist()
     dst = dtorch.zeros(4, 4, device_mesh=mesh, placements=[Shard(1), Replicate()])
     assert dst.copy_(s) is dst and dst.to_torch().tolist() == x.to_torch().tolist()
 

@@ -65,8 +65,13 @@ public final class Launcher {
         System.exit(run(args));
     }
 
-    /** Runs the command line; returns the exit code. */
+    /** Runs the command line with this process's environment; returns the exit code. */
     static int run(String[] args) {
+        return run(args, System.getenv());
+    }
+
+    /** Runs the command line with {@code env} as the environment it reads; returns the exit code. */
+    static int run(String[] args, Map<String, String> env) {
         if (args.length == 1 && args[0].equals("--probe-jit")) {
             try (PythonHost host = PythonHost.builder().build()) {
                 System.out.println(host.engineImplementation());
@@ -94,7 +99,21 @@ public final class Launcher {
             line.usage(System.out);
             return 0;
         }
+        SameDeviceSwitch simulation;
+        try {
+            simulation = SameDeviceSwitch.from(env);
+        } catch (IllegalArgumentException e) {
+            return reject(e.getMessage());
+        }
+        command.applyEnvironment(simulation);
         return command.execute();
+    }
+
+    /** The {@code run} command as {@code runArgs} (what follows {@code run}) fill it, before the environment applies. */
+    static RunCommand parseRun(String... runArgs) {
+        RunCommand command = new RunCommand();
+        commandLine(command).parseArgs(runArgs);
+        return command;
     }
 
     private static CommandLine commandLine(RunCommand command) {
@@ -151,6 +170,8 @@ public final class Launcher {
             "Arguments after the script are the script's (sys.argv[1:])."},
         footer = {"", "dtorch build rebuilds the project; DTORCH_JIT=off runs GraalPy without its optimizing JIT.",
             "CUDA devices need the GPU natives: mvn -B -Pgpu -DskipTests install (then dtorch run --devices cuda:N ...).",
+            "DTORCH_DTENSOR_IN_SAME_DEVICE=1 is --same-device with DTORCH_NUM_GPU_WHEN_ENABLE_DTENSOR_IN_SAME_DEVICE devices",
+            "(default 8; CUDA where this process can run it, else CPU), unless the options say otherwise.",
             "Bad input exits with code 2 and one line on standard error."})
     static final class RunCommand {
         @Option(names = "--devices", paramLabel = "cpu:N|cuda:N", converter = DevicesConverter.class,
@@ -187,6 +208,32 @@ public final class Launcher {
 
         @Parameters(index = "1..*", paramLabel = "args", description = "The script's arguments.")
         private List<String> scriptArgs = new ArrayList<>();
+
+        /**
+         * DTorch's single-device simulation switch, where the command line does not say otherwise: it turns on
+         * {@code --same-device}, and gives the device count where {@code --devices} is absent (CUDA devices on a
+         * process that can run CUDA, as DTorch simulates GPUs; CPU devices elsewhere).
+         */
+        void applyEnvironment(SameDeviceSwitch simulation) {
+            if (!simulation.enabled()) {
+                return;
+            }
+            sameDevice = true;
+            if (devices == null) {
+                Cuda.loadNatives();
+                devices = new DeviceSpec(Cuda.isAvailable() ? DeviceKind.CUDA : DeviceKind.CPU, simulation.devices());
+            }
+        }
+
+        /** Whether the run simulates every device on one (the flag, or the environment's switch once applied). */
+        boolean sameDevice() {
+            return sameDevice;
+        }
+
+        /** The devices asked for (the flag, or the environment's switch once applied); null for the default. */
+        DeviceSpec devices() {
+            return devices;
+        }
 
         /** Checks what picocli cannot, then runs the script; returns the exit code. */
         int execute() {

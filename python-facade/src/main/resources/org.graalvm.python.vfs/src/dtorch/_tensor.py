@@ -57,6 +57,9 @@ def _scalar(value):
     return None, None
 
 
+_PLACEMENT_MODES = ("keep", "replicate", "raise_error")
+
+
 def _mesh(device_mesh):
     if device_mesh is None:
         return DeviceMesh._wrap(_b().defaultMesh())
@@ -267,16 +270,44 @@ class Tensor:
         """Moves the tensor to `other`'s mesh and placements."""
         return self.redistribute(other.device_mesh, other.placements)
 
-    def redistribute_by_dict(self, placements_by_dim_name):
-        """Changes the placements of the named mesh dimensions: t.redistribute_by_dict({"tp": Replicate()})."""
-        mesh = self.device_mesh
-        names = mesh.mesh_dim_names or ()
-        placements = list(self.placements)
-        for name, placement in placements_by_dim_name.items():
-            if name not in names:
-                raise ValueError("mesh %r has no dimension %r (its dimensions are %r)" % (mesh, name, names))
-            placements[names.index(name)] = placement
-        return self.redistribute(mesh, placements)
+    def redistribute_by_dict(self, placements_dict=None, device_mesh=None, default_placement_mode="keep"):
+        """Moves the tensor to placements named by mesh dimension: t.redistribute_by_dict({"tp": Replicate()}).
+
+        device_mesh is the target mesh (default: this tensor's). On this tensor's mesh a name the mesh lacks is an
+        error; on another mesh, names it lacks are ignored. The target mesh's dimensions the dict does not name get,
+        by default_placement_mode: "keep" (default) the placement of the same-named dimension of this tensor's mesh
+        (Replicate where this mesh has none), "replicate" Replicate(), "raise_error" a ValueError naming them.
+        """
+        if placements_dict is None:
+            placements_dict = {}
+        if not isinstance(placements_dict, dict):
+            raise TypeError("redistribute_by_dict() needs a dict of mesh dimension name -> placement, got %r" % (placements_dict,))
+        if default_placement_mode not in _PLACEMENT_MODES:
+            raise ValueError("default_placement_mode must be one of %s, got %r" % (", ".join(_PLACEMENT_MODES), default_placement_mode))
+        source = self.device_mesh
+        target = source if device_mesh is None else _mesh(device_mesh)
+        names = target.mesh_dim_names
+        if not names:
+            raise ValueError("redistribute_by_dict() needs a mesh with dimension names; %r has none" % (target,))
+        if target == source:
+            unknown = [name for name in placements_dict if name not in names]
+            if unknown:
+                raise ValueError("mesh %r has no dimension %r (its dimensions are %r)" % (target, unknown[0], names))
+        unnamed = [name for name in names if name not in placements_dict]
+        if unnamed and default_placement_mode == "raise_error":
+            raise ValueError("redistribute_by_dict(): no placement for mesh dimension(s) %r (default_placement_mode="
+                             "'raise_error'); name every dimension of %r" % (unnamed, names))
+        source_names = source.mesh_dim_names or ()
+        current = self.placements
+        placements = []
+        for name in names:
+            if name in placements_dict:
+                placements.append(placements_dict[name])
+            elif default_placement_mode == "keep" and name in source_names:
+                placements.append(current[source_names.index(name)])
+            else:
+                placements.append(Replicate())
+        return self.redistribute(target, placements)
 
     def copy_(self, src):
         """Writes `src` into this tensor (redistributing and converting as needed); returns this tensor."""

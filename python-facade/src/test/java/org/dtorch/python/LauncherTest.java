@@ -245,6 +245,54 @@ class LauncherTest {
         assertTrue(outcome.err.lines().anyMatch(l -> l.startsWith("dtorch: warning: ") && l.contains(String.valueOf(limit))), outcome.err);
     }
 
+    /**
+     * DTorch's simulation switch: {@code DTORCH_DTENSOR_IN_SAME_DEVICE=1} is {@code --same-device} with
+     * {@code DTORCH_NUM_GPU_WHEN_ENABLE_DTENSOR_IN_SAME_DEVICE} devices (default 8); the command line wins where it
+     * says otherwise; a value it does not understand is one line and exit code 2.
+     */
+    @Test
+    void shouldHonourTheSameDeviceSimulationSwitchOfTheEnvironment(@TempDir Path dir) throws IOException {
+        SameDeviceSwitch three = SameDeviceSwitch.from(Map.of("DTORCH_DTENSOR_IN_SAME_DEVICE", "TRUE",
+            "DTORCH_NUM_GPU_WHEN_ENABLE_DTENSOR_IN_SAME_DEVICE", "3"));
+        assertEquals(new SameDeviceSwitch(true, 3), three);
+        assertEquals(new SameDeviceSwitch(true, 8), SameDeviceSwitch.from(Map.of("DTORCH_DTENSOR_IN_SAME_DEVICE", "1")));
+        assertEquals(SameDeviceSwitch.OFF, SameDeviceSwitch.from(Map.of("DTORCH_DTENSOR_IN_SAME_DEVICE", "0")));
+        assertEquals(SameDeviceSwitch.OFF, SameDeviceSwitch.from(Map.of()));
+
+        Launcher.RunCommand fromEnvironment = Launcher.parseRun("x.py");
+        fromEnvironment.applyEnvironment(three);
+        assertTrue(fromEnvironment.sameDevice());
+        assertEquals(3, fromEnvironment.devices().count());
+        Launcher.RunCommand flagsWin = Launcher.parseRun("--devices", "cpu:2", "x.py");
+        flagsWin.applyEnvironment(three);
+        assertTrue(flagsWin.sameDevice());
+        assertEquals(new Launcher.DeviceSpec(org.dtorch.core.device.DeviceKind.CPU, 2), flagsWin.devices());
+        Launcher.RunCommand off = Launcher.parseRun("x.py");
+        off.applyEnvironment(SameDeviceSwitch.OFF);
+        assertFalse(off.sameDevice());
+
+        Path script = dir.resolve("simulated.py");
+        Files.writeString(script, String.join("\n",
+            "import dtorch",
+            "assert dtorch.device_count() == 3, dtorch.device_count()",
+            "mesh = dtorch.init_device_mesh(dtorch.device_type(), (3,))",
+            "x = dtorch.arange(6, device_mesh=mesh, placements=[dtorch.Shard(0)])",
+            "assert x.redistribute(mesh, [dtorch.Replicate()]).sum().to_torch().item() == 15",
+            ""));
+        Outcome outcome = capture(() -> Launcher.run(args("run", script.toString()), Map.of("DTORCH_DTENSOR_IN_SAME_DEVICE", "1",
+            "DTORCH_NUM_GPU_WHEN_ENABLE_DTENSOR_IN_SAME_DEVICE", "3")));
+        assertEquals(0, outcome.status, outcome.err);
+
+        for (Map<String, String> bad : List.of(Map.of("DTORCH_DTENSOR_IN_SAME_DEVICE", "yes"),
+            Map.of("DTORCH_DTENSOR_IN_SAME_DEVICE", "1", "DTORCH_NUM_GPU_WHEN_ENABLE_DTENSOR_IN_SAME_DEVICE", "0"),
+            Map.of("DTORCH_DTENSOR_IN_SAME_DEVICE", "1", "DTORCH_NUM_GPU_WHEN_ENABLE_DTENSOR_IN_SAME_DEVICE", "x"))) {
+            Outcome rejected = capture(() -> Launcher.run(args("run", script.toString()), bad));
+            assertEquals(2, rejected.status, rejected.err);
+            assertEquals(1, rejected.errLines().size(), rejected.err);
+            assertTrue(rejected.err.startsWith("dtorch: DTORCH_"), rejected.err);
+        }
+    }
+
     @Test
     void shouldPrintHelpAndExitZero() {
         Outcome outcome = capture(() -> launch("run", "--help"));
