@@ -154,14 +154,14 @@ final class AllReduceBenchmark {
         return samples;
     }
 
-    private static ProcessGroupGloo glooGroup(Path file, int rank) {
+    static ProcessGroupGloo glooGroup(Path file, int rank) {
         FileStore store = new FileStore(file.toString(), WORLD);
         ProcessGroupGloo.Options options = ProcessGroupGloo.Options.create(new Milliseconds(300_000));
         options.devices().push_back(ProcessGroupGloo.createDeviceForHostname("127.0.0.1"));
         return new ProcessGroupGloo(store, rank, WORLD, options);
     }
 
-    private static void allreduceInPlace(ProcessGroupGloo group, Tensor tensor) {
+    static void allreduceInPlace(ProcessGroupGloo group, Tensor tensor) {
         // The Work holds the tensors until it is closed: left to the garbage collector, a copy's 64 MiB each stayed
         // allocated (without transparent huge pages the JVM reached 24 GB and was killed).
         try (TensorVector v = new TensorVector(tensor); Work work = group.allreduce(v)) {

@@ -24,9 +24,10 @@ record BenchOptions(List<String> selected, Path report, Path root, int runs, int
     static final List<String> BENCHMARKS = List.of("store", "future", "allreduce", "redistribute", "pipeline", "process", "python");
     /**
      * Harnesses that {@code all} leaves out: {@code gpu} needs a CUDA device and the {@code -Pgpu} build; {@code speed}
-     * repeats rows of {@code allreduce}, {@code pipeline}, {@code future} and {@code process} (issue 11's goals in one run).
+     * repeats rows of {@code allreduce}, {@code pipeline}, {@code future} and {@code process} (issue 11's goals in one run);
+     * {@code gloocopy} compares ways of filling the Gloo all-reduce's result buffer (a probe, decision 203).
      */
-    static final List<String> ON_REQUEST = List.of("gpu", "speed");
+    static final List<String> ON_REQUEST = List.of("gpu", "speed", "gloocopy");
 
     /** System property: how many runs; default {@value #DEFAULT_RUNS}. */
     static final String RUNS_PROPERTY = "bench.runs";
@@ -100,6 +101,10 @@ record BenchOptions(List<String> selected, Path report, Path root, int runs, int
             "-Dbench.select=" + selection, "-D" + RUNS_PROPERTY + "=" + runs, "-D" + ROUNDS_PROPERTY + "=" + rounds));
         if (quick) {
             parts.add("-D" + QUICK_PROPERTY + "=true");
+        }
+        String glooCopy = System.getProperty(GlooCopyBenchmark.VARIANTS_PROPERTY, "");
+        if (selection.contains("gloocopy") && !glooCopy.isBlank()) {
+            parts.add("-D" + GlooCopyBenchmark.VARIANTS_PROPERTY + "=" + glooCopy);
         }
         String thp = System.getenv("THP_MEM_ALLOC_ENABLE");
         if (thp != null && !thp.equals("1")) {

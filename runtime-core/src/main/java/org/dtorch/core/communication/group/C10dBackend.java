@@ -65,6 +65,8 @@ final class C10dBackend implements CollectiveBackend {
     private final Backend pg;
     /** Host buffers for all-reduce results; NCCL's results come from libtorch's caching allocator. */
     private final ResultBufferCache results = ResultBufferCache.fromSystemProperties();
+    /** How a host all-reduce's input gets into its result buffer. */
+    private final GlooCopyOptions copyOptions = GlooCopyOptions.fromSystemProperties();
     private boolean closed;
 
     private C10dBackend(String backendName, String groupName, int rank, int size, Duration timeout, Milliseconds timeoutMillis,
@@ -156,22 +158,95 @@ final class C10dBackend implements CollectiveBackend {
 
     /**
      * The result is a new tensor, so the input is copied once, into a buffer from {@link #results}, and reduced
-     * there in place. The copy is not pipelined with the reduction: on many cores, cutting it into pieces cost
-     * more (a Gloo round per piece) than the overlap saved (decision 190).
+     * there in place (decision 190). On the host the copy is cut into slices over spare processors and may overlap
+     * the reduction of a first piece ({@link #copyAndReduceOnHost}); elsewhere it is one {@code copy_}.
      */
     @Override
     public Tensor allReduce(Tensor input, ReduceOpType op) {
         Tensor result = results.emptyLike(input);
-        try (TensorVector tensors = new TensorVector(result); AllreduceOptions o = new AllreduceOptions(); ReduceOp reduce = reduceOp(op)) {
-            copyInto(result, input);
+        String name = "allReduce(" + op.shortName() + ")";
+        try (AllreduceOptions o = new AllreduceOptions(); ReduceOp reduce = reduceOp(op)) {
             o.reduceOp(reduce);
             o.timeout(timeoutMillis);
-            run("allReduce(" + op.shortName() + ")", () -> pg.allreduce(tensors, o));
+            if (result.is_cuda() || !input.is_contiguous()) {
+                copyInto(result, input);
+                try (TensorVector tensors = new TensorVector(result)) {
+                    run(name, () -> pg.allreduce(tensors, o));
+                }
+            } else {
+                copyAndReduceOnHost(name, input, result, o);
+            }
         } catch (RuntimeException e) {
             result.close();
             throw e;
         }
         return result;
+    }
+
+    /**
+     * Copies the contiguous host {@code input} into {@code result} and all-reduces {@code result} in place. The copy
+     * takes this rank's share of the processors ({@link HostCopy}, decision 200). When the share leaves a processor
+     * beside Gloo's ({@link GlooCopyOptions#firstPieceBytes}), it is cut in two (decision 201): the first piece is
+     * copied by the team and its reduction issued; the rest is copied by this thread alone while Gloo's thread reduces
+     * the first piece (helpers there would only take memory bandwidth and cores from Gloo, and the copy is hidden
+     * anyway), then reduced in a second Gloo round. Only two pieces: every piece costs a Gloo round, which is why the
+     * four-piece pipeline was dropped (decision 190).
+     */
+    private void copyAndReduceOnHost(String name, Tensor input, Tensor result, AllreduceOptions o) {
+        long bytes = input.nbytes();
+        MemorySegment from = hostBytes(input);
+        MemorySegment to = hostBytes(result);
+        int share = HostCopy.share(copiersAtOnce());
+        int threads = HostCopy.threadsFor(bytes, share, copyOptions.copyThreads());
+        String copying = name + " on " + describe() + ": the copy into the result";
+        long firstBytes = copyOptions.firstPieceBytes(bytes, share);
+        if (firstBytes == 0) {
+            HostCopy.copy(from, to, threads, timeout, copying);
+            try (TensorVector tensors = new TensorVector(result)) {
+                run(name, () -> pg.allreduce(tensors, o));
+            }
+            return;
+        }
+        long firstElements = firstBytes / result.element_size();
+        try (Tensor flat = result.view(-1); Tensor head = flat.narrow(0, 0, firstElements);
+             Tensor tail = flat.narrow(0, firstElements, flat.numel() - firstElements);
+             TensorVector heads = new TensorVector(head); TensorVector tails = new TensorVector(tail)) {
+            HostCopy.copy(from.asSlice(0, firstBytes), to.asSlice(0, firstBytes), threads, timeout, copying);
+            List<Work> issued = new ArrayList<>(2);
+            RuntimeException failure = null;
+            try {
+                issued.add(issue(name, () -> pg.allreduce(heads, o)));
+                HostCopy.copy(from.asSlice(firstBytes), to.asSlice(firstBytes), 1, timeout, copying);
+                issued.add(issue(name, () -> pg.allreduce(tails, o)));
+            } catch (RuntimeException e) {
+                failure = e;
+            }
+            // Gloo's thread may still be writing the first piece: wait for it whatever happened to the second.
+            try {
+                waitAll(name, issued);
+            } catch (RuntimeException e) {
+                failure = failure == null ? e : withSuppressed(failure, e);
+            } finally {
+                issued.forEach(Work::close);
+            }
+            if (failure != null) {
+                throw failure;
+            }
+        }
+    }
+
+    private static RuntimeException withSuppressed(RuntimeException first, RuntimeException next) {
+        first.addSuppressed(next);
+        return first;
+    }
+
+    /** The ranks of this JVM that may copy at once: this group's, or every CPU device's with a Gloo group here. */
+    private int copiersAtOnce() {
+        return Math.max(size, GlooDevice.count());
+    }
+
+    private static MemorySegment hostBytes(Tensor t) {
+        return MemorySegment.ofAddress(t.data_ptr().address()).reinterpret(t.nbytes());
     }
 
     /**
@@ -184,7 +259,7 @@ final class C10dBackend implements CollectiveBackend {
             dst.copy_(src);
             return;
         }
-        ShmTensors.copyInto(src, MemorySegment.ofAddress(dst.data_ptr().address()).reinterpret(dst.nbytes()));
+        ShmTensors.copyInto(src, hostBytes(dst));
     }
 
     @Override
@@ -443,6 +518,11 @@ final class C10dBackend implements CollectiveBackend {
     private static final class GlooDevice {
         private static final java.util.concurrent.ConcurrentHashMap<Long, org.bytedeco.pytorch.gloo.Device> DEVICES =
             new java.util.concurrent.ConcurrentHashMap<>();
+
+        /** How many CPU devices of this JVM joined a Gloo group: at most that many ranks copy at once. */
+        static int count() {
+            return DEVICES.size();
+        }
 
         static org.bytedeco.pytorch.gloo.Device forCpuDevice(long deviceId) {
             return DEVICES.computeIfAbsent(deviceId,

@@ -1,18 +1,8 @@
 package org.dtorch.core.communication.group;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
-import org.dtorch.core.communication.CommInterruptedException;
-import org.dtorch.core.communication.CommTimeoutException;
 import org.dtorch.core.communication.ReduceOpType;
 
 /**
@@ -27,7 +17,7 @@ import org.dtorch.core.communication.ReduceOpType;
  *
  * <p>Sizing: {@value #CHUNK_BYTES_PER_THREAD_PROPERTY} bytes of one input per thread (default
  * {@value #DEFAULT_CHUNK_BYTES_PER_THREAD}), at most one thread per available processor; the calling thread is
- * one of them.
+ * one of them; the helpers are {@link SliceTeam}'s.
  *
  * <p>Thread-safe: any number of ranks may reduce at once; they share one pool of helper threads.
  */
@@ -39,17 +29,7 @@ final class HostReduction {
     private static final long PIECE_BYTES = 128 * 1024;
     /** libtorch runs a kernel of this many elements or more on its intra-op pool; pieces stay below. */
     private static final long INTRA_OP_GRAIN = 32768;
-    private static final int THREADS = Runtime.getRuntime().availableProcessors();
     private static final long CHUNK_BYTES_PER_THREAD = chunkBytesPerThread();
-
-    /** Helper threads, created on first use; daemons, so a JVM that never closes a group still exits. */
-    private static final class Helpers {
-        static final ExecutorService POOL = Executors.newFixedThreadPool(Math.max(1, THREADS - 1), runnable -> {
-            Thread t = new Thread(runnable, "dtorch-host-reduction");
-            t.setDaemon(true);
-            return t;
-        });
-    }
 
     private HostReduction() {
     }
@@ -57,7 +37,7 @@ final class HostReduction {
     /** How many threads reduce {@code bytes} bytes per input. */
     static int threadsFor(long bytes) {
         long wanted = Math.max(1, bytes / Math.max(1, CHUNK_BYTES_PER_THREAD));
-        return (int) Math.min(THREADS, wanted);
+        return (int) Math.min(SliceTeam.PROCESSORS, wanted);
     }
 
     /**
@@ -67,44 +47,10 @@ final class HostReduction {
     static void allReduce(Tensor[] ins, Tensor[] outs, ReduceOpType op, Duration timeout) {
         long numel = ins[0].numel();
         int threads = threadsFor(ins[0].nbytes());
-        List<Future<?>> helpers = new ArrayList<>(threads - 1);
-        for (int t = 1; t < threads; t++) {
-            long start = numel * t / threads;
-            long end = numel * (t + 1) / threads;
-            helpers.add(Helpers.POOL.submit(() -> reduceRange(ins, outs, start, end - start, op)));
-        }
-        RuntimeException failure = null;
-        try {
-            reduceRange(ins, outs, 0, numel / threads, op);
-        } catch (RuntimeException e) {
-            failure = e;
-        }
-        long deadline = System.nanoTime() + timeout.toNanos();
-        for (Future<?> helper : helpers) {
-            try {
-                helper.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-            } catch (ExecutionException e) {
-                RuntimeException cause = e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e.getCause());
-                failure = add(failure, cause);
-            } catch (TimeoutException e) {
-                failure = add(failure, new CommTimeoutException("same-device all-reduce: a helper thread of the host reduction did not finish its slice within "
-                    + timeout, e));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                failure = add(failure, new CommInterruptedException("same-device all-reduce: interrupted waiting for the host reduction's helper threads", e));
-            }
-        }
-        if (failure != null) {
-            throw failure;
-        }
-    }
-
-    private static RuntimeException add(RuntimeException first, RuntimeException next) {
-        if (first == null) {
-            return next;
-        }
-        first.addSuppressed(next);
-        return first;
+        SliceTeam.run(threads, t -> {
+            long start = SliceTeam.sliceStart(numel, threads, t);
+            reduceRange(ins, outs, start, SliceTeam.sliceStart(numel, threads, t + 1) - start, op);
+        }, timeout, "same-device all-reduce: the host reduction");
     }
 
     /** Reduces elements [start, start + count) of every input into every output, piece by piece. */
