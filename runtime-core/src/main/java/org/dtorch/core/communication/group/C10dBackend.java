@@ -214,16 +214,17 @@ final class C10dBackend implements CollectiveBackend {
             HostCopy.copy(from.asSlice(0, firstBytes), to.asSlice(0, firstBytes), threads, timeout, copying);
             List<Work> issued = new ArrayList<>(2);
             RuntimeException failure = null;
+            long startNanos = System.nanoTime();
             try {
-                issued.add(issue(name, () -> pg.allreduce(heads, o)));
+                issued.add(issue(name, () -> pg.allreduce(heads, o), startNanos));
                 HostCopy.copy(from.asSlice(firstBytes), to.asSlice(firstBytes), 1, timeout, copying);
-                issued.add(issue(name, () -> pg.allreduce(tails, o)));
+                issued.add(issue(name, () -> pg.allreduce(tails, o), startNanos));
             } catch (RuntimeException e) {
                 failure = e;
             }
             // Gloo's thread may still be writing the first piece: wait for it whatever happened to the second.
             try {
-                waitAll(name, issued);
+                waitAll(name, issued, startNanos);
             } catch (RuntimeException e) {
                 failure = failure == null ? e : withSuppressed(failure, e);
             } finally {
