@@ -94,8 +94,14 @@ public final class ShmTensors {
      * must hold {@code value.numel() * elementSize} bytes.
      */
     public static void copyInto(Tensor value, MemorySegment target) {
-        long[] shape = TorchTensors.shape(value);
-        ScalarType dtype = TorchTensors.dtype(value);
+        copyInto(value, TorchTensors.shape(value), TorchTensors.dtype(value), target);
+    }
+
+    /**
+     * As {@link #copyInto(Tensor, MemorySegment)}, for a caller that read {@code value}'s shape and dtype already (each
+     * read is a native call).
+     */
+    public static void copyInto(Tensor value, long[] shape, ScalarType dtype, MemorySegment target) {
         long bytes = byteSize(shape, dtype);
         if (target.byteSize() < bytes) {
             throw new IllegalArgumentException("a " + TorchTensors.describe(value) + " needs " + bytes + " bytes, the target has "

@@ -28,6 +28,15 @@ final class CompletionWait {
      * @throws CommInterruptedException if the thread is interrupted
      */
     static boolean awaitDone(CompletableFuture<?> future, long timeoutNanos, String what) {
+        return awaitDone(future, timeoutNanos, what, null);
+    }
+
+    /**
+     * As {@link #awaitDone(CompletableFuture, long, String)}; {@code beforePark}, if not null, is prepared once the spin
+     * has not seen the future done and before the thread parks (decision 205), so a completion during the spin costs
+     * no preparation.
+     */
+    static boolean awaitDone(CompletableFuture<?> future, long timeoutNanos, String what, PreparedReference beforePark) {
         if (future.isDone()) {
             return true;
         }
@@ -38,6 +47,9 @@ final class CompletionWait {
                 return true;
             }
             Thread.onSpinWait();
+        }
+        if (beforePark != null) {
+            beforePark.beforeSleep();
         }
         long remaining = timeoutNanos - (System.nanoTime() - start);
         if (remaining <= 0) {
@@ -66,7 +78,12 @@ final class CompletionWait {
      * "{@code <what> timed out after <timeout>: <pending>}".
      */
     static void awaitOrThrow(CompletableFuture<?> future, Duration timeout, String what, String pending) {
-        if (!awaitDone(future, timeout.toNanos(), what)) {
+        awaitOrThrow(future, timeout, what, pending, null);
+    }
+
+    /** As {@link #awaitOrThrow(CompletableFuture, Duration, String, String)}, preparing {@code beforePark} as {@link #awaitDone} does. */
+    static void awaitOrThrow(CompletableFuture<?> future, Duration timeout, String what, String pending, PreparedReference beforePark) {
+        if (!awaitDone(future, timeout.toNanos(), what, beforePark)) {
             throw new CommTimeoutException(what + " " + Deadline.after(timeout).timedOutAfter() + ": " + pending);
         }
     }

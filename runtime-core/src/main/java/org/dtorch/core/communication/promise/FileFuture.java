@@ -3,7 +3,6 @@ package org.dtorch.core.communication.promise;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.function.Function;
 import org.bytedeco.pytorch.Tensor;
 import org.dtorch.core.communication.CommOptions;
 import org.dtorch.core.communication.CommTimeoutException;
@@ -32,8 +31,6 @@ final class FileFuture<T> implements DirectCompletion {
     private final String what;
     /** Null for the global timeout at the time of the call. */
     private final Duration getTimeout;
-    /** What {@code get()} returns for the value this future owns (null for a void future). */
-    private final Function<Tensor, T> result;
     private CompletableFuture<Object> completion;
 
     /** The outcome, read once; the cleanup action of its future. Guarded by itself. */
@@ -76,22 +73,21 @@ final class FileFuture<T> implements DirectCompletion {
         }
     }
 
-    private FileFuture(FilePromiseRegion region, boolean tensorKind, String what, Duration getTimeout, Function<Tensor, T> result) {
+    private FileFuture(FilePromiseRegion region, boolean tensorKind, String what, Duration getTimeout) {
         this.outcome = new Outcome(region, tensorKind);
         this.what = what;
         this.getTimeout = getTimeout;
-        this.result = result;
         FilePromise.CLEANER.register(this, outcome);
     }
 
     /** The future of a File tensor promise over {@code region} (shared with the promise). */
     static TensorFuture ofTensor(FilePromiseRegion region, Duration getTimeout) {
-        return new TensorView(new FileFuture<>(region, true, "TensorFuture", getTimeout, Tensor::new));
+        return new TensorView(new FileFuture<>(region, true, "TensorFuture", getTimeout));
     }
 
     /** The future of a File void promise over {@code region} (shared with the promise). */
     static VoidFuture ofVoid(FilePromiseRegion region, Duration getTimeout) {
-        return new VoidView(new FileFuture<Void>(region, false, "VoidFuture", getTimeout, value -> null));
+        return new VoidView(new FileFuture<Void>(region, false, "VoidFuture", getTimeout));
     }
 
     /** True only when a value or an error is present. */
@@ -104,29 +100,45 @@ final class FileFuture<T> implements DirectCompletion {
         return CompletionWait.ownOrGlobal(getTimeout);
     }
 
-    /** Waits up to {@link #timeout()}, or throws naming the promise; then gives the result or throws the error set. */
+    /**
+     * Waits up to {@link #timeout()}, or throws naming the promise; then gives the result or throws the error set. A
+     * tensor future that has to sleep makes the handle it returns first ({@link PreparedReference}, decision 205).
+     */
     T get() {
         Duration timeout = timeout();
-        if (!outcome.region.awaitDone(timeout.toNanos(), what + ".get()")) {
-            throw new CommTimeoutException(what + ".get() " + Deadline.after(timeout).timedOutAfter()
-                + ": no value or error was set (File promise " + outcome.region.name() + "; the producing operator has not run)");
+        try (PreparedReference prepared = outcome.tensorKind ? new PreparedReference() : null) {
+            if (!outcome.region.awaitDone(timeout.toNanos(), what + ".get()", prepared)) {
+                throw new CommTimeoutException(what + ".get() " + Deadline.after(timeout).timedOutAfter()
+                    + ": no value or error was set (File promise " + outcome.region.name() + "; the producing operator has not run)");
+            }
+            return result(prepared);
         }
-        return result();
     }
 
-    /** Waits up to {@code timeout}: false if still pending; throws the error set. */
-    boolean waitFor(Duration timeout) {
+    /**
+     * Waits up to {@code timeout}: false if still pending; throws the error set. {@code prepared}, if not null, makes
+     * its handle before the first sleep.
+     */
+    boolean waitFor(Duration timeout, PreparedReference prepared) {
         CommOptions.validateTimeout(timeout);
-        if (!outcome.region.awaitDone(timeout.toNanos(), what + ".waitFor()")) {
+        if (!outcome.region.awaitDone(timeout.toNanos(), what + ".waitFor()", prepared)) {
             return false;
         }
         valueOrThrow();
         return true;
     }
 
-    /** After a successful wait: what {@code get()} gives (a new reference for a tensor); throws the error set. */
-    T result() {
-        return result.apply(valueOrThrow());
+    /**
+     * After a successful wait: what {@code get()} gives (a new reference for a tensor, in {@code prepared}'s handle
+     * when it made one; null for a void future); throws the error set.
+     */
+    @SuppressWarnings("unchecked")
+    T result(PreparedReference prepared) {
+        Tensor value = valueOrThrow();
+        if (!outcome.tensorKind) {
+            return null;
+        }
+        return (T) (prepared != null ? prepared.referenceTo(value) : new Tensor(value));
     }
 
     /** The value read (owned by this future; null for a void future) after a successful wait; throws the error set. */
@@ -207,7 +219,9 @@ final class FileFuture<T> implements DirectCompletion {
 
         @Override
         public Optional<Tensor> waitFor(Duration timeout) {
-            return future.waitFor(timeout) ? Optional.of(future.result()) : Optional.empty();
+            try (PreparedReference prepared = new PreparedReference()) {
+                return future.waitFor(timeout, prepared) ? Optional.of(future.result(prepared)) : Optional.empty();
+            }
         }
     }
 
@@ -224,7 +238,7 @@ final class FileFuture<T> implements DirectCompletion {
 
         @Override
         public boolean waitFor(Duration timeout) {
-            return future.waitFor(timeout);
+            return future.waitFor(timeout, null);
         }
     }
 }

@@ -95,6 +95,9 @@ final class FilePromiseRegion {
             s.set(ValueLayout.JAVA_INT, KIND, kind);
             s.set(ValueLayout.JAVA_INT, FUTURE_PID, Processes.currentPid());
             Shm.putString(s, DOORBELL, DOORBELL_CAPACITY, FileFutureWatcher.instance().doorbellName());
+            // Fault the first page of the inline bytes in now: its first write would otherwise allocate and zero a page between
+            // the completer's clock and the wake-up (decision 207); attach maps it for the completer the same way.
+            s.set(ValueLayout.JAVA_LONG, INLINE_BYTES, 0L);
             Shm.putIntRelease(s, MAGIC_OFFSET, MAGIC);
             OWNED.add(name);
             return new FilePromiseRegion(region);
@@ -119,6 +122,7 @@ final class FilePromiseRegion {
             throw new IllegalStateException("shared memory " + name + " is not a File " + (kind == TENSOR ? "tensor" : "void")
                 + " promise");
         }
+        Shm.getIntAcquire(s, INLINE_BYTES); // maps the page the creator faulted in, before a completer writes it (decision 207)
         return new FilePromiseRegion(region);
     }
 
@@ -155,10 +159,11 @@ final class FilePromiseRegion {
             return false;
         }
         try {
-            long nbytes = writeHeader(value, shape);
+            ScalarType dtype = TorchTensors.dtype(value);
+            long nbytes = writeHeader(shape, dtype);
             if (nbytes <= INLINE_CAPACITY) {
                 seg.set(ValueLayout.JAVA_INT, PLACEMENT, INLINE);
-                ShmTensors.copyInto(value, seg.asSlice(INLINE_BYTES, INLINE_CAPACITY));
+                ShmTensors.copyInto(value, shape, dtype, seg.asSlice(INLINE_BYTES, INLINE_CAPACITY));
             } else {
                 seg.set(ValueLayout.JAVA_INT, PLACEMENT, VALUE_REGION);
                 writeValueRegion(value, nbytes);
@@ -172,8 +177,7 @@ final class FilePromiseRegion {
     }
 
     /** Writes dtype, ndim, nbytes and shape; returns nbytes. */
-    private long writeHeader(Tensor value, long[] shape) {
-        ScalarType dtype = TorchTensors.dtype(value);
+    private long writeHeader(long[] shape, ScalarType dtype) {
         long nbytes = ShmTensors.byteSize(shape, dtype);
         seg.set(ValueLayout.JAVA_INT, DTYPE, dtype.value);
         seg.set(ValueLayout.JAVA_INT, NDIM, shape.length);
@@ -196,7 +200,7 @@ final class FilePromiseRegion {
         }
         CudaIpcTensors.Loan loan = null;
         try {
-            writeHeader(value, shape);
+            writeHeader(shape, TorchTensors.dtype(value));
             loan = CudaIpcTensors.lend(value, stream);
             loan.descriptor().writeTo(seg, IPC_DESCRIPTOR);
             Shm.putString(seg, LENDER_BELL, DOORBELL_CAPACITY, FileFutureWatcher.instance().doorbellName());
@@ -328,6 +332,14 @@ final class FilePromiseRegion {
      * @return true if done
      */
     boolean awaitDone(long timeoutNanos, String what) {
+        return awaitDone(timeoutNanos, what, null);
+    }
+
+    /**
+     * As {@link #awaitDone(long, String)}; {@code beforeSleep}, if not null, is prepared once, before the first sleep on
+     * the futex (decision 205).
+     */
+    boolean awaitDone(long timeoutNanos, String what, PreparedReference beforeSleep) {
         if (isDone()) {
             return true;
         }
@@ -350,6 +362,11 @@ final class FilePromiseRegion {
             }
             if (Thread.currentThread().isInterrupted()) {
                 throw new CommInterruptedException(what + " was interrupted while waiting for File promise " + name(), new InterruptedException());
+            }
+            if (beforeSleep != null) {
+                beforeSleep.beforeSleep();
+                beforeSleep = null;
+                continue; // the state may have changed meanwhile: look again before sleeping
             }
             Shm.getAndAddInt(seg, SLEEPERS, 1);
             try {

@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.atomic.AtomicReference;
 import org.bytedeco.pytorch.Tensor;
 import org.dtorch.core.communication.CommOptions;
 import org.dtorch.core.tensor.TorchTensors;
@@ -12,9 +13,15 @@ import org.dtorch.core.tensor.TorchTensors;
  * A {@link TensorPromise} whose future lives in the same process (docs/communication-core.md, Promises and
  * futures): a {@link CompletableFuture} holding the promise's own reference to the value.
  *
+ * <p>A getter that has to park makes the handles of the hand-off first (its result, and a spare the completer fills
+ * with its own reference: {@link PreparedReference}), so completing and waking make none (decision 205).
+ *
  * <p>Thread-safe: completion and {@link #getFuture()} are atomic.
  */
 final class MemoryTensorPromise extends MemoryPromise<Tensor> implements TensorPromise {
+
+    /** A handle a parked getter lent for the promise's own reference; taken by {@link #setValue}. */
+    private final AtomicReference<Tensor> spare = new AtomicReference<>();
 
     MemoryTensorPromise(Duration getTimeout) {
         super("TensorPromise", getTimeout);
@@ -25,7 +32,7 @@ final class MemoryTensorPromise extends MemoryPromise<Tensor> implements TensorP
         if (t == null || t.isNull() || !t.defined()) {
             throw new IllegalArgumentException("TensorPromise.setValue: value is " + TorchTensors.describe(t));
         }
-        Tensor own = new Tensor(t);
+        Tensor own = PreparedReference.takeSpareFor(spare, t);
         if (!completeWith(own)) {
             own.close();
             throw alreadyCompleted("setValue");
@@ -35,16 +42,18 @@ final class MemoryTensorPromise extends MemoryPromise<Tensor> implements TensorP
     @Override
     public TensorFuture getFuture() {
         takeFuture();
-        return new MemoryTensorFuture(completion, getTimeout);
+        return new MemoryTensorFuture(completion, spare, getTimeout);
     }
 
     /** The future of a {@link MemoryTensorPromise}. Thread-safe. */
     static final class MemoryTensorFuture implements TensorFuture, DirectCompletion {
         private final CompletableFuture<Tensor> value;
+        private final AtomicReference<Tensor> spare;
         private final Duration getTimeout;
 
-        MemoryTensorFuture(CompletableFuture<Tensor> value, Duration getTimeout) {
+        MemoryTensorFuture(CompletableFuture<Tensor> value, AtomicReference<Tensor> spare, Duration getTimeout) {
             this.value = value;
+            this.spare = spare;
             this.getTimeout = getTimeout;
         }
 
@@ -60,18 +69,22 @@ final class MemoryTensorPromise extends MemoryPromise<Tensor> implements TensorP
 
         @Override
         public Tensor get() {
-            CompletionWait.awaitOrThrow(value, timeout(), "TensorFuture.get()",
-                "no value or error was set (the producing operator has not run)");
-            return newReference();
+            try (PreparedReference prepared = new PreparedReference(spare)) {
+                CompletionWait.awaitOrThrow(value, timeout(), "TensorFuture.get()",
+                    "no value or error was set (the producing operator has not run)", prepared);
+                return newReference(prepared);
+            }
         }
 
         @Override
         public Optional<Tensor> waitFor(Duration timeout) {
             CommOptions.validateTimeout(timeout);
-            if (!CompletionWait.awaitDone(value, timeout.toNanos(), "TensorFuture.waitFor()")) {
-                return Optional.empty();
+            try (PreparedReference prepared = new PreparedReference(spare)) {
+                if (!CompletionWait.awaitDone(value, timeout.toNanos(), "TensorFuture.waitFor()", prepared)) {
+                    return Optional.empty();
+                }
+                return Optional.of(newReference(prepared));
             }
-            return Optional.of(newReference());
         }
 
         @Override
@@ -84,9 +97,9 @@ final class MemoryTensorPromise extends MemoryPromise<Tensor> implements TensorP
             return FutureCallbacks.offCompleter(value);
         }
 
-        private Tensor newReference() {
+        private Tensor newReference(PreparedReference prepared) {
             try {
-                return new Tensor(value.join());
+                return prepared.referenceTo(value.join());
             } catch (CompletionException e) {
                 throw new FutureFailedException("TensorFuture", e.getCause());
             }

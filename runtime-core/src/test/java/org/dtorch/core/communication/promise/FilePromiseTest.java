@@ -49,6 +49,25 @@ class FilePromiseTest {
     }
 
     @Test
+    void shouldHandASleepingGetterItsValueAndKeepItReadableAfterAParkedTimeout() throws Exception {
+        TensorPromise created = TensorPromises.create(TensorPromiseType.FILE);
+        TensorFuture future = created.getFuture();
+        assertTrue(future.waitFor(Duration.ofMillis(30)).isEmpty(), "slept on the futex, then timed out");
+        String name = created.serialize();
+        CompletableFuture<Tensor> got = new CompletableFuture<>();
+        Thread getter = Thread.ofPlatform().start(() -> got.complete(future.get()));
+        Thread.sleep(100); // far past the spin: the getter sleeps, having made the handle it returns
+        try (Tensor value = TestTensors.full(9f, 3)) {
+            TensorPromises.fromSerialized(TensorPromiseType.FILE, name).setValue(value);
+        }
+        getter.join(5000);
+        try (Tensor value = got.get(1, TimeUnit.SECONDS); Tensor again = future.get()) {
+            assertTrue(TestTensors.same(TestTensors.full(9f, 3), value), TestTensors.values(value));
+            assertEquals(value.data_ptr().address(), again.data_ptr().address(), "the value is read once");
+        }
+    }
+
+    @Test
     void shouldCarryTheErrorTextAndRejectASecondCompletion() {
         TensorPromise created = TensorPromises.create(TensorPromiseType.FILE);
         TensorFuture future = created.getFuture();

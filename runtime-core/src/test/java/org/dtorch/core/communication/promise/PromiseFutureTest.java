@@ -49,6 +49,40 @@ class PromiseFutureTest {
     }
 
     @Test
+    void shouldHandAParkedGetterAReferenceThatOutlivesTheSettersHandle() throws Exception {
+        TensorPromise promise = TensorPromises.create(TensorPromiseType.MEMORY);
+        TensorFuture future = promise.getFuture();
+        CompletableFuture<Tensor> got = new CompletableFuture<>();
+        Thread getter = Thread.ofPlatform().start(() -> got.complete(future.get()));
+        Thread.sleep(100); // far past the spin: the getter parked, having prepared its handles
+        long address;
+        try (Tensor value = TestTensors.full(6f, 5)) {
+            address = value.data_ptr().address();
+            promise.setValue(value);
+        }
+        getter.join(5000);
+        try (Tensor value = got.get(1, TimeUnit.SECONDS)) {
+            assertEquals(2L, value.use_count(), "the promise's reference and the getter's");
+            assertEquals(address, value.data_ptr().address(), "in-process values are shared, not copied");
+            assertEquals(6f, value.select(0, 4).item_float());
+        }
+    }
+
+    @Test
+    void shouldDeliverAValueSetAfterAParkedWaitTimedOut() {
+        TensorPromise promise = TensorPromises.create(TensorPromiseType.MEMORY);
+        TensorFuture future = promise.getFuture();
+        assertTrue(future.waitFor(Duration.ofMillis(30)).isEmpty(), "parked, then timed out: the spare it lent goes back");
+        try (Tensor value = TestTensors.full(8f, 2)) {
+            promise.setValue(value);
+        }
+        try (Tensor got = future.get(); Tensor again = future.waitFor(Duration.ofMillis(1)).orElseThrow()) {
+            assertEquals(8f, got.select(0, 1).item_float());
+            assertEquals(got.data_ptr().address(), again.data_ptr().address());
+        }
+    }
+
+    @Test
     void shouldRethrowTheErrorWithTheOriginalAsCause() {
         TensorPromise promise = TensorPromises.create(TensorPromiseType.MEMORY);
         TensorFuture future = promise.getFuture();
