@@ -3,6 +3,7 @@ collection of their Java handles, which the native-memory budget requests for la
 
 import gc
 import resource
+import time
 
 import polyglot
 import torch
@@ -21,15 +22,24 @@ def test_twenty_thousand_dropped_128_kib_tensors_stay_within_the_budget():
     x = torch.ones(128, 256)  # 128 KiB: 2.5 GiB over the loop if nothing were freed
     gc.collect()
     before = rss()
+    charged_before = JAVA.chargedBytes()
     peak_charged = 0
     for i in range(20000):
         y = x * 2
         if i % 500 == 0:
-            peak_charged = max(peak_charged, JAVA.chargedBytes())
+            peak_charged = max(peak_charged, JAVA.chargedBytes() - charged_before)
     del y
     grown = rss() - before
-    assert peak_charged < 1100 * MIB, "charged %d MiB" % (peak_charged // MIB)
-    assert grown < 1200 * MIB, "the peak RSS grew by %d MiB over 20,000 dropped 128 KiB tensors" % (grown // MIB)
+    # Collections ran during the loop (how often depends on what the JVM held before: decision 101's spacing) ...
+    assert peak_charged < 2300 * MIB, "charged %d MiB" % (peak_charged // MIB)
+    assert grown < 1500 * MIB, "the peak RSS grew by %d MiB over 20,000 dropped 128 KiB tensors" % (grown // MIB)
+    # ... and once collected, every dropped handle gave its bytes back.
+    deadline = time.monotonic() + 30
+    while JAVA.chargedBytes() - charged_before > 4 * MIB and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.05)
+    left = JAVA.chargedBytes() - charged_before
+    assert left <= 4 * MIB, "%d MiB still charged after collections" % (left // MIB)
 
 
 def test_twenty_thousand_small_temporaries_are_freed():

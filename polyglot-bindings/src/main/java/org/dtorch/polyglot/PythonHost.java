@@ -31,7 +31,7 @@ import org.graalvm.python.embedding.VirtualFileSystem;
  * the {@code torch} package, as {@value TorchModule#BINDING} ({@link TorchModule}), with or without a runtime.
  *
  * <p>Host access is an allow-list: Python may call only methods annotated {@link HostAccess.Export} (those of
- * {@link PyBridge}, {@link PyTensorFuture}, {@link PyHostTensor} and the {@code torch} package's
+ * {@link PyBridge}, {@link PyTensorFuture} and the {@code torch} package's
  * {@link TorchModule}, {@link org.dtorch.polyglot.torch.AtenOperator}, {@link org.dtorch.polyglot.torch.BoundCall} and
  * {@link org.dtorch.polyglot.torch.PyTensor}), read Java arrays they return, and look
  * up no host class. That list keeps the JVM's objects out of reach; it is not a sandbox. By default a script has

@@ -142,6 +142,25 @@ class Op:
         self._calls = {}
 
     def __call__(self, *args, **kwargs):
+        if not kwargs:
+            # The commonest calls, f(t) and f(t, u) on tensors, skip building the key.
+            n = len(args)
+            if n == 2 and type(args[0]) is Tensor and type(args[1]) is Tensor:
+                entry = self._calls.get("T,T")
+                if entry is not None:
+                    try:
+                        result = entry[0].call2(args[0]._java, args[1]._java)
+                    except ForeignException as e:
+                        raise _errors.translate(e) from None
+                    return entry[1](result)
+            elif n == 1 and type(args[0]) is Tensor:
+                entry = self._calls.get("T")
+                if entry is not None:
+                    try:
+                        result = entry[0].call1(args[0]._java)
+                    except ForeignException as e:
+                        raise _errors.translate(e) from None
+                    return entry[1](result)
         return self.call(args, kwargs)
 
     def call(self, args, kwargs):

@@ -17,11 +17,16 @@ def _check_device(kwargs):
     return kwargs
 
 
+def _no_grad_support(requires_grad):
+    if requires_grad:
+        raise NotImplementedError("requires_grad=True: autograd is not supported by DTorch's torch module yet")
+
+
 def _factory(name):
     op = require(name)
 
     def factory(*args, **kwargs):
-        kwargs.pop("requires_grad", None)
+        _no_grad_support(kwargs.pop("requires_grad", False))
         return op.call(args, _check_device(kwargs))
 
     factory.__name__ = name
@@ -76,6 +81,7 @@ def _flatten(data):
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A tensor made from nested lists or tuples of numbers, a number, or a tensor (copied)."""
     from ._tensor import Tensor
+    _no_grad_support(requires_grad)
     if isinstance(data, Tensor):
         return data.to(dtype=dtype, device=device, copy=True) if (dtype or device) else data.clone()
     flat, shape = _flatten(data)

@@ -187,7 +187,7 @@ class Tensor:
     def tobytes(self):
         """The tensor's bytes, copied once into a Python bytes object."""
         ctypes = _ctypes("tobytes()")
-        source = self if self._java.isHostContiguous() else self.contiguous().cpu()
+        source = self if _java_call(self._java.isHostContiguous) else self.contiguous().cpu()
         address = _java_call(source._java.pin)
         try:
             return ctypes.string_at(address, source.nbytes)

@@ -60,27 +60,52 @@ public final class PyTensor implements AutoCloseable {
         }
     }
 
+    /** What stays readable after {@link #close()}: a closed value still says what it was. */
+    private record Meta(long[] shape, String dtype, String device, long nbytes, long elementSize, boolean integral) {
+    }
+
     private final Native holder;
     private final Cleaner.Cleanable cleanable;
     private int pins;
     private boolean closed;
+    /** Set by {@link #close()}; shapes may change in place while open ({@code unsqueeze_}), so not cached before. */
+    private Meta closedMeta;
 
-    private PyTensor(IValue value) {
+    private PyTensor(IValue value, boolean charge) {
         this.holder = new Native(value);
-        TensorImpl impl = value.unsafeToTensorImpl();
-        long bytes = impl.numel() * impl.itemsize();
+        long bytes = 0;
+        if (charge) {
+            TensorImpl impl = value.unsafeToTensorImpl();
+            bytes = impl.numel() * impl.itemsize();
+        }
         this.cleanable = bytes >= CHARGED_BYTES ? NativeMemoryBudget.global().register(this, bytes, holder) : null;
     }
 
     /** A handle owning {@code value}, which must hold a defined tensor. */
     static PyTensor adopt(IValue value) {
-        return new PyTensor(value);
+        return new PyTensor(value, true);
     }
 
-    /** A handle taking ownership of {@code tensor} (for Java callers: the runtime's values, interop). */
+    /** A handle taking ownership of {@code tensor} (for Java callers). */
     public static PyTensor wrap(Tensor tensor) {
         try (tensor) {
-            return new PyTensor(new IValue(tensor));
+            return new PyTensor(new IValue(tensor), true);
+        }
+    }
+
+    /**
+     * A handle taking ownership of a value that came back from the runtime, made contiguous if it is not (so that
+     * zero-copy views lie over it). It charges nothing to the budget: the future it came from charges the value's
+     * bytes until it is collected (docs/decisions.md, 100), and charging twice only brought collections earlier.
+     */
+    public static PyTensor wrapValue(Tensor tensor) {
+        if (tensor.is_contiguous()) {
+            try (tensor) {
+                return new PyTensor(new IValue(tensor), false);
+            }
+        }
+        try (tensor; Tensor contiguous = tensor.clone(new MemoryFormatOptional(torch.MemoryFormat.Contiguous))) {
+            return new PyTensor(new IValue(contiguous), false);
         }
     }
 
@@ -110,37 +135,49 @@ public final class PyTensor implements AutoCloseable {
     /** The shape. */
     @HostAccess.Export
     public long[] shape() {
-        return TorchTensors.shape(t());
+        Meta m = closedMeta();
+        return m != null ? m.shape().clone() : TorchTensors.shape(t());
     }
 
     /** The number of dimensions. */
     @HostAccess.Export
     public long dim() {
-        return t().dim();
+        Meta m = closedMeta();
+        return m != null ? m.shape().length : t().dim();
     }
 
     /** The number of elements. */
     @HostAccess.Export
     public long numel() {
-        return t().numel();
+        Meta m = closedMeta();
+        return m != null ? m.nbytes() / Math.max(1, m.elementSize()) : t().numel();
     }
 
     /** The PyTorch name of the dtype: {@code float32}, {@code int64}, ... */
     @HostAccess.Export
     public String dtype() {
-        return Dtypes.name(TorchTensors.dtype(t()));
+        Meta m = closedMeta();
+        return m != null ? m.dtype() : Dtypes.name(TorchTensors.dtype(t()));
     }
 
     /** {@code cpu}, or {@code cuda:N}. */
     @HostAccess.Export
     public String device() {
-        Tensor t = t();
+        Meta m = closedMeta();
+        return m != null ? m.device() : deviceOf(t());
+    }
+
+    private static String deviceOf(Tensor t) {
         return t.is_cuda() ? "cuda:" + TorchTensors.device(t).index() : "cpu";
     }
 
     /** The bytes of the elements this tensor shows (a view's, not its base's). */
     @HostAccess.Export
     public long nbytes() {
+        Meta m = closedMeta();
+        if (m != null) {
+            return m.nbytes();
+        }
         Tensor t = t();
         return t.numel() * t.element_size();
     }
@@ -148,12 +185,17 @@ public final class PyTensor implements AutoCloseable {
     /** The bytes per element. */
     @HostAccess.Export
     public long elementSize() {
-        return t().element_size();
+        Meta m = closedMeta();
+        return m != null ? m.elementSize() : t().element_size();
     }
 
     /** True for integral and bool dtypes. */
     @HostAccess.Export
     public boolean isIntegral() {
+        Meta m = closedMeta();
+        if (m != null) {
+            return m.integral();
+        }
         Tensor t = t();
         return !t.is_floating_point() && !t.is_complex();
     }
@@ -271,10 +313,17 @@ public final class PyTensor implements AutoCloseable {
         if (closed) {
             return;
         }
+        Tensor t = holder.tensor();
+        closedMeta = new Meta(TorchTensors.shape(t), Dtypes.name(TorchTensors.dtype(t)), deviceOf(t), t.numel() * t.element_size(),
+            t.element_size(), !t.is_floating_point() && !t.is_complex());
         closed = true;
         if (pins == 0) {
             release();
         }
+    }
+
+    private synchronized Meta closedMeta() {
+        return closedMeta;
     }
 
     private void release() {
@@ -285,8 +334,8 @@ public final class PyTensor implements AutoCloseable {
         }
     }
 
-    /** True once the tensor reference was released (closed and no view pins it). */
-    synchronized boolean isReleased() {
+    /** True once the tensor reference was released (closed and no view pins it); for tests and Java callers. */
+    public synchronized boolean isReleased() {
         return holder.value.isNull();
     }
 
@@ -294,12 +343,12 @@ public final class PyTensor implements AutoCloseable {
     @HostAccess.Export
     @Override
     public synchronized String toString() {
-        return describe();
+        return closed ? "closed " + describe() : describe();
     }
 
     private String describe() {
         if (closed) {
-            return "a closed tensor";
+            return closedMeta.dtype() + Arrays.toString(closedMeta.shape()) + " on " + closedMeta.device();
         }
         Tensor t = holder.tensor();
         return Dtypes.name(TorchTensors.dtype(t)) + Arrays.toString(TorchTensors.shape(t)) + " on " + (t.is_cuda() ? "cuda:" + TorchTensors.device(t).index() : "cpu");
@@ -307,7 +356,7 @@ public final class PyTensor implements AutoCloseable {
 
     private void ensureOpen() {
         if (closed) {
-            throw new IllegalStateException("the tensor is closed");
+            throw new IllegalStateException("the tensor " + describe() + " is closed");
         }
     }
 }

@@ -94,7 +94,8 @@ class AtenOperatorTest {
         t.close();
         assertTrue(t.isClosed());
         assertTrue(!t.isReleased(), "a pinned tensor waits for its views");
-        assertThrows(IllegalStateException.class, t::shape);
+        assertThrows(IllegalStateException.class, t::doubles);
+        assertArrayEquals(new long[] {4}, t.shape(), "a closed handle still says what it was");
         t.unpin();
         assertTrue(t.isReleased());
         t.close(); // idempotent
