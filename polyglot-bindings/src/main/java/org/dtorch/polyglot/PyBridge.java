@@ -27,6 +27,7 @@ import org.dtorch.ops.ReshapeSpec;
 import org.dtorch.ops.ScalarSpec;
 import org.dtorch.ops.Shapes;
 import org.dtorch.ops.UnarySpec;
+import org.dtorch.polyglot.torch.PyTensor;
 import org.graalvm.polyglot.HostAccess;
 import org.graalvm.polyglot.Value;
 
@@ -279,11 +280,14 @@ public final class PyBridge {
         }
     }
 
-    /** A tensor from a host tensor Python holds (for instance a value that came back). */
+    /**
+     * A distributed tensor from a {@code torch.Tensor} Python holds (made with {@code torch}, or a value that came back):
+     * each device copies its shard of it; a CUDA tensor is read through the host first.
+     */
     @HostAccess.Export
-    public DTensor fromHost(PyHostTensor value, DeviceMesh mesh, Value placements) {
-        try (Tensor t = value.torch()) {
-            return runtime.tensor(t, mesh, placementArray(placements));
+    public DTensor fromTorch(PyTensor value, DeviceMesh mesh, Value placements) {
+        try (Tensor t = value.torch(); Tensor host = t.is_cpu() ? new Tensor(t) : t.cpu()) {
+            return runtime.tensor(host, mesh, placementArray(placements));
         }
     }
 

@@ -8,6 +8,7 @@ import org.bytedeco.pytorch.Tensor;
 import java.util.concurrent.CompletableFuture;
 import org.dtorch.core.communication.promise.DirectCompletion;
 import org.dtorch.core.communication.promise.TensorFuture;
+import org.dtorch.polyglot.torch.PyTensor;
 import org.graalvm.polyglot.HostAccess;
 import org.graalvm.polyglot.Value;
 
@@ -52,8 +53,8 @@ public final class PyTensorFuture {
 
     /** Blocks up to the runtime's timeout; the value, or the runtime's error. */
     @HostAccess.Export
-    public PyHostTensor get() {
-        return new PyHostTensor(future.get());
+    public PyTensor get() {
+        return PyTensor.wrapValue(future.get());
     }
 
     /**
@@ -62,7 +63,7 @@ public final class PyTensorFuture {
      * @throws TimeoutException if nothing arrived by then (Python raises {@code TimeoutError})
      */
     @HostAccess.Export
-    public PyHostTensor waitMillis(long timeoutMillis) throws TimeoutException {
+    public PyTensor waitMillis(long timeoutMillis) throws TimeoutException {
         if (timeoutMillis <= 0) {
             throw new IllegalArgumentException("wait: timeout_ms must be positive, got " + timeoutMillis);
         }
@@ -70,7 +71,7 @@ public final class PyTensorFuture {
         if (value.isEmpty()) {
             throw new TimeoutException("TensorFuture.wait(" + timeoutMillis + " ms) timed out: the value has not arrived");
         }
-        return new PyHostTensor(value.get());
+        return PyTensor.wrapValue(value.get());
     }
 
     /** True once a value or an error is present. */
@@ -103,7 +104,7 @@ public final class PyTensorFuture {
         markCompleted();
         try {
             if (error == null) {
-                callback.executeVoid(new PyHostTensor(new Tensor((Tensor) value)), null);
+                callback.executeVoid(PyTensor.wrapValue(new Tensor((Tensor) value)), null);
             } else {
                 Throwable cause = error instanceof java.util.concurrent.CompletionException && error.getCause() != null ? error.getCause() : error;
                 callback.executeVoid(null, cause.getClass().getName() + ": " + cause.getMessage());

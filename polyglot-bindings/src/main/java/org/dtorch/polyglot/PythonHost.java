@@ -11,6 +11,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Objects;
 import java.util.stream.Stream;
+import org.dtorch.polyglot.torch.TorchModule;
 import org.graalvm.polyglot.Context;
 import org.graalvm.polyglot.Engine;
 import org.graalvm.polyglot.EnvironmentAccess;
@@ -26,10 +27,13 @@ import org.graalvm.python.embedding.VirtualFileSystem;
 /**
  * Owns one GraalPy {@link Context} in which Python code drives a DTorch runtime: the {@code dtorch} package
  * comes from the classpath through GraalPy's virtual file system (the {@code python-facade} module), and the
- * runtime's {@link PyBridge} is published as the polyglot binding {@value #BRIDGE_BINDING}.
+ * runtime's {@link PyBridge} is published as the polyglot binding {@value #BRIDGE_BINDING}; libtorch's operators, for
+ * the {@code torch} package, as {@value TorchModule#BINDING} ({@link TorchModule}), with or without a runtime.
  *
  * <p>Host access is an allow-list: Python may call only methods annotated {@link HostAccess.Export} (those of
- * {@link PyBridge}, {@link PyTensorFuture} and {@link PyHostTensor}), read Java arrays they return, and look
+ * {@link PyBridge}, {@link PyTensorFuture} and the {@code torch} package's
+ * {@link TorchModule}, {@link org.dtorch.polyglot.torch.AtenOperator}, {@link org.dtorch.polyglot.torch.BoundCall} and
+ * {@link org.dtorch.polyglot.torch.PyTensor}), read Java arrays they return, and look
  * up no host class. That list keeps the JVM's objects out of reach; it is not a sandbox. By default a script has
  * the rights of the user who runs it, as under CPython: the host's files and sockets (through GraalPy's virtual file
  * system; asyncio needs a self-pipe), processes, threads, and native code ({@code ctypes}, which lays zero-copy views
@@ -91,6 +95,7 @@ public final class PythonHost implements AutoCloseable {
             throw e;
         }
         context.getPolyglotBindings().putMember(ISOLATED_BINDING, isolatedDirectory != null);
+        context.getPolyglotBindings().putMember(TorchModule.BINDING, TorchModule.shared());
         if (b.bridge != null) {
             context.getPolyglotBindings().putMember(BRIDGE_BINDING, b.bridge);
         }

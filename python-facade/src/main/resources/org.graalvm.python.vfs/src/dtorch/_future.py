@@ -3,7 +3,7 @@
 import asyncio
 
 from . import _bridge
-from ._host import HostTensor
+from torch._tensor import make_tensor
 
 
 class TensorFuture:
@@ -21,11 +21,11 @@ class TensorFuture:
 
     def get(self):
         """The value; blocks until it arrives (up to the runtime's timeout)."""
-        return HostTensor(_bridge.call(self._java.get))
+        return make_tensor(_bridge.call(self._java.get))
 
     def wait(self, timeout_ms):
         """The value; raises TimeoutError if it has not arrived within `timeout_ms` milliseconds."""
-        return HostTensor(_bridge.call(self._java.waitMillis, int(timeout_ms)))
+        return make_tensor(_bridge.call(self._java.waitMillis, int(timeout_ms)))
 
     def is_ready(self):
         """True once the value (or an error) is present."""
@@ -34,13 +34,13 @@ class TensorFuture:
     result = get
 
     def add_done_callback(self, fn):
-        """Calls fn(value, error) once done: a HostTensor and None, or None and an exception.
+        """Calls fn(value, error) once done: a torch.Tensor and None, or None and an exception.
 
         fn runs on one of the runtime's callback threads (never on a device's worker), so it may block, even on
         another future; an exception it raises is printed and otherwise ignored.
         """
         def done(value, error):
-            fn(HostTensor(value) if value is not None else None, _bridge.translate(error) if error is not None else None)
+            fn(make_tensor(value) if value is not None else None, _bridge.translate(error) if error is not None else None)
         self._java.onDone(done)
 
     def __await__(self):
@@ -63,7 +63,7 @@ class TensorFuture:
             if error is not None:
                 waiter.set_exception(_bridge.translate(error))
             else:
-                waiter.set_result(HostTensor(value))
+                waiter.set_result(make_tensor(value))
 
         def done(value, error):
             try:

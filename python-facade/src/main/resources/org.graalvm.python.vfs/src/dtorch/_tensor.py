@@ -4,7 +4,7 @@ import numbers
 
 from . import _bridge, _dtypes
 from ._future import TensorFuture
-from ._host import HostTensor
+import torch as _torch
 from .distributed_spec import DeviceMesh, Placement, Replicate, _placement, _specs
 
 
@@ -71,12 +71,18 @@ def _mesh(device_mesh):
 class Tensor:
     """A global tensor on a device mesh: its shape, dtype, mesh and placements are known at once; its values live on the
     workers. Every operation returns a new Tensor immediately; values come back through to_torch() or to_torch_async().
+
+    Tensor(torch_tensor, device_mesh=..., placements=...) distributes a torch.Tensor (each device copies its shard).
     """
 
     __slots__ = ("_java", "__weakref__")
 
-    def __init__(self, java):
-        self._java = java
+    def __init__(self, data, device_mesh=None, placements=None):
+        if isinstance(data, _torch.Tensor):
+            data = _from_torch(data, device_mesh, placements)._java
+        elif device_mesh is not None or placements is not None:
+            raise TypeError("Tensor(data, device_mesh=..., placements=...) takes a torch.Tensor, got %r" % (data,))
+        self._java = data
 
     # ---- metadata ----
     @property
@@ -432,13 +438,26 @@ def _flatten(data):
     return flat, shape
 
 
-def tensor(data, dtype=None, device_mesh=None, placements=None):
-    """A distributed tensor from nested Python lists, a number, or a HostTensor (a value that came back)."""
+def _from_torch(data, device_mesh, placements):
     mesh = _mesh(device_mesh)
-    if isinstance(data, HostTensor):
+    return Tensor(_bridge.call(_b().fromTorch, data._java, mesh._java, _specs(placements, data.ndim)))
+
+
+def distribute_tensor(tensor, device_mesh=None, placements=None):
+    """A distributed tensor from a torch.Tensor: each device of `device_mesh` copies its shard (PyTorch DTensor's name)."""
+    if not isinstance(tensor, _torch.Tensor):
+        raise TypeError("distribute_tensor() takes a torch.Tensor, got %r" % (tensor,))
+    return _from_torch(tensor, device_mesh, placements)
+
+
+def tensor(data, dtype=None, device_mesh=None, placements=None):
+    """A distributed tensor from nested Python lists, a number, or a torch.Tensor (made with torch, or a value that
+    came back)."""
+    mesh = _mesh(device_mesh)
+    if isinstance(data, _torch.Tensor):
         if dtype is not None and _dtypes.of(dtype) != data.dtype:
-            raise ValueError("tensor(): converting a HostTensor's dtype is done with .to(dtype) afterwards")
-        return Tensor(_bridge.call(_b().fromHost, data._java, mesh._java, _specs(placements, data.ndim)))
+            data = data.to(_dtypes.of(dtype))
+        return _from_torch(data, mesh, placements)
     flat, shape = _flatten(data)
     for i, v in enumerate(flat):
         value, kind = _scalar(v)

@@ -8,6 +8,7 @@ import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.ScalarTypeOptional;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.dtorch.polyglot.torch.PyTensor;
 import org.graalvm.polyglot.Engine;
 import org.graalvm.polyglot.Value;
 import org.graalvm.polyglot.proxy.ProxyExecutable;
@@ -31,7 +32,7 @@ class HostTensorViewTest {
     private static final String SCRIPT = String.join("\n",
         "import gc, time",
         "ELEMENTS = " + ELEMENTS,
-        "from dtorch._host import HostTensor",
+        "from torch._tensor import make_tensor as HostTensor",
         "def view_after_close(java, churn):",
         "    h = HostTensor(java)",
         "    view = h.memoryview()",
@@ -93,7 +94,7 @@ class HostTensorViewTest {
         try (PythonHost host = PythonHost.builder().engine(ENGINE).build()) {
             host.eval(SCRIPT);
             Value check = host.eval("view_after_close");
-            PyHostTensor value = new PyHostTensor(arange());
+            PyTensor value = PyTensor.wrapValue(arange());
             assertTrue(check.execute(value, (ProxyExecutable) args -> { churn(); return null; }).asBoolean(),
                 "a memoryview read other bytes after close(): the memory under it was freed");
         }
@@ -103,10 +104,10 @@ class HostTensorViewTest {
     void shouldFreeTheMemoryWhenTheLastViewIsReleased() {
         try (PythonHost host = PythonHost.builder().engine(ENGINE).build()) {
             host.eval(SCRIPT);
-            PyHostTensor value = new PyHostTensor(arange());
+            PyTensor value = PyTensor.wrapValue(arange());
             assertEquals(1.0, host.eval("released_view_unpins").execute(value).asDouble());
             assertEquals(0, value.pinCount(), "the view's finalizer must unpin once the view is collected");
-            assertTrue(value.isFreed(), "the closed value must be freed once no view pins it");
+            assertTrue(value.isReleased(), "the closed value must be freed once no view pins it");
         }
     }
 
@@ -114,9 +115,9 @@ class HostTensorViewTest {
     void shouldRefuseToReadAClosedValueAndCloseAtTheEndOfAWithBlock() {
         try (PythonHost host = PythonHost.builder().engine(ENGINE).build()) {
             host.eval(SCRIPT);
-            PyHostTensor value = new PyHostTensor(arange());
+            PyTensor value = PyTensor.wrapValue(arange());
             String repr = host.eval("closed_refuses").execute(value).asString();
-            assertTrue(value.isClosed() && value.isFreed() && repr.contains("closed"), repr);
+            assertTrue(value.isClosed() && value.isReleased() && repr.contains("closed"), repr);
         }
     }
 }

@@ -44,7 +44,7 @@ class QuickstartTest {
 
         assertTrue(out.contains("mesh: DeviceMesh(cpu, [[0, 1], [2, 3]], dims=[dp, tp])"), out);
         // Column-parallel linear: [S(0), R] x [R, S(0)] weight -> hidden split by batch and by feature.
-        assertTrue(out.contains("h: Tensor(shape=(8, 64), dtype=dtorch.float32") && out.contains("placements=(Shard(dim=0), Shard(dim=1)))"), out);
+        assertTrue(out.contains("h: Tensor(shape=(8, 64), dtype=torch.float32") && out.contains("placements=(Shard(dim=0), Shard(dim=1)))"), out);
         // Row-parallel linear: contracting the tp-split feature leaves partial sums over tp.
         assertTrue(out.contains("y (partial over tp): (Shard(dim=0), Partial(sum))"), out);
         double[] expected = lossesOfPlainTorch();

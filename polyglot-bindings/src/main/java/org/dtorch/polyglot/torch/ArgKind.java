@@ -1,0 +1,98 @@
+package org.dtorch.polyglot.torch;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The kinds of Python values the {@code torch} package passes, as it spells them in a call's signature key.
+ * Python classifies each argument once ({@code torch/_dispatch.py}) and joins the kinds into a key such as
+ * {@code "T,i|dim=i"}: the positional kinds separated by commas, then {@code |name=kind} for each keyword.
+ * The key alone decides the overload, so Java resolves a key once per operator and caches the plan.
+ *
+ * <pre>
+ *  T  a torch.Tensor          i  an int (within int64)      f  a float         b  a bool
+ *  n  None                    s  a str                      d  a torch.dtype   v  a torch.device
+ *  m  a torch.memory_format   [e] an empty list or tuple    [x] a list of x (x one of i f b s T),
+ *  [o] a list of Tensors and Nones (at least one None)      ?  anything else
+ * </pre>
+ *
+ * <p>Stateless: thread-safe.
+ */
+final class ArgKind {
+    static final String TENSOR = "T";
+    static final String INT = "i";
+    static final String FLOAT = "f";
+    static final String BOOL = "b";
+    static final String NONE = "n";
+    static final String STR = "s";
+    static final String DTYPE = "d";
+    static final String DEVICE = "v";
+    static final String MEMORY_FORMAT = "m";
+    static final String EMPTY = "e";
+    static final String TENSOR_OR_NONE = "o";
+
+    private ArgKind() {
+    }
+
+    static boolean isList(String kind) {
+        return kind.length() == 3 && kind.charAt(0) == '[' && kind.charAt(2) == ']';
+    }
+
+    static String element(String kind) {
+        return kind.substring(1, 2);
+    }
+
+    /** A Python reading of a kind, for error messages. */
+    static String describe(String kind) {
+        if (isList(kind)) {
+            String e = element(kind);
+            return e.equals(EMPTY) ? "empty list" : "list of " + describe(e).replace("a ", "") + "s";
+        }
+        return switch (kind) {
+            case TENSOR -> "Tensor";
+            case INT -> "int";
+            case FLOAT -> "float";
+            case BOOL -> "bool";
+            case NONE -> "None";
+            case STR -> "str";
+            case DTYPE -> "dtype";
+            case DEVICE -> "device";
+            case MEMORY_FORMAT -> "memory_format";
+            case TENSOR_OR_NONE -> "Tensor or None";
+            default -> "unsupported value";
+        };
+    }
+
+    /** A parsed signature key. */
+    record Signature(List<String> positional, List<String> keywordNames, List<String> keywordKinds) {
+
+        static Signature parse(String key) {
+            String[] parts = key.split("\\|", -1);
+            List<String> positional = new ArrayList<>();
+            if (!parts[0].isEmpty()) {
+                positional.addAll(List.of(parts[0].split(",", -1)));
+            }
+            List<String> names = new ArrayList<>();
+            List<String> kinds = new ArrayList<>();
+            for (int i = 1; i < parts.length; i++) {
+                int eq = parts[i].indexOf('=');
+                if (eq <= 0) {
+                    throw new IllegalArgumentException("malformed signature key '" + key + "'");
+                }
+                names.add(parts[i].substring(0, eq));
+                kinds.add(parts[i].substring(eq + 1));
+            }
+            return new Signature(positional, names, kinds);
+        }
+
+        /** {@code (Tensor, int, dim=int)}, for messages. */
+        String describe() {
+            List<String> out = new ArrayList<>();
+            positional.forEach(k -> out.add(ArgKind.describe(k)));
+            for (int i = 0; i < keywordNames.size(); i++) {
+                out.add(keywordNames.get(i) + "=" + ArgKind.describe(keywordKinds.get(i)));
+            }
+            return "(" + String.join(", ", out) + ")";
+        }
+    }
+}

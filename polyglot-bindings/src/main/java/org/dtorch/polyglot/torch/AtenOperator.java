@@ -1,0 +1,76 @@
+package org.dtorch.polyglot.torch;
+
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import org.graalvm.polyglot.HostAccess;
+
+/**
+ * Every overload of one ATen operator name ({@code aten::add}: {@code Tensor}, {@code Scalar}, {@code out}, ...) and
+ * the calls already resolved for it. {@link #resolve(String)} picks the overload a signature key fits at the lowest
+ * conversion cost, as PyTorch's Python argument parser picks one, and caches the {@link BoundCall}, so the next call
+ * with the same kinds of arguments costs one map lookup (the Python side caches it too).
+ *
+ * <p>Thread-safe: the overloads are immutable and the cache is concurrent (two threads may resolve the same key at
+ * once; either result is the same plan).
+ */
+public final class AtenOperator {
+    private final String name;
+    private final List<Overload> overloads;
+    private final ConcurrentHashMap<String, BoundCall> resolved = new ConcurrentHashMap<>();
+
+    AtenOperator(String name, List<Overload> overloads) {
+        this.name = name;
+        List<Overload> sorted = new ArrayList<>(overloads);
+        // The default overload first, then by name: ties in cost go to the same overload on every run.
+        sorted.sort(Comparator.comparing((Overload o) -> !o.overloadName().isEmpty()).thenComparing(Overload::overloadName));
+        this.overloads = List.copyOf(sorted);
+    }
+
+    /** The operator's name without the namespace: {@code add}. */
+    @HostAccess.Export
+    public String name() {
+        return name;
+    }
+
+    /** Every schema of the operator, one per overload. */
+    @HostAccess.Export
+    public String[] schemas() {
+        return overloads.stream().map(Overload::signature).toArray(String[]::new);
+    }
+
+    /**
+     * The call for arguments of the kinds {@code key} spells ({@link ArgKind}).
+     *
+     * @throws ArgumentMismatchException when no overload takes them, naming every schema tried (Python raises
+     *                                   {@code TypeError})
+     */
+    @HostAccess.Export
+    public BoundCall resolve(String key) {
+        BoundCall call = resolved.get(key);
+        if (call != null) {
+            return call;
+        }
+        ArgKind.Signature signature = ArgKind.Signature.parse(key);
+        BoundCall.Plan best = null;
+        for (Overload overload : overloads) {
+            BoundCall.Plan plan = overload.bind(signature);
+            if (plan != null && (best == null || plan.cost() < best.cost())) {
+                best = plan;
+            }
+        }
+        if (best == null) {
+            throw new ArgumentMismatchException(name + "() received an invalid combination of arguments: got " + signature.describe()
+                + ", but no overload takes them; tried:\n  " + String.join("\n  ", schemas()));
+        }
+        call = new BoundCall(best);
+        BoundCall raced = resolved.putIfAbsent(key, call);
+        return raced == null ? call : raced;
+    }
+
+    @Override
+    public String toString() {
+        return "aten::" + name + " (" + overloads.size() + " overloads)";
+    }
+}

@@ -1,0 +1,116 @@
+"""Tensors from Python values and the factories: tensor, zeros, ones, empty, full, rand, randn, arange, ... Those that
+are ATen operators go through the dispatcher like any other; these wrappers check the device first, so that CUDA
+where it is missing fails with the reason and the fix."""
+
+import builtins
+import numbers
+
+from . import _dispatch, _types
+from ._dispatch import require
+
+
+def _check_device(kwargs):
+    device = kwargs.get("device")
+    if device is not None:
+        kwargs["device"] = str(device) if isinstance(device, _types.device) else device
+        _dispatch.call_java(_dispatch.JAVA.requireDevice, str(device))
+    return kwargs
+
+
+def _no_grad_support(requires_grad):
+    if requires_grad:
+        raise NotImplementedError("requires_grad=True: autograd is not supported by DTorch's torch module yet")
+
+
+def _factory(name):
+    op = require(name)
+
+    def factory(*args, **kwargs):
+        _no_grad_support(kwargs.pop("requires_grad", False))
+        return op.call(args, _check_device(kwargs))
+
+    factory.__name__ = name
+    return factory
+
+
+zeros = _factory("zeros")
+ones = _factory("ones")
+empty = _factory("empty")
+full = _factory("full")
+rand = _factory("rand")
+randn = _factory("randn")
+randint = _factory("randint")
+randperm = _factory("randperm")
+arange = _factory("arange")
+linspace = _factory("linspace")
+eye = _factory("eye")
+zeros_like = _factory("zeros_like")
+ones_like = _factory("ones_like")
+empty_like = _factory("empty_like")
+full_like = _factory("full_like")
+rand_like = _factory("rand_like")
+randn_like = _factory("randn_like")
+
+
+def _flatten(data):
+    shape = []
+    level = data
+    while isinstance(level, (list, tuple)):
+        shape.append(len(level))
+        if not level:
+            break
+        level = level[0]
+    flat = []
+
+    def walk(node, depth):
+        if depth == len(shape):
+            if isinstance(node, (list, tuple)):
+                raise ValueError("tensor(): the data is not a rectangular nested list")
+            flat.append(node)
+            return
+        if not isinstance(node, (list, tuple)) or len(node) != shape[depth]:
+            raise ValueError("tensor(): the data is not a rectangular nested list (expected a sequence of length %d "
+                             "at dimension %d)" % (shape[depth], depth))
+        for child in node:
+            walk(child, depth + 1)
+
+    walk(data, 0)
+    return flat, shape
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """A tensor made from nested lists or tuples of numbers, a number, or a tensor (copied)."""
+    from ._tensor import Tensor
+    _no_grad_support(requires_grad)
+    if isinstance(data, Tensor):
+        return data.to(dtype=dtype, device=device, copy=True) if (dtype or device) else data.clone()
+    flat, shape = _flatten(data)
+    for i, v in enumerate(flat):
+        if isinstance(v, Tensor):
+            flat[i] = v.item()
+        elif not isinstance(v, numbers.Number):
+            raise TypeError("tensor(): the values must be numbers, got %r" % (v,))
+    all_bool = builtins.all(type(v) is builtins.bool for v in flat)
+    all_int = builtins.all(isinstance(v, numbers.Integral) for v in flat)
+    if dtype is None:
+        dtype = _types.bool if all_bool and flat else _types.int64 if all_int and flat else _types.float32
+    for v in flat:
+        if isinstance(v, numbers.Integral) and not -(2 ** 63) <= v < 2 ** 63:
+            raise OverflowError("tensor(): the value %d does not fit in int64" % v)
+    integral = all_int and not dtype.is_floating_point and not dtype.is_complex
+    if not integral:
+        flat = [builtins.float(v) for v in flat]
+    device = "cpu" if device is None else str(device)
+    java = _dispatch.call_java(_dispatch.JAVA.fromValues, flat, shape, integral, dtype.name, device)
+    return _dispatch.make_tensor(java)
+
+
+def as_tensor(data, dtype=None, device=None):
+    from ._tensor import Tensor
+    if isinstance(data, Tensor) and dtype is None and device is None:
+        return data
+    return tensor(data, dtype=dtype, device=device)
+
+
+def scalar_tensor(value, dtype=None, device=None):
+    return tensor(value, dtype=dtype or _types.float32, device=device)

@@ -1,0 +1,128 @@
+"""torch.nn.functional: PyTorch's names and signatures over the aten operators. Where the names and argument orders
+agree with an aten operator the operator is used as is (relu, gelu, silu, softmax, layer_norm, conv2d, linear,
+scaled_dot_product_attention, ... and any other aten name through __getattr__); the functions below are those whose
+signature differs from the operator's."""
+
+from .. import _dispatch
+from .._dispatch import require
+
+_REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
+
+
+def _reduction(reduction):
+    if reduction not in _REDUCTIONS:
+        raise ValueError("%r is not a valid value for reduction (none, mean or sum)" % (reduction,))
+    return _REDUCTIONS[reduction]
+
+
+relu = require("relu")
+silu = require("silu")
+gelu = require("gelu")
+linear = require("linear")
+layer_norm = require("layer_norm")
+group_norm = require("group_norm")
+conv1d = require("conv1d")
+conv2d = require("conv2d")
+conv3d = require("conv3d")
+scaled_dot_product_attention = require("scaled_dot_product_attention")
+pad = require("pad")
+max_pool1d = require("max_pool1d")
+max_pool2d = require("max_pool2d")
+avg_pool1d = require("avg_pool1d")
+avg_pool2d = require("avg_pool2d")
+adaptive_avg_pool2d = require("adaptive_avg_pool2d")
+one_hot = require("one_hot")
+hardtanh = require("hardtanh")
+elu = require("elu")
+leaky_relu = require("leaky_relu")
+softplus = require("softplus")
+glu = require("glu")
+cosine_similarity = require("cosine_similarity")
+pairwise_distance = require("pairwise_distance")
+pixel_shuffle = require("pixel_shuffle")
+tanh = require("tanh")
+sigmoid = require("sigmoid")
+_softmax = require("softmax")
+_log_softmax = require("log_softmax")
+_embedding = require("embedding")
+_dropout = require("dropout")
+_batch_norm = require("batch_norm")
+_rms_norm = require("rms_norm")
+_mse_loss = require("mse_loss")
+_l1_loss = require("l1_loss")
+_cross_entropy = require("cross_entropy_loss")
+_nll_loss = require("nll_loss_nd")
+_binary_cross_entropy_with_logits = require("binary_cross_entropy_with_logits")
+_normalize_norm = require("norm")
+_clamp_min = require("clamp_min")
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        raise TypeError("softmax() needs dim (implicit dimension choice is deprecated in PyTorch and not supported)")
+    return _softmax(input, dim, dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        raise TypeError("log_softmax() needs dim")
+    return _log_softmax(input, dim, dtype)
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+    if max_norm is not None:
+        raise NotImplementedError("embedding(max_norm=...) is not supported yet")
+    if padding_idx is None:
+        padding_idx = -1
+    elif padding_idx < 0:
+        padding_idx += weight.shape[0]
+    return _embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    if not 0.0 <= p <= 1.0:
+        raise ValueError("dropout probability has to be between 0 and 1, but got %s" % p)
+    return _dropout(input, float(p), training)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    return _batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, False)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    return _rms_norm(input, list(normalized_shape), weight, eps)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    return _mse_loss(input, target, _reduction(reduction))
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    return _l1_loss(input, target, _reduction(reduction))
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                  label_smoothing=0.0):
+    return _cross_entropy(input, target, weight, _reduction(reduction), ignore_index, label_smoothing)
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    return _nll_loss(input, target, weight, _reduction(reduction), ignore_index)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
+                                     pos_weight=None):
+    return _binary_cross_entropy_with_logits(input, target, weight, pos_weight, _reduction(reduction))
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    norm = _normalize_norm(input, p, [dim], True)
+    return input / _clamp_min(norm, eps).expand_as(input)
+
+
+def __getattr__(name):
+    op = _dispatch.op(name)
+    if op is None:
+        raise AttributeError("module 'torch.nn.functional' has no attribute %r" % name)
+    globals()[name] = op
+    return op

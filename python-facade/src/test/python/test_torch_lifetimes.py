@@ -1,0 +1,65 @@
+"""torch tensors that a script drops are freed: GraalPy has no reference counts, so what bounds native memory is the
+collection of their Java handles, which the native-memory budget requests for large tensors."""
+
+import gc
+import resource
+import time
+
+import polyglot
+import torch
+from _testing import run
+
+JAVA = polyglot.import_value("dtorch.torch")
+MIB = 1 << 20
+
+
+def rss():
+    """The process's peak resident size (GraalPy reads /proc files as empty, so the peak is what Python can see)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def test_twenty_thousand_dropped_128_kib_tensors_stay_within_the_budget():
+    x = torch.ones(128, 256)  # 128 KiB: 2.5 GiB over the loop if nothing were freed
+    gc.collect()
+    before = rss()
+    charged_before = JAVA.chargedBytes()
+    peak_charged = 0
+    for i in range(20000):
+        y = x * 2
+        if i % 500 == 0:
+            peak_charged = max(peak_charged, JAVA.chargedBytes() - charged_before)
+    del y
+    grown = rss() - before
+    # Collections ran during the loop (how often depends on what the JVM held before: decision 101's spacing) ...
+    assert peak_charged < 2300 * MIB, "charged %d MiB" % (peak_charged // MIB)
+    assert grown < 1500 * MIB, "the peak RSS grew by %d MiB over 20,000 dropped 128 KiB tensors" % (grown // MIB)
+    # ... and once collected, every dropped handle gave its bytes back.
+    deadline = time.monotonic() + 30
+    while JAVA.chargedBytes() - charged_before > 4 * MIB and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.05)
+    left = JAVA.chargedBytes() - charged_before
+    assert left <= 4 * MIB, "%d MiB still charged after collections" % (left // MIB)
+
+
+def test_twenty_thousand_small_temporaries_are_freed():
+    a = torch.ones(1)
+    gc.collect()
+    before = rss()
+    for _ in range(20000):
+        a = a + 1
+        _ = torch.zeros(2, 2).sum()
+    assert a.item() == 20001.0
+    grown = rss() - before
+    assert grown < 300 * MIB, "the peak RSS grew by %d MiB over 40,000 small dropped tensors" % (grown // MIB)
+
+
+def test_close_frees_at_once():
+    charged = JAVA.chargedBytes()
+    t = torch.zeros(1024, 1024)  # 4 MiB, charged
+    assert JAVA.chargedBytes() >= charged + 4 * MIB - 4096
+    t.close()
+    assert JAVA.chargedBytes() <= charged + 4096 or JAVA.chargedBytes() < charged + 4 * MIB
+
+
+run(globals())
