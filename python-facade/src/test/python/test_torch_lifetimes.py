@@ -43,15 +43,22 @@ def test_twenty_thousand_dropped_128_kib_tensors_stay_within_the_budget():
 
 
 def test_twenty_thousand_small_temporaries_are_freed():
+    # Counted in native handles, not in resident size: the peak RSS of this JVM also holds its heap's growth, which
+    # 40,000 dropped Python objects and GraalPy's compilations bring whatever happens to the tensors.
     a = torch.ones(1)
     gc.collect()
-    before = rss()
+    before = JAVA.liveNativeHandles()
     for _ in range(20000):
         a = a + 1
         _ = torch.zeros(2, 2).sum()
     assert a.item() == 20001.0
-    grown = rss() - before
-    assert grown < 300 * MIB, "the peak RSS grew by %d MiB over 40,000 small dropped tensors" % (grown // MIB)
+    del _
+    deadline = time.monotonic() + 30
+    while JAVA.liveNativeHandles() - before > 1000 and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.05)
+    left = JAVA.liveNativeHandles() - before
+    assert left <= 1000, "%d native handles of 40,000 dropped small tensors still live after collections" % left
 
 
 def test_close_frees_at_once():

@@ -182,6 +182,15 @@ public final class TorchModule {
         Cuda.require(org.dtorch.core.device.Device.cuda(index));
     }
 
+    /**
+     * JavaCPP objects of this JVM whose native memory is not released yet (every libtorch handle counts one): what a
+     * lifetime test watches, since a process's resident size also holds the Java heap's growth.
+     */
+    @HostAccess.Export
+    public long liveNativeHandles() {
+        return org.bytedeco.javacpp.Pointer.totalCount();
+    }
+
     /** Native bytes charged by dropped-but-not-collected handles of this JVM (the budget of decision 99). */
     @HostAccess.Export
     public long chargedBytes() {
