@@ -1,9 +1,10 @@
 package org.dtorch.core.graph;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.List;
 import java.util.Objects;
 import java.util.TreeSet;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * One node of the graph: an {@link OpSpec} (type and parameters) applied to input operands, producing
@@ -12,12 +13,24 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <p>Thread-safe: immutable apart from the count of devices still to run it, which is atomic.
  */
 public final class Operator {
+    private static final VarHandle DEVICES_LEFT;
+
+    static {
+        try {
+            DEVICES_LEFT = MethodHandles.lookup().findVarHandle(Operator.class, "devicesLeft", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     private final long id;
     private final OpSpec spec;
     private final List<Operand> inputs;
     private final List<Operand> outputs;
     private final List<Long> devices;
-    private final AtomicInteger devicesLeft;
+    /** Devices still to run it; changed atomically through {@link #DEVICES_LEFT}. */
+    @SuppressWarnings("unused")
+    private volatile int devicesLeft;
 
     Operator(long id, OpSpec spec, List<Operand> inputs, List<Operand> outputs) {
         this.id = id;
@@ -25,7 +38,7 @@ public final class Operator {
         this.inputs = List.copyOf(inputs);
         this.outputs = List.copyOf(outputs);
         this.devices = List.copyOf(spec.devices(this));
-        this.devicesLeft = new AtomicInteger(devices.size());
+        this.devicesLeft = devices.size();
     }
 
     /**
@@ -104,7 +117,13 @@ public final class Operator {
 
     /** Records that one device has run the operator; true for the last one. */
     public boolean deviceDone() {
-        return devicesLeft.decrementAndGet() == 0;
+        return (int) DEVICES_LEFT.getAndAdd(this, -1) == 1;
+    }
+
+    /** Hashes the id, so that a set of operators needs no boxed key (identity stays the equality). */
+    @Override
+    public int hashCode() {
+        return Long.hashCode(id);
     }
 
     /** {@code add#12}, for messages. */
