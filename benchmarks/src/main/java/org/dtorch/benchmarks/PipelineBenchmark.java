@@ -18,6 +18,10 @@ import org.dtorch.ops.BinarySpec;
  * the client-side cost of issuing an operator (what the client thread spends before it can go on). Each
  * sample is the mean over one round of many operators, then the result is waited for ({@code sync});
  * rounds alternate between the two variants, and each variant has its own operands.
+ *
+ * <p>Like for like (decision 210): per operator both loops make one result tensor and one JavaCPP handle and free
+ * both; the direct loop closes its result at once, the pipeline's closed handle sends a release that the worker
+ * carries out with the same {@code close()}.
  */
 final class PipelineBenchmark {
     private static final int SMALL_OPS = 20_000;

@@ -28,6 +28,13 @@ public final class Operator {
     private final List<Operand> inputs;
     private final List<Operand> outputs;
     private final List<Long> devices;
+    /**
+     * The operands' ids, inputs then outputs, and the mesh all of them live on (null if they differ), copied here
+     * on the client's thread so that a device runs the operator without reading the operand objects, whose use
+     * counts the dispatching thread keeps writing (decision 213).
+     */
+    private final long[] operandIds;
+    private final org.dtorch.core.distributed.DeviceMesh commonMesh;
     /** Devices still to run it; changed atomically through {@link #DEVICES_LEFT}. */
     @SuppressWarnings("unused")
     private volatile int devicesLeft;
@@ -37,6 +44,14 @@ public final class Operator {
         this.spec = Objects.requireNonNull(spec, "spec");
         this.inputs = List.copyOf(inputs);
         this.outputs = List.copyOf(outputs);
+        this.operandIds = new long[this.inputs.size() + this.outputs.size()];
+        for (int i = 0; i < this.inputs.size(); i++) {
+            operandIds[i] = this.inputs.get(i).id();
+        }
+        for (int i = 0; i < this.outputs.size(); i++) {
+            operandIds[this.inputs.size() + i] = this.outputs.get(i).id();
+        }
+        this.commonMesh = commonMesh();
         this.devices = List.copyOf(spec.devices(this));
         this.devicesLeft = devices.size();
     }
@@ -69,6 +84,21 @@ public final class Operator {
         return outputs;
     }
 
+    /** The id of input {@code i}. */
+    public long inputId(int i) {
+        return operandIds[i];
+    }
+
+    /** The id of output {@code i}. */
+    public long outputId(int i) {
+        return operandIds[inputs.size() + i];
+    }
+
+    /** The mesh every input and output lives on, or null when they differ or there are none. */
+    public org.dtorch.core.distributed.DeviceMesh operandMesh() {
+        return commonMesh;
+    }
+
     /** The devices that run it, sorted. */
     public List<Long> devices() {
         return devices;
@@ -76,7 +106,7 @@ public final class Operator {
 
     /** Every device of every input's and output's mesh, sorted: what {@link OpSpec#devices} returns by default. */
     List<Long> defaultDevices() {
-        org.dtorch.core.distributed.DeviceMesh common = commonMesh();
+        org.dtorch.core.distributed.DeviceMesh common = commonMesh;
         if (common != null) {
             return sorted(common.deviceIds());
         }

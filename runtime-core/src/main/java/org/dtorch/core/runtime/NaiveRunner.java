@@ -8,6 +8,7 @@ import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
 import org.dtorch.core.communication.group.ThreadGroupManager;
 import org.dtorch.core.device.Device;
+import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.graph.DeviceKernel;
 import org.dtorch.core.graph.Operand;
 import org.dtorch.core.graph.Operator;
@@ -192,21 +193,28 @@ final class NaiveRunner {
         return null;
     }
 
+    /** True when every operand of {@code op} lives on one mesh that holds this device: nothing to check per operand. */
+    private boolean holdsAll(Operator op) {
+        DeviceMesh mesh = op.operandMesh();
+        return mesh != null && mesh.contains(deviceId);
+    }
+
+    /** The inputs' tensors, read by id from the operator, without touching the operand objects when it can. */
     private List<Tensor> localInputs(Operator op) {
         List<Operand> operands = op.inputs();
         int n = operands.size();
+        boolean all = holdsAll(op);
         List<Tensor> inputs = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
-            Operand input = operands.get(i);
-            inputs.add(holds(input) ? required(op, input) : null);
+            inputs.add(all || holds(operands.get(i)) ? required(op, op.inputId(i)) : null);
         }
         return inputs;
     }
 
-    private Tensor required(Operator op, Operand input) {
-        Tensor t = blobs.get(input.id());
+    private Tensor required(Operator op, long inputId) {
+        Tensor t = blobs.get(inputId);
         if (t == null) {
-            throw new IllegalStateException("operator " + op.label() + " on " + device + ": input %" + input.id()
+            throw new IllegalStateException("operator " + op.label() + " on " + device + ": input %" + inputId
                 + " has no tensor on this device (released or never produced)");
         }
         return t;
@@ -250,10 +258,11 @@ final class NaiveRunner {
 
     private void store(Operator op, List<Tensor> outputs, List<Tensor> inputs) {
         List<Operand> operands = op.outputs();
+        boolean all = holdsAll(op);
         for (int i = 0, n = operands.size(); i < n; i++) {
             Operand output = operands.get(i);
             Tensor t = outputs.get(i);
-            if (!holds(output)) {
+            if (!all && !holds(output)) {
                 if (t != null) {
                     t.close();
                 }
@@ -275,7 +284,7 @@ final class NaiveRunner {
                 failOutputs(op, OperatorFailedException.kernelFailed(op, device, wrongShape));
                 continue;
             }
-            blobs.put(output.id(), t);
+            blobs.put(op.outputId(i), t);
         }
     }
 
