@@ -13,7 +13,7 @@ import org.dtorch.core.graph.Operator;
  * One device's worker thread (the seed's {@code PerDeviceThreadNodeRunner}): runs the device's {@link DeviceLoop}
  * on a thread of this JVM and hands the {@link LogicalGraph} the operators every device ran, once per batch of work.
  *
- * <p>Thread-safe: the controller submits from its thread; the worker thread does the rest.
+ * <p>Thread-safe: the controller submits (the client's thread, one at a time); the worker thread does the rest.
  */
 final class PerDeviceThreadNodeRunner implements DeviceNode {
     private final DeviceLoop loop;
