@@ -18,6 +18,10 @@ import org.dtorch.ops.BinarySpec;
  * the client-side cost of issuing an operator (what the client thread spends before it can go on). Each
  * sample is the mean over one round of many operators, then the result is waited for ({@code sync});
  * rounds alternate between the two variants, and each variant has its own operands.
+ *
+ * <p>Like for like (decision 210): per operator both loops make one result tensor and one JavaCPP handle and free
+ * both; the direct loop closes its result at once, the pipeline's closed handle sends a release that the worker
+ * carries out with the same {@code close()}.
  */
 final class PipelineBenchmark {
     private static final int SMALL_OPS = 20_000;
@@ -56,8 +60,10 @@ final class PipelineBenchmark {
         report.figures(List.of(clientCpu, clientWall));
         try (DTorch dt = DTorch.init(DTorchOptions.builder().devices(1).build())) {
             report.note("Where the time of one `add` (1,) goes, from a separate pass with the per-stage accounting on (`PipelineStages`; "
-                + "it adds a clock read per stage). Stages run on three threads at once, so the wall time per operator is bounded by the "
-                + "busiest thread, not their sum; what the wall time has beyond the busiest thread is lost in hand-offs between them:");
+                + "it adds a clock read per stage). In thread mode the client's thread dispatches (decision 212), so two threads run: the "
+                + "client (its busy time is the issuing loop's, close and release included) and the worker (its batches, timed whole). "
+                + "The wall time per operator is bounded by the busier of the two, not their sum; what it has beyond that is lost in "
+                + "hand-offs. The worker's release is the counterpart of the direct loop's `close()`, which the direct figure includes:");
             report.figures(breakdown(dt, dt.defaultMesh(), options.iterations(SMALL_OPS), rounds, options.runs()));
         }
     }
@@ -67,13 +73,18 @@ final class PipelineBenchmark {
      * operators with the stage accounting on, each figure the mean per operator over a run.
      */
     static List<Figure> breakdown(DTorch dt, DeviceMesh mesh, int perRound, int rounds, int runs) {
-        Figure direct = new Figure("direct torch `add` (the kernel's floor)", Unit.NANOS, Goal.context("baseline"));
+        Figure direct = new Figure("direct torch `add`, result closed (the floor)", Unit.NANOS, Goal.context("baseline"));
         Figure wall = new Figure("pipeline wall time per operator, accounting on", Unit.NANOS, Goal.context("measured"));
         Figure inference = new Figure("client: metadata inference", Unit.NANOS, Goal.context("client thread"));
-        Figure client = new Figure("client: whole add (inference, operands, operator, queueing)", Unit.NANOS, Goal.context("client thread"));
-        Figure controller = new Figure("controller: graph add and dispatch to the device queue", Unit.NANOS, Goal.context("controller thread"));
-        Figure worker = new Figure("worker: dispatch around the kernel (inputs, outputs, blob table)", Unit.NANOS, Goal.context("worker thread"));
+        Figure client = new Figure("client: whole add (inference, operands, operator, dispatch)", Unit.NANOS, Goal.context("client thread"));
+        Figure controller = new Figure("dispatch: graph add and queueing to the device (on the client's thread in thread mode)",
+            Unit.NANOS, Goal.context("client thread"));
+        Figure clientLoop = new Figure("client: busy per operator (add, the handle, its close and release)", Unit.NANOS,
+            Goal.context("client thread"));
+        Figure workerBusy = new Figure("worker: busy per operator (everything it does)", Unit.NANOS, Goal.context("worker thread"));
         Figure kernel = new Figure("worker: kernel (the torch call)", Unit.NANOS, Goal.context("worker thread"));
+        Figure release = new Figure("worker: release (closing the result: the direct loop's close)", Unit.NANOS, Goal.context("worker thread"));
+        Figure worker = new Figure("worker: the rest (queue, inputs, outputs, blob table, bookkeeping)", Unit.NANOS, Goal.context("worker thread"));
         Figure handoffs = new Figure("hand-offs: wall time beyond the busiest thread", Unit.NANOS, Goal.context("queues and wake-ups"));
         Figure parks = new Figure("pipeline threads parked, per 1000 operators", Unit.RATIO, Goal.context("wake-ups paid"));
         try (Tensor x = torch.ones(1); Tensor y = torch.ones(1); DTensor a = dt.ones(new long[] {1}, mesh); DTensor b = dt.ones(new long[] {1}, mesh)) {
@@ -81,12 +92,14 @@ final class PipelineBenchmark {
             for (int run = 0; run < runs; run++) {
                 long directNanos = 0;
                 long wallNanos = 0;
+                long issueNanos = 0;
                 PipelineStages.enable(true);
                 for (int round = -WARMUP_ROUNDS; round < rounds; round++) {
                     if (round == 0) {
                         PipelineStages.snapshotAndReset();
                         directNanos = 0;
                         wallNanos = 0;
+                        issueNanos = 0;
                     }
                     long start = System.nanoTime();
                     for (int i = 0; i < perRound; i++) {
@@ -97,31 +110,36 @@ final class PipelineBenchmark {
                     for (int i = 0; i < perRound; i++) {
                         a.add(b).close();
                     }
+                    issueNanos += System.nanoTime() - start;
                     dt.sync();
                     wallNanos += System.nanoTime() - start;
                 }
                 PipelineStages.Totals totals = PipelineStages.snapshotAndReset();
                 PipelineStages.enable(false);
                 long ops = (long) perRound * rounds;
-                double clientAdd = totals.meanNanos(PipelineStages.Stage.CLIENT_ADD);
-                double dispatch = totals.meanNanos(PipelineStages.Stage.CONTROLLER_DISPATCH);
-                double execute = totals.meanNanos(PipelineStages.Stage.WORKER_EXECUTE);
+                double busy = totals.meanNanos(PipelineStages.Stage.WORKER_BUSY);
                 double kernelNanos = totals.meanNanos(PipelineStages.Stage.KERNEL);
+                // One release per operator: the result's handle is closed at once.
+                double releaseNanos = totals.meanNanos(PipelineStages.Stage.WORKER_RELEASE);
+                double clientPerOp = (double) issueNanos / ops;
                 double perOp = (double) wallNanos / ops;
                 direct.add((double) directNanos / ops);
                 wall.add(perOp);
                 inference.add(totals.meanNanos(PipelineStages.Stage.CLIENT_INFERENCE));
-                client.add(clientAdd);
-                controller.add(dispatch);
-                worker.add(execute - kernelNanos);
+                client.add(totals.meanNanos(PipelineStages.Stage.CLIENT_ADD));
+                controller.add(totals.meanNanos(PipelineStages.Stage.CONTROLLER_DISPATCH));
+                clientLoop.add(clientPerOp);
+                workerBusy.add(busy);
                 kernel.add(kernelNanos);
-                handoffs.add(perOp - Math.max(clientAdd, Math.max(dispatch, execute)));
+                release.add(releaseNanos);
+                worker.add(busy - kernelNanos - releaseNanos);
+                handoffs.add(perOp - Math.max(clientPerOp, busy));
                 parks.add(1000.0 * totals.parks() / ops);
             }
         } finally {
             PipelineStages.enable(false);
         }
-        return List.of(direct, wall, inference, client, controller, worker, kernel, handoffs, parks);
+        return List.of(direct, wall, inference, client, controller, clientLoop, workerBusy, kernel, release, worker, handoffs, parks);
     }
 
     /** One run of the pipeline against direct torch. */

@@ -35,8 +35,8 @@ import org.dtorch.ops.LinearSpec;
 import org.dtorch.ops.Shapes;
 
 /**
- * The entry point: {@link #init(DTorchOptions)} starts a runtime (a controller thread and one worker thread
- * per device) and returns the handle through which the client makes tensors and runs operators. The client
+ * The entry point: {@link #init(DTorchOptions)} starts a runtime (one worker thread per device, or one worker
+ * process per device and a controller thread) and returns the handle through which the client makes tensors and runs operators. The client
  * never waits for a kernel; it reads values through futures.
  *
  * <p>Factories take a shape, optionally a dtype (default float32), a mesh and placements (none means

@@ -32,9 +32,21 @@ public final class BinarySpec implements OpSpec {
     public static final BinarySpec DIV = new BinarySpec(Kind.DIV);
 
     private final Kind kind;
+    /** The kernel of every operator of this kind on every device: it keeps nothing between calls. */
+    private final DeviceKernel kernel;
 
     private BinarySpec(Kind kind) {
         this.kind = kind;
+        this.kernel = new LocalKernel(in -> {
+            Tensor a = in.get(0);
+            Tensor b = in.get(1);
+            return switch (kind) {
+                case ADD -> a.add(b);
+                case SUB -> a.sub(b);
+                case MUL -> a.mul(b);
+                case DIV -> a.div(b);
+            };
+        });
     }
 
     @Override
@@ -125,18 +137,10 @@ public final class BinarySpec implements OpSpec {
             + "that dimension (R); " + partial;
     }
 
+    /** One shared kernel per kind, so that a worker allocates nothing to run one (decision 213). */
     @Override
     public DeviceKernel kernel(Operator op, long deviceId) {
-        return new LocalKernel(in -> {
-            Tensor a = in.get(0);
-            Tensor b = in.get(1);
-            return switch (kind) {
-                case ADD -> a.add(b);
-                case SUB -> a.sub(b);
-                case MUL -> a.mul(b);
-                case DIV -> a.div(b);
-            };
-        });
+        return kernel;
     }
 
     Kind kind() {

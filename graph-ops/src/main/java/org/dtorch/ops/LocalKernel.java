@@ -10,7 +10,8 @@ import org.dtorch.core.kernel.KernelContext;
  * A kernel that computes one output from the device's local inputs with no communication: what every
  * operator whose sharding rule needs no data from other devices runs.
  *
- * <p>Not thread-safe: one device thread calls it.
+ * <p>Thread-safe when its function is: a spec may share one instance among all its operators and devices when the
+ * function keeps nothing between calls (as {@link BinarySpec}'s and {@link UnarySpec}'s do).
  */
 final class LocalKernel implements DeviceKernel {
     private final Function<List<Tensor>, Tensor> compute;

@@ -31,8 +31,12 @@ public final class UnarySpec implements OpSpec {
 
     private static final UnarySpec[] INSTANCES = java.util.Arrays.stream(Kind.values()).map(UnarySpec::new).toArray(UnarySpec[]::new);
 
+    /** The kernel of every operator of this kind on every device: it keeps nothing between calls. */
+    private final DeviceKernel kernel;
+
     private UnarySpec(Kind kind) {
         this.kind = kind;
+        this.kernel = newKernel();
     }
 
     @Override
@@ -59,8 +63,7 @@ public final class UnarySpec implements OpSpec {
         return List.of(new TensorMeta(t.shape(), dtype, t.sharding()));
     }
 
-    @Override
-    public DeviceKernel kernel(Operator op, long deviceId) {
+    private DeviceKernel newKernel() {
         return new LocalKernel(in -> {
             Tensor input = in.getFirst();
             boolean cast = floatingResult() && !Rules.isFloating(input.scalar_type().intern());
@@ -76,6 +79,12 @@ public final class UnarySpec implements OpSpec {
                 };
             }
         });
+    }
+
+    /** One shared kernel per kind, so that a worker allocates nothing to run one (decision 213). */
+    @Override
+    public DeviceKernel kernel(Operator op, long deviceId) {
+        return kernel;
     }
 
     Kind kind() {

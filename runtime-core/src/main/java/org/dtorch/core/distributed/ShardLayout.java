@@ -115,6 +115,23 @@ public final class ShardLayout {
         return localShapes[index(deviceId)].clone();
     }
 
+    /**
+     * True when {@code t} has the shape of the slice {@code deviceId} holds: what a worker checks of every output it
+     * stores, without copying the expected shape or the tensor's.
+     */
+    public boolean isLocalShapeOf(long deviceId, Tensor t) {
+        long[] expected = localShapes[index(deviceId)];
+        if (t.dim() != expected.length) {
+            return false;
+        }
+        for (int d = 0; d < expected.length; d++) {
+            if (t.size(d) != expected[d]) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     /** Where the slice of {@code deviceId} starts in the global tensor, per dimension. */
     public long[] offsets(long deviceId) {
         return offsets[index(deviceId)].clone();

@@ -1,7 +1,8 @@
 package org.dtorch.core.graph;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.Objects;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A global tensor of the graph: an id and its metadata. The client's handle, every operator that reads or
@@ -11,10 +12,25 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <p>Thread-safe: the id and metadata are immutable; the use count is atomic.
  */
 public final class Operand {
+    private static final VarHandle USES;
+
+    static {
+        try {
+            USES = MethodHandles.lookup().findVarHandle(Operand.class, "uses", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     private final long id;
     private final TensorMeta meta;
-    /** The client handle (1 until released) plus one per operator not yet run that reads or writes this operand. */
-    private final AtomicInteger uses = new AtomicInteger(1);
+    /**
+     * The client handle (1 until released) plus one per operator not yet run that reads or writes this operand;
+     * changed atomically through {@link #USES} (a field, not an {@code AtomicInteger}: one object less per operand
+     * for the threads that read it).
+     */
+    @SuppressWarnings("unused")
+    private volatile int uses = 1;
 
     Operand(long id, TensorMeta meta) {
         this.id = id;
@@ -37,12 +53,12 @@ public final class Operand {
     }
 
     void retain() {
-        uses.incrementAndGet();
+        USES.getAndAdd(this, 1);
     }
 
     /** Drops one use; true when it was the last. */
     boolean releaseUse() {
-        return uses.decrementAndGet() == 0;
+        return (int) USES.getAndAdd(this, -1) == 1;
     }
 
     @Override

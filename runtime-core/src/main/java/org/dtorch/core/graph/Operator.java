@@ -1,9 +1,10 @@
 package org.dtorch.core.graph;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.List;
 import java.util.Objects;
 import java.util.TreeSet;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * One node of the graph: an {@link OpSpec} (type and parameters) applied to input operands, producing
@@ -12,20 +13,47 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <p>Thread-safe: immutable apart from the count of devices still to run it, which is atomic.
  */
 public final class Operator {
+    private static final VarHandle DEVICES_LEFT;
+
+    static {
+        try {
+            DEVICES_LEFT = MethodHandles.lookup().findVarHandle(Operator.class, "devicesLeft", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     private final long id;
     private final OpSpec spec;
     private final List<Operand> inputs;
     private final List<Operand> outputs;
     private final List<Long> devices;
-    private final AtomicInteger devicesLeft;
+    /**
+     * The operands' ids, inputs then outputs, and the mesh all of them live on (null if they differ), copied here
+     * on the client's thread so that a device runs the operator without reading the operand objects, whose use
+     * counts the dispatching thread keeps writing (decision 213).
+     */
+    private final long[] operandIds;
+    private final org.dtorch.core.distributed.DeviceMesh commonMesh;
+    /** Devices still to run it; changed atomically through {@link #DEVICES_LEFT}. */
+    @SuppressWarnings("unused")
+    private volatile int devicesLeft;
 
     Operator(long id, OpSpec spec, List<Operand> inputs, List<Operand> outputs) {
         this.id = id;
         this.spec = Objects.requireNonNull(spec, "spec");
         this.inputs = List.copyOf(inputs);
         this.outputs = List.copyOf(outputs);
+        this.operandIds = new long[this.inputs.size() + this.outputs.size()];
+        for (int i = 0; i < this.inputs.size(); i++) {
+            operandIds[i] = this.inputs.get(i).id();
+        }
+        for (int i = 0; i < this.outputs.size(); i++) {
+            operandIds[this.inputs.size() + i] = this.outputs.get(i).id();
+        }
+        this.commonMesh = commonMesh();
         this.devices = List.copyOf(spec.devices(this));
-        this.devicesLeft = new AtomicInteger(devices.size());
+        this.devicesLeft = devices.size();
     }
 
     /**
@@ -56,6 +84,21 @@ public final class Operator {
         return outputs;
     }
 
+    /** The id of input {@code i}. */
+    public long inputId(int i) {
+        return operandIds[i];
+    }
+
+    /** The id of output {@code i}. */
+    public long outputId(int i) {
+        return operandIds[inputs.size() + i];
+    }
+
+    /** The mesh every input and output lives on, or null when they differ or there are none. */
+    public org.dtorch.core.distributed.DeviceMesh operandMesh() {
+        return commonMesh;
+    }
+
     /** The devices that run it, sorted. */
     public List<Long> devices() {
         return devices;
@@ -63,7 +106,7 @@ public final class Operator {
 
     /** Every device of every input's and output's mesh, sorted: what {@link OpSpec#devices} returns by default. */
     List<Long> defaultDevices() {
-        org.dtorch.core.distributed.DeviceMesh common = commonMesh();
+        org.dtorch.core.distributed.DeviceMesh common = commonMesh;
         if (common != null) {
             return sorted(common.deviceIds());
         }
@@ -104,7 +147,14 @@ public final class Operator {
 
     /** Records that one device has run the operator; true for the last one. */
     public boolean deviceDone() {
-        return devicesLeft.decrementAndGet() == 0;
+        // One device is always the last: no atomic write on a line the client's thread made (decision 214).
+        return devices.size() == 1 || (int) DEVICES_LEFT.getAndAdd(this, -1) == 1;
+    }
+
+    /** Hashes the id, so that a set of operators needs no boxed key (identity stays the equality). */
+    @Override
+    public int hashCode() {
+        return Long.hashCode(id);
     }
 
     /** {@code add#12}, for messages. */

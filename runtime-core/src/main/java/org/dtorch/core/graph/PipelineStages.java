@@ -5,7 +5,7 @@ import java.util.concurrent.atomic.LongAdder;
 /**
  * Optional per-stage accounting of the operator pipeline, for the pipeline benchmark's breakdown: time spent in
  * each stage and the number of times a pipeline thread parked. Off by default; when off, each stage pays one
- * read of a static field. Turn it on before the runtime starts (its threads then see the switch).
+ * read of a static field (the device loop reads it once per batch). Turn it on before the runtime starts (its threads then see the switch).
  *
  * <p>Thread-safe: stages are recorded from any thread; {@link #snapshotAndReset()} from any thread.
  */
@@ -21,7 +21,14 @@ public final class PipelineStages {
         /** Worker thread: running one operator, the kernel included (binding inputs, storing outputs). */
         WORKER_EXECUTE,
         /** Worker thread: the kernel alone (the torch call). */
-        KERNEL
+        KERNEL,
+        /** Worker thread: releasing one operand's tensor (closing it: the counterpart of a direct call's close). */
+        WORKER_RELEASE,
+        /**
+         * Worker thread: whole batches of work, from taking the batch to its end, counted per operator in them: all
+         * the worker does for an operator, its releases and the graph's bookkeeping included.
+         */
+        WORKER_BUSY
     }
 
     private static volatile boolean enabled;
@@ -36,6 +43,17 @@ public final class PipelineStages {
     public static void enable(boolean on) {
         snapshotAndReset();
         enabled = on;
+    }
+
+    /** True while the accounting is on; a loop may read it once per batch of work and time the batch's stages. */
+    public static boolean enabled() {
+        return enabled;
+    }
+
+    /** Adds {@code nanos} spent in {@code count} runs of {@code stage}. */
+    public static void add(Stage stage, long nanos, int count) {
+        NANOS[stage.ordinal()].add(nanos);
+        COUNTS[stage.ordinal()].add(count);
     }
 
     /** A start time for {@link #end}, or 0 when the accounting is off. */

@@ -12,12 +12,13 @@ import org.bytedeco.pytorch.Tensor;
 final class BlobTable {
     private final LongKeyedMap<Tensor> tensors = new LongKeyedMap<>();
     private final LongKeyedMap<Throwable> failures = new LongKeyedMap<>();
+    /** Live tensors: written by the worker thread alone (a release store, no atomic update), read by any. */
     private final AtomicInteger live = new AtomicInteger();
 
     void put(long operandId, Tensor tensor) {
         Tensor previous = tensors.put(operandId, tensor);
         if (previous == null) {
-            live.incrementAndGet();
+            live.setRelease(live.getPlain() + 1);
         } else if (previous != tensor) {
             previous.close();
         }
@@ -34,7 +35,7 @@ final class BlobTable {
         Tensor dropped = tensors.remove(operandId);
         if (dropped != null) {
             dropped.close();
-            live.decrementAndGet();
+            live.setRelease(live.getPlain() - 1);
         }
     }
 
@@ -53,7 +54,7 @@ final class BlobTable {
         Tensor tensor = tensors.remove(operandId);
         if (tensor != null) {
             tensor.close();
-            live.decrementAndGet();
+            live.setRelease(live.getPlain() - 1);
         }
     }
 

@@ -77,6 +77,16 @@ public interface DeviceFleet {
     default void checkRunnable(Operator op) {
     }
 
+    /**
+     * Whether {@link DeviceNode#submit} may block (a write to a worker process's socket that stopped reading). When
+     * true, the default, the controller is a thread of its own, so that a stuck node never stalls the client; when
+     * false (submitting only queues in this JVM), the client's thread dispatches each operator itself and the
+     * pipeline saves a hand-off (decision 212).
+     */
+    default boolean submitMayBlock() {
+        return true;
+    }
+
     /** {@code op} was queued to every node that runs it; the default does nothing. */
     default void dispatched(Operator op) {
     }

@@ -1,8 +1,10 @@
 package org.dtorch.core.runtime;
 
 import java.time.Duration;
+import java.util.List;
 import org.dtorch.core.communication.group.ThreadGroupManager;
 import org.dtorch.core.device.Device;
+import org.dtorch.core.graph.Operand;
 import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.PipelineStages;
 
@@ -12,6 +14,8 @@ import org.dtorch.core.graph.PipelineStages;
  * ({@link org.dtorch.core.runtime.process.WorkerMain}): it takes operators and releases in the order the controller
  * sent them, runs each with the device's {@link NaiveRunner}, and tells its {@link Listener} what ran and when it
  * caught up. Devices receive operators in the same global order, so their collectives meet.
+ *
+ * <p>It takes everything queued in one go and works through the batch ({@link WorkQueue}, decision 211).
  *
  * <p>A cancel fails every operator not yet run instead of running it, and interrupts a wait in progress; a
  * {@link #stopWith fatal stop} ends the loop before anything queued after it runs.
@@ -38,6 +42,10 @@ public final class DeviceLoop {
 
         /** {@code op} ran on this device (or failed; its outputs and promise say so). */
         void ran(Operator op);
+
+        /** The loop worked through one batch of what was queued (a listener that collects what ran hands it on here). */
+        default void batchDone() {
+        }
 
         /** How long the loop waits for more work before it calls {@link #caughtUp}; 0 calls it at once. */
         default long lingerNanos() {
@@ -72,6 +80,11 @@ public final class DeviceLoop {
     /** Queues the release of this device's tensor of operand {@code operandId}. */
     public void submitRelease(long operandId) {
         inbox.offer(new Release(operandId));
+    }
+
+    /** Queues the release of this device's tensor of {@code operand}; the operand itself is the message. */
+    public void submitRelease(Operand operand) {
+        inbox.offer(operand);
     }
 
     /** The loop ends once everything queued before has been handled. */
@@ -109,47 +122,75 @@ public final class DeviceLoop {
         try {
             runner.bindToThisThread();
             while (true) {
-                Object task = inbox.poll();
-                if (task == null) {
+                List<Object> tasks = inbox.poll();
+                if (tasks.isEmpty()) {
                     long linger = listener.lingerNanos();
                     if (linger > 0) {
-                        task = inbox.take(linger);
+                        tasks = inbox.take(linger);
                     }
-                    if (task == null) {
+                    if (tasks.isEmpty()) {
                         listener.caughtUp();
-                        task = inbox.take();
+                        tasks = inbox.take();
                     }
                 }
-                if (task == null) {
+                if (tasks.isEmpty()) {
                     Thread.interrupted(); // a cancel woke us; queued work fails from now on
                     continue;
                 }
-                if (task == STOP) {
-                    return null;
+                // Whether to time the stages is read once per batch, not per operator.
+                boolean timed = PipelineStages.enabled();
+                long batchStarted = timed ? System.nanoTime() : 0;
+                int operators = 0;
+                runner.timeKernels(timed);
+                for (int i = 0, n = tasks.size(); i < n; i++) {
+                    Object task = tasks.get(i);
+                    if (task == STOP) {
+                        listener.batchDone();
+                        return null;
+                    }
+                    if (task instanceof Fatal fatal) {
+                        listener.batchDone();
+                        return fatal.error();
+                    }
+                    if (handle(task, listener, timed)) {
+                        operators++;
+                    }
                 }
-                if (task instanceof Fatal fatal) {
-                    return fatal.error();
+                listener.batchDone();
+                if (timed) {
+                    PipelineStages.add(PipelineStages.Stage.WORKER_BUSY, System.nanoTime() - batchStarted, operators);
                 }
-                handle(task, listener);
             }
         } finally {
             runner.clear();
         }
     }
 
-    private void handle(Object task, Listener listener) {
+    /** Runs or releases {@code task}; true if it was an operator. */
+    private boolean handle(Object task, Listener listener, boolean timed) {
         try {
             if (task instanceof Operator op) {
-                long started = PipelineStages.start();
+                long started = timed ? System.nanoTime() : 0;
                 runner.execute(op, cancelledBy);
-                PipelineStages.end(PipelineStages.Stage.WORKER_EXECUTE, started);
+                if (timed) {
+                    PipelineStages.add(PipelineStages.Stage.WORKER_EXECUTE, System.nanoTime() - started, 1);
+                }
                 Thread.interrupted(); // a cancel that came while it ran has done its work
                 listener.ran(op);
+                return true;
+            }
+            long started = timed ? System.nanoTime() : 0;
+            if (task instanceof Operand operand) {
+                runner.release(operand.id());
             } else if (task instanceof Release r) {
                 runner.release(r.operandId());
+            }
+            if (timed) {
+                PipelineStages.add(PipelineStages.Stage.WORKER_RELEASE, System.nanoTime() - started, 1);
             }
         } catch (RuntimeException e) {
             LOG.log(System.Logger.Level.ERROR, "device " + device + " failed on " + task, e);
         }
+        return false;
     }
 }

@@ -7,10 +7,12 @@ import org.dtorch.core.graph.Operator;
 /**
  * The controller's handle on one device, made by the runtime's {@link DeviceFleet}: a worker thread of this
  * process ({@link PerDeviceThreadNodeRunner}) or the handle on a worker process ({@code process.WorkerProcess});
- * the controller never asks which. The controller thread submits operators and releases in program order; the
- * node tells the {@link org.dtorch.core.graph.LogicalGraph} when it has run each.
+ * the controller never asks which. The controller submits operators and releases in program order, one thread at a
+ * time (the client's thread or a controller thread, {@link DeviceFleet#submitMayBlock()}); the node tells the
+ * {@link org.dtorch.core.graph.LogicalGraph} when it has run each.
  *
- * <p>Thread-safe: the controller thread submits; {@link #cancel} and {@link #liveBlobs} from any thread.
+ * <p>Thread-safe: the controller submits, one thread at a time; {@link #cancel} and {@link #liveBlobs} from any
+ * thread.
  */
 public interface DeviceNode {
 

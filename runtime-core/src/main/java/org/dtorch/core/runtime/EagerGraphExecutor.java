@@ -1,6 +1,10 @@
 package org.dtorch.core.runtime;
 
+import java.time.Duration;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
 import org.dtorch.core.graph.GraphMessage;
 import org.dtorch.core.graph.LogicalGraph;
 import org.dtorch.core.graph.Operand;
@@ -8,41 +12,90 @@ import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.PipelineStages;
 
 /**
- * The controller (the seed's {@code EagerGraphExecutor}): on its own thread it takes the client's messages
- * in order, adds each operator to the {@link LogicalGraph} and dispatches it, in topological order, to the
- * worker of every device it runs on; releases go to the devices that hold the operand, after the operators
- * that use it. Workers drop each operator from the graph once they have all run it.
+ * The controller (the seed's {@code EagerGraphExecutor}): it takes the client's messages in order, adds each
+ * operator to the {@link LogicalGraph} and dispatches it, in topological order, to the node of every device it runs
+ * on; releases go to the devices that hold the operand, after the operators that use it. Nodes drop each operator
+ * from the graph once they have all run it.
  *
- * <p>Thread-safe: {@link #accept} from any thread; one controller thread does the rest.
+ * <p>Where it runs is the fleet's call ({@link DeviceFleet#submitMayBlock()}, decision 212). When submitting to a
+ * node may block (a write to a worker process's socket), the controller is a thread of its own with a queue, so a
+ * node that stopped reading never stalls the client. When it never blocks (the queues of worker threads), the
+ * thread that sends a message dispatches it at once, under a lock: the client's program order is the order of its
+ * calls, a {@link java.lang.ref.Cleaner}'s release is ordered by the lock, and the pipeline has one hand-off (client
+ * to device) instead of two. Either way the nodes see the same messages in the same order.
+ *
+ * <p>Thread-safe: {@link #accept} from any thread; with a controller thread, that thread does the rest.
  */
 final class EagerGraphExecutor {
     private static final Object SHUTDOWN = new Object();
     private static final System.Logger LOG = System.getLogger(EagerGraphExecutor.class.getName());
 
-    private final WorkQueue<Object> inbox = new WorkQueue<>();
     private final LogicalGraph graph;
-    private final Map<Long, ? extends DeviceNode> runners;
+    /** The nodes by device id (ids are 0 to n-1): no boxed key per operator. */
+    private final DeviceNode[] nodes;
     private final DeviceFleet fleet;
+    /** The controller thread and its queue, or null when callers dispatch themselves. */
     private final Thread thread;
+    private final WorkQueue<Object> inbox;
+    /** Orders the callers that dispatch themselves, and {@link #shutdown} after them. */
+    private final ReentrantLock dispatching = new ReentrantLock();
+    /** Set by {@link #shutdown} when callers dispatch themselves; guarded by {@link #dispatching}. */
+    private boolean stopped;
 
     EagerGraphExecutor(LogicalGraph graph, Map<Long, ? extends DeviceNode> runners, DeviceFleet fleet) {
         this.graph = graph;
-        this.runners = runners;
+        this.nodes = new DeviceNode[runners.size()];
+        runners.forEach((device, node) -> nodes[Math.toIntExact(device)] = node);
         this.fleet = fleet;
-        this.thread = Thread.ofPlatform().name("dtorch-controller").daemon().unstarted(this::loop);
+        if (fleet.submitMayBlock()) {
+            this.inbox = new WorkQueue<>();
+            this.thread = Thread.ofPlatform().name("dtorch-controller").daemon().unstarted(this::loop);
+        } else {
+            this.inbox = null;
+            this.thread = null;
+        }
     }
 
     void start() {
-        thread.start();
+        if (thread != null) {
+            thread.start();
+        }
     }
 
-    /** Queues a message from the client. */
+    /** Queues a message from the client, or dispatches it now when callers dispatch themselves. */
     void accept(GraphMessage message) {
-        inbox.offer(message);
+        if (thread != null) {
+            inbox.offer(message);
+            return;
+        }
+        dispatching.lock();
+        try {
+            if (!stopped) {
+                handle(message);
+                flush(message);
+            }
+        } finally {
+            dispatching.unlock();
+        }
     }
 
-    /** Processes everything queued so far, then stops; true once the thread has ended, false at the timeout. */
-    boolean shutdown(java.time.Duration timeout) throws InterruptedException {
+    /**
+     * Processes everything queued so far, then stops; true once done, false at the timeout. Messages that come
+     * after it are dropped.
+     */
+    boolean shutdown(Duration timeout) throws InterruptedException {
+        if (thread == null) {
+            // A caller inside a dispatch only queues to nodes, which never blocks: the wait is short.
+            if (!dispatching.tryLock(timeout.toNanos(), TimeUnit.NANOSECONDS)) {
+                return false;
+            }
+            try {
+                stopped = true;
+            } finally {
+                dispatching.unlock();
+            }
+            return true;
+        }
         inbox.offer(SHUTDOWN);
         thread.join(timeout);
         return !thread.isAlive();
@@ -50,43 +103,69 @@ final class EagerGraphExecutor {
 
     private void loop() {
         while (true) {
-            Object message = inbox.poll();
-            if (message == null) {
+            List<Object> messages = inbox.poll();
+            if (messages.isEmpty()) {
                 // Caught up: hand the batch to the devices, then wait for the client.
-                runners.values().forEach(DeviceNode::flush);
-                message = inbox.take();
+                flushAll();
+                messages = inbox.take();
             }
-            if (message == SHUTDOWN) {
-                runners.values().forEach(DeviceNode::flush);
-                return;
-            }
-            try {
-                switch (message) {
-                    case GraphMessage.AddOperator add -> dispatch(add.operator());
-                    case GraphMessage.ReleaseOperand release -> release(release.operand());
-                    case null, default -> {
-                    }
+            for (int i = 0, n = messages.size(); i < n; i++) {
+                Object message = messages.get(i);
+                if (message == SHUTDOWN) {
+                    flushAll();
+                    return;
                 }
-            } catch (Throwable e) {
-                LOG.log(System.Logger.Level.ERROR, "controller failed on " + message, e);
+                handle(message);
             }
+        }
+    }
+
+    private void handle(Object message) {
+        try {
+            switch (message) {
+                case GraphMessage.AddOperator add -> dispatch(add.operator());
+                case GraphMessage.ReleaseOperand release -> release(release.operand());
+                case null, default -> {
+                }
+            }
+        } catch (Throwable e) {
+            LOG.log(System.Logger.Level.ERROR, "controller failed on " + message, e);
         }
     }
 
     private void dispatch(Operator op) {
         long started = PipelineStages.start();
         graph.add(op);
-        for (long device : op.devices()) {
-            runners.get(device).submit(op);
+        List<Long> devices = op.devices();
+        for (int i = 0, n = devices.size(); i < n; i++) {
+            nodes[devices.get(i).intValue()].submit(op);
         }
         fleet.dispatched(op);
         PipelineStages.end(PipelineStages.Stage.CONTROLLER_DISPATCH, started);
     }
 
     private void release(Operand operand) {
-        for (long device : operand.meta().sharding().mesh().deviceIds()) {
-            runners.get(device).submitRelease(operand);
+        List<Long> devices = operand.meta().sharding().mesh().deviceIds();
+        for (int i = 0, n = devices.size(); i < n; i++) {
+            nodes[devices.get(i).intValue()].submitRelease(operand);
         }
         graph.clientReleased(operand);
+    }
+
+    /** Makes what {@code message} queued visible to its nodes (a no-op for threads). */
+    private void flush(GraphMessage message) {
+        List<Long> devices = switch (message) {
+            case GraphMessage.AddOperator add -> add.operator().devices();
+            case GraphMessage.ReleaseOperand release -> release.operand().meta().sharding().mesh().deviceIds();
+        };
+        for (int i = 0, n = devices.size(); i < n; i++) {
+            nodes[devices.get(i).intValue()].flush();
+        }
+    }
+
+    private void flushAll() {
+        for (DeviceNode node : nodes) {
+            node.flush();
+        }
     }
 }

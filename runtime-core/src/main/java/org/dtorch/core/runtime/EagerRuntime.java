@@ -28,8 +28,8 @@ import org.dtorch.core.graph.Operator;
 import org.dtorch.core.shm.ShmJanitor;
 
 /**
- * One runtime: a {@link GraphConstructor} for the client, an {@link EagerGraphExecutor} controller thread,
- * and one device node per device, started and supervised by the runtime's {@link DeviceFleet}: worker threads of
+ * One runtime: a {@link GraphConstructor} for the client, an {@link EagerGraphExecutor} controller (on the client's
+ * thread, or a thread of its own where the fleet's submit may block), and one device node per device, started and supervised by the runtime's {@link DeviceFleet}: worker threads of
  * this JVM ({@link ThreadFleet}, thread mode) or worker JVMs of their own
  * ({@link org.dtorch.core.runtime.process.ProcessFleet}, per-device-process mode). Every fleet runs the same
  * {@link DeviceLoop}, runner and kernels; the runtime never asks which fleet it has (decision 160).
@@ -115,16 +115,21 @@ public final class EagerRuntime implements AutoCloseable {
     }
 
     private void checkDevices(Operator op) {
-        for (long device : op.devices()) {
-            if (!nodes.containsKey(device)) {
+        List<Long> ids = op.devices();
+        for (int i = 0, n = ids.size(); i < n; i++) {
+            long device = ids.get(i);
+            if (device < 0 || device >= devices.size()) {
                 throw new IllegalArgumentException(op.label() + ": device " + device + " is not one of this runtime's "
                     + options.deviceKind().shortName() + " devices 0.." + (devices.size() - 1));
             }
         }
-        List<Operand> operands = new ArrayList<>(op.inputs());
-        operands.addAll(op.outputs());
-        for (Operand operand : operands) {
-            checkMeshKind(op, operand.meta().sharding().mesh());
+        checkMeshKinds(op, op.inputs());
+        checkMeshKinds(op, op.outputs());
+    }
+
+    private void checkMeshKinds(Operator op, List<Operand> operands) {
+        for (int i = 0, n = operands.size(); i < n; i++) {
+            checkMeshKind(op, operands.get(i).meta().sharding().mesh());
         }
     }
 

@@ -55,9 +55,15 @@ public interface FailureRegistry {
                 return any;
             }
 
+            /**
+             * Nothing to remove while nothing failed. An operand is forgotten once no operator uses it, so its failure,
+             * if any, was recorded before the last use was dropped, and {@code any} is visible here.
+             */
             @Override
             public void forget(long operandId) {
-                failures.remove(operandId);
+                if (any) {
+                    failures.remove(operandId);
+                }
             }
 
             @Override

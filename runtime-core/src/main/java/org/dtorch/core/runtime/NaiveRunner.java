@@ -8,6 +8,7 @@ import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
 import org.dtorch.core.communication.group.ThreadGroupManager;
 import org.dtorch.core.device.Device;
+import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.graph.DeviceKernel;
 import org.dtorch.core.graph.Operand;
 import org.dtorch.core.graph.Operator;
@@ -29,6 +30,7 @@ import org.dtorch.core.tensor.TorchTensors;
 final class NaiveRunner {
     private static final System.Logger LOG = System.getLogger(NaiveRunner.class.getName());
     private final Device device;
+    private final long deviceId;
     private final KernelStream stream;
     private final BlobTable blobs = new BlobTable();
     private final FailureRegistry failures;
@@ -44,6 +46,7 @@ final class NaiveRunner {
      */
     NaiveRunner(Device device, Device physical, FailureRegistry failures, ThreadGroupManager groups, Duration timeout) {
         this.device = device;
+        this.deviceId = device.index();
         this.stream = new KernelStream(physical);
         this.failures = failures;
         this.groups = groups;
@@ -51,9 +54,17 @@ final class NaiveRunner {
         this.localContext = new KernelContext(device, stream.stream(), groups, "local-" + device.index(), timeout);
     }
 
+    /** Whether to time kernels for {@link PipelineStages}: the loop sets it once per batch of work. */
+    private boolean timeKernels;
+
     /** Binds the device's stream to the calling thread: the worker thread calls it once, before the first operator. */
     void bindToThisThread() {
         stream.bindToThisThread();
+    }
+
+    /** Times the kernels of the operators that follow for {@link PipelineStages}, or stops timing them. */
+    void timeKernels(boolean on) {
+        timeKernels = on;
     }
 
     private KernelContext context(Operator op) {
@@ -80,10 +91,11 @@ final class NaiveRunner {
     }
 
     private void run(Operator op) {
-        KernelContext ctx = op.spec().communicates() ? context(op) : localContext;
+        boolean communicates = op.spec().communicates();
+        KernelContext ctx = communicates ? context(op) : localContext;
         DeviceKernel kernel;
         try {
-            kernel = op.spec().kernel(op, device.index());
+            kernel = op.spec().kernel(op, deviceId);
         } catch (RuntimeException e) {
             failOutputs(op, OperatorFailedException.kernelFailed(op, device, e));
             return;
@@ -91,7 +103,7 @@ final class NaiveRunner {
         Throwable upstream = upstreamFailure(op);
         if (upstream != null) {
             failOutputs(op, upstream);
-            if (op.spec().communicates()) {
+            if (communicates) {
                 runOnPlaceholders(op, kernel, ctx);
             }
             report(op, kernel, ctx, upstream);
@@ -100,9 +112,11 @@ final class NaiveRunner {
         List<Tensor> inputs = localInputs(op);
         List<Tensor> outputs;
         try {
-            long started = PipelineStages.start();
+            long started = timeKernels ? System.nanoTime() : 0;
             outputs = kernel.run(ctx, inputs);
-            PipelineStages.end(PipelineStages.Stage.KERNEL, started);
+            if (timeKernels) {
+                PipelineStages.add(PipelineStages.Stage.KERNEL, System.nanoTime() - started, 1);
+            }
         } catch (Throwable e) {
             OperatorFailedException cause = OperatorFailedException.kernelFailed(op, device, e);
             failOutputs(op, cause);
@@ -179,18 +193,28 @@ final class NaiveRunner {
         return null;
     }
 
+    /** True when every operand of {@code op} lives on one mesh that holds this device: nothing to check per operand. */
+    private boolean holdsAll(Operator op) {
+        DeviceMesh mesh = op.operandMesh();
+        return mesh != null && mesh.contains(deviceId);
+    }
+
+    /** The inputs' tensors, read by id from the operator, without touching the operand objects when it can. */
     private List<Tensor> localInputs(Operator op) {
-        List<Tensor> inputs = new ArrayList<>(op.inputs().size());
-        for (Operand input : op.inputs()) {
-            inputs.add(holds(input) ? required(op, input) : null);
+        List<Operand> operands = op.inputs();
+        int n = operands.size();
+        boolean all = holdsAll(op);
+        List<Tensor> inputs = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            inputs.add(all || holds(operands.get(i)) ? required(op, op.inputId(i)) : null);
         }
         return inputs;
     }
 
-    private Tensor required(Operator op, Operand input) {
-        Tensor t = blobs.get(input.id());
+    private Tensor required(Operator op, long inputId) {
+        Tensor t = blobs.get(inputId);
         if (t == null) {
-            throw new IllegalStateException("operator " + op.label() + " on " + device + ": input %" + input.id()
+            throw new IllegalStateException("operator " + op.label() + " on " + device + ": input %" + inputId
                 + " has no tensor on this device (released or never produced)");
         }
         return t;
@@ -233,10 +257,12 @@ final class NaiveRunner {
     }
 
     private void store(Operator op, List<Tensor> outputs, List<Tensor> inputs) {
-        for (int i = 0; i < op.outputs().size(); i++) {
-            Operand output = op.outputs().get(i);
+        List<Operand> operands = op.outputs();
+        boolean all = holdsAll(op);
+        for (int i = 0, n = operands.size(); i < n; i++) {
+            Operand output = operands.get(i);
             Tensor t = outputs.get(i);
-            if (!holds(output)) {
+            if (!all && !holds(output)) {
                 if (t != null) {
                     t.close();
                 }
@@ -250,15 +276,15 @@ final class NaiveRunner {
             if (inputs.contains(t)) {
                 t = new Tensor(t); // an in-place kernel returned its input: keep a reference of our own
             }
-            long[] expected = output.meta().layout().localShape(device.index());
-            if (!java.util.Arrays.equals(expected, TorchTensors.shape(t))) {
+            if (!output.meta().layout().isLocalShapeOf(deviceId, t)) {
                 IllegalStateException wrongShape = new IllegalStateException("output %" + output.id() + " should be "
-                    + java.util.Arrays.toString(expected) + " here, the kernel made " + TorchTensors.describe(t));
+                    + java.util.Arrays.toString(output.meta().layout().localShape(deviceId)) + " here, the kernel made "
+                    + TorchTensors.describe(t));
                 t.close();
                 failOutputs(op, OperatorFailedException.kernelFailed(op, device, wrongShape));
                 continue;
             }
-            blobs.put(output.id(), t);
+            blobs.put(op.outputId(i), t);
         }
     }
 
@@ -289,6 +315,6 @@ final class NaiveRunner {
     }
 
     private boolean holds(Operand operand) {
-        return operand.meta().sharding().mesh().contains(device.index());
+        return operand.meta().sharding().mesh().contains(deviceId);
     }
 }

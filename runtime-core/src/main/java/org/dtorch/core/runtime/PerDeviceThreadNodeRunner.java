@@ -1,6 +1,8 @@
 package org.dtorch.core.runtime;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import org.dtorch.core.communication.group.ThreadGroupManager;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.graph.LogicalGraph;
@@ -9,9 +11,9 @@ import org.dtorch.core.graph.Operator;
 
 /**
  * One device's worker thread (the seed's {@code PerDeviceThreadNodeRunner}): runs the device's {@link DeviceLoop}
- * on a thread of this JVM and tells the {@link LogicalGraph} when every device ran an operator.
+ * on a thread of this JVM and hands the {@link LogicalGraph} the operators every device ran, once per batch of work.
  *
- * <p>Thread-safe: the controller submits from its thread; the worker thread does the rest.
+ * <p>Thread-safe: the controller submits (the client's thread, one at a time); the worker thread does the rest.
  */
 final class PerDeviceThreadNodeRunner implements DeviceNode {
     private final DeviceLoop loop;
@@ -20,9 +22,23 @@ final class PerDeviceThreadNodeRunner implements DeviceNode {
     PerDeviceThreadNodeRunner(Device device, Device physical, LogicalGraph graph, FailureRegistry failures, ThreadGroupManager groups,
                               Duration timeout) {
         this.loop = new DeviceLoop(device, physical, failures, groups, timeout);
-        DeviceLoop.Listener completion = op -> {
-            if (op.deviceDone()) {
-                graph.completed(op);
+        DeviceLoop.Listener completion = new DeviceLoop.Listener() {
+            private final List<Operator> done = new ArrayList<>();
+
+            @Override
+            public void ran(Operator op) {
+                if (op.deviceDone()) {
+                    done.add(op);
+                }
+            }
+
+            /** One hand-over per batch; the dispatching thread does the graph's bookkeeping (decision 214). */
+            @Override
+            public void batchDone() {
+                if (!done.isEmpty()) {
+                    graph.completedLater(done);
+                    done.clear();
+                }
             }
         };
         this.thread = Thread.ofPlatform().name("dtorch-worker-" + device).daemon().unstarted(() -> loop.run(completion));
@@ -40,7 +56,7 @@ final class PerDeviceThreadNodeRunner implements DeviceNode {
 
     @Override
     public void submitRelease(Operand operand) {
-        loop.submitRelease(operand.id());
+        loop.submitRelease(operand);
     }
 
     @Override

@@ -58,6 +58,12 @@ final class ThreadFleet implements DeviceFleet {
         return TensorPromiseType.MEMORY;
     }
 
+    /** Submitting only queues to a worker thread of this JVM: the client's thread dispatches (decision 212). */
+    @Override
+    public boolean submitMayBlock() {
+        return false;
+    }
+
     @Override
     public Throwable brokenBy() {
         return null;
