@@ -5,6 +5,7 @@ import numbers
 from . import _bridge, _dtypes
 from ._future import TensorFuture
 import torch as _torch
+from torch import _nested
 from .distributed_spec import DeviceMesh, Placement, Replicate, _placement, _specs
 
 
@@ -415,29 +416,6 @@ def arange(start, end=None, step=1, dtype=None, device_mesh=None, placements=Non
                                _specs(placements, 1)))
 
 
-def _flatten(data):
-    shape = []
-    level = data
-    while isinstance(level, (list, tuple)):
-        shape.append(len(level))
-        if not level:
-            break
-        level = level[0]
-    flat = []
-
-    def walk(node, depth):
-        if depth == len(shape):
-            flat.append(node)
-            return
-        if not isinstance(node, (list, tuple)) or len(node) != shape[depth]:
-            raise ValueError("tensor(): the data is not a rectangular nested list")
-        for child in node:
-            walk(child, depth + 1)
-
-    walk(data, 0)
-    return flat, shape
-
-
 def _from_torch(data, device_mesh, placements):
     mesh = _mesh(device_mesh)
     return Tensor(_bridge.call(_b().fromTorch, data._java, mesh._java, _specs(placements, data.ndim)))
@@ -458,7 +436,7 @@ def tensor(data, dtype=None, device_mesh=None, placements=None):
         if dtype is not None and _dtypes.of(dtype) != data.dtype:
             data = data.to(_dtypes.of(dtype))
         return _from_torch(data, mesh, placements)
-    flat, shape = _flatten(data)
+    flat, shape = _nested.flatten(data)
     for i, v in enumerate(flat):
         value, kind = _scalar(v)
         if kind is None:

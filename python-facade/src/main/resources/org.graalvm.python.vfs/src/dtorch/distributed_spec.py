@@ -2,7 +2,9 @@
 
 import numbers
 
-from . import _bridge, _shapes
+from torch import _nested
+
+from . import _bridge
 
 
 def _is_int(value):
@@ -202,7 +204,7 @@ class DeviceMesh:
     @property
     def mesh(self):
         """The ids as a nested list, like the `mesh` argument."""
-        return _shapes.nest(self.device_ids, list(self.shape))
+        return _nested.nest(self.device_ids, list(self.shape))
 
     def __getitem__(self, names):
         """The sub-mesh over the named dimension(s) that contains this mesh's first device."""
@@ -237,7 +239,7 @@ def init_device_mesh(device_type, mesh_shape, mesh_dim_names=None):
             raise ValueError("mesh_shape sizes must be >= 1, got %r" % (mesh_shape,))
         total *= s
     ids = list(range(total))
-    return DeviceMesh(device_type, _shapes.nest(ids, list(mesh_shape)), mesh_dim_names=mesh_dim_names)
+    return DeviceMesh(device_type, _nested.nest(ids, list(mesh_shape)), mesh_dim_names=mesh_dim_names)
 
 
 __all__ = ["DeviceMesh", "init_device_mesh", "Placement", "Shard", "Replicate", "Partial"]

@@ -7,6 +7,7 @@ import numbers
 
 from . import _dispatch, _types
 from ._dispatch import require
+from ._nested import flatten
 
 
 def _check_device(kwargs):
@@ -52,39 +53,13 @@ rand_like = _factory("rand_like")
 randn_like = _factory("randn_like")
 
 
-def _flatten(data):
-    shape = []
-    level = data
-    while isinstance(level, (list, tuple)):
-        shape.append(len(level))
-        if not level:
-            break
-        level = level[0]
-    flat = []
-
-    def walk(node, depth):
-        if depth == len(shape):
-            if isinstance(node, (list, tuple)):
-                raise ValueError("tensor(): the data is not a rectangular nested list")
-            flat.append(node)
-            return
-        if not isinstance(node, (list, tuple)) or len(node) != shape[depth]:
-            raise ValueError("tensor(): the data is not a rectangular nested list (expected a sequence of length %d "
-                             "at dimension %d)" % (shape[depth], depth))
-        for child in node:
-            walk(child, depth + 1)
-
-    walk(data, 0)
-    return flat, shape
-
-
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A tensor made from nested lists or tuples of numbers, a number, or a tensor (copied)."""
     from ._tensor import Tensor
     _no_grad_support(requires_grad)
     if isinstance(data, Tensor):
         return data.to(dtype=dtype, device=device, copy=True) if (dtype or device) else data.clone()
-    flat, shape = _flatten(data)
+    flat, shape = flatten(data)
     for i, v in enumerate(flat):
         if isinstance(v, Tensor):
             flat[i] = v.item()

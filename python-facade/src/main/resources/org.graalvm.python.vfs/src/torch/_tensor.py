@@ -4,7 +4,7 @@ import builtins
 import numbers
 import weakref
 
-from . import _dispatch, _errors, _format, _types
+from . import _dispatch, _errors, _format, _nested, _types
 from ._dispatch import ForeignException, require
 
 _isolated = None
@@ -145,7 +145,7 @@ class Tensor:
             flat = list(java.longs() if java.isIntegral() else java.doubles())
             if java.dtype() == "bool":
                 flat = [v != 0 for v in flat]
-            return _format.nest(flat, tuple(java.shape()))
+            return _nested.nest(flat, tuple(java.shape()))
         except ForeignException as e:
             raise _errors.translate(e) from None
 
