@@ -28,7 +28,14 @@ import org.dtorch.core.graph.OpSpec;
 import org.dtorch.core.graph.Operand;
 import org.dtorch.core.runtime.EagerRuntime;
 import org.dtorch.core.runtime.PromiseSpec;
+import org.dtorch.core.distributed.RedistributionPlanner;
+import org.dtorch.core.graph.TensorMeta;
+import org.dtorch.ops.AtenSpec;
 import org.dtorch.ops.CatSpec;
+import org.dtorch.ops.FallbackWarnings;
+import org.dtorch.ops.ShardingStrategy;
+import org.dtorch.ops.StrategyTable;
+import org.dtorch.ops.aten.AtenCall;
 import org.dtorch.ops.FactorySpec;
 import org.dtorch.ops.FromTensorSpec;
 import org.dtorch.ops.LinearSpec;
@@ -342,6 +349,53 @@ public final class DTorch implements AutoCloseable {
     /** Blocks until every device has run everything queued so far, up to the runtime's timeout. */
     public void sync() {
         syncFuture().get();
+    }
+
+    // ---- any ATen operator ------------------------------------------------------------------------------
+
+    /**
+     * Runs {@code call} (an ATen operator overload with its non-tensor arguments) on distributed tensors, one per tensor
+     * input: every device runs it on its local shards through libtorch's dispatcher ({@link AtenSpec}). The operator's
+     * {@link ShardingStrategy} ({@link StrategyTable}) says which input placements that works for; inputs with other
+     * placements are first redistributed there (the planner's cheapest plan), and the intermediate tensors released
+     * once used. An operator in no family runs on replicated inputs, with a warning once per operator naming the
+     * communication ({@link FallbackWarnings}).
+     *
+     * @return one tensor per output of the operator
+     * @throws UnsupportedOperationException for in-place, {@code out=} and random operators, and operators whose outputs
+     *                                       cannot be inferred exactly
+     * @throws IllegalArgumentException      when the inputs do not fit the operator (libtorch's message)
+     */
+    public List<DTensor> aten(AtenCall call, DTensor... inputs) {
+        Objects.requireNonNull(call, "aten: call is null");
+        AtenSpec spec = new AtenSpec(call);
+        operands(spec, inputs);
+        List<TensorMeta> metas = new ArrayList<>(inputs.length);
+        for (DTensor t : inputs) {
+            t.ensureOpen();
+            metas.add(t.meta());
+        }
+        ShardingStrategy.Decision decision = spec.decide(metas);
+        DTensor[] actual = inputs.clone();
+        List<DTensor> moved = new ArrayList<>();
+        List<String> costs = new ArrayList<>();
+        try {
+            for (int i = 0; i < inputs.length; i++) {
+                List<Placement> target = decision.inputs().get(i);
+                if (!metas.get(i).placements().equals(target)) {
+                    actual[i] = inputs[i].redistribute(target.toArray(Placement[]::new));
+                    moved.add(actual[i]);
+                    costs.add("input " + i + " " + metas.get(i).placements() + " -> " + target + " ("
+                        + RedistributionPlanner.plan(metas.get(i).sharding(), actual[i].meta().sharding(), metas.get(i).shape()) + ")");
+                }
+            }
+            if (!costs.isEmpty() && spec.strategy().family().equals("replicate")) {
+                FallbackWarnings.warnOnce(call.qualifiedName(), String.join("; ", costs));
+            }
+            return applyMulti(spec, actual);
+        } finally {
+            moved.forEach(DTensor::close);
+        }
     }
 
     // ---- custom operators -----------------------------------------------------------------------------

@@ -27,7 +27,15 @@ import org.dtorch.ops.ReshapeSpec;
 import org.dtorch.ops.ScalarSpec;
 import org.dtorch.ops.Shapes;
 import org.dtorch.ops.UnarySpec;
+import org.dtorch.ops.aten.ArgKind;
+import org.dtorch.ops.aten.ArgSource;
+import org.dtorch.ops.aten.AtenCall;
+import org.dtorch.ops.aten.CallPlan;
+import org.dtorch.ops.aten.Overload;
+import org.dtorch.polyglot.torch.AtenOperator;
+import org.dtorch.polyglot.torch.Dtypes;
 import org.dtorch.polyglot.torch.PyTensor;
+import org.dtorch.polyglot.torch.TorchModule;
 import org.graalvm.polyglot.HostAccess;
 import org.graalvm.polyglot.Value;
 
@@ -398,6 +406,80 @@ public final class PyBridge {
             list.add(tensors.getArrayElement(i).asHostObject());
         }
         return runtime.cat(list, Math.toIntExact(dim));
+    }
+
+    /**
+     * Any ATen operator on distributed tensors, by name ({@code dtorch.where(c, x, y)}, {@code t.amax(dim=1)},
+     * {@code dtorch.nn.functional.hardtanh(t)}): the overload is chosen as the {@code torch} module chooses it, from
+     * the signature key of the call's kinds ({@link AtenOperator#resolve}), and runs through {@link DTorch#aten}.
+     *
+     * @param values the call's values in the key's order: {@link DTensor}s where the key says {@code T}, numbers,
+     *               strings, dtype names, None and lists otherwise
+     * @return the names of the operator's returns (a {@code String[]}) followed by one {@link DTensor} per return
+     * @throws IllegalArgumentException when libtorch has no operator of that name
+     */
+    @HostAccess.Export
+    public Object[] aten(String name, String key, Value values) {
+        AtenOperator op = TorchModule.shared().op(name);
+        if (op == null) {
+            throw new IllegalArgumentException("libtorch has no operator aten::" + name);
+        }
+        CallPlan plan = op.resolve(key).plan();
+        int n = Math.toIntExact(values.getArraySize());
+        Object[] plain = new Object[n];
+        for (int i = 0; i < n; i++) {
+            Value v = values.getArrayElement(i);
+            plain[i] = v.isHostObject() && v.asHostObject() instanceof DTensor ? null : plainValue(v);
+        }
+        List<DTensor> tensors = new ArrayList<>();
+        List<Overload.Param> params = plan.overload().params();
+        for (int i = 0; i < params.size(); i++) {
+            ArgSource source = plan.sources()[i];
+            if (source.kind().equals(ArgKind.TENSOR)) {
+                Value v = values.getArrayElement(source.index());
+                if (!(v.isHostObject() && v.asHostObject() instanceof DTensor t)) {
+                    throw new IllegalArgumentException(name + ": argument '" + params.get(i).name() + "' must be a dtorch.Tensor; "
+                        + "wrap local torch tensors with dtorch.Tensor(t, device_mesh=..., placements=...)");
+                }
+                tensors.add(t);
+            } else if (!source.isDefault() && !source.isPacked() && source.kind().equals(ArgKind.DTYPE)) {
+                plain[source.index()] = Dtypes.scalarType((String) plain[source.index()]);
+            }
+        }
+        List<DTensor> outputs = runtime.aten(AtenCall.of(plan, plain), tensors.toArray(DTensor[]::new));
+        Object[] out = new Object[outputs.size() + 1];
+        out[0] = plan.overload().returnNames().toArray(String[]::new);
+        for (int i = 0; i < outputs.size(); i++) {
+            out[i + 1] = outputs.get(i);
+        }
+        return out;
+    }
+
+    /** A polyglot value as a plain Java value: null, Boolean, Long, Double, String, or a List of those. */
+    private static Object plainValue(Value v) {
+        if (v.isNull()) {
+            return null;
+        }
+        if (v.isBoolean()) {
+            return v.asBoolean();
+        }
+        if (v.isNumber()) {
+            return v.fitsInLong() ? (Object) v.asLong() : (Object) v.asDouble();
+        }
+        if (v.isString()) {
+            return v.asString();
+        }
+        if (v.hasArrayElements()) {
+            List<Object> out = new ArrayList<>();
+            for (long i = 0; i < v.getArraySize(); i++) {
+                out.add(plainValue(v.getArrayElement(i)));
+            }
+            return out;
+        }
+        if (v.isHostObject()) {
+            return v.asHostObject();
+        }
+        throw new IllegalArgumentException("unsupported argument " + v);
     }
 
     /** The move to {@code placements} on {@code mesh}. */

@@ -18,14 +18,28 @@ from ._tensor import (Tensor, zeros, ones, empty, full, rand, randn, arange, ten
                       relu, silu, gelu, softmax, redistribute, distribute_tensor, _GetTensorAsync, get_tensor_async, sync, device_count,
                       device_type)
 from .distributed_spec import DeviceMesh, init_device_mesh, Placement, Shard, Replicate, Partial
-from . import _isolation
+from ._tensor import aten
+from . import _isolation, nn
 
 _isolation.install()
+
+
+def __getattr__(name):
+    """Any other ATen operator by name: dtorch.where(c, x, y), dtorch.amax(t, 1) (the generic path, _tensor.aten)."""
+    from ._tensor import _has_op
+    if name.startswith("_") or not _has_op(name):
+        raise AttributeError("module 'dtorch' has no attribute %r" % (name,))
+
+    def function(*args, **kwargs):
+        return aten(name, args, kwargs)
+
+    function.__name__ = name
+    return function
 
 __all__ = [
     "DTorchError", "ShardingError", "dtype", "float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8",
     "uint8", "bool", "float", "double", "half", "long", "int", "TensorFuture", "HostTensor", "Tensor", "zeros", "ones",
     "empty", "full", "rand", "randn", "arange", "tensor", "manual_seed", "linear", "matmul", "cat", "relu", "silu", "gelu",
     "softmax", "redistribute", "distribute_tensor", "_GetTensorAsync", "get_tensor_async", "sync", "device_count", "device_type",
-    "DeviceMesh", "init_device_mesh", "Placement", "Shard", "Replicate", "Partial",
+    "DeviceMesh", "init_device_mesh", "Placement", "Shard", "Replicate", "Partial", "aten", "nn",
 ]

@@ -134,6 +134,17 @@ class Tensor:
     def __len__(self):
         return self.shape[0]
 
+    def __getattr__(self, name):
+        """Any other ATen operator as a method (t.amax(1), t.clamp(min=0)): the generic path (see aten())."""
+        if name.startswith("_") or not _has_op(name):
+            raise AttributeError("'dtorch.Tensor' object has no attribute %r" % (name,))
+
+        def method(*args, **kwargs):
+            return aten(name, (self,) + args, kwargs)
+
+        method.__name__ = name
+        return method
+
     # ---- element-wise ----
     def _binary(self, op, other, reverse=False):
         if isinstance(other, Tensor):
@@ -450,6 +461,58 @@ def tensor(data, dtype=None, device_mesh=None, placements=None):
         else:
             dtype = _dtypes.float32
     return Tensor(_bridge.call(_b().fromValues, flat, shape, _dtypes.of(dtype).name, mesh._java, _specs(placements, len(shape))))
+
+
+# ---- any ATen operator ----
+
+def _has_op(name):
+    return _torch._dispatch.op(name) is not None
+
+
+def _returns(result):
+    names = tuple(result[0])
+    tensors = [Tensor(t) for t in list(result)[1:]]
+    if len(tensors) == 1:
+        return tensors[0]
+    if any(names):
+        return _torch._dispatch.ReturnTuple(names, tensors)
+    return tuple(tensors)
+
+
+def aten(name, args=(), kwargs=None):
+    """The ATen operator `name` on distributed tensors: the overload is chosen as torch chooses it, every device runs it
+    on its local shards, and the operator's sharding strategy (pointwise, reduction, or replicate as a fallback) moves
+    inputs where needed. dtorch.<op>(...), Tensor.<op>() and dtorch.nn.functional.<op> reach it for names that are not
+    written by hand."""
+    kinds = []
+    values = []
+
+    def add(value):
+        if isinstance(value, Tensor):
+            kinds.append("T")
+            values.append(value._java)
+        elif isinstance(value, _torch.Tensor):
+            raise TypeError("%s(): a local torch.Tensor cannot be mixed with distributed tensors; wrap it with "
+                            "dtorch.Tensor(t, device_mesh=..., placements=...)" % name)
+        else:
+            k, v = _torch._dispatch.classify(value)
+            kinds.append(k)
+            values.append(v)
+
+    for a in args:
+        add(a)
+    key = ",".join(kinds)
+    for kw, a in (kwargs or {}).items():
+        add(a)
+        key += "|" + kw + "=" + kinds[-1]
+    try:
+        result = _b().aten(name, key, values)
+    except _bridge.polyglot.ForeignException as e:
+        message = str(e)
+        if "ArgumentMismatchException" in message:
+            raise TypeError(message.partition(": ")[2]) from None
+        raise _bridge.translate(message) from None
+    return _returns(result)
 
 
 # ---- functions ----

@@ -4,6 +4,10 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
+import org.dtorch.ops.aten.ArgKind;
+import org.dtorch.ops.aten.AtenOps;
+import org.dtorch.ops.aten.CallPlan;
+import org.dtorch.ops.aten.Overload;
 import org.graalvm.polyglot.HostAccess;
 
 /**
@@ -22,10 +26,7 @@ public final class AtenOperator {
 
     AtenOperator(String name, List<Overload> overloads) {
         this.name = name;
-        List<Overload> sorted = new ArrayList<>(overloads);
-        // The default overload first, then by name: ties in cost go to the same overload on every run.
-        sorted.sort(Comparator.comparing((Overload o) -> !o.overloadName().isEmpty()).thenComparing(Overload::overloadName));
-        this.overloads = List.copyOf(sorted);
+        this.overloads = overloads; // sorted by AtenOps: the default overload first, then by name
     }
 
     /** The operator's name without the namespace: {@code add}. */
@@ -53,13 +54,7 @@ public final class AtenOperator {
             return call;
         }
         ArgKind.Signature signature = ArgKind.Signature.parse(key);
-        BoundCall.Plan best = null;
-        for (Overload overload : overloads) {
-            BoundCall.Plan plan = overload.bind(signature);
-            if (plan != null && (best == null || plan.cost() < best.cost())) {
-                best = plan;
-            }
-        }
+        CallPlan best = AtenOps.bestPlan(overloads, signature);
         if (best == null) {
             throw new ArgumentMismatchException(name + "() received an invalid combination of arguments: got " + signature.describe()
                 + ", but no overload takes them; tried:\n  " + String.join("\n  ", schemas()));

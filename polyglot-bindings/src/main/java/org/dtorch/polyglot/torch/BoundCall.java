@@ -11,6 +11,11 @@ import org.bytedeco.pytorch.IValueVector;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.global.torch.MemoryFormat;
+import org.dtorch.ops.aten.ArgKind;
+import org.dtorch.ops.aten.ArgSource;
+import org.dtorch.ops.aten.CallPlan;
+import org.dtorch.ops.aten.Overload;
+import org.dtorch.ops.aten.ParamType;
 import org.graalvm.polyglot.HostAccess;
 import org.graalvm.polyglot.Value;
 
@@ -24,43 +29,29 @@ import org.graalvm.polyglot.Value;
  * Thread-safe: Python threads may call concurrently (GraalPy releases the GIL around host calls).
  */
 public final class BoundCall {
-    /** Where one parameter's value comes from: a positional or keyword argument (its index in the call's values), several trailing ints, or the schema's default. */
-    record Source(int index, int count, String kind) {
-        static final Source DEFAULT = new Source(-1, 0, "");
-
-        static Source positional(int index, String kind) {
-            return new Source(index, 1, kind);
-        }
-
-        static Source keyword(int index, String kind) {
-            return new Source(index, 1, kind);
-        }
-
-        static Source packed(int from, int count) {
-            return new Source(from, count, "*i");
-        }
-    }
-
-    /** An overload and the sources of its parameters, with the conversions' total cost (lowest wins). */
-    record Plan(Overload overload, Source[] sources, int cost) {
-    }
-
     private static final IValue NONE = new IValue();
     private static final IValue TRUE = new IValue(true);
     private static final IValue FALSE = new IValue(false);
     private static final ThreadLocal<IValueVector> STACKS = ThreadLocal.withInitial(IValueVector::new);
 
+    private final CallPlan plan;
     private final Overload overload;
     private final Overload.Param[] params;
-    private final Source[] sources;
+    private final ArgSource[] sources;
     private final String returnKind;
 
-    BoundCall(Plan plan) {
+    BoundCall(CallPlan plan) {
+        this.plan = plan;
         this.overload = plan.overload();
         this.params = plan.overload().params().toArray(Overload.Param[]::new);
         this.sources = plan.sources().clone();
         List<String> returns = overload.returnTypes();
         this.returnKind = returns.isEmpty() ? "n" : returns.size() == 1 ? returns.get(0) : "(" + String.join(",", returns) + ")";
+    }
+
+    /** The overload and the sources of its parameters (what the distributed path builds its call from). */
+    public CallPlan plan() {
+        return plan;
     }
 
     /**
@@ -121,7 +112,7 @@ public final class BoundCall {
         List<IValue> temporaries = null;
         try {
             for (int i = 0; i < params.length; i++) {
-                Source source = sources[i];
+                ArgSource source = sources[i];
                 if (source.index() < 0) {
                     stack.push_back(params[i].defaultValue());
                     continue;
@@ -194,7 +185,7 @@ public final class BoundCall {
         throw new UnsupportedOperationException("torch: a return value of this kind is not supported yet (only tensors, tensor lists and numbers)");
     }
 
-    private static IValue convert(Overload.Param param, Source source, Object[] values) {
+    private static IValue convert(Overload.Param param, ArgSource source, Object[] values) {
         ParamType type = param.type();
         if (source.count() > 1 || source.kind().equals("*i")) {
             return intList(param, Arrays.asList(values).subList(source.index(), source.index() + source.count()));

@@ -9,12 +9,12 @@ import org.dtorch.core.tensor.TorchTensors;
  *
  * <p>Stateless: thread-safe.
  */
-final class Dtypes {
+public final class Dtypes {
     private Dtypes() {
     }
 
     /** The libtorch type of a PyTorch dtype name. */
-    static ScalarType scalarType(String name) {
+    public static ScalarType scalarType(String name) {
         return switch (name.toLowerCase(Locale.ROOT)) {
             case "float32", "float" -> ScalarType.Float;
             case "float64", "double" -> ScalarType.Double;

@@ -18,6 +18,8 @@ import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.device.Cuda;
+import org.dtorch.ops.aten.AtenOps;
+import org.dtorch.ops.aten.Overload;
 import org.dtorch.core.tensor.NativeMemoryBudget;
 import org.graalvm.polyglot.HostAccess;
 import org.graalvm.polyglot.Value;
@@ -41,7 +43,6 @@ public final class TorchModule {
     private static final TorchModule SHARED = new TorchModule();
 
     private final ConcurrentHashMap<String, AtenOperator> operators = new ConcurrentHashMap<>();
-    private volatile Map<String, List<String>> overloadNames;
 
     private TorchModule() {
     }
@@ -51,31 +52,6 @@ public final class TorchModule {
         return SHARED;
     }
 
-    /** Every overload name of every {@code aten::} operator, by operator name; read from the dispatcher once. */
-    private Map<String, List<String>> overloadNames() {
-        Map<String, List<String>> names = overloadNames;
-        if (names != null) {
-            return names;
-        }
-        synchronized (this) {
-            if (overloadNames == null) {
-                Cuda.loadNatives(); // before anything touches libtorch, or it never sees CUDA in this process
-                Map<String, List<String>> index = new HashMap<>();
-                OperatorName all = Dispatcher.singleton().getAllOpNames();
-                for (long i = 0; i < all.limit(); i++) {
-                    OperatorName op = all.getPointer(i);
-                    String name = op.name().getString();
-                    if (name.startsWith("aten::")) {
-                        BytePointer overload = op.overload_name();
-                        index.computeIfAbsent(name.substring(6), k -> new ArrayList<>()).add(overload == null ? "" : overload.getString());
-                    }
-                }
-                overloadNames = Map.copyOf(index);
-            }
-            return overloadNames;
-        }
-    }
-
     /** The operator {@code aten::<name>}, or null when there is none (Python raises {@code AttributeError}). */
     @HostAccess.Export
     public AtenOperator op(String name) {
@@ -83,23 +59,17 @@ public final class TorchModule {
         if (op != null) {
             return op;
         }
-        List<String> overloads = overloadNames().get(name);
+        List<Overload> overloads = AtenOps.overloads(name);
         if (overloads == null) {
             return null;
         }
-        return operators.computeIfAbsent(name, n -> {
-            List<Overload> list = new ArrayList<>();
-            for (String overload : overloads) {
-                list.add(new Overload(n, overload, Dispatcher.singleton().findSchemaOrThrow("aten::" + n, overload)));
-            }
-            return new AtenOperator(n, list);
-        });
+        return operators.computeIfAbsent(name, n -> new AtenOperator(n, overloads));
     }
 
     /** True when {@code aten::<name>} exists. */
     @HostAccess.Export
     public boolean hasOp(String name) {
-        return overloadNames().containsKey(name);
+        return AtenOps.exists(name);
     }
 
     /**
@@ -149,7 +119,7 @@ public final class TorchModule {
     /** Seeds libtorch's default generators (CPU, and CUDA where present). */
     @HostAccess.Export
     public void manualSeed(long seed) {
-        overloadNames();
+        AtenOps.exists("add"); // loads the natives first (Cuda.loadNatives)
         torch.manual_seed(seed);
     }
 

@@ -1,4 +1,4 @@
-package org.dtorch.polyglot.torch;
+package org.dtorch.ops.aten;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -20,9 +20,9 @@ import org.bytedeco.pytorch.global.torch.TypeKind;
  * <p>Immutable after construction (the handle and the default values are never modified), so thread-safe;
  * it lives as long as the process, as the dispatcher's operators do.
  */
-final class Overload {
+public final class Overload {
     /** One parameter. {@code defaultValue} is null when the parameter is required. */
-    record Param(String name, ParamType type, boolean kwargOnly, IValue defaultValue, String defaultText, Type.TypePtr elementType) {
+    public record Param(String name, ParamType type, boolean kwargOnly, IValue defaultValue, String defaultText, Type.TypePtr elementType) {
     }
 
     private final String name;
@@ -33,7 +33,7 @@ final class Overload {
     private final List<String> returnTypes;
     private final List<String> returnNames;
 
-    Overload(String name, String overloadName, OperatorHandle handle) {
+    public Overload(String name, String overloadName, OperatorHandle handle) {
         this.name = name;
         this.overloadName = overloadName;
         this.handle = handle;
@@ -115,39 +115,39 @@ final class Overload {
         return "...";
     }
 
-    String name() {
+    public String name() {
         return name;
     }
 
-    OperatorHandle handle() {
+    public OperatorHandle handle() {
         return handle;
     }
 
-    List<Param> params() {
+    public List<Param> params() {
         return params;
     }
 
-    List<String> returnTypes() {
+    public List<String> returnTypes() {
         return returnTypes;
     }
 
-    List<String> returnNames() {
+    public List<String> returnNames() {
         return returnNames;
     }
 
     /** The overload name, empty for the default overload. */
-    String overloadName() {
+    public String overloadName() {
         return overloadName;
     }
 
     /**
      * How a call of {@code signature} binds to this overload, or null when it cannot: for each parameter, where its
-     * value comes from ({@link BoundCall.Source}) and at what cost ({@link ParamType#cost}).
+     * value comes from ({@link ArgSource}) and at what cost ({@link ParamType#cost}).
      */
-    BoundCall.Plan bind(ArgKind.Signature signature) {
+    public CallPlan bind(ArgKind.Signature signature) {
         List<String> positional = signature.positional();
         int n = params.size();
-        BoundCall.Source[] sources = new BoundCall.Source[n];
+        ArgSource[] sources = new ArgSource[n];
         int cost = 0;
         int packFrom = -1;
         if (positionalCount > 0 && positional.size() >= positionalCount) {
@@ -169,10 +169,10 @@ final class Overload {
                 return null;
             }
             cost += c;
-            sources[i] = BoundCall.Source.positional(i, positional.get(i));
+            sources[i] = ArgSource.positional(i, positional.get(i));
         }
         if (packFrom >= 0) {
-            sources[packFrom] = BoundCall.Source.packed(packFrom, positional.size() - packFrom);
+            sources[packFrom] = ArgSource.packed(packFrom, positional.size() - packFrom);
             cost += 1;
         }
         for (int k = 0; k < signature.keywordNames().size(); k++) {
@@ -187,17 +187,17 @@ final class Overload {
                 return null;
             }
             cost += c;
-            sources[index] = BoundCall.Source.keyword(positional.size() + k, kind);
+            sources[index] = ArgSource.keyword(positional.size() + k, kind);
         }
         for (int i = 0; i < n; i++) {
             if (sources[i] == null) {
                 if (params.get(i).defaultValue() == null) {
                     return null;
                 }
-                sources[i] = BoundCall.Source.DEFAULT;
+                sources[i] = ArgSource.DEFAULT;
             }
         }
-        return new BoundCall.Plan(this, sources, cost);
+        return new CallPlan(this, sources, cost);
     }
 
     private int indexOf(String paramName) {
@@ -210,7 +210,7 @@ final class Overload {
     }
 
     /** {@code aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor}. */
-    String signature() {
+    public String signature() {
         StringBuilder out = new StringBuilder("aten::").append(name);
         if (!overloadName.isEmpty()) {
             out.append('.').append(overloadName);

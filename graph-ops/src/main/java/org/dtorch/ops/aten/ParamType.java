@@ -1,4 +1,4 @@
-package org.dtorch.polyglot.torch;
+package org.dtorch.ops.aten;
 
 import org.bytedeco.pytorch.Argument;
 import org.bytedeco.pytorch.Type;
@@ -20,13 +20,13 @@ import org.bytedeco.pytorch.global.torch.TypeKind;
  *
  * <p>Immutable, so thread-safe.
  */
-record ParamType(Base base, boolean optional, boolean list, boolean elementOptional, int fixedLength) {
+public record ParamType(Base base, boolean optional, boolean list, boolean elementOptional, int fixedLength) {
 
     /** Element kinds of schema parameters. */
-    enum Base { TENSOR, SCALAR, INT, FLOAT, BOOL, STR, SCALAR_TYPE, LAYOUT, DEVICE, MEMORY_FORMAT, GENERATOR, OTHER }
+    public enum Base { TENSOR, SCALAR, INT, FLOAT, BOOL, STR, SCALAR_TYPE, LAYOUT, DEVICE, MEMORY_FORMAT, GENERATOR, OTHER }
 
     /** The type of {@code argument}. */
-    static ParamType of(Argument argument) {
+    public static ParamType of(Argument argument) {
         Type type = argument.real_type().get();
         boolean optional = false;
         if (type.kind().intern() == TypeKind.OptionalType) {
@@ -69,7 +69,7 @@ record ParamType(Base base, boolean optional, boolean list, boolean elementOptio
      * int for a fixed-length list), {@link #NO_FIT} when it cannot go there. The overload with the lowest
      * total wins, so {@code add(t, t2)} takes {@code add.Tensor} and {@code add(t, 2)} {@code add.Scalar}.
      */
-    int cost(String kind) {
+    public int cost(String kind) {
         if (kind.equals(ArgKind.NONE)) {
             return optional ? 0 : NO_FIT;
         }
@@ -126,7 +126,7 @@ record ParamType(Base base, boolean optional, boolean list, boolean elementOptio
     }
 
     /** The cost of a value that cannot go to the parameter. */
-    static final int NO_FIT = 1_000_000;
+    public static final int NO_FIT = 1_000_000;
 
     /** The schema spelling: {@code Tensor?}, {@code int[2]}, {@code ScalarType?}. */
     @Override

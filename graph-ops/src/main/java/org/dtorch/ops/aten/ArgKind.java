@@ -1,4 +1,4 @@
-package org.dtorch.polyglot.torch;
+package org.dtorch.ops.aten;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -18,32 +18,32 @@ import java.util.List;
  *
  * <p>Stateless: thread-safe.
  */
-final class ArgKind {
-    static final String TENSOR = "T";
-    static final String INT = "i";
-    static final String FLOAT = "f";
-    static final String BOOL = "b";
-    static final String NONE = "n";
-    static final String STR = "s";
-    static final String DTYPE = "d";
-    static final String DEVICE = "v";
-    static final String MEMORY_FORMAT = "m";
-    static final String EMPTY = "e";
-    static final String TENSOR_OR_NONE = "o";
+public final class ArgKind {
+    public static final String TENSOR = "T";
+    public static final String INT = "i";
+    public static final String FLOAT = "f";
+    public static final String BOOL = "b";
+    public static final String NONE = "n";
+    public static final String STR = "s";
+    public static final String DTYPE = "d";
+    public static final String DEVICE = "v";
+    public static final String MEMORY_FORMAT = "m";
+    public static final String EMPTY = "e";
+    public static final String TENSOR_OR_NONE = "o";
 
     private ArgKind() {
     }
 
-    static boolean isList(String kind) {
+    public static boolean isList(String kind) {
         return kind.length() == 3 && kind.charAt(0) == '[' && kind.charAt(2) == ']';
     }
 
-    static String element(String kind) {
+    public static String element(String kind) {
         return kind.substring(1, 2);
     }
 
     /** A Python reading of a kind, for error messages. */
-    static String describe(String kind) {
+    public static String describe(String kind) {
         if (isList(kind)) {
             String e = element(kind);
             return e.equals(EMPTY) ? "empty list" : "list of " + describe(e).replace("a ", "") + "s";
@@ -64,9 +64,9 @@ final class ArgKind {
     }
 
     /** A parsed signature key. */
-    record Signature(List<String> positional, List<String> keywordNames, List<String> keywordKinds) {
+    public record Signature(List<String> positional, List<String> keywordNames, List<String> keywordKinds) {
 
-        static Signature parse(String key) {
+        public static Signature parse(String key) {
             String[] parts = key.split("\\|", -1);
             List<String> positional = new ArrayList<>();
             if (!parts[0].isEmpty()) {
@@ -86,7 +86,7 @@ final class ArgKind {
         }
 
         /** {@code (Tensor, int, dim=int)}, for messages. */
-        String describe() {
+        public String describe() {
             List<String> out = new ArrayList<>();
             positional.forEach(k -> out.add(ArgKind.describe(k)));
             for (int i = 0; i < keywordNames.size(); i++) {

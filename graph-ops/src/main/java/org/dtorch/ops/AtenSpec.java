@@ -1,0 +1,112 @@
+package org.dtorch.ops;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.distributed.DeviceMesh;
+import org.dtorch.core.distributed.ShardLayout;
+import org.dtorch.core.graph.DeviceKernel;
+import org.dtorch.core.graph.OpSpec;
+import org.dtorch.core.graph.Operator;
+import org.dtorch.core.graph.ShardingException;
+import org.dtorch.core.graph.TensorMeta;
+import org.dtorch.core.kernel.KernelContext;
+import org.dtorch.ops.aten.AtenCall;
+
+/**
+ * Any ATen operator on distributed tensors: each device runs the call ({@link AtenCall}) on its local shards through
+ * libtorch's dispatcher, with no communication. The output shapes and dtypes are the operator's own, inferred on meta
+ * tensors ({@link MetaInference}); the placements come from the operator's {@link ShardingStrategy}, which also says
+ * which input placements this works for. The inputs must already have them: {@link org.dtorch.api.DTorch#aten} moves
+ * them there first, and {@link #inferOutputs} refuses others, listing what the strategy accepts.
+ *
+ * <p>Immutable; one kernel serves every device. Thread-safe.
+ */
+public final class AtenSpec implements OpSpec {
+    private final AtenCall call;
+    private final ShardingStrategy strategy;
+    private final DeviceKernel kernel;
+
+    /** The call with its strategy from the {@link StrategyTable}. */
+    public AtenSpec(AtenCall call) {
+        this(call, StrategyTable.of(call));
+    }
+
+    AtenSpec(AtenCall call, ShardingStrategy strategy) {
+        this.call = Objects.requireNonNull(call, "call");
+        this.strategy = Objects.requireNonNull(strategy, "strategy");
+        this.kernel = new DeviceKernel() {
+            @Override
+            public List<Tensor> run(KernelContext ctx, List<Tensor> inputs) {
+                return call.call(inputs);
+            }
+        };
+    }
+
+    @Override
+    public String name() {
+        return call.overload().name();
+    }
+
+    /** The call. */
+    public AtenCall call() {
+        return call;
+    }
+
+    /** The strategy. */
+    public ShardingStrategy strategy() {
+        return strategy;
+    }
+
+    /**
+     * The placements the strategy needs of {@code inputs} and gives the outputs, after checking what can be checked
+     * without them: the number of inputs, one mesh, tensor returns.
+     */
+    public ShardingStrategy.Decision decide(List<TensorMeta> inputs) {
+        Rules.arity(call.qualifiedName(), inputs, call.inputCount());
+        if (inputs.isEmpty()) {
+            throw new IllegalArgumentException(call.qualifiedName() + " has no tensor input, so it has no mesh to run on");
+        }
+        Rules.sameMesh(call.qualifiedName(), inputs);
+        int returns = call.overload().returnTypes().size();
+        if (returns == 0 || !call.overload().returnTypes().stream().allMatch("T"::equals)) {
+            throw new UnsupportedOperationException(call.qualifiedName() + " does not return only tensors ("
+                + call.overload().signature() + "); it is not supported on distributed tensors");
+        }
+        return strategy.decide(call, inputs, returns);
+    }
+
+    @Override
+    public List<TensorMeta> inferOutputs(List<TensorMeta> inputs) {
+        ShardingStrategy.Decision decision = decide(inputs);
+        DeviceMesh mesh = inputs.getFirst().sharding().mesh();
+        for (int i = 0; i < inputs.size(); i++) {
+            if (!inputs.get(i).placements().equals(decision.inputs().get(i))) {
+                throw new ShardingException(call.qualifiedName(), inputs, "input " + i + " has placements " + inputs.get(i).placements()
+                    + " where the " + strategy.family() + " strategy runs with " + decision.inputs().get(i)
+                    + " (redistribute first, or call it through DTorch.aten, which does)", strategy.legal());
+            }
+        }
+        List<MetaInference.Out> metas = MetaInference.infer(call, inputs, strategy);
+        List<TensorMeta> out = new ArrayList<>(metas.size());
+        for (int r = 0; r < metas.size(); r++) {
+            MetaInference.Out o = metas.get(r);
+            TensorMeta meta = new TensorMeta(o.shape(), o.dtype(), Rules.sharding(mesh, decision.outputs().get(r)));
+            ShardLayout.of(meta.shape(), meta.sharding());
+            out.add(meta);
+        }
+        return out;
+    }
+
+    /** The one kernel: the call on the device's local inputs. */
+    @Override
+    public DeviceKernel kernel(Operator op, long deviceId) {
+        return kernel;
+    }
+
+    @Override
+    public String toString() {
+        return "AtenSpec(" + call + ", " + strategy.family() + ")";
+    }
+}

@@ -1,0 +1,133 @@
+package org.dtorch.ops;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import org.dtorch.core.communication.ReduceOpType;
+import org.dtorch.core.distributed.Partial;
+import org.dtorch.core.distributed.Placement;
+import org.dtorch.core.graph.TensorMeta;
+import org.dtorch.ops.aten.AtenCall;
+
+/**
+ * Reductions of one tensor over dimensions ({@code dim}: an int, a list, or None/empty for all; {@code keepdim}). Per
+ * mesh dimension:
+ * <ul>
+ *   <li>{@code S(d)} on a kept dimension stays a shard, of {@code d}'s index in the result;</li>
+ *   <li>{@code S(d)} on a reduced dimension gives {@code P(op)} where the reduction is the all-reduce {@code op}
+ *       itself ({@code sum}, {@code nansum}, {@code count_nonzero} give {@code P(sum)}, {@code amax} and {@code max}
+ *       over everything {@code P(max)}, {@code amin} and {@code min} {@code P(min)}, {@code prod} {@code P(product)});
+ *       otherwise ({@code mean}, {@code var}, {@code std}, {@code norm}, {@code argmax}, {@code max.dim}, ...) the
+ *       input is gathered to {@code R} on that mesh dimension first, so the reduction sees whole rows: exact, at the
+ *       cost of an all-gather ({@code mean} is not summed and divided, which would be exact too but needs a second
+ *       operator);</li>
+ *   <li>{@code P(op)} stays {@code P(op)} when the reduction is {@code op} (a sum of partial sums), else it is reduced
+ *       to {@code R} first;</li>
+ *   <li>{@code R} stays {@code R}.</li>
+ * </ul>
+ *
+ * <p>Stateless. Thread-safe.
+ */
+final class ReductionStrategy implements ShardingStrategy {
+    static final ReductionStrategy INSTANCE = new ReductionStrategy();
+
+    /** Reductions that are the all-reduce of their partial results, by qualified name or name. */
+    private static final Map<String, ReduceOpType> LINEAR = Map.ofEntries(
+        Map.entry("sum", ReduceOpType.SUM), Map.entry("nansum", ReduceOpType.SUM), Map.entry("count_nonzero", ReduceOpType.SUM),
+        Map.entry("amax", ReduceOpType.MAX), Map.entry("amin", ReduceOpType.MIN), Map.entry("prod", ReduceOpType.PRODUCT),
+        Map.entry("aten::max", ReduceOpType.MAX), Map.entry("aten::min", ReduceOpType.MIN));
+
+    private ReductionStrategy() {
+    }
+
+    @Override
+    public String family() {
+        return "reduction";
+    }
+
+    @Override
+    public String legal() {
+        return "per mesh dimension: R; S(d) on a kept dimension; S(d) on a reduced dimension only for sum, nansum, count_nonzero, "
+            + "amax, amin, prod and max/min over everything; P(op) only for the reduction op itself";
+    }
+
+    /** The all-reduce that combines partial results of {@code call}, or null when there is none. */
+    static ReduceOpType partialOp(AtenCall call) {
+        ReduceOpType op = LINEAR.get(call.qualifiedName());
+        return op != null ? op : LINEAR.get(call.overload().name());
+    }
+
+    /** Which of {@code ndim} dimensions {@code call} reduces. */
+    static boolean[] reduced(AtenCall call, int ndim) {
+        Object dim = call.hasParam("dim") ? call.constant("dim") : null;
+        boolean[] out = new boolean[ndim];
+        long[] dims = dim == null ? new long[0] : dim instanceof long[] l ? l : new long[] {((Number) dim).longValue()};
+        if (dims.length == 0) {
+            java.util.Arrays.fill(out, true);
+        }
+        for (long d : dims) {
+            int k = Rules.normalizeDim(call.qualifiedName(), Math.toIntExact(d), Math.max(ndim, 1));
+            if (ndim > 0) {
+                out[k] = true;
+            }
+        }
+        return out;
+    }
+
+    static boolean keepdim(AtenCall call) {
+        return Boolean.TRUE.equals(call.constant("keepdim"));
+    }
+
+    @Override
+    public long[] outputShape(AtenCall call, List<TensorMeta> inputs) {
+        if (inputs.size() != 1) {
+            return null;
+        }
+        TensorMeta t = inputs.getFirst();
+        boolean[] reduced = reduced(call, t.ndim());
+        boolean keepdim = keepdim(call);
+        List<Long> shape = new ArrayList<>();
+        for (int d = 0; d < t.ndim(); d++) {
+            if (!reduced[d] || keepdim) {
+                shape.add(reduced[d] ? 1L : t.size(d));
+            }
+        }
+        return shape.stream().mapToLong(Long::longValue).toArray();
+    }
+
+    @Override
+    public Decision decide(AtenCall call, List<TensorMeta> inputs, int outputs) {
+        if (inputs.size() != 1) {
+            return ReplicateStrategy.INSTANCE.decide(call, inputs, outputs);
+        }
+        TensorMeta t = inputs.getFirst();
+        boolean[] reduced = reduced(call, t.ndim());
+        boolean keepdim = keepdim(call);
+        int[] newIndex = new int[t.ndim()];
+        for (int d = 0, next = 0; d < t.ndim(); d++) {
+            newIndex[d] = !reduced[d] || keepdim ? next++ : -1;
+        }
+        ReduceOpType op = partialOp(call);
+        List<Placement> in = new ArrayList<>();
+        List<Placement> out = new ArrayList<>();
+        for (int m = 0; m < t.placements().size(); m++) {
+            Placement p = t.placement(m);
+            int d = Rules.shardDim(p);
+            if (d >= 0 && !reduced[d]) {
+                in.add(p);
+                out.add(Placement.shard(newIndex[d]));
+            } else if (d >= 0 && op != null) {
+                in.add(p);
+                out.add(Placement.partial(op));
+            } else if (p instanceof Partial partial && partial.op() == op) {
+                in.add(p);
+                out.add(p);
+            } else {
+                in.add(Placement.replicate());
+                out.add(Placement.replicate());
+            }
+        }
+        return new Decision(List.of(in), Collections.nCopies(outputs, out));
+    }
+}

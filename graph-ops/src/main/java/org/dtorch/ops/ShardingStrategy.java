@@ -1,0 +1,46 @@
+package org.dtorch.ops;
+
+import java.util.List;
+import org.dtorch.core.distributed.Placement;
+import org.dtorch.core.graph.TensorMeta;
+import org.dtorch.ops.aten.AtenCall;
+
+/**
+ * How one family of ATen operators runs on sharded tensors, in the manner of PyTorch DTensor's op strategies: given a
+ * call and its inputs' metadata, the placements each input must have for the operator to run on every device's local
+ * shard alone, and the placements its outputs then have. Inputs that do not have them are redistributed first, by
+ * the {@link org.dtorch.core.distributed.RedistributionPlanner}'s cheapest plan ({@link org.dtorch.api.DTorch#aten}).
+ *
+ * <p>Implementations are stateless. Thread-safe.
+ */
+public interface ShardingStrategy {
+
+    /** The placements the inputs need and the outputs get, one list of placements (one per mesh dimension) each. */
+    record Decision(List<List<Placement>> inputs, List<List<Placement>> outputs) {
+        public Decision {
+            inputs = inputs.stream().map(List::copyOf).toList();
+            outputs = outputs.stream().map(List::copyOf).toList();
+        }
+    }
+
+    /** The family's name: {@code pointwise}, {@code reduction}, {@code replicate}. */
+    String family();
+
+    /**
+     * The placements for {@code call} on {@code inputs} (all on one mesh), for {@code outputs} outputs.
+     *
+     * @throws IllegalArgumentException when the shapes do not fit the operator
+     */
+    Decision decide(AtenCall call, List<TensorMeta> inputs, int outputs);
+
+    /**
+     * The outputs' global shape by the family's own rule (element-wise: the broadcast shape; reductions: the kept
+     * dimensions), for operators libtorch has no meta kernel for ({@link MetaInference}); null when the family has none.
+     */
+    default long[] outputShape(AtenCall call, List<TensorMeta> inputs) {
+        return null;
+    }
+
+    /** The input placements the strategy runs without communication, in words, for error messages. */
+    String legal();
+}

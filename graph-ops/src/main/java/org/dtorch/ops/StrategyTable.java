@@ -1,0 +1,77 @@
+package org.dtorch.ops;
+
+import java.util.Set;
+import org.dtorch.ops.aten.AtenCall;
+import org.dtorch.ops.aten.Overload;
+import org.dtorch.ops.aten.ParamType;
+
+/**
+ * Which {@link ShardingStrategy} runs an ATen operator on distributed tensors: by operator name (and overload where
+ * one name has overloads of two families, as {@code max.other} is element-wise and {@code max.dim} a reduction).
+ * Operators in no family get the {@link ReplicateStrategy}, with a warning once per operator
+ * ({@link org.dtorch.api.DTorch#aten}).
+ *
+ * <p>Immutable. Thread-safe.
+ */
+public final class StrategyTable {
+    /** Element-wise operators (with broadcasting) of libtorch, by name. */
+    static final Set<String> POINTWISE = Set.of(
+        "abs", "acos", "acosh", "add", "addcdiv", "addcmul", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and",
+        "bitwise_not", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift", "ceil", "celu", "clamp",
+        "clamp_max", "clamp_min", "clip", "clone", "copysign", "cos", "cosh", "deg2rad", "digamma", "div", "elu", "eq", "erf",
+        "erfc", "erfinv", "exp", "exp2", "expm1", "float_power", "floor", "floor_divide", "fmax", "fmin", "fmod", "frac", "ge",
+        "gelu", "gt", "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "heaviside", "hypot", "isfinite", "isinf", "isnan",
+        "le", "leaky_relu", "lerp", "lgamma", "log", "log10", "log1p", "log2", "logaddexp", "logical_and", "logical_not",
+        "logical_or", "logical_xor", "logit", "lt", "masked_fill", "maximum", "minimum", "mish", "mul", "nan_to_num", "ne",
+        "neg", "positive", "pow", "rad2deg", "reciprocal", "relu", "relu6", "remainder", "round", "rsqrt", "rsub", "selu",
+        "sgn", "sigmoid", "sign", "signbit", "silu", "sin", "sinc", "sinh", "softplus", "softshrink", "sqrt", "square", "sub",
+        "tan", "tanh", "threshold", "true_divide", "trunc", "where", "xlogy");
+    /** Reductions over dimensions, by name. */
+    static final Set<String> REDUCTIONS = Set.of(
+        "sum", "nansum", "mean", "nanmean", "amax", "amin", "prod", "argmax", "argmin", "var", "std", "norm",
+        "linalg_vector_norm", "logsumexp", "count_nonzero", "all", "any", "max", "min");
+    /** Names in both tables: these overloads are element-wise, the others reductions. */
+    private static final Set<String> POINTWISE_OVERLOADS = Set.of("aten::max.other", "aten::min.other");
+    /** Operators that draw random numbers: each device would draw its own, so replicas would differ. */
+    private static final Set<String> RANDOM = Set.of("dropout", "alpha_dropout", "feature_dropout", "feature_alpha_dropout",
+        "native_dropout", "bernoulli", "rrelu", "rand_like", "randn_like", "randint_like", "multinomial", "normal", "poisson");
+
+    private StrategyTable() {
+    }
+
+    /**
+     * The strategy of {@code call}.
+     *
+     * @throws UnsupportedOperationException for in-place and {@code out=} forms and for random operators, which the
+     *                                       generic path cannot run correctly yet
+     */
+    public static ShardingStrategy of(AtenCall call) {
+        Overload o = call.overload();
+        String name = o.name();
+        if (name.endsWith("_") || o.overloadName().contains("out") || call.hasParam("out")) {
+            throw new UnsupportedOperationException(call.qualifiedName() + ": in-place and out= forms are not supported on distributed "
+                + "tensors yet; use the functional form (" + name.replaceAll("_$", "") + ")");
+        }
+        if (RANDOM.contains(name) || o.params().stream().anyMatch(p -> p.type().base() == ParamType.Base.GENERATOR)) {
+            throw new UnsupportedOperationException(call.qualifiedName() + " draws random numbers, which the generic distributed path "
+                + "cannot yet draw consistently across devices");
+        }
+        if (POINTWISE_OVERLOADS.contains(call.qualifiedName()) || POINTWISE.contains(name) && !REDUCTIONS.contains(name)) {
+            return PointwiseStrategy.INSTANCE;
+        }
+        if (REDUCTIONS.contains(name)) {
+            return ReductionStrategy.INSTANCE;
+        }
+        return ReplicateStrategy.INSTANCE;
+    }
+
+    /** The element-wise operator names the table knows (for tests that walk it). */
+    public static Set<String> pointwiseNames() {
+        return POINTWISE;
+    }
+
+    /** The reduction names the table knows (for tests that walk it). */
+    public static Set<String> reductionNames() {
+        return REDUCTIONS;
+    }
+}

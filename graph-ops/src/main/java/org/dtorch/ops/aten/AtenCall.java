@@ -1,0 +1,336 @@
+package org.dtorch.ops.aten;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+import org.bytedeco.pytorch.GenericList;
+import org.bytedeco.pytorch.IValue;
+import org.bytedeco.pytorch.IValueVector;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch.MemoryFormat;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+
+/**
+ * One overload of an ATen operator with its arguments fixed, except the tensors: for each schema parameter, in schema
+ * order, either the index of a tensor input, a constant (a number, a bool, a string, a dtype, a memory format, a list
+ * of numbers, or None) or the schema's default. {@link #call} runs it through the dispatcher
+ * ({@code OperatorHandle.callBoxed}) on given tensors: the local shards on a device, meta tensors for inference.
+ *
+ * <p>Constants are plain Java values, so a call is an immutable value that any thread may run; each {@link #call}
+ * makes the constants' {@code IValue}s it needs and closes them before returning. Thread-safe.
+ */
+public final class AtenCall {
+    /** One schema parameter's value. */
+    public sealed interface Arg permits Input, Constant, Default {
+    }
+
+    /** The {@code index}-th tensor input. */
+    public record Input(int index) implements Arg {
+    }
+
+    /**
+     * A constant: null (None), {@code Long}, {@code Double}, {@code Boolean}, {@code String}, {@code ScalarType},
+     * {@code MemoryFormat}, {@code long[]}, {@code double[]} or {@code boolean[]}.
+     */
+    public record Constant(Object value) implements Arg {
+        @Override
+        public String toString() {
+            return value instanceof long[] l ? Arrays.toString(l) : value instanceof double[] d ? Arrays.toString(d)
+                : value instanceof boolean[] b ? Arrays.toString(b) : String.valueOf(value);
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Constant c && Objects.deepEquals(value, c.value);
+        }
+
+        @Override
+        public int hashCode() {
+            return Arrays.deepHashCode(new Object[] {value});
+        }
+    }
+
+    /** The schema's default value. */
+    public record Default() implements Arg {
+    }
+
+    private static final Default DEFAULT = new Default();
+
+    private final Overload overload;
+    private final List<Arg> args;
+    private final int inputCount;
+
+    /**
+     * A call of {@code overload} with {@code args}, one per schema parameter.
+     *
+     * @throws IllegalArgumentException when the arguments do not fit the schema (count, a default where none exists, a
+     *                                  tensor input where no tensor goes, inputs not numbered 0, 1, ... in order)
+     */
+    public AtenCall(Overload overload, List<Arg> args) {
+        this.overload = Objects.requireNonNull(overload, "overload");
+        this.args = List.copyOf(args);
+        List<Overload.Param> params = overload.params();
+        if (this.args.size() != params.size()) {
+            throw new IllegalArgumentException(qualifiedName() + " takes " + params.size() + " arguments, got " + this.args.size());
+        }
+        int next = 0;
+        for (int i = 0; i < params.size(); i++) {
+            Overload.Param p = params.get(i);
+            Arg a = this.args.get(i);
+            if (a instanceof Default && p.defaultValue() == null) {
+                throw new IllegalArgumentException(qualifiedName() + ": argument '" + p.name() + "' has no default");
+            }
+            if (a instanceof Input in) {
+                if (p.type().base() != ParamType.Base.TENSOR || p.type().list()) {
+                    throw new IllegalArgumentException(qualifiedName() + ": argument '" + p.name() + "' of type " + p.type() + " cannot take a tensor");
+                }
+                if (in.index() != next++) {
+                    throw new IllegalArgumentException(qualifiedName() + ": tensor inputs must be numbered in schema order");
+                }
+            } else if (a instanceof Constant c && p.type().base() == ParamType.Base.TENSOR && c.value() != null) {
+                throw new IllegalArgumentException(qualifiedName() + ": argument '" + p.name() + "' needs a tensor, got " + c);
+            }
+        }
+        this.inputCount = next;
+    }
+
+    /**
+     * The call a {@link CallPlan} makes of {@code values} (positionals, then keyword values, as the plan's signature key
+     * lists them), where each tensor value becomes the next tensor input. Tensor values are only counted here: the
+     * caller passes the tensors themselves to whoever runs the call.
+     */
+    public static AtenCall of(CallPlan plan, Object[] values) {
+        List<Arg> args = new ArrayList<>();
+        int next = 0;
+        List<Overload.Param> params = plan.overload().params();
+        for (int i = 0; i < params.size(); i++) {
+            ArgSource source = plan.sources()[i];
+            if (source.isDefault()) {
+                args.add(DEFAULT);
+            } else if (source.kind().equals(ArgKind.TENSOR)) {
+                args.add(new Input(next++));
+            } else if (source.isPacked()) {
+                long[] ints = new long[source.count()];
+                for (int k = 0; k < ints.length; k++) {
+                    ints[k] = ((Number) values[source.index() + k]).longValue();
+                }
+                args.add(new Constant(ints));
+            } else {
+                args.add(new Constant(constant(params.get(i), source.kind(), values[source.index()])));
+            }
+        }
+        return new AtenCall(plan.overload(), args);
+    }
+
+    private static Object constant(Overload.Param param, String kind, Object value) {
+        if (kind.equals(ArgKind.NONE) || value == null) {
+            return null;
+        }
+        ParamType type = param.type();
+        if (type.list()) {
+            if (kind.equals(ArgKind.INT)) {
+                long[] repeated = new long[type.fixedLength()];
+                Arrays.fill(repeated, ((Number) value).longValue());
+                return repeated;
+            }
+            List<?> list = value instanceof List<?> l ? l : Arrays.asList((Object[]) value);
+            return switch (type.base()) {
+                case INT -> list.stream().mapToLong(v -> ((Number) v).longValue()).toArray();
+                case FLOAT -> list.stream().mapToDouble(v -> ((Number) v).doubleValue()).toArray();
+                case BOOL -> {
+                    boolean[] out = new boolean[list.size()];
+                    for (int k = 0; k < out.length; k++) {
+                        out[k] = (Boolean) list.get(k);
+                    }
+                    yield out;
+                }
+                default -> throw new UnsupportedOperationException(param.name() + ": lists of type " + type
+                    + " are not supported on distributed tensors yet");
+            };
+        }
+        return switch (type.base()) {
+            case INT -> ((Number) value).longValue();
+            case FLOAT -> ((Number) value).doubleValue();
+            case BOOL -> (Boolean) value;
+            case SCALAR -> switch (kind) {
+                case ArgKind.INT -> ((Number) value).longValue();
+                case ArgKind.BOOL -> (Boolean) value;
+                default -> ((Number) value).doubleValue();
+            };
+            case STR -> (String) value;
+            case SCALAR_TYPE, MEMORY_FORMAT -> value;
+            default -> throw new UnsupportedOperationException(param.name() + ": values of type " + type
+                + " are not supported on distributed tensors yet");
+        };
+    }
+
+    /** The overload. */
+    public Overload overload() {
+        return overload;
+    }
+
+    /** The arguments, one per schema parameter. */
+    public List<Arg> args() {
+        return args;
+    }
+
+    /** How many tensor inputs the call takes. */
+    public int inputCount() {
+        return inputCount;
+    }
+
+    /** {@code aten::add.Tensor}. */
+    public String qualifiedName() {
+        return "aten::" + overload.name() + (overload.overloadName().isEmpty() ? "" : "." + overload.overloadName());
+    }
+
+    /** The value of the parameter named {@code name}: its constant, the default's Java value, or null when absent or None. */
+    public Object constant(String name) {
+        List<Overload.Param> params = overload.params();
+        for (int i = 0; i < params.size(); i++) {
+            if (params.get(i).name().equals(name)) {
+                Arg a = args.get(i);
+                if (a instanceof Constant c) {
+                    return c.value();
+                }
+                if (a instanceof Default) {
+                    return javaValue(params.get(i).defaultValue());
+                }
+                return null;
+            }
+        }
+        return null;
+    }
+
+    /** True when the schema has a parameter named {@code name}. */
+    public boolean hasParam(String name) {
+        return overload.params().stream().anyMatch(p -> p.name().equals(name));
+    }
+
+    private static Object javaValue(IValue v) {
+        if (v == null || v.isNone()) {
+            return null;
+        }
+        if (v.isBool()) {
+            return v.toBool();
+        }
+        if (v.isInt()) {
+            return v.toInt();
+        }
+        if (v.isDouble()) {
+            return v.toDouble();
+        }
+        if (v.isIntList()) {
+            long[] out = new long[(int) v.toIntVector().size()];
+            for (int i = 0; i < out.length; i++) {
+                out[i] = v.toIntVector().get(i);
+            }
+            return out;
+        }
+        return null;
+    }
+
+    /**
+     * Runs the overload on {@code tensors} (one per tensor input) and returns its tensor results, which the caller owns.
+     *
+     * @throws RuntimeException libtorch's error
+     * @throws UnsupportedOperationException when the operator returns something other than tensors
+     */
+    public List<Tensor> call(List<Tensor> tensors) {
+        if (tensors.size() != inputCount) {
+            throw new IllegalArgumentException(qualifiedName() + " takes " + inputCount + " tensors, got " + tensors.size());
+        }
+        List<Overload.Param> params = overload.params();
+        List<IValue> owned = new ArrayList<>(params.size());
+        try (IValueVector stack = new IValueVector()) {
+            for (int i = 0; i < params.size(); i++) {
+                Arg a = args.get(i);
+                IValue v = switch (a) {
+                    case Input in -> new IValue(tensors.get(in.index()));
+                    case Constant c -> ivalue(params.get(i), c.value());
+                    case Default d -> null;
+                };
+                if (v == null) {
+                    stack.push_back(params.get(i).defaultValue());
+                } else {
+                    owned.add(v);
+                    stack.push_back(v);
+                }
+            }
+            overload.handle().callBoxed(stack);
+            List<Tensor> out = new ArrayList<>((int) stack.size());
+            try {
+                for (long i = 0; i < stack.size(); i++) {
+                    IValue r = stack.get(i);
+                    if (!r.isTensor()) {
+                        throw new UnsupportedOperationException(qualifiedName() + " returns a value that is not a tensor; only operators "
+                            + "that return tensors run on distributed tensors");
+                    }
+                    try (Tensor ref = r.toTensor()) { // a view of the stack's value: copy the handle before the stack goes
+                        out.add(new Tensor(ref));
+                    }
+                }
+            } catch (RuntimeException e) {
+                out.forEach(Tensor::close);
+                throw e;
+            }
+            return out;
+        } finally {
+            owned.forEach(IValue::close);
+        }
+    }
+
+    private static IValue ivalue(Overload.Param param, Object value) {
+        if (value == null) {
+            return new IValue();
+        }
+        if (param.type().list()) {
+            GenericList list = new GenericList(param.elementType());
+            try (list) {
+                int n = value instanceof long[] l ? l.length : value instanceof double[] d ? d.length : ((boolean[]) value).length;
+                for (int k = 0; k < n; k++) {
+                    IValue e = value instanceof long[] l ? new IValue(l[k]) : value instanceof double[] d ? new IValue(d[k])
+                        : new IValue(((boolean[]) value)[k]);
+                    try (e) {
+                        list.push_back(e);
+                    }
+                }
+                return new IValue(list);
+            }
+        }
+        return switch (value) {
+            case Long l -> new IValue(l.longValue());
+            case Double d -> new IValue(d.doubleValue());
+            case Boolean b -> new IValue(b.booleanValue());
+            case String s -> new IValue(s);
+            case ScalarType t -> new IValue(t);
+            case MemoryFormat m -> new IValue(m);
+            default -> throw new IllegalArgumentException(param.name() + ": unsupported constant " + value);
+        };
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof AtenCall c && c.overload == overload && c.args.equals(args);
+    }
+
+    @Override
+    public int hashCode() {
+        return overload.hashCode() * 31 + args.hashCode();
+    }
+
+    /** {@code aten::sum.dim_IntList(#0, [1], false, default)}. */
+    @Override
+    public String toString() {
+        List<String> out = new ArrayList<>();
+        for (Arg a : args) {
+            out.add(switch (a) {
+                case Input in -> "#" + in.index();
+                case Constant c -> c.toString();
+                case Default d -> "default";
+            });
+        }
+        return qualifiedName() + "(" + String.join(", ", out) + ")";
+    }
+}

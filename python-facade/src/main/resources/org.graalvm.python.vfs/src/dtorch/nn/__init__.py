@@ -1,0 +1,5 @@
+"""dtorch.nn: functional operators on distributed tensors (dtorch.nn.functional)."""
+
+from . import functional
+
+__all__ = ["functional"]
