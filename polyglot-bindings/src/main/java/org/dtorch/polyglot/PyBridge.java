@@ -551,20 +551,13 @@ public final class PyBridge {
         };
     }
 
+    /** The libtorch type of a dtype name for a distributed tensor: the {@code torch} module's names, less complex ones. */
     static ScalarType scalarType(String name) {
-        return switch (name.toLowerCase(Locale.ROOT)) {
-            case "float32", "float" -> ScalarType.Float;
-            case "float64", "double" -> ScalarType.Double;
-            case "float16", "half" -> ScalarType.Half;
-            case "bfloat16" -> ScalarType.BFloat16;
-            case "int64", "long" -> ScalarType.Long;
-            case "int32", "int" -> ScalarType.Int;
-            case "int16", "short" -> ScalarType.Short;
-            case "int8" -> ScalarType.Char;
-            case "uint8" -> ScalarType.Byte;
-            case "bool" -> ScalarType.Bool;
-            default -> throw new IllegalArgumentException("unknown dtype '" + name + "'");
-        };
+        ScalarType type = Dtypes.scalarType(name);
+        if (type == ScalarType.ComplexFloat || type == ScalarType.ComplexDouble) {
+            throw new IllegalArgumentException("dtype '" + name + "' is complex; distributed tensors take real and bool dtypes");
+        }
+        return type;
     }
 
     /** Parses {@code "S(0)"}, {@code "R"}, {@code "P(sum)"}. */
