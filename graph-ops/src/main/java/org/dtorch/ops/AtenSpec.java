@@ -21,6 +21,10 @@ import org.dtorch.ops.aten.AtenCall;
  * which input placements this works for. The inputs must already have them: {@link org.dtorch.api.DTorch#aten} moves
  * them there first, and {@link #inferOutputs} refuses others, listing what the strategy accepts.
  *
+ * <p>In per-device-process mode the call crosses to the workers by name ({@link AtenCallCodec}, tag {@code ops.aten});
+ * each worker finds the overload in its own dispatcher and takes the strategy from the {@link StrategyTable} again, as
+ * the public constructor does.
+ *
  * <p>Immutable; one kernel serves every device. Thread-safe.
  */
 public final class AtenSpec implements OpSpec {

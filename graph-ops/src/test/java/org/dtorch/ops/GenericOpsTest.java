@@ -88,6 +88,16 @@ class GenericOpsTest {
 
     @Test
     void shouldRunEveryPointwiseOperatorOfTheTableLikeTorch() {
+        walkPointwise(dt);
+    }
+
+    @Test
+    void shouldRunEveryReductionOfTheTableLikeTorch() {
+        walkReductions(dt);
+    }
+
+    /** Every pointwise operator of the table against torch on {@code runtime}, over every mesh of {@link #MESHES}. */
+    static void walkPointwise(DTorch runtime) {
         List<String> names = new ArrayList<>(StrategyTable.pointwiseNames());
         names.sort(null);
         int checked = 0;
@@ -107,15 +117,15 @@ class GenericOpsTest {
             }
             assertEquals("pointwise", StrategyTable.of(c).family(), name);
             for (int[] mesh : MESHES) {
-                checkAgainstTorch(c, dtypes, mesh, true);
+                checkAgainstTorch(runtime, c, dtypes, mesh, true);
                 checked++;
             }
         }
         assertTrue(checked >= 4 * 100, "walked " + checked);
     }
 
-    @Test
-    void shouldRunEveryReductionOfTheTableLikeTorch() {
+    /** Every reduction of the table against torch on {@code runtime}, over every mesh of {@link #MESHES}. */
+    static void walkReductions(DTorch runtime) {
         for (String name : StrategyTable.reductionNames().stream().sorted().toList()) {
             for (int[] mesh : MESHES) {
                 int d = RANDOM.nextInt(3);
@@ -133,7 +143,7 @@ class GenericOpsTest {
                 for (AtenCall c : calls) {
                     assertEquals("reduction", StrategyTable.of(c).family(), c.toString());
                     ScalarType dtype = name.equals("all") || name.equals("any") ? B : F;
-                    checkAgainstTorch(c, new ScalarType[] {dtype}, mesh, false);
+                    checkAgainstTorch(runtime, c, new ScalarType[] {dtype}, mesh, false);
                 }
             }
         }
@@ -143,9 +153,12 @@ class GenericOpsTest {
         return AtenOps.bestPlan(AtenOps.overloads(name), ArgKind.Signature.parse(key)) != null;
     }
 
-    /** Random shapes (the first input 3-D, the others broadcast against it) and placements; the result against torch. */
-    private static void checkAgainstTorch(AtenCall c, ScalarType[] dtypes, int[] meshShape, boolean pointwise) {
-        DeviceMesh mesh = dt.initDeviceMesh(meshShape);
+    /**
+     * Random shapes (the first input 3-D, the others broadcast against it) and placements; the result of {@code c} on
+     * {@code runtime} against torch. {@link GenericOpsInProcessesTest} uses it with worker processes.
+     */
+    static void checkAgainstTorch(DTorch runtime, AtenCall c, ScalarType[] dtypes, int[] meshShape, boolean pointwise) {
+        DeviceMesh mesh = runtime.initDeviceMesh(meshShape);
         long[] full = {4 + RANDOM.nextInt(4), 4 + RANDOM.nextInt(3), 5 + RANDOM.nextInt(3)};
         List<Tensor> locals = new ArrayList<>();
         List<DTensor> inputs = new ArrayList<>();
@@ -154,9 +167,9 @@ class GenericOpsTest {
                 long[] shape = i == 0 ? full : broadcastable(full);
                 Tensor t = random(shape, dtypes[i]);
                 locals.add(t);
-                inputs.add(distribute(t, mesh, pointwise && dtypes[i] != B));
+                inputs.add(distribute(runtime, t, mesh, pointwise && dtypes[i] != B));
             }
-            List<DTensor> out = dt.aten(c, inputs.toArray(DTensor[]::new));
+            List<DTensor> out = runtime.aten(c, inputs.toArray(DTensor[]::new));
             List<Tensor> expected = c.call(locals);
             for (int r = 0; r < out.size(); r++) {
                 try (DTensor o = out.get(r); Tensor got = o.toTorch(); Tensor want = expected.get(r)) {
@@ -203,7 +216,7 @@ class GenericOpsTest {
     }
 
     /** {@code t} on {@code mesh} with a random placement per mesh dimension: R, S(d) of a long enough d, or (if allowed) P(sum). */
-    private static DTensor distribute(Tensor t, DeviceMesh mesh, boolean partialAllowed) {
+    private static DTensor distribute(DTorch runtime, Tensor t, DeviceMesh mesh, boolean partialAllowed) {
         long[] shape = t.sizes().vec().get();
         Placement[] ps = new Placement[mesh.ndim()];
         boolean partial = false;
@@ -220,13 +233,13 @@ class GenericOpsTest {
             }
         }
         if (!partial) {
-            return dt.tensor(t, mesh, ps);
+            return runtime.tensor(t, mesh, ps);
         }
         Placement[] whole = ps.clone();
         for (int m = 0; m < whole.length; m++) {
             whole[m] = whole[m].isPartial() ? R : whole[m];
         }
-        try (DTensor d = dt.tensor(t, mesh, whole)) {
+        try (DTensor d = runtime.tensor(t, mesh, whole)) {
             return d.redistribute(ps);
         }
     }

@@ -65,7 +65,8 @@ public final class AtenCall {
      * A call of {@code overload} with {@code args}, one per schema parameter.
      *
      * @throws IllegalArgumentException when the arguments do not fit the schema (count, a default where none exists, a
-     *                                  tensor input where no tensor goes, inputs not numbered 0, 1, ... in order)
+     *                                  tensor input where no tensor goes, a constant that does not {@link #fits} its
+     *                                  parameter, inputs not numbered 0, 1, ... in order)
      */
     public AtenCall(Overload overload, List<Arg> args) {
         this.overload = Objects.requireNonNull(overload, "overload");
@@ -88,11 +89,43 @@ public final class AtenCall {
                 if (in.index() != next++) {
                     throw new IllegalArgumentException(qualifiedName() + ": tensor inputs must be numbered in schema order");
                 }
-            } else if (a instanceof Constant c && p.type().base() == ParamType.Base.TENSOR && c.value() != null) {
-                throw new IllegalArgumentException(qualifiedName() + ": argument '" + p.name() + "' needs a tensor, got " + c);
+            } else if (a instanceof Constant c && !fits(p.type(), c.value())) {
+                throw new IllegalArgumentException(qualifiedName() + ": argument '" + p.name() + "' of type " + p.type() + " cannot take "
+                    + (c.value() == null ? "None" : c + " (" + c.value().getClass().getSimpleName() + ")"));
             }
         }
         this.inputCount = next;
+    }
+
+    /**
+     * True when constant {@code value} is what {@link #call} can pass for a parameter of {@code type}: None for an optional
+     * parameter; {@code long[]}, {@code double[]} or {@code boolean[]} for a list of ints, floats or bools; otherwise a
+     * {@code Long} for an int, a {@code Double} for a float, a {@code Boolean} for a bool, any of the three for a Scalar,
+     * a {@code String} for a str, a {@code ScalarType} or a {@code MemoryFormat} for those types. Nothing else is a
+     * constant (a tensor goes as an {@link Input}).
+     */
+    public static boolean fits(ParamType type, Object value) {
+        if (value == null) {
+            return type.optional();
+        }
+        if (type.list()) {
+            return switch (type.base()) {
+                case INT -> value instanceof long[];
+                case FLOAT -> value instanceof double[];
+                case BOOL -> value instanceof boolean[];
+                default -> false;
+            };
+        }
+        return switch (type.base()) {
+            case INT -> value instanceof Long;
+            case FLOAT -> value instanceof Double;
+            case BOOL -> value instanceof Boolean;
+            case SCALAR -> value instanceof Long || value instanceof Double || value instanceof Boolean;
+            case STR -> value instanceof String;
+            case SCALAR_TYPE -> value instanceof ScalarType;
+            case MEMORY_FORMAT -> value instanceof MemoryFormat;
+            default -> false;
+        };
     }
 
     /**

@@ -1,0 +1,157 @@
+package org.dtorch.ops;
+
+import static org.dtorch.ops.GenericOpsTest.call;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Arrays;
+import java.util.List;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.dtorch.api.DTensor;
+import org.dtorch.api.DTorch;
+import org.dtorch.api.DTorchOptions;
+import org.dtorch.core.communication.ReduceOpType;
+import org.dtorch.core.distributed.DeviceMesh;
+import org.dtorch.core.distributed.Placement;
+import org.dtorch.ops.aten.AtenCall;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The generic ATen operator ({@link AtenSpec}) with every device a worker process: the call crosses the control channel
+ * ({@link AtenCallCodec}) and each worker finds the overload again by name. {@link GenericOpsTest}'s walks over every
+ * pointwise operator and every reduction of the table, then focused checks: a pointwise operator with broadcasting, linear
+ * uses of partial sums, reductions with keepdim, the replicated fallback, and strings, dtypes and lists among the
+ * arguments.
+ */
+@Tag("multiprocess")
+@Timeout(300)
+class GenericOpsInProcessesTest {
+    private static final Placement R = Placement.replicate();
+    private static final ScalarType F = ScalarType.Float;
+    private static DTorch dt;
+
+    @BeforeAll
+    static void start() {
+        dt = DTorch.init(DTorchOptions.builder().devices(4).perDevicePerProcess(true).build());
+    }
+
+    @AfterAll
+    static void stop() {
+        dt.close();
+    }
+
+    /** {@code c} on whole local tensors, in this process: what the workers' result must be. */
+    private static Tensor want(AtenCall c, Tensor... locals) {
+        List<Tensor> out = c.call(List.of(locals));
+        out.subList(1, out.size()).forEach(Tensor::close);
+        return out.getFirst();
+    }
+
+    private static void assertClose(Tensor want, DTensor got, String what) {
+        try (Tensor value = got.toTorch()) {
+            assertEquals(Arrays.toString(want.sizes().vec().get()), Arrays.toString(value.sizes().vec().get()), what);
+            assertEquals(want.scalar_type().intern(), value.scalar_type().intern(), what);
+            assertTrue(torch.allclose(value, want, 1e-5, 1e-6, true), what + ": got " + value + " want " + want);
+        }
+    }
+
+    @Test
+    void shouldRunEveryPointwiseOperatorOfTheTableLikeTorch() {
+        GenericOpsTest.walkPointwise(dt);
+    }
+
+    @Test
+    void shouldRunEveryReductionOfTheTableLikeTorch() {
+        GenericOpsTest.walkReductions(dt);
+    }
+
+    @Test
+    void shouldRunPointwiseOperatorsWithBroadcastingOnRandomPlacements() {
+        List<AtenCall> calls = List.of(call("add", "T,T", null, null), call("mul", "T,T", null, null),
+            call("clamp", "T,f,f", null, 0.2, 0.7), call("where", "T,T,T", null, null, null), call("lerp", "T,T,f", null, null, 0.3));
+        List<ScalarType[]> dtypes = List.of(new ScalarType[] {F, F}, new ScalarType[] {F, F}, new ScalarType[] {F},
+            new ScalarType[] {ScalarType.Bool, F, F}, new ScalarType[] {F, F});
+        for (int i = 0; i < calls.size(); i++) {
+            for (int[] mesh : new int[][] {{2}, {2, 2}}) {
+                GenericOpsTest.checkAgainstTorch(dt, calls.get(i), dtypes.get(i), mesh, true);
+            }
+        }
+    }
+
+    @Test
+    void shouldKeepShardsOfABroadcastAddAndPartialSumsOfLinearOperators() {
+        DeviceMesh mesh = dt.initDeviceMesh(new int[] {4});
+        try (Tensor a = torch.rand(10, 6); Tensor b = torch.rand(6);
+             DTensor da = dt.tensor(a, mesh, Placement.shard(0)); DTensor db = dt.tensor(b, mesh, Placement.shard(0))) {
+            AtenCall add = call("add", "T,T", null, null);
+            try (DTensor sum = dt.aten(add, da, db).getFirst(); Tensor want = want(add, a, b)) {
+                assertEquals(List.of(Placement.shard(0)), sum.placements());
+                assertClose(want, sum, "broadcast add");
+            }
+            AtenCall times3 = call("mul", "T,f", null, 3.0);
+            try (DTensor p = da.redistribute(Placement.partial()); DTensor q = da.redistribute(Placement.partial());
+                 DTensor pq = dt.aten(add, p, q).getFirst(); DTensor p3 = dt.aten(times3, p).getFirst();
+                 Tensor twice = want(add, a, a); Tensor thrice = want(times3, a)) {
+                assertEquals(List.of(Placement.partial()), pq.placements());
+                assertEquals(List.of(Placement.partial()), p3.placements());
+                assertClose(twice, pq, "partial + partial");
+                assertClose(thrice, p3, "partial * 3.0");
+            }
+        }
+    }
+
+    @Test
+    void shouldReduceWithKeepdimToPartialsAndKeptShards() {
+        DeviceMesh mesh = dt.initDeviceMesh(new int[] {2, 2});
+        try (Tensor a = torch.rand(6, 8, 5); DTensor da = dt.tensor(a, mesh, Placement.shard(0), Placement.shard(1))) {
+            AtenCall sum = call("sum", "T|dim=[i]|keepdim=b", null, List.of(1L), true);
+            try (DTensor s = dt.aten(sum, da).getFirst(); Tensor want = want(sum, a)) {
+                assertEquals(List.of(Placement.shard(0), Placement.partial()), s.placements());
+                assertClose(want, s, "sum(dim=[1], keepdim=True)");
+            }
+            AtenCall amax = call("amax", "T|dim=[i]|keepdim=b", null, List.of(0L), true);
+            try (DTensor m = dt.aten(amax, da).getFirst(); Tensor want = want(amax, a)) {
+                assertEquals(List.of(Placement.partial(ReduceOpType.MAX), Placement.shard(1)), m.placements());
+                assertClose(want, m, "amax(dim=[0], keepdim=True)");
+            }
+            AtenCall toDouble = call("sum", "T|dim=[i]|keepdim=b|dtype=d", null, List.of(2L), false, ScalarType.Double);
+            try (DTensor d = dt.aten(toDouble, da).getFirst(); Tensor want = want(toDouble, a)) {
+                assertEquals(ScalarType.Double, d.meta().dtype(), "the dtype argument crossed");
+                assertClose(want, d, "sum(dim=[2], dtype=float64)");
+            }
+        }
+    }
+
+    @Test
+    void shouldRunAnOperatorWithoutStrategyOnReplicatedInputs() {
+        DeviceMesh mesh = dt.initDeviceMesh(new int[] {2, 2});
+        AtenCall cumsum = call("cumsum", "T,i", null, 0L);
+        assertEquals("replicate", StrategyTable.of(cumsum).family());
+        try (Tensor a = torch.rand(6, 5); DTensor da = dt.tensor(a, mesh, Placement.shard(0), Placement.shard(1));
+             DTensor out = dt.aten(cumsum, da).getFirst(); Tensor want = want(cumsum, a)) {
+            assertEquals(List.of(R, R), out.placements());
+            assertClose(want, out, "cumsum");
+        }
+    }
+
+    @Test
+    void shouldPassStringArgumentsToTheWorkers() {
+        DeviceMesh mesh = dt.initDeviceMesh(new int[] {2});
+        AtenCall floorDiv = call("div", "T,T|rounding_mode=s", null, null, "floor");
+        AtenCall gelu = call("gelu", "T|approximate=s", null, "tanh");
+        try (Tensor a = torch.rand(4, 6); Tensor b = torch.rand(4, 6);
+             DTensor da = dt.tensor(a, mesh, Placement.shard(1)); DTensor db = dt.tensor(b, mesh, Placement.shard(1));
+             DTensor q = dt.aten(floorDiv, da, db).getFirst(); DTensor g = dt.aten(gelu, da).getFirst();
+             Tensor wantQ = want(floorDiv, a, b); Tensor wantG = want(gelu, a)) {
+            assertEquals(List.of(Placement.shard(1)), q.placements());
+            assertClose(wantQ, q, "div(rounding_mode='floor')");
+            assertClose(wantG, g, "gelu(approximate='tanh')");
+        }
+    }
+}
