@@ -255,11 +255,7 @@ public final class AtenCall {
             return v.toDouble();
         }
         if (v.isIntList()) {
-            long[] out = new long[(int) v.toIntVector().size()];
-            for (int i = 0; i < out.length; i++) {
-                out[i] = v.toIntVector().get(i);
-            }
-            return out;
+            return Overload.intList(v);
         }
         return null;
     }

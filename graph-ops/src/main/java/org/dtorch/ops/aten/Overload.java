@@ -106,13 +106,20 @@ public final class Overload {
             return "\"" + v.toConstantString().string().getString() + "\"";
         }
         if (v.isIntList()) {
-            long[] values = new long[(int) v.toIntVector().size()];
-            for (int i = 0; i < values.length; i++) {
-                values[i] = v.toIntVector().get(i);
-            }
-            return java.util.Arrays.toString(values);
+            return java.util.Arrays.toString(intList(v));
         }
         return "...";
+    }
+
+    /** The values of an int-list {@code IValue}, read through one native vector (closed here). */
+    static long[] intList(IValue v) {
+        try (org.bytedeco.pytorch.LongVector vector = v.toIntVector()) {
+            long[] values = new long[Math.toIntExact(vector.size())];
+            for (int i = 0; i < values.length; i++) {
+                values[i] = vector.get(i);
+            }
+            return values;
+        }
     }
 
     public String name() {
