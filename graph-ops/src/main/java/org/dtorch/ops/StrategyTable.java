@@ -62,6 +62,9 @@ public final class StrategyTable {
         if (REDUCTIONS.contains(name)) {
             return ReductionStrategy.INSTANCE;
         }
+        if (MatmulStrategy.NAMES.contains(name)) {
+            return MatmulStrategy.INSTANCE;
+        }
         return ReplicateStrategy.INSTANCE;
     }
 

@@ -79,6 +79,21 @@ public final class RedistributionPlanner {
         return plan;
     }
 
+    /**
+     * What {@code plan} costs in the search's units (elements one device sends or receives, plus a constant per
+     * collective; local steps almost nothing); zero for the identity. For choosing between plans of one mesh, as
+     * operator strategies do; the move between meshes of a cross-mesh plan is not counted.
+     */
+    public static double cost(RedistributionPlan plan) {
+        ShardLayout before = ShardLayout.of(plan.globalShape(), plan.source());
+        double total = 0;
+        for (RedistributionStep step : plan.sourceSteps()) {
+            total += cost(step.kind(), before.sharding().mesh().size(step.meshDim()), before, step.after());
+            before = step.after();
+        }
+        return total;
+    }
+
     /** Number of cached plans; for tests and diagnostics. */
     public static int cachedPlanCount() {
         return CACHE.size();

@@ -1,0 +1,178 @@
+package org.dtorch.ops;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.Set;
+import org.dtorch.core.distributed.Placement;
+import org.dtorch.core.distributed.RedistributionPlanner;
+import org.dtorch.core.distributed.Sharding;
+import org.dtorch.core.graph.TensorMeta;
+import org.dtorch.ops.aten.AtenCall;
+
+/**
+ * Matrix products ({@code mm}, {@code bmm}, {@code matmul}, {@code linear}, {@code dot}, {@code mv}, {@code outer},
+ * {@code addmm}, {@code baddbmm}, {@code addmv}), read as einsum equations ({@link MatmulEquation}): {@code mm} is
+ * {@code mk,kn->mn}, {@code matmul}'s batch dimensions broadcast like element-wise ones, {@code linear} is
+ * {@code ...k,nk->...n} plus its bias. Per mesh dimension the strategy takes one of:
+ * <ul>
+ *   <li>{@code R} for every input: {@code R};</li>
+ *   <li>one label sharded: every input holding it at full size sharded on that dimension, inputs broadcast along it
+ *       {@code R}. A label the output keeps gives {@code S} on the output's dimension ({@code (S(0), R) -> S(0)},
+ *       {@code (R, S(1)) -> S(1)} for {@code mm}); a contracted label gives {@code P(sum)} ({@code (S(1), S(0))}).</li>
+ *   <li>{@code P(sum)} on one factor, the other factors {@code R}: {@code P(sum)} (a product is linear in each factor).</li>
+ * </ul>
+ * Where the output is {@code P(sum)} an added input (a bias, {@code addmm}'s {@code self}) must be {@code P(sum)} too,
+ * so the reduction adds it once; the planner makes it so locally from {@code R}. Of all combinations over the mesh
+ * dimensions the strategy takes the one whose redistribution of the inputs the planner prices lowest
+ * ({@link RedistributionPlanner#cost}), so inputs that already fit one stay as they are.
+ *
+ * <p>Stateless. Thread-safe.
+ */
+final class MatmulStrategy implements ShardingStrategy {
+    static final MatmulStrategy INSTANCE = new MatmulStrategy();
+
+    /** The operator names of the family. */
+    static final Set<String> NAMES = Set.of("mm", "bmm", "matmul", "linear", "dot", "mv", "outer", "ger", "addmm", "baddbmm", "addmv");
+
+    private MatmulStrategy() {
+    }
+
+    @Override
+    public String family() {
+        return "matmul";
+    }
+
+    @Override
+    public String legal() {
+        return "per mesh dimension: R for every input; S on one label (batch, row, column) for every input that holds it at full "
+            + "size and R for inputs broadcast along it, giving S on the output's dimension of that label; S on the contracted "
+            + "dimension of every factor, giving P(sum); P(sum) on one factor and R on the others, giving P(sum); an added input "
+            + "(bias, self of addmm) is P(sum) wherever the output is";
+    }
+
+    /** The output's labels at their sizes ({@code dot} and 1-D {@code matmul} have no meta kernel in libtorch). */
+    @Override
+    public long[] outputShape(AtenCall call, List<TensorMeta> inputs) {
+        MatmulEquation eq = MatmulEquation.of(call, inputs);
+        return eq.output().chars().mapToLong(c -> eq.size((char) c)).toArray();
+    }
+
+    /** One choice for one mesh dimension: the placement of every input and of the output. */
+    private record Option(List<Placement> inputs, Placement output) {
+    }
+
+    @Override
+    public Decision decide(AtenCall call, List<TensorMeta> inputs, int outputs) {
+        MatmulEquation eq = MatmulEquation.of(call, inputs);
+        int meshDims = inputs.getFirst().placements().size();
+        List<List<Option>> options = new ArrayList<>();
+        for (int m = 0; m < meshDims; m++) {
+            options.add(options(eq, inputs, m));
+        }
+        int[] choice = new int[meshDims];
+        int[] best = null;
+        double bestCost = Double.MAX_VALUE;
+        do {
+            double cost = cost(inputs, options, choice);
+            if (cost < bestCost) {
+                bestCost = cost;
+                best = choice.clone();
+            }
+        } while (next(choice, options));
+        if (best == null) {
+            throw new IllegalArgumentException(call.qualifiedName() + ": no placement of " + shapes(inputs) + " on mesh "
+                + inputs.getFirst().sharding().mesh() + " fits the product (" + legal() + ")");
+        }
+        List<List<Placement>> in = new ArrayList<>();
+        for (int i = 0; i < inputs.size(); i++) {
+            in.add(targets(options, best, i));
+        }
+        List<Placement> out = new ArrayList<>();
+        for (int m = 0; m < meshDims; m++) {
+            out.add(options.get(m).get(best[m]).output());
+        }
+        return new Decision(in, Collections.nCopies(outputs, out));
+    }
+
+    /** The choices on mesh dimension {@code m}: replicate, each label sharded, each factor partial (if an input is). */
+    private static List<Option> options(MatmulEquation eq, List<TensorMeta> inputs, int m) {
+        int n = inputs.size();
+        List<Option> out = new ArrayList<>();
+        out.add(new Option(Collections.nCopies(n, Placement.replicate()), Placement.replicate()));
+        for (char label : eq.labels().toCharArray()) {
+            long full = eq.size(label);
+            int kept = eq.output().indexOf(label);
+            List<Placement> ps = new ArrayList<>(n);
+            boolean anySharded = false;
+            for (int i = 0; i < n; i++) {
+                int d = eq.inputs().get(i).indexOf(label);
+                if (d >= 0 && inputs.get(i).size(d) == full && full > 1) {
+                    ps.add(Placement.shard(d));
+                    anySharded |= i != eq.added();
+                } else {
+                    ps.add(i == eq.added() && kept < 0 ? Placement.partial() : Placement.replicate());
+                }
+            }
+            if (anySharded) {
+                out.add(new Option(ps, kept >= 0 ? Placement.shard(kept) : Placement.partial()));
+            }
+        }
+        if (inputs.stream().anyMatch(t -> Rules.isPartialSum(t.placement(m)))) {
+            for (int f = 0; f < n; f++) {
+                if (f == eq.added()) {
+                    continue;
+                }
+                List<Placement> ps = new ArrayList<>(Collections.nCopies(n, Placement.replicate()));
+                ps.set(f, Placement.partial());
+                if (eq.added() >= 0) {
+                    ps.set(eq.added(), Placement.partial());
+                }
+                out.add(new Option(ps, Placement.partial()));
+            }
+        }
+        return out;
+    }
+
+    /** The planner's price of moving every input to {@code choice}'s placements; MAX_VALUE where a layout is impossible. */
+    private static double cost(List<TensorMeta> inputs, List<List<Option>> options, int[] choice) {
+        double total = 0;
+        for (int i = 0; i < inputs.size(); i++) {
+            TensorMeta t = inputs.get(i);
+            List<Placement> target = targets(options, choice, i);
+            if (target.equals(t.placements())) {
+                continue;
+            }
+            try {
+                total += RedistributionPlanner.cost(RedistributionPlanner.plan(t.sharding(), new Sharding(t.sharding().mesh(), target), t.shape()));
+            } catch (IllegalArgumentException e) {
+                return Double.MAX_VALUE;
+            }
+        }
+        return total;
+    }
+
+    private static List<Placement> targets(List<List<Option>> options, int[] choice, int input) {
+        List<Placement> out = new ArrayList<>(choice.length);
+        for (int m = 0; m < choice.length; m++) {
+            out.add(options.get(m).get(choice[m]).inputs().get(input));
+        }
+        return out;
+    }
+
+    /** Advances {@code choice} like an odometer; false after the last combination. */
+    private static boolean next(int[] choice, List<List<Option>> options) {
+        for (int m = choice.length - 1; m >= 0; m--) {
+            if (++choice[m] < options.get(m).size()) {
+                return true;
+            }
+            choice[m] = 0;
+        }
+        return false;
+    }
+
+    static String shapes(List<TensorMeta> inputs) {
+        return inputs.stream().map(t -> Arrays.toString(t.shape())).toList().toString();
+    }
+}
