@@ -47,6 +47,7 @@ public final class CommBenchmarks {
             case "pipeline" -> PipelineBenchmark::run;
             case "process" -> ProcessBenchmark::run;
             case "python" -> PythonBenchmark::run;
+            case "matmul" -> MatmulBenchmark::run;
             case "gpu" -> GpuBenchmark::run;
             case "speed" -> SpeedBenchmark::run;
             case "gloocopy" -> GlooCopyBenchmark::run;

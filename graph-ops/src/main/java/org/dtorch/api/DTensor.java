@@ -17,9 +17,9 @@ import org.dtorch.core.tensor.NativeMemoryBudget;
 import org.dtorch.ops.BinarySpec;
 import org.dtorch.ops.CastSpec;
 import org.dtorch.ops.CopySpec;
-import org.dtorch.ops.MatmulSpec;
 import org.dtorch.ops.NarrowSpec;
 import org.dtorch.ops.PermuteSpec;
+import org.dtorch.ops.ProductCalls;
 import org.dtorch.ops.RedistributeSpec;
 import org.dtorch.ops.ReduceSpec;
 import org.dtorch.ops.ReshapeSpec;
@@ -252,9 +252,13 @@ public final class DTensor implements AutoCloseable {
 
     // ---- linear algebra and reductions ------------------------------------------------------------
 
-    /** The matrix product {@code this @ other} ({@code [..., m, k] x [k, n]} or batched 3-D). */
+    /**
+     * The matrix product {@code this @ other}, as {@code torch.matmul} (1-D operands, broadcast batch dimensions), through
+     * the generic operator ({@link DTorch#aten}): inputs whose placements no tensor-parallel rule takes as they are
+     * are redistributed the cheapest way first.
+     */
     public DTensor matmul(DTensor other) {
-        return runtime.apply(MatmulSpec.INSTANCE, this, nonNull(other, "matmul", "other"));
+        return runtime.aten(ProductCalls.MATMUL, this, nonNull(other, "matmul", "other")).getFirst();
     }
 
     /** The sum over {@code dims} (all if none), dropping them. */

@@ -38,7 +38,7 @@ import org.dtorch.ops.StrategyTable;
 import org.dtorch.ops.aten.AtenCall;
 import org.dtorch.ops.FactorySpec;
 import org.dtorch.ops.FromTensorSpec;
-import org.dtorch.ops.LinearSpec;
+import org.dtorch.ops.ProductCalls;
 import org.dtorch.ops.Shapes;
 
 /**
@@ -282,19 +282,24 @@ public final class DTorch implements AutoCloseable {
 
     // ---- operators taking several tensors -------------------------------------------------------------
 
-    /** {@code x W^T}: a linear layer without bias ({@code weight: [out, in]}). */
+    /** {@code x W^T}: a linear layer without bias ({@code weight: [out, in]}), as {@link #linear(DTensor, DTensor, DTensor)}. */
     public DTensor linear(DTensor x, DTensor weight) {
         Objects.requireNonNull(x, "linear: x is null");
         Objects.requireNonNull(weight, "linear: weight is null");
-        return apply(new LinearSpec(false), x, weight);
+        return aten(ProductCalls.LINEAR, x, weight).getFirst();
     }
 
-    /** {@code x W^T + b}: a linear layer ({@code weight: [out, in]}, {@code bias: [out]}). */
+    /**
+     * {@code x W^T + b}: a linear layer ({@code weight: [out, in]}, {@code bias: [out]}) through the generic operator
+     * ({@link #aten}): column-parallel ({@code R, S(0), S(0)}) gives {@code S(last)}, row-parallel ({@code S(last), S(1)})
+     * {@code P(sum)} with the bias made partial so the reduction adds it once; other placements are redistributed the
+     * cheapest way first.
+     */
     public DTensor linear(DTensor x, DTensor weight, DTensor bias) {
         Objects.requireNonNull(x, "linear: x is null");
         Objects.requireNonNull(weight, "linear: weight is null");
         Objects.requireNonNull(bias, "linear: bias is null");
-        return apply(new LinearSpec(true), x, weight, bias);
+        return aten(ProductCalls.LINEAR_BIAS, x, weight, bias).getFirst();
     }
 
     /** The concatenation of {@code tensors} along {@code dim} (negative counts from the end). */
