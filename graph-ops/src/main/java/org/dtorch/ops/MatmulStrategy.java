@@ -26,7 +26,8 @@ import org.dtorch.ops.aten.AtenCall;
  * Where the output is {@code P(sum)} an added input (a bias, {@code addmm}'s {@code self}) must be {@code P(sum)} too,
  * so the reduction adds it once; the planner makes it so locally from {@code R}. Of all combinations over the mesh
  * dimensions the strategy takes the one whose redistribution of the inputs the planner prices lowest
- * ({@link RedistributionPlanner#cost}), so inputs that already fit one stay as they are.
+ * ({@link RedistributionPlanner#cost}), so inputs that already fit one stay as they are (only the identity costs 0: the
+ * search stops at the first such combination).
  *
  * <p>Stateless. Thread-safe.
  */
@@ -80,7 +81,7 @@ final class MatmulStrategy implements ShardingStrategy {
                 bestCost = cost;
                 best = choice.clone();
             }
-        } while (next(choice, options));
+        } while (bestCost > 0 && next(choice, options));
         if (best == null) {
             throw new IllegalArgumentException(call.qualifiedName() + ": no placement of " + shapes(inputs) + " on mesh "
                 + inputs.getFirst().sharding().mesh() + " fits the product (" + legal() + ")");

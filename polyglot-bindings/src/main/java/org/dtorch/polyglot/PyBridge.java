@@ -343,18 +343,6 @@ public final class PyBridge {
         return runtime.apply(UnarySpec.of(UnarySpec.Kind.valueOf(op.toUpperCase(Locale.ROOT))), t);
     }
 
-    /** The matrix product. */
-    @HostAccess.Export
-    public DTensor matmul(DTensor a, DTensor b) {
-        return a.matmul(b);
-    }
-
-    /** A linear layer; {@code bias} may be null. */
-    @HostAccess.Export
-    public DTensor linear(DTensor x, DTensor weight, DTensor bias) {
-        return bias == null ? runtime.linear(x, weight) : runtime.linear(x, weight, bias);
-    }
-
     /** {@code sum}, {@code mean}, {@code max} over {@code dims} (all if empty or None). */
     @HostAccess.Export
     public DTensor reduce(String kind, DTensor t, Value dims, boolean keepdim) {

@@ -225,9 +225,10 @@ class Tensor:
 
     # ---- linear algebra and reductions ----
     def matmul(self, other):
+        """self @ other, as torch.matmul, through the generic path (the matmul family's sharding rules, see aten())."""
         if not isinstance(other, Tensor):
             return NotImplemented
-        return Tensor(_bridge.call(_b().matmul, self._java, other._java))
+        return aten("matmul", (self, other))
 
     def _reduce(self, kind, dim, keepdim):
         if dim is None:
@@ -481,7 +482,7 @@ def _returns(result):
 
 def aten(name, args=(), kwargs=None):
     """The ATen operator `name` on distributed tensors: the overload is chosen as torch chooses it, every device runs it
-    on its local shards, and the operator's sharding strategy (pointwise, reduction, or replicate as a fallback) moves
+    on its local shards, and the operator's sharding strategy (pointwise, reduction, matmul, or replicate as a fallback) moves
     inputs where needed. dtorch.<op>(...), Tensor.<op>() and dtorch.nn.functional.<op> reach it for names that are not
     written by hand."""
     kinds = []
@@ -518,8 +519,8 @@ def aten(name, args=(), kwargs=None):
 # ---- functions ----
 
 def linear(input, weight, bias=None):
-    """x @ weight.T + bias, as torch.nn.functional.linear."""
-    return Tensor(_bridge.call(_b().linear, input._java, weight._java, None if bias is None else bias._java))
+    """x @ weight.T + bias, as torch.nn.functional.linear, through the generic path (the matmul family, see aten())."""
+    return aten("linear", (input, weight) if bias is None else (input, weight, bias))
 
 
 def matmul(a, b):

@@ -1,6 +1,6 @@
 """dtorch.nn.functional: torch.nn.functional's names on distributed tensors. The hand-written operators (relu, silu,
-gelu, softmax, linear) keep their own sharding rules; any other name is the ATen operator of that name through the
-generic path (dtorch.aten), e.g. hardtanh, leaky_relu, elu, softplus, mish, logsigmoid."""
+gelu, softmax) keep their own sharding rules; any other name is the ATen operator of that name through the generic path
+(dtorch.aten), e.g. linear, hardtanh, leaky_relu, elu, softplus, mish, logsigmoid."""
 
 from .. import _tensor
 
@@ -25,10 +25,6 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dtype is not None:
         input = input.to(dtype)
     return input.softmax(dim)
-
-
-def linear(input, weight, bias=None):
-    return _tensor.linear(input, weight, bias)
 
 
 def __getattr__(name):
