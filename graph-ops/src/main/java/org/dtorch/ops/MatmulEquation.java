@@ -17,7 +17,7 @@ import org.dtorch.ops.aten.AtenCall;
  *   mm        mk,kn->mn          dot      k,k->          addmm    mn+mk,kn->mn
  *   bmm       bmk,bkn->bmn       mv       mk,k->m        baddbmm  bmn+bmk,bkn->bmn
  *   outer     m,n->mn            matmul   ..mk,..kn->..mn (1-D operands lose m or n)
- *   linear    ..k,nk->..n (+ bias n)                      addmv    m+mk,k->m
+ *   linear    ..k,nk->..n (+ bias n; weight [in]: ..k,k->..)  addmv    m+mk,k->m
  * </pre>
  *
  * @param inputs the labels of each input's dimensions, in input order
@@ -51,13 +51,13 @@ record MatmulEquation(List<String> inputs, String output, int added, Map<Charact
                 labels.addFirst(addedLabels(call, inputs, nd[0], output));
             }
             case "linear" -> {
-                if (nd[0] < 1 || nd[1] != 2) {
-                    throw misfit(call, inputs, "input must have at least 1 dimension and weight 2 ([out, in])");
+                if (nd[0] < 1 || nd[1] < 1 || nd[1] > 2) {
+                    throw misfit(call, inputs, "input must have at least 1 dimension and weight 1 or 2 ([out, in])");
                 }
                 String batch = batch(nd[0] - 1, nd[0] - 1);
                 labels.add(batch + "k");
-                labels.add("nk");
-                output = batch + "n";
+                labels.add(nd[1] == 2 ? "nk" : "k");
+                output = nd[1] == 2 ? batch + "n" : batch;
                 if (inputs.size() == 3) {
                     added = 2;
                     labels.add(addedLabels(call, inputs, nd[2], output));

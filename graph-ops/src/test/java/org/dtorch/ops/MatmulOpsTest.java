@@ -77,7 +77,8 @@ class MatmulOpsTest {
                 new long[] {k});
             case "linear" -> {
                 long[] x = pick(new long[] {k}, new long[] {m, k}, new long[] {b, m, k});
-                yield RANDOM.nextBoolean() ? new Case(call(name, "T,T", null, null), x, new long[] {q, k})
+                long[] w = pick(new long[] {q, k}, new long[] {q, k}, new long[] {k});
+                yield RANDOM.nextBoolean() || w.length == 1 ? new Case(call(name, "T,T", null, null), x, w)
                     : new Case(call(name, "T,T,T", null, null, null), x, new long[] {q, k}, pick(new long[] {q}, new long[] {1}));
             }
             case "matmul" -> {
