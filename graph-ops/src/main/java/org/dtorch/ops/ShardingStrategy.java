@@ -41,6 +41,21 @@ public interface ShardingStrategy {
         return null;
     }
 
+    /**
+     * The input shapes {@link MetaInference} runs {@code call} on, on CPU, to learn the outputs' dtypes (and have
+     * libtorch check the call) when it has no meta kernel: by default one element each, with the inputs' numbers of
+     * dimensions. Families whose operators check sizes against their constants or against each other (a normalized
+     * shape, a channel count) keep those sizes.
+     */
+    default long[][] probeShapes(AtenCall call, List<TensorMeta> inputs) {
+        long[][] out = new long[inputs.size()][];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = new long[inputs.get(i).ndim()];
+            java.util.Arrays.fill(out[i], 1);
+        }
+        return out;
+    }
+
     /** The input placements the strategy runs without communication, in words, for error messages. */
     String legal();
 }

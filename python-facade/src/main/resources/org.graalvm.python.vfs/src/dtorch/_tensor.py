@@ -248,9 +248,6 @@ class Tensor:
         """The maximum values over `dim` (all if None), as torch.amax."""
         return self._reduce("max", dim, keepdim)
 
-    def softmax(self, dim):
-        return Tensor(_bridge.call(_b().softmax, self._java, _index(dim, "dim")))
-
     # ---- shape ----
     def transpose(self, dim0, dim1):
         return Tensor(_bridge.call(_b().transpose, self._java, _index(dim0, "dim0"), _index(dim1, "dim1")))
@@ -540,10 +537,6 @@ def silu(t):
 
 def gelu(t):
     return t.gelu()
-
-
-def softmax(t, dim):
-    return t.softmax(dim)
 
 
 def redistribute(t, device_mesh=None, placements=None):
