@@ -53,16 +53,24 @@ class NormOpsTest {
 
     @Test
     void shouldRunEveryOperatorOfTheseFamiliesLikeTorchOnRandomShapesAndPlacements() {
+        walk(dt, 2);
+    }
+
+    /**
+     * Every operator of these families, {@code rounds} times on fresh shapes and placements over every mesh of
+     * {@link #MESHES}, against torch on {@code runtime} ({@link NormOpsInProcessesTest} uses it with worker processes).
+     */
+    static void walk(DTorch runtime, int rounds) {
         int checked = 0;
         for (int[] mesh : MESHES) {
-            for (int round = 0; round < 2; round++) {
+            for (int round = 0; round < rounds; round++) {
                 for (Case c : cases()) {
-                    walk(c, mesh);
+                    walk(runtime, c, mesh);
                     checked++;
                 }
             }
         }
-        assertTrue(checked >= 4 * 2 * (StrategyTable.normalizationNames().size() + 4), "walked " + checked);
+        assertTrue(checked >= 4 * rounds * (StrategyTable.normalizationNames().size() + 4), "walked " + checked);
     }
 
     /** One call per operator of the families, on fresh random shapes. */
@@ -110,14 +118,14 @@ class NormOpsTest {
         }
     }
 
-    private static void walk(Case c, int[] meshShape) {
-        DeviceMesh mesh = dt.initDeviceMesh(meshShape);
+    private static void walk(DTorch runtime, Case c, int[] meshShape) {
+        DeviceMesh mesh = runtime.initDeviceMesh(meshShape);
         List<DTensor> inputs = new ArrayList<>();
         try {
             for (Tensor t : c.inputs()) {
-                inputs.add(GenericOpsTest.distribute(dt, t, mesh, torch.isFloatingType(t.scalar_type())));
+                inputs.add(GenericOpsTest.distribute(runtime, t, mesh, torch.isFloatingType(t.scalar_type())));
             }
-            GenericOpsTest.assertLikeTorch(dt, c.call(), c.inputs(), inputs, meshShape);
+            GenericOpsTest.assertLikeTorch(runtime, c.call(), c.inputs(), inputs, meshShape);
         } finally {
             inputs.forEach(DTensor::close);
             c.inputs().forEach(Tensor::close);
