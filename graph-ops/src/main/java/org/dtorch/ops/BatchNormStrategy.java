@@ -51,10 +51,7 @@ final class BatchNormStrategy implements ShardingStrategy {
     /** Two samples of one element per channel (batch statistics need more than one value per channel); the rest whole. */
     @Override
     public long[][] probeShapes(AtenCall call, List<TensorMeta> inputs) {
-        long[][] out = new long[inputs.size()][];
-        for (int i = 0; i < out.length; i++) {
-            out[i] = inputs.get(i).shape();
-        }
+        long[][] out = NormalizationStrategy.shapes(inputs);
         for (int d = 0; d < out[0].length; d++) {
             out[0][d] = d == 0 ? 2 : d == 1 ? out[0][d] : 1;
         }

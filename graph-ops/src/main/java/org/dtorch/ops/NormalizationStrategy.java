@@ -85,10 +85,7 @@ final class NormalizationStrategy implements ShardingStrategy {
     /** The input with its independent dimensions cut to 1 (the normalized ones checked against weight and bias); the others whole. */
     @Override
     public long[][] probeShapes(AtenCall call, List<TensorMeta> inputs) {
-        long[][] out = new long[inputs.size()][];
-        for (int i = 0; i < out.length; i++) {
-            out[i] = inputs.get(i).shape();
-        }
+        long[][] out = shapes(inputs);
         boolean[] normalized = normalized(call, out[0].length);
         for (int d = 0; d < normalized.length; d++) {
             out[0][d] = normalized[d] ? out[0][d] : 1;
@@ -101,7 +98,10 @@ final class NormalizationStrategy implements ShardingStrategy {
         String name = call.overload().name();
         boolean[] out = new boolean[ndim];
         if (ALONG_DIM.contains(name)) {
-            int d = Rules.normalizeDim(name, Math.toIntExact(((Number) call.constant("dim")).longValue()), Math.max(ndim, 1));
+            if (!(call.constant("dim") instanceof Number dim)) {
+                throw new UnsupportedOperationException(call.qualifiedName() + ": named dimensions are not supported on distributed tensors");
+            }
+            int d = Rules.normalizeDim(name, Math.toIntExact(dim.longValue()), Math.max(ndim, 1));
             if (ndim > 0) {
                 out[d] = true;
             }
@@ -112,6 +112,15 @@ final class NormalizationStrategy implements ShardingStrategy {
             }
         } else if (ndim > 1) {
             java.util.Arrays.fill(out, 1, ndim, true);
+        }
+        return out;
+    }
+
+    /** The inputs' whole shapes (copies), for probes that keep some sizes. */
+    static long[][] shapes(List<TensorMeta> inputs) {
+        long[][] out = new long[inputs.size()][];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = inputs.get(i).shape();
         }
         return out;
     }
