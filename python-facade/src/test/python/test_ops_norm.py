@@ -94,6 +94,10 @@ def test_embedding_matches_torch_exactly():
     di = dtorch.Tensor(torch.randint(0, 11, (9, 4)), device_mesh=mesh, placements=[Shard(0)])
     assert DF.embedding(di, dw).placements == (Shard(2),)
     assert DF.embedding(di, dw.redistribute(mesh, [Replicate()])).placements == (Shard(0),)
+    rows = dw.redistribute(mesh, [Shard(0)])
+    di = di.redistribute(mesh, [Replicate()])
+    assert DF.embedding(di, rows).placements == (Partial(),)
+    assert torch.equal(DF.embedding(di, rows).to_torch(), F.embedding(di.to_torch(), rows.to_torch()))
 
 
 def test_dropout_is_the_identity_in_evaluation_and_seeded_in_training():

@@ -56,6 +56,14 @@ public interface ShardingStrategy {
         return out;
     }
 
+    /**
+     * What device {@code deviceId} runs for {@code op} (an {@link AtenSpec} of {@code call}) when the call on its local
+     * shards alone is not the answer, as for an embedding whose weight rows are sharded; null (the default) runs the call.
+     */
+    default org.dtorch.core.graph.DeviceKernel kernel(AtenCall call, org.dtorch.core.graph.Operator op, long deviceId) {
+        return null;
+    }
+
     /** The input placements the strategy runs without communication, in words, for error messages. */
     String legal();
 }

@@ -197,7 +197,7 @@ class NormOpsTest {
     }
 
     @Test
-    void shouldPickEmbeddingRowsFromShardedIndicesColumnShardsAndPartialWeights() {
+    void shouldPickEmbeddingRowsFromShardedIndicesAndFromRowColumnAndPartialWeights() {
         DeviceMesh line = dt.initDeviceMesh(new int[] {2});
         DeviceMesh grid = dt.initDeviceMesh(new int[] {2, 2});
         try (Tensor w = torch.randn(9, 6); Tensor idx = torch.randint(0, 9, new long[] {5, 4})) {
@@ -205,7 +205,10 @@ class NormOpsTest {
             List<Tensor> both = List.of(w, idx);
             assertEquals(List.of(S0, S1), placements(embedding, grid, both, p(R, R), p(S0, S1)), "indices shards stay");
             assertEquals(List.of(S2), placements(embedding, line, both, p(S1), p(S0)), "a column-sharded weight stays, indices gather");
-            assertEquals(List.of(R), placements(embedding, line, both, p(S0), p(R)), "a row-sharded weight is gathered");
+            Placement sum = Placement.partial();
+            assertEquals(List.of(sum), placements(embedding, line, both, p(S0), p(S1)), "a row-sharded weight gives partial sums");
+            assertEquals(List.of(sum, sum), placements(embedding, grid, both, p(S0, S0), p(R, S0)), "nested row shards too");
+            assertEquals(List.of(sum, S0), placements(embedding, grid, both, p(S0, R), p(R, S0)), "rows on one mesh dim, indices on the other");
             try (DTensor dw = dt.tensor(w, line, R); DTensor partial = dw.redistribute(Placement.partial()); DTensor di = dt.tensor(idx, line, S0);
                  DTensor out = dt.aten(embedding, partial, di).getFirst(); Tensor got = out.toTorch(); Tensor want = torch.embedding(w, idx)) {
                 assertEquals(List.of(Placement.partial()), out.placements(), "rows of partial sums are partial sums of rows");
