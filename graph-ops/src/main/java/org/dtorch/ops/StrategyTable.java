@@ -7,7 +7,8 @@ import org.dtorch.ops.aten.ParamType;
 
 /**
  * Which {@link ShardingStrategy} runs an ATen operator on distributed tensors: by operator name (and overload where
- * one name has overloads of two families, as {@code max.other} is element-wise and {@code max.dim} a reduction).
+ * one name has overloads of two families, as {@code max.other} is element-wise and {@code max.dim} a reduction, or by a
+ * constant, as dropout with {@code train=False} is the identity).
  * Operators in no family get the {@link ReplicateStrategy}, with a warning once per operator
  * ({@link org.dtorch.api.DTorch#aten}).
  *
