@@ -1,6 +1,7 @@
 package org.dtorch.ops;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import org.bytedeco.pytorch.Scalar;
@@ -55,7 +56,7 @@ final class EmbeddingStrategy implements ShardingStrategy {
             throw new IllegalArgumentException(call.qualifiedName() + ": weight must be 2-D (num_embeddings, embedding_dim), got " + weight);
         }
         long[] indices = inputs.get(1).shape();
-        long[] out = java.util.Arrays.copyOf(indices, indices.length + 1);
+        long[] out = Arrays.copyOf(indices, indices.length + 1);
         out[indices.length] = weight.size(1);
         return out;
     }

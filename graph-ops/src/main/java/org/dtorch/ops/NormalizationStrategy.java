@@ -1,9 +1,11 @@
 package org.dtorch.ops;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Set;
+import java.util.TreeSet;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.ops.aten.AtenCall;
@@ -44,7 +46,7 @@ final class NormalizationStrategy implements ShardingStrategy {
 
     /** The operator names of this family (for tests that walk the table). */
     static Set<String> names() {
-        Set<String> all = new java.util.TreeSet<>(ALONG_DIM);
+        Set<String> all = new TreeSet<>(ALONG_DIM);
         all.addAll(TRAILING);
         all.addAll(PER_SAMPLE);
         return all;
@@ -111,7 +113,7 @@ final class NormalizationStrategy implements ShardingStrategy {
                 out[d] = true;
             }
         } else if (ndim > 1) {
-            java.util.Arrays.fill(out, 1, ndim, true);
+            Arrays.fill(out, 1, ndim, true);
         }
         return out;
     }

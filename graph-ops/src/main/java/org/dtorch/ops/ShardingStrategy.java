@@ -1,7 +1,10 @@
 package org.dtorch.ops;
 
+import java.util.Arrays;
 import java.util.List;
 import org.dtorch.core.distributed.Placement;
+import org.dtorch.core.graph.DeviceKernel;
+import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.ops.aten.AtenCall;
 
@@ -51,7 +54,7 @@ public interface ShardingStrategy {
         long[][] out = new long[inputs.size()][];
         for (int i = 0; i < out.length; i++) {
             out[i] = new long[inputs.get(i).ndim()];
-            java.util.Arrays.fill(out[i], 1);
+            Arrays.fill(out[i], 1);
         }
         return out;
     }
@@ -60,7 +63,7 @@ public interface ShardingStrategy {
      * What device {@code deviceId} runs for {@code op} (an {@link AtenSpec} of {@code call}) when the call on its local
      * shards alone is not the answer, as for an embedding whose weight rows are sharded; null (the default) runs the call.
      */
-    default org.dtorch.core.graph.DeviceKernel kernel(AtenCall call, org.dtorch.core.graph.Operator op, long deviceId) {
+    default DeviceKernel kernel(AtenCall call, Operator op, long deviceId) {
         return null;
     }
 
