@@ -251,9 +251,6 @@ class Tensor:
             return self._reduce("max", None, False)
         return aten("max", (self, dim), {"keepdim": keepdim})
 
-    def softmax(self, dim):
-        return Tensor(_bridge.call(_b().softmax, self._java, _index(dim, "dim")))
-
     # ---- shape ----
     def transpose(self, dim0, dim1):
         return Tensor(_bridge.call(_b().transpose, self._java, _index(dim0, "dim0"), _index(dim1, "dim1")))
@@ -597,10 +594,6 @@ def silu(t):
 
 def gelu(t):
     return t.gelu()
-
-
-def softmax(t, dim):
-    return t.softmax(dim)
 
 
 def redistribute(t, device_mesh=None, placements=None):
