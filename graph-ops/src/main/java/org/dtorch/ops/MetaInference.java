@@ -19,10 +19,12 @@ import org.dtorch.ops.aten.AtenCall;
  * <p>A few operators have no meta kernel in libtorch's C++ build (PyTorch registers theirs in Python; {@code where.self}
  * and {@code count_nonzero.dim_IntList} are two). For the families whose output shape is their definition the answer
  * is still exact: the shape comes from the strategy's rule ({@link ShardingStrategy#outputShape}: the broadcast shape
- * of element-wise operators, the kept dimensions of reductions) and the dtype from running the call on CPU tensors of
- * one element each, with the inputs' dtypes and numbers of dimensions (type promotion and reduction dtypes depend only
- * on dtypes and on whether a tensor has zero dimensions, never on sizes). The result's number of dimensions is checked
- * against the rule's. Other operators without a meta kernel are refused, naming the operator.
+ * of element-wise operators, the kept dimensions of reductions, the input's shape for normalizations) and the dtype
+ * from running the call on small CPU tensors with the inputs' dtypes and numbers of dimensions
+ * ({@link ShardingStrategy#probeShapes}: one element each by default; type promotion and reduction dtypes depend only
+ * on dtypes and on whether a tensor has zero dimensions, never on sizes). That run also has libtorch check the call.
+ * The result's number of dimensions is checked against the rule's. Other operators without a meta kernel are refused,
+ * naming the operator.
  *
  * <p>Stateless. Thread-safe: every call makes and closes its own tensors.
  */
@@ -36,13 +38,12 @@ final class MetaInference {
 
     static List<Out> infer(AtenCall call, List<TensorMeta> inputs, ShardingStrategy strategy) {
         try {
-            return run(call, inputs, "meta", false);
+            return run(call, inputs, "meta", null);
         } catch (RuntimeException e) {
             String message = String.valueOf(e.getMessage());
             boolean noMetaKernel = message.contains("Meta kernel") || message.contains("fake impl");
             if (!noMetaKernel) {
-                throw new IllegalArgumentException(call.qualifiedName() + " does not take these inputs " + inputs + ": "
-                    + firstLine(message), e);
+                throw refused(call, inputs, e);
             }
             if (strategy.outputShape(call, inputs) == null) {
                 throw new UnsupportedOperationException(call.qualifiedName() + " has no meta kernel in libtorch, so its output shapes "
@@ -50,7 +51,12 @@ final class MetaInference {
             }
         }
         long[] shape = strategy.outputShape(call, inputs);
-        List<Out> ones = run(call, inputs, "cpu", true);
+        List<Out> ones;
+        try {
+            ones = run(call, inputs, "cpu", strategy.probeShapes(call, inputs));
+        } catch (RuntimeException e) {
+            throw refused(call, inputs, e);
+        }
         List<Out> out = new ArrayList<>();
         for (Out o : ones) {
             if (o.shape().length != shape.length) {
@@ -62,19 +68,24 @@ final class MetaInference {
         return out;
     }
 
-    /** Runs {@code call} on empty tensors of {@code device}: of the inputs' shapes, or of one element each ({@code ones}). */
-    private static List<Out> run(AtenCall call, List<TensorMeta> inputs, String device, boolean ones) {
+    private static IllegalArgumentException refused(AtenCall call, List<TensorMeta> inputs, RuntimeException e) {
+        return new IllegalArgumentException(call.qualifiedName() + " does not take these inputs " + inputs + ": "
+            + firstLine(String.valueOf(e.getMessage())), e);
+    }
+
+    /**
+     * Runs {@code call} on tensors of {@code device}: empty ones of the inputs' shapes, or ones of the {@code probe}
+     * shapes where given.
+     */
+    private static List<Out> run(AtenCall call, List<TensorMeta> inputs, String device, long[][] probe) {
         List<Tensor> tensors = new ArrayList<>(inputs.size());
         List<Tensor> results = List.of();
         try (Device d = new Device(device)) {
-            for (TensorMeta t : inputs) {
-                long[] shape = ones ? new long[t.ndim()] : t.shape();
-                if (ones) {
-                    java.util.Arrays.fill(shape, 1);
-                }
+            for (int i = 0; i < inputs.size(); i++) {
+                TensorMeta t = inputs.get(i);
                 try (TensorOptions options = new TensorOptions(d).dtype(new ScalarTypeOptional(t.dtype()));
                      MemoryFormatOptional format = new MemoryFormatOptional()) {
-                    tensors.add(ones ? torch.ones(shape, options) : torch.empty(shape, options, format));
+                    tensors.add(probe != null ? torch.ones(probe[i], options) : torch.empty(t.shape(), options, format));
                 }
             }
             results = call.call(tensors);

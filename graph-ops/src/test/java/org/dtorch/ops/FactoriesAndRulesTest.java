@@ -90,7 +90,6 @@ class FactoriesAndRulesTest {
         ShardingException plusOne = assertThrows(ShardingException.class, () -> partial.add(1.0));
         assertTrue(plusOne.getMessage().contains("a scalar does not distribute over partial P(sum)"), plusOne.getMessage());
 
-        assertThrows(ShardingException.class, () -> rows.softmax(0));
         assertThrows(ShardingException.class, () -> rows.narrow(0, 0, 2));
         assertThrows(ShardingException.class, () -> rows.reshape(32));
 

@@ -4,7 +4,6 @@ import static org.dtorch.ops.GenericOpsTest.call;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -98,51 +97,49 @@ class MatmulOpsTest {
 
     @Test
     void shouldRunEveryMatrixProductOfTheTableLikeTorch() {
+        walk(dt, MESHES, 3);
+    }
+
+    /**
+     * Every matrix product of the table on {@code rounds} random cases per mesh, floating point, against torch on
+     * {@code runtime}; {@link GenericOpsInProcessesTest} runs it with worker processes.
+     */
+    static void walk(DTorch runtime, int[][] meshes, int rounds) {
         int checked = 0;
         for (String name : MatmulStrategy.NAMES.stream().sorted().toList()) {
-            for (int[] mesh : MESHES) {
-                for (int trial = 0; trial < 3; trial++) {
+            for (int[] mesh : meshes) {
+                for (int round = 0; round < rounds; round++) {
                     Case c = randomCase(name);
                     assertEquals("matmul", StrategyTable.of(c.call()).family(), name);
-                    checkAgainstTorch(c, F, mesh);
+                    checkAgainstTorch(runtime, c, F, mesh);
                     checked++;
                 }
             }
         }
-        assertTrue(checked >= 11 * 4 * 3, "walked " + checked);
+        assertTrue(checked >= MatmulStrategy.NAMES.size() * meshes.length * rounds, "walked " + checked);
     }
 
     @Test
     void shouldMultiplyIntegersExactly() {
         for (String name : List.of("mm", "bmm", "matmul")) {
             for (int[] mesh : MESHES) {
-                checkAgainstTorch(randomCase(name), ScalarType.Long, mesh);
+                checkAgainstTorch(dt, randomCase(name), ScalarType.Long, mesh);
             }
         }
     }
 
-    /** {@code c} on random placements of random inputs against libtorch on the whole tensors. */
-    private static void checkAgainstTorch(Case c, ScalarType dtype, int[] meshShape) {
-        DeviceMesh mesh = dt.initDeviceMesh(meshShape);
+    /** {@code c} on random placements (partial sums included) of random inputs against libtorch on the whole tensors. */
+    private static void checkAgainstTorch(DTorch runtime, Case c, ScalarType dtype, int[] meshShape) {
+        DeviceMesh mesh = runtime.initDeviceMesh(meshShape);
         List<Tensor> locals = new ArrayList<>();
         List<DTensor> inputs = new ArrayList<>();
         try {
             for (long[] shape : c.shapes()) {
                 Tensor t = GenericOpsTest.random(shape, dtype);
                 locals.add(t);
-                inputs.add(GenericOpsTest.distribute(dt, t, mesh, true));
+                inputs.add(GenericOpsTest.distribute(runtime, t, mesh, true));
             }
-            try (DTensor out = dt.aten(c.call(), inputs.toArray(DTensor[]::new)).getFirst(); Tensor got = out.toTorch();
-                 Tensor want = c.call().call(locals).getFirst()) {
-                String what = c.call() + " of " + Arrays.deepToString(c.shapes()) + " on " + inputs.stream().map(DTensor::placements).toList()
-                    + " over " + Arrays.toString(meshShape) + " -> " + out.placements();
-                assertEquals(Arrays.toString(want.sizes().vec().get()), Arrays.toString(got.sizes().vec().get()), what);
-                assertEquals(want.scalar_type().intern(), got.scalar_type().intern(), what);
-                boolean same = dtype == ScalarType.Long ? torch.equal(got, want) : torch.allclose(got, want, 1e-4, 1e-5, false);
-                if (!same) {
-                    fail(what + ": values differ\n got  " + got + "\n want " + want);
-                }
-            }
+            GenericOpsTest.assertLikeTorch(runtime, c.call(), locals, inputs, meshShape);
         } finally {
             inputs.forEach(DTensor::close);
             locals.forEach(Tensor::close);
