@@ -438,6 +438,8 @@ public final class PyBridge {
                 tensors.add(t);
             } else if (!source.isDefault() && !source.isPacked() && source.kind().equals(ArgKind.DTYPE)) {
                 plain[source.index()] = Dtypes.scalarType((String) plain[source.index()]);
+            } else if (!source.isDefault() && !source.isPacked() && source.kind().equals(ArgKind.MEMORY_FORMAT)) {
+                plain[source.index()] = ArgKind.memoryFormat((String) plain[source.index()]);
             }
         }
         List<DTensor> outputs = runtime.aten(AtenCall.of(plan, plain), tensors.toArray(DTensor[]::new));
