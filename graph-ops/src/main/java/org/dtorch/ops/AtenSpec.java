@@ -73,11 +73,13 @@ public final class AtenSpec implements OpSpec {
             throw new IllegalArgumentException(call.qualifiedName() + " has no tensor input, so it has no mesh to run on");
         }
         Rules.sameMesh(call.qualifiedName(), inputs);
-        int returns = call.overload().returnTypes().size();
-        if (returns == 0 || !call.overload().returnTypes().stream().allMatch("T"::equals)) {
-            throw new UnsupportedOperationException(call.qualifiedName() + " does not return only tensors ("
+        List<String> types = call.overload().returnTypes();
+        if (types.isEmpty() || !types.stream().allMatch(t -> t.equals("T") || t.equals("[T]"))) {
+            throw new UnsupportedOperationException(call.qualifiedName() + " does not return only tensors or tensor lists ("
                 + call.overload().signature() + "); it is not supported on distributed tensors");
         }
+        // A tensor list's length depends on the shapes (split, chunk, unbind): the call on meta tensors counts it.
+        int returns = types.contains("[T]") ? MetaInference.infer(call, inputs, strategy).size() : types.size();
         return strategy.decide(call, inputs, returns);
     }
 

@@ -62,12 +62,21 @@ public final class StrategyTable {
         if (REDUCTIONS.contains(name)) {
             return ReductionStrategy.INSTANCE;
         }
+        if (ConcatSplitStrategy.JOINS.contains(name) || ConcatSplitStrategy.SPLITS.contains(name)) {
+            return ConcatSplitStrategy.INSTANCE;
+        }
         return ReplicateStrategy.INSTANCE;
     }
 
     /** The element-wise operator names the table knows (for tests that walk it). */
     public static Set<String> pointwiseNames() {
         return POINTWISE;
+    }
+
+    /** The names of operators that join tensor lists or cut tensors into lists (for tests that walk them). */
+    public static Set<String> concatSplitNames() {
+        return java.util.stream.Stream.concat(ConcatSplitStrategy.JOINS.stream(), ConcatSplitStrategy.SPLITS.stream())
+            .collect(java.util.stream.Collectors.toUnmodifiableSet());
     }
 
     /** The reduction names the table knows (for tests that walk it). */

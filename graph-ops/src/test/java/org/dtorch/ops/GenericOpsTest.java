@@ -201,7 +201,7 @@ class GenericOpsTest {
         return shape;
     }
 
-    private static Tensor random(long[] shape, ScalarType dtype) {
+    static Tensor random(long[] shape, ScalarType dtype) {
         if (dtype == B) {
             try (Tensor u = torch.rand(shape); org.bytedeco.pytorch.Scalar half = new org.bytedeco.pytorch.Scalar(0.5)) {
                 return u.gt(half);
@@ -216,7 +216,7 @@ class GenericOpsTest {
     }
 
     /** {@code t} on {@code mesh} with a random placement per mesh dimension: R, S(d) of a long enough d, or (if allowed) P(sum). */
-    private static DTensor distribute(DTorch runtime, Tensor t, DeviceMesh mesh, boolean partialAllowed) {
+    static DTensor distribute(DTorch runtime, Tensor t, DeviceMesh mesh, boolean partialAllowed) {
         long[] shape = t.sizes().vec().get();
         Placement[] ps = new Placement[mesh.ndim()];
         boolean partial = false;
