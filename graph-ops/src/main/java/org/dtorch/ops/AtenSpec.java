@@ -12,6 +12,7 @@ import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.ShardingException;
 import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.core.kernel.KernelContext;
+import org.dtorch.ops.aten.ArgKind;
 import org.dtorch.ops.aten.AtenCall;
 
 /**
@@ -74,12 +75,13 @@ public final class AtenSpec implements OpSpec {
         }
         Rules.sameMesh(call.qualifiedName(), inputs);
         List<String> types = call.overload().returnTypes();
-        if (types.isEmpty() || !types.stream().allMatch(t -> t.equals("T") || t.equals("[T]"))) {
-            throw new UnsupportedOperationException(call.qualifiedName() + " does not return only tensors or tensor lists ("
+        long lists = types.stream().filter(ArgKind.TENSOR_LIST::equals).count();
+        if (types.isEmpty() || lists > 1 || !types.stream().allMatch(t -> t.equals(ArgKind.TENSOR) || t.equals(ArgKind.TENSOR_LIST))) {
+            throw new UnsupportedOperationException(call.qualifiedName() + " does not return only tensors and at most one tensor list ("
                 + call.overload().signature() + "); it is not supported on distributed tensors");
         }
         // A tensor list's length depends on the shapes (split, chunk, unbind): the call on meta tensors counts it.
-        int returns = types.contains("[T]") ? MetaInference.infer(call, inputs, strategy).size() : types.size();
+        int returns = lists > 0 ? MetaInference.infer(call, inputs, strategy).size() : types.size();
         return strategy.decide(call, inputs, returns);
     }
 

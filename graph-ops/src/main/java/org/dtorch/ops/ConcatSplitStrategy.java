@@ -127,10 +127,17 @@ final class ConcatSplitStrategy implements ShardingStrategy {
         return SPLITS.contains(call.overload().name()) ? 1 : inputs.size();
     }
 
+    /**
+     * {@inheritDoc} A join's inputs are checked against each other first (the call on meta tensors), so that a
+     * concatenation of mismatched shapes fails before any input moves.
+     */
     @Override
     public Decision decide(AtenCall call, List<TensorMeta> inputs, int outputs) {
         int parts = joined(call, inputs);
         List<int[]> maps = dimensionMaps(call, inputs);
+        if (JOINS.contains(call.overload().name())) {
+            MetaInference.infer(call, inputs, this);
+        }
         int meshDims = inputs.getFirst().placements().size();
         List<List<Placement>> perMeshDim = new ArrayList<>();
         for (int m = 0; m < meshDims; m++) {

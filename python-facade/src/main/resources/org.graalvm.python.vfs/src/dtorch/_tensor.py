@@ -471,12 +471,17 @@ def _has_op(name):
 
 def _returns(result):
     names = tuple(result[0])
-    tensors = [Tensor(t) for t in list(result)[1:]]
+    tensors = [[Tensor(t) for t in r] if _is_java_list(r) else Tensor(r) for r in list(result)[1:]]
     if len(tensors) == 1:
         return tensors[0]
     if any(names):
         return _torch._dispatch.ReturnTuple(names, tensors)
     return tuple(tensors)
+
+
+def _is_java_list(value):
+    """True for the Java array PyBridge.aten gives for a Tensor[] return (a list in Python, as in torch)."""
+    return _bridge.polyglot.ForeignList is not None and isinstance(value, _bridge.polyglot.ForeignList)
 
 
 def aten(name, args=(), kwargs=None):
@@ -491,6 +496,13 @@ def aten(name, args=(), kwargs=None):
         if isinstance(value, Tensor):
             kinds.append("T")
             values.append(value._java)
+        elif isinstance(value, (list, tuple)) and value and any(isinstance(v, Tensor) for v in value):
+            if not all(isinstance(v, Tensor) for v in value):
+                raise TypeError("%s(): a list of distributed tensors cannot hold anything else (got %s); wrap local "
+                                "torch.Tensors with dtorch.Tensor(t, device_mesh=..., placements=...)"
+                                % (name, ", ".join(type(v).__name__ for v in value)))
+            kinds.append("[T]")
+            values.append([v._java for v in value])
         elif isinstance(value, _torch.Tensor):
             raise TypeError("%s(): a local torch.Tensor cannot be mixed with distributed tensors; wrap it with "
                             "dtorch.Tensor(t, device_mesh=..., placements=...)" % name)
@@ -524,10 +536,6 @@ def linear(input, weight, bias=None):
 
 def matmul(a, b):
     return a.matmul(b)
-
-
-def cat(tensors, dim=0):
-    return Tensor(_bridge.call(_b().cat, [t._java for t in tensors], _index(dim, "dim")))
 
 
 def relu(t):

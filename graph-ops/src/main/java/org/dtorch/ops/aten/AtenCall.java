@@ -158,7 +158,7 @@ public final class AtenCall {
                 args.add(DEFAULT);
             } else if (source.kind().equals(ArgKind.TENSOR)) {
                 args.add(new Input(next++));
-            } else if (source.kind().equals(ArgKind.TENSOR_LIST)) {
+            } else if (isTensorList(params.get(i), source.kind())) {
                 int count = elements(values[source.index()]).size();
                 args.add(new InputList(next, count));
                 next += count;
@@ -215,6 +215,11 @@ public final class AtenCall {
             default -> throw new UnsupportedOperationException(param.name() + ": values of type " + type
                 + " are not supported on distributed tensors yet");
         };
+    }
+
+    /** True for a list of tensors, or an empty list, given for a {@code Tensor[]} parameter. */
+    private static boolean isTensorList(Overload.Param param, String kind) {
+        return kind.equals(ArgKind.TENSOR_LIST) || kind.equals("[" + ArgKind.EMPTY + "]") && param.type().base() == ParamType.Base.TENSOR;
     }
 
     /** The elements of a list value, however the caller handed it over: a {@code List} or an {@code Object[]}. */
