@@ -143,18 +143,17 @@ final class ConcatSplitStrategy implements ShardingStrategy {
         for (int m = 0; m < meshDims; m++) {
             perMeshDim.add(candidates(inputs.subList(0, parts), maps, m));
         }
-        List<Placement> best = null;
-        double bestCost = Double.MAX_VALUE;
+        List<Placement> best = null; // the first combination, R everywhere, always fits
+        double bestCost = Double.POSITIVE_INFINITY;
         for (List<Placement> out : combinations(perMeshDim)) {
             List<List<Placement>> in = inputPlacements(inputs, parts, maps, out);
-            double cost = in == null ? Double.MAX_VALUE : cost(inputs, in);
-            if (cost < bestCost) {
+            double cost = in == null ? Double.POSITIVE_INFINITY : cost(inputs, in);
+            if (best == null || cost < bestCost) {
                 best = out;
                 bestCost = cost;
             }
         }
-        List<Placement> out = best == null ? Collections.nCopies(meshDims, Placement.replicate()) : best;
-        return new Decision(inputPlacements(inputs, parts, maps, out), Collections.nCopies(outputs, out));
+        return new Decision(inputPlacements(inputs, parts, maps, best), Collections.nCopies(outputs, best));
     }
 
     /** Mesh dimension {@code m}'s candidates for the output: R, the shards the inputs can keep, their common partial. */

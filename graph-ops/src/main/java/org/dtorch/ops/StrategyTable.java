@@ -1,6 +1,8 @@
 package org.dtorch.ops;
 
 import java.util.Set;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 import org.dtorch.ops.aten.AtenCall;
 import org.dtorch.ops.aten.Overload;
 import org.dtorch.ops.aten.ParamType;
@@ -75,8 +77,7 @@ public final class StrategyTable {
 
     /** The names of operators that join tensor lists or cut tensors into lists (for tests that walk them). */
     public static Set<String> concatSplitNames() {
-        return java.util.stream.Stream.concat(ConcatSplitStrategy.JOINS.stream(), ConcatSplitStrategy.SPLITS.stream())
-            .collect(java.util.stream.Collectors.toUnmodifiableSet());
+        return Stream.concat(ConcatSplitStrategy.JOINS.stream(), ConcatSplitStrategy.SPLITS.stream()).collect(Collectors.toUnmodifiableSet());
     }
 
     /** The reduction names the table knows (for tests that walk it). */

@@ -22,6 +22,8 @@ import org.dtorch.api.DTorchOptions;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.graph.ShardingException;
+import org.dtorch.core.runtime.process.WireReader;
+import org.dtorch.core.runtime.process.WireWriter;
 import org.dtorch.ops.aten.AtenCall;
 import org.dtorch.ops.aten.AtenCall.Constant;
 import org.dtorch.ops.aten.AtenCall.Input;
@@ -96,10 +98,10 @@ class ConcatSplitOpsTest {
         List<AtenCall> calls = List.of(call("cat", "[T]|dim=i", tensors(3), -1L), call("stack", "[T]", tensors(0)),
             call("index_put", "T,[T],T", null, tensors(2), null), call("split", "T,[i]|dim=i", null, List.of(1L, 2L), 0L));
         for (AtenCall c : calls) {
-            org.dtorch.core.runtime.process.WireWriter out = new org.dtorch.core.runtime.process.WireWriter();
+            WireWriter out = new WireWriter();
             AtenCallCodec.write(c, out);
             byte[] bytes = out.toByteArray();
-            org.dtorch.core.runtime.process.WireReader in = new org.dtorch.core.runtime.process.WireReader(bytes, 0, bytes.length);
+            WireReader in = new WireReader(bytes, 0, bytes.length);
             assertEquals(c, AtenCallCodec.read(in), c.toString());
             in.expectEnd("aten call");
         }
