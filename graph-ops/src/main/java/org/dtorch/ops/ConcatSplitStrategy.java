@@ -28,7 +28,8 @@ import org.dtorch.ops.aten.AtenCall;
  * Per mesh dimension the candidates are {@code R}, each shard some input has on a dimension that may stay sharded,
  * and the inputs' common partial placement; of every combination over the mesh dimensions, the one whose moves of
  * the inputs cost least by the {@link RedistributionPlanner}'s measure wins (the earlier candidate on ties, so inputs
- * already alike never move). Other tensor inputs ({@code tensor_split}'s tensor of indices) are replicated.
+ * already alike never move). {@code tensor_split} with a tensor of indices is refused by the call on meta tensors: its
+ * number of outputs depends on the tensor's values.
  *
  * <p>Stateless. Thread-safe.
  */
@@ -57,8 +58,8 @@ final class ConcatSplitStrategy implements ShardingStrategy {
     }
 
     /**
-     * For each input taking part (the list of a join, {@code self} of a cut), the output dimension each of its
-     * dimensions becomes, or -1 for the dimension joined or cut (or one that has no counterpart).
+     * For each input (the list of a join, {@code self} of a cut), the output dimension each of its dimensions becomes,
+     * or -1 for the dimension joined or cut (or one that has no counterpart).
      */
     private static List<int[]> dimensionMaps(AtenCall call, List<TensorMeta> inputs) {
         String name = call.overload().name();
@@ -122,18 +123,12 @@ final class ConcatSplitStrategy implements ShardingStrategy {
         return dim == null ? 0 : Math.toIntExact((Long) dim);
     }
 
-    /** How many of the tensor inputs take part: all of a join's, the first of a cut's. */
-    private static int joined(AtenCall call, List<TensorMeta> inputs) {
-        return SPLITS.contains(call.overload().name()) ? 1 : inputs.size();
-    }
-
     /**
      * {@inheritDoc} A join's inputs are checked against each other first (the call on meta tensors), so that a
      * concatenation of mismatched shapes fails before any input moves.
      */
     @Override
     public Decision decide(AtenCall call, List<TensorMeta> inputs, int outputs) {
-        int parts = joined(call, inputs);
         List<int[]> maps = dimensionMaps(call, inputs);
         if (JOINS.contains(call.overload().name())) {
             MetaInference.infer(call, inputs, this);
@@ -141,31 +136,31 @@ final class ConcatSplitStrategy implements ShardingStrategy {
         int meshDims = inputs.getFirst().placements().size();
         List<List<Placement>> perMeshDim = new ArrayList<>();
         for (int m = 0; m < meshDims; m++) {
-            perMeshDim.add(candidates(inputs.subList(0, parts), maps, m));
+            perMeshDim.add(candidates(inputs, maps, m));
         }
         List<Placement> best = null; // the first combination, R everywhere, always fits
         double bestCost = Double.POSITIVE_INFINITY;
         for (List<Placement> out : combinations(perMeshDim)) {
-            List<List<Placement>> in = inputPlacements(inputs, parts, maps, out);
+            List<List<Placement>> in = inputPlacements(inputs, maps, out);
             double cost = in == null ? Double.POSITIVE_INFINITY : cost(inputs, in);
             if (best == null || cost < bestCost) {
                 best = out;
                 bestCost = cost;
             }
         }
-        return new Decision(inputPlacements(inputs, parts, maps, best), Collections.nCopies(outputs, best));
+        return new Decision(inputPlacements(inputs, maps, best), Collections.nCopies(outputs, best));
     }
 
     /** Mesh dimension {@code m}'s candidates for the output: R, the shards the inputs can keep, their common partial. */
-    private static List<Placement> candidates(List<TensorMeta> joined, List<int[]> maps, int m) {
+    private static List<Placement> candidates(List<TensorMeta> inputs, List<int[]> maps, int m) {
         Set<Placement> out = new LinkedHashSet<>();
         out.add(Placement.replicate());
-        Placement first = joined.getFirst().placement(m);
-        if (first.isPartial() && joined.stream().allMatch(t -> t.placement(m).equals(first))) {
+        Placement first = inputs.getFirst().placement(m);
+        if (first.isPartial() && inputs.stream().allMatch(t -> t.placement(m).equals(first))) {
             out.add(first);
         }
-        for (int i = 0; i < joined.size(); i++) {
-            int j = Rules.shardDim(joined.get(i).placement(m));
+        for (int i = 0; i < inputs.size(); i++) {
+            int j = Rules.shardDim(inputs.get(i).placement(m));
             if (j >= 0 && maps.get(i)[j] >= 0) {
                 out.add(Placement.shard(maps.get(i)[j]));
             }
@@ -193,12 +188,12 @@ final class ConcatSplitStrategy implements ShardingStrategy {
      * The placements each input needs for the output to have {@code out}, or null when a joined input has no
      * dimension for one of its shards or cannot be split that way.
      */
-    private static List<List<Placement>> inputPlacements(List<TensorMeta> inputs, int parts, List<int[]> maps, List<Placement> out) {
+    private static List<List<Placement>> inputPlacements(List<TensorMeta> inputs, List<int[]> maps, List<Placement> out) {
         List<List<Placement>> in = new ArrayList<>();
         for (int i = 0; i < inputs.size(); i++) {
             List<Placement> ps = new ArrayList<>();
             for (Placement p : out) {
-                if (i >= parts || p.isReplicate()) {
+                if (p.isReplicate()) {
                     ps.add(Placement.replicate());
                 } else if (p.isPartial()) {
                     ps.add(p);

@@ -481,7 +481,7 @@ def _returns(result):
 
 def _is_java_list(value):
     """True for the Java array PyBridge.aten gives for a Tensor[] return (a list in Python, as in torch)."""
-    return _bridge.polyglot.ForeignList is not None and isinstance(value, _bridge.polyglot.ForeignList)
+    return isinstance(value, _bridge.polyglot.ForeignList)
 
 
 def aten(name, args=(), kwargs=None):
