@@ -62,22 +62,21 @@ def test_cuts_match_torch_and_return_lists():
     rng = random.Random(11)
     torch.manual_seed(11)
     for index, mesh in enumerate(meshes()):
-        for integer in (index % 2 == 0, index % 2 == 1):
-            n = rng.choice((2, 3))
-            shape = [rng.randrange(3, 10) for _ in range(n)]
-            d = rng.randrange(n)
-            x = inputs(shape, rng, integer)
-            dx = wrap(x, mesh, placements_for(mesh, x.shape, rng, partial=not integer))
-            what = (mesh, dx.placements, shape, d)
-            size = rng.randrange(1, 4)
-            sizes = [1, shape[d] - 1]
-            same_list(dx.split(size, d), x.split(size, d), ("split int",) + what)
-            same_list(dtorch.split(dx, sizes, dim=d), torch.split(x, sizes, dim=d), ("split sizes",) + what)
-            same_list(dx.chunk(3, d), x.chunk(3, d), ("chunk",) + what)
-            same_list(dx.unbind(d), x.unbind(d), ("unbind",) + what)
-            same_list(dtorch.unbind(dx, dim=d), torch.unbind(x, dim=d), ("unbind keyword",) + what)
-            same_list(dx.tensor_split(3, d), x.tensor_split(3, d), ("tensor_split sections",) + what)
-            same_list(dx.tensor_split([1, 2], dim=d), x.tensor_split([1, 2], dim=d), ("tensor_split indices",) + what)
+        integer = index % 2 == 0
+        n = rng.choice((2, 3))
+        shape = [rng.randrange(3, 10) for _ in range(n)]
+        d = rng.randrange(n)
+        x = inputs(shape, rng, integer)
+        dx = wrap(x, mesh, placements_for(mesh, x.shape, rng, partial=not integer))
+        what = (mesh, dx.placements, shape, d)
+        size = rng.randrange(1, 4)
+        sizes = [1, shape[d] - 1]
+        same_list(dx.split(size, d), x.split(size, d), ("split int",) + what)
+        same_list(dtorch.split(dx, sizes, dim=d), torch.split(x, sizes, dim=d), ("split sizes",) + what)
+        same_list(dx.chunk(3, d), x.chunk(3, d), ("chunk",) + what)
+        same_list(dtorch.unbind(dx, dim=d), torch.unbind(x, dim=d), ("unbind",) + what)
+        same_list(dx.tensor_split(3, d), x.tensor_split(3, d), ("tensor_split sections",) + what)
+        same_list(dx.tensor_split([1, 2], dim=d), x.tensor_split([1, 2], dim=d), ("tensor_split indices",) + what)
 
 
 def test_shards_off_the_joined_or_cut_dimension_stay_and_partial_sums_pass_through():

@@ -14,9 +14,10 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
 
 /**
  * One overload of an ATen operator with its arguments fixed, except the tensors: for each schema parameter, in schema
- * order, either the index of a tensor input, a run of tensor inputs for a {@code Tensor[]} parameter, a constant (a number, a bool, a string, a dtype, a memory format, a list
- * of numbers, or None) or the schema's default. {@link #call} runs it through the dispatcher
- * ({@code OperatorHandle.callBoxed}) on given tensors: the local shards on a device, meta tensors for inference.
+ * order, either the index of a tensor input, a run of tensor inputs for a {@code Tensor[]} parameter, a constant (a
+ * number, a bool, a string, a dtype, a memory format, a list of numbers, or None) or the schema's default. {@link #call}
+ * runs it through the dispatcher ({@code OperatorHandle.callBoxed}) on given tensors: the local shards on a device, meta
+ * tensors for inference.
  *
  * <p>Constants are plain Java values, so a call is an immutable value that any thread may run; each {@link #call}
  * makes the constants' {@code IValue}s it needs and closes them before returning. Thread-safe.
@@ -71,8 +72,8 @@ public final class AtenCall {
      *
      * @throws IllegalArgumentException when the arguments do not fit the schema (count, a default where none exists, a
      *                                  tensor input where no tensor goes, a list of them where no {@code Tensor[]}
-     *                                  goes, a constant that does not {@link #fits} its
-     *                                  parameter, inputs not numbered 0, 1, ... in order)
+     *                                  goes, a constant that does not {@link #fits} its parameter, inputs not numbered
+     *                                  0, 1, ... in order)
      */
     public AtenCall(Overload overload, List<Arg> args) {
         this.overload = Objects.requireNonNull(overload, "overload");
