@@ -105,6 +105,7 @@ def test_one_element_lists_stay_lists_and_bad_lists_raise_python_errors():
     same(parts[0].to_torch(), x, "one part")
     raises(TypeError, lambda: dtorch.cat([dx, x]))
     raises(TypeError, lambda: dtorch.cat([dx, dx], 0.0))
+    raises(IndexError, lambda: dtorch.cat([dx, dx], 2))
     raises(ValueError, lambda: dtorch.cat([]))
     raises(ValueError, lambda: dtorch.cat([dx, dtorch.Tensor(torch.rand(4, 2), device_mesh=mesh, placements=[Shard(0)])], 0))
 

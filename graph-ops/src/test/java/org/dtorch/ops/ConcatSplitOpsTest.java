@@ -38,7 +38,8 @@ import org.junit.jupiter.api.Timeout;
  * Tensor lists in the generic operator: {@code Tensor[]} parameters ({@link InputList}) and returns in {@link AtenCall},
  * their encoding ({@link AtenCallCodec}), and the {@link ConcatSplitStrategy} of the operators that join lists or cut
  * tensors into them, against libtorch on whole tensors: every operator of the family on random shapes (uneven shards
- * included) and random placements on 1-, 2-, 4- and 2x2-device meshes, and the placements the strategy picks.
+ * included) and random placements on 1-, 2-, 4- and 2x2-device meshes, the placements the strategy picks, and
+ * operators with lists outside the family on the replicated fallback.
  */
 @Timeout(300)
 class ConcatSplitOpsTest {
@@ -155,6 +156,30 @@ class ConcatSplitOpsTest {
             }
             ShardingException e = assertThrows(ShardingException.class, () -> dt.apply(new AtenSpec(call("cat", "[T]|dim=i", tensors(2), 0L)), da, db));
             assertTrue(e.getMessage().contains("concat-split") && e.getMessage().contains("other than the one joined or cut"), e.getMessage());
+        }
+    }
+
+    @Test
+    void shouldRunListOperatorsWithoutStrategyOnReplicatedInputs() {
+        DeviceMesh mesh = dt.initDeviceMesh(new int[] {2, 2});
+        try (Tensor a = torch.rand(6, 1); Tensor b = torch.rand(5); Tensor rows = torch.randint(0, 6, new long[] {3});
+             DTensor da = dt.tensor(a, mesh, Placement.shard(0), R); DTensor db = dt.tensor(b, mesh, R, Placement.shard(0));
+             DTensor dr = dt.tensor(rows, mesh, Placement.shard(0), R)) {
+            AtenCall broadcast = call("broadcast_tensors", "[T]", tensors(2));
+            assertEquals("replicate", StrategyTable.of(broadcast).family());
+            List<DTensor> got = dt.aten(broadcast, da, db);
+            List<Tensor> want = broadcast.call(List.of(a, b));
+            assertEquals(2, got.size());
+            for (int i = 0; i < 2; i++) {
+                try (DTensor g = got.get(i); Tensor value = g.toTorch(); Tensor w = want.get(i)) {
+                    assertEquals(List.of(R, R), g.placements());
+                    assertTrue(torch.equal(value, w), "broadcast_tensors output " + i);
+                }
+            }
+            AtenCall index = call("index", "T,[T]", null, tensors(1));
+            try (DTensor g = only(dt.aten(index, da, dr)); Tensor value = g.toTorch(); Tensor w = index.call(List.of(a, rows)).getFirst()) {
+                assertTrue(torch.equal(value, w), "index with a list of index tensors");
+            }
         }
     }
 
