@@ -27,14 +27,19 @@ def inputs(shape, rng, integer):
     return torch.randint(-9, 9, shape) if integer else torch.rand(*shape)
 
 
-def test_joins_match_torch():
-    rng = random.Random(7)
-    torch.manual_seed(7)
+def cases(seed, integer_parity):
+    """Per mesh of meshes(): (mesh, integers or floats, a random 2-D or 3-D shape, a dimension of it, the random source)."""
+    rng = random.Random(seed)
+    torch.manual_seed(seed)
     for index, mesh in enumerate(meshes()):
-        integer = index % 2 == 1
         n = rng.choice((2, 3))
-        base = [rng.randrange(3, 10) for _ in range(n)]
-        d = rng.randrange(n)
+        shape = [rng.randrange(3, 10) for _ in range(n)]
+        yield mesh, index % 2 == integer_parity, shape, rng.randrange(n), rng
+
+
+def test_joins_match_torch():
+    for mesh, integer, base, d, rng in cases(7, 1):
+        n = len(base)
         xs = []
         for _ in range(rng.choice((2, 3))):
             shape = list(base)
@@ -59,13 +64,7 @@ def test_joins_match_torch():
 
 
 def test_cuts_match_torch_and_return_lists():
-    rng = random.Random(11)
-    torch.manual_seed(11)
-    for index, mesh in enumerate(meshes()):
-        integer = index % 2 == 0
-        n = rng.choice((2, 3))
-        shape = [rng.randrange(3, 10) for _ in range(n)]
-        d = rng.randrange(n)
+    for mesh, integer, shape, d, rng in cases(11, 0):
         x = inputs(shape, rng, integer)
         dx = wrap(x, mesh, placements_for(mesh, x.shape, rng, partial=not integer))
         what = (mesh, dx.placements, shape, d)
