@@ -486,9 +486,10 @@ def _is_java_list(value):
 
 def aten(name, args=(), kwargs=None):
     """The ATen operator `name` on distributed tensors: the overload is chosen as torch chooses it, every device runs it
-    on its local shards, and the operator's sharding strategy (pointwise, reduction, or replicate as a fallback) moves
-    inputs where needed. dtorch.<op>(...), Tensor.<op>() and dtorch.nn.functional.<op> reach it for names that are not
-    written by hand."""
+    on its local shards, and the operator's sharding strategy (pointwise, reduction, concat-split, or replicate as a
+    fallback) moves inputs where needed. dtorch.<op>(...), Tensor.<op>() and dtorch.nn.functional.<op> reach it for names
+    that are not written by hand. Lists of distributed tensors go where the schema takes a Tensor[] (dtorch.cat([a, b])),
+    and a Tensor[] return is a Python list (t.split(2))."""
     kinds = []
     values = []
 
