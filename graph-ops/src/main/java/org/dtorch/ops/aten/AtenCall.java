@@ -328,7 +328,11 @@ public final class AtenCall {
         }
         List<Overload.Param> params = overload.params();
         List<IValue> owned = new ArrayList<>(params.size());
-        try (IValueVector stack = new IValueVector()) {
+        Stack reused = STACKS.get();
+        boolean own = reused.inUse; // a call made while this thread's stack is in use (a kernel calling a kernel) makes its own
+        reused.inUse = true;
+        IValueVector stack = own ? new IValueVector() : reused.stack;
+        try {
             for (int i = 0; i < params.size(); i++) {
                 Arg a = args.get(i);
                 IValue v = switch (a) {
@@ -373,9 +377,24 @@ public final class AtenCall {
             }
             return out;
         } finally {
+            stack.clear(); // drops the stack's references to the inputs and results
+            if (own) {
+                stack.close();
+            } else {
+                reused.inUse = false;
+            }
             owned.forEach(IValue::close);
         }
     }
+
+    /** A thread's reusable call stack (decision 257): one JavaCPP handle less per call. */
+    private static final class Stack {
+        final IValueVector stack = new IValueVector();
+        boolean inUse;
+    }
+
+    /** Each thread's stack; it lives as long as the thread (a worker's or the client's). */
+    private static final ThreadLocal<Stack> STACKS = ThreadLocal.withInitial(Stack::new);
 
     private static IValue tensorList(Overload.Param param, List<Tensor> tensors) {
         try (GenericList list = new GenericList(param.elementType())) {
