@@ -146,7 +146,7 @@ final class MatmulStrategy implements ShardingStrategy {
                 continue;
             }
             try {
-                total += RedistributionPlanner.cost(RedistributionPlanner.plan(t.sharding(), new Sharding(t.sharding().mesh(), target), t.shape()));
+                total += RedistributionPlanner.cost(t.sharding(), new Sharding(t.sharding().mesh(), target), t.shape());
             } catch (IllegalArgumentException e) {
                 return Double.MAX_VALUE;
             }

@@ -80,15 +80,20 @@ public final class RedistributionPlanner {
     }
 
     /**
-     * What {@code plan} costs in the search's units (elements one device sends or receives, plus a constant per
-     * collective; local steps almost nothing); zero for the identity. For choosing between plans of one mesh, as
-     * operator strategies do; the move between meshes of a cross-mesh plan is not counted.
+     * What the cheapest move of a tensor of {@code globalShape} from {@code source} to {@code target} on one mesh
+     * costs, in the measure the search minimises (elements a device sends or receives, plus a constant per collective;
+     * 0 when nothing moves). Operator strategies compare input placements with it.
+     *
+     * @throws IllegalArgumentException if the request is invalid, or the two shardings are on different devices
      */
-    public static double cost(RedistributionPlan plan) {
-        ShardLayout before = ShardLayout.of(plan.globalShape(), plan.source());
+    public static double cost(Sharding source, Sharding target, long[] globalShape) {
+        if (!source.mesh().sameDevicesAs(target.mesh())) {
+            throw new IllegalArgumentException("cost: " + source.mesh() + " and " + target.mesh() + " are different devices");
+        }
+        ShardLayout before = ShardLayout.of(globalShape, source);
         double total = 0;
-        for (RedistributionStep step : plan.sourceSteps()) {
-            total += cost(step.kind(), before.sharding().mesh().size(step.meshDim()), before, step.after());
+        for (RedistributionStep step : plan(source, target, globalShape).sourceSteps()) {
+            total += cost(step.kind(), source.mesh().size(step.meshDim()), before, step.after());
             before = step.after();
         }
         return total;
