@@ -1,6 +1,6 @@
 """Matrix products on distributed tensors through the generic path (the matmul family's sharding strategy): mm, bmm,
-matmul and @ (1-D operands and broadcast batch dimensions), linear with and without bias, dot, mv, outer, addmm and
-baddbmm, on 1-, 2-, 4- and 2x2-device meshes with several placements (uneven sizes and partial sums included),
+matmul and @ (1-D operands and broadcast batch dimensions), linear with and without bias, dot, mv, outer, addmm,
+baddbmm and einsum, on 1-, 2-, 4- and 2x2-device meshes with several placements (uneven sizes and partial sums included),
 compared with the same operator in torch on one device."""
 
 import random
@@ -30,6 +30,10 @@ PRODUCTS = [
     ("addmm", ("n", "mk", "kn"), lambda s, a, b: torch.addmm(s, a, b, beta=0.5, alpha=2.0),
      lambda s, a, b: dtorch.addmm(s, a, b, beta=0.5, alpha=2.0)),
     ("baddbmm", ("bmn", "bmk", "bkn"), torch.baddbmm, dtorch.baddbmm),
+    ("einsum", ("mk", "kn"), lambda a, b: torch.einsum("ij,jk->ik", [a, b]), lambda a, b: dtorch.einsum("ij,jk->ik", a, b)),
+    ("einsum batched", ("bmk", "bkn"), lambda a, b: torch.einsum("bij,bjk->bik", [a, b]),
+     lambda a, b: dtorch.einsum("bij,bjk->bik", [a, b])),
+    ("einsum ellipsis", ("bmk", "k"), lambda a, b: torch.einsum("...j,j", [a, b]), lambda a, b: dtorch.einsum("...j,j", a, b)),
 ]
 
 
@@ -79,6 +83,9 @@ def test_tensor_parallel_layouts_stay_as_they_are():
     inner = dtorch.Tensor(x, device_mesh=mesh, placements=[Shard(1)]) @ dtorch.Tensor(w, device_mesh=mesh, placements=[Shard(0)])
     assert inner.placements == (Partial(),)
     assert torch.allclose(inner.to_torch(), x @ w, rtol=1e-5)
+    summed = dtorch.einsum("ij,jk->ik", dtorch.Tensor(x, device_mesh=mesh, placements=[Shard(1)]),
+                           dtorch.Tensor(w, device_mesh=mesh, placements=[Shard(0)]))
+    assert summed.placements == (Partial(),), "a label summed away gives a partial sum"
 
 
 def test_misfit_shapes_raise_python_errors():

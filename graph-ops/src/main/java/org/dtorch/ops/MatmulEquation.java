@@ -18,6 +18,7 @@ import org.dtorch.ops.aten.AtenCall;
  *   bmm       bmk,bkn->bmn       mv       mk,k->m        baddbmm  bmn+bmk,bkn->bmn
  *   outer     m,n->mn            matmul   ..mk,..kn->..mn (1-D operands lose m or n)
  *   linear    ..k,nk->..n (+ bias n; weight [in]: ..k,k->..)  addmv    m+mk,k->m
+ *   einsum    its own equation, {@code ...} as batch labels
  * </pre>
  *
  * @param inputs the labels of each input's dimensions, in input order
@@ -74,6 +75,7 @@ record MatmulEquation(List<String> inputs, String output, int added, Map<Charact
                 labels.add(b);
                 output = batch(batch, batch) + (nd[0] > 1 ? "m" : "") + (nd[1] > 1 ? "n" : "");
             }
+            case "einsum" -> output = einsum(call, inputs, labels);
             default -> throw new IllegalArgumentException(call.qualifiedName() + " is not a matrix product");
         }
         MatmulEquation eq = new MatmulEquation(List.copyOf(labels), output, added, new HashMap<>());
@@ -90,6 +92,56 @@ record MatmulEquation(List<String> inputs, String output, int added, Map<Charact
         labels.add(a);
         labels.add(b);
         return out;
+    }
+
+    /** First of the characters that stand for einsum's letters: none of them is upper-case (a broadcast batch label). */
+    private static final char EINSUM_LETTERS = '\u4e00';
+
+    /**
+     * einsum's equation: each letter a label (mapped off the upper-case batch labels), {@code ...} the broadcast batch
+     * labels, aligned to the right; without {@code ->} the output is {@code ...} then the letters used once, in
+     * alphabetical order, as torch reads it. Returns the output's labels.
+     */
+    private static String einsum(AtenCall call, List<TensorMeta> inputs, List<String> labels) {
+        String equation = String.valueOf(call.constant("equation")).replace(" ", "");
+        int arrow = equation.indexOf("->");
+        String[] terms = (arrow < 0 ? equation : equation.substring(0, arrow)).split(",", -1);
+        if (terms.length != inputs.size()) {
+            throw misfit(call, inputs, "the equation '" + equation + "' has " + terms.length + " operands");
+        }
+        int batch = 0;
+        for (int i = 0; i < terms.length; i++) {
+            int letters = terms[i].replace("...", "").length();
+            boolean ellipsis = terms[i].contains("...");
+            if (ellipsis ? letters > inputs.get(i).ndim() : letters != inputs.get(i).ndim()) {
+                throw misfit(call, inputs, "operand " + i + " has " + inputs.get(i).ndim() + " dimensions where '" + terms[i] + "' names "
+                    + letters);
+            }
+            batch = Math.max(batch, ellipsis ? inputs.get(i).ndim() - letters : 0);
+        }
+        for (int i = 0; i < terms.length; i++) {
+            labels.add(einsumLabels(terms[i], batch, inputs.get(i).ndim() - terms[i].replace("...", "").length()));
+        }
+        if (arrow >= 0) {
+            return einsumLabels(equation.substring(arrow + 2), batch, batch);
+        }
+        StringBuilder once = new StringBuilder();
+        String all = String.join("", terms).replace("...", "");
+        all.chars().distinct().sorted().filter(c -> all.indexOf(c) == all.lastIndexOf(c)).forEach(once::appendCodePoint);
+        return batch(batch, batch) + einsumLabels(once.toString(), batch, 0);
+    }
+
+    private static String einsumLabels(String term, int batch, int ellipsisDims) {
+        StringBuilder out = new StringBuilder();
+        for (int j = 0; j < term.length(); j++) {
+            if (term.startsWith("...", j)) {
+                out.append(batch(batch, ellipsisDims));
+                j += 2;
+            } else {
+                out.append((char) (EINSUM_LETTERS + term.charAt(j)));
+            }
+        }
+        return out.toString();
     }
 
     /** The last {@code count} of {@code total} batch labels (aligned to the right, as broadcasting aligns). */
@@ -138,6 +190,11 @@ record MatmulEquation(List<String> inputs, String output, int added, Map<Charact
             }
         }
         return s.toString();
+    }
+
+    /** True when some input holds {@code label} on two dimensions (einsum's {@code ii}): it cannot be sharded. */
+    boolean repeated(char label) {
+        return inputs.stream().anyMatch(in -> in.indexOf(label) != in.lastIndexOf(label));
     }
 
     long size(char label) {

@@ -13,13 +13,13 @@ import org.dtorch.ops.aten.AtenCall;
 
 /**
  * Matrix products ({@code mm}, {@code bmm}, {@code matmul}, {@code linear}, {@code dot}, {@code mv}, {@code outer},
- * {@code addmm}, {@code baddbmm}, {@code addmv}), read as einsum equations ({@link MatmulEquation}): {@code mm} is
+ * {@code addmm}, {@code baddbmm}, {@code addmv}, {@code einsum}), read as einsum equations ({@link MatmulEquation}): {@code mm} is
  * {@code mk,kn->mn}, {@code matmul}'s batch dimensions broadcast like element-wise ones, {@code linear} is
  * {@code ...k,nk->...n} plus its bias. Per mesh dimension the strategy takes one of:
  * <ul>
  *   <li>{@code R} for every input: {@code R};</li>
  *   <li>one label sharded: every input holding it at full size sharded on that dimension, inputs broadcast along it
- *       {@code R}. A label the output keeps gives {@code S} on the output's dimension ({@code (S(0), R) -> S(0)},
+ *       {@code R} (not a label an input holds twice, an einsum diagonal). A label the output keeps gives {@code S} on the output's dimension ({@code (S(0), R) -> S(0)},
  *       {@code (R, S(1)) -> S(1)} for {@code mm}); a contracted label gives {@code P(sum)} ({@code (S(1), S(0))}).</li>
  *   <li>{@code P(sum)} on one factor, the other factors {@code R}: {@code P(sum)} (a product is linear in each factor).</li>
  * </ul>
@@ -35,7 +35,8 @@ final class MatmulStrategy implements ShardingStrategy {
     static final MatmulStrategy INSTANCE = new MatmulStrategy();
 
     /** The operator names of the family. */
-    static final Set<String> NAMES = Set.of("mm", "bmm", "matmul", "linear", "dot", "mv", "outer", "ger", "addmm", "baddbmm", "addmv");
+    static final Set<String> NAMES = Set.of("mm", "bmm", "matmul", "linear", "dot", "mv", "outer", "ger", "addmm", "baddbmm", "addmv",
+        "einsum");
 
     private MatmulStrategy() {
     }
@@ -103,6 +104,9 @@ final class MatmulStrategy implements ShardingStrategy {
         List<Option> out = new ArrayList<>();
         out.add(new Option(Collections.nCopies(n, Placement.replicate()), Placement.replicate()));
         for (char label : eq.labels().toCharArray()) {
+            if (eq.repeated(label)) {
+                continue;
+            }
             long full = eq.size(label);
             int kept = eq.output().indexOf(label);
             List<Placement> ps = new ArrayList<>(n);

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 import java.util.Random;
 import org.bytedeco.pytorch.Tensor;
@@ -86,8 +87,38 @@ class MatmulOpsTest {
                     {{b, m, k}, {1, k, q}}, {{2, 1, m, k}, {b, k, q}}, {{b, k}, {2, b, k, q}}});
                 yield new Case(call(name, "T,T", null, null), pair);
             }
+            case "einsum" -> pick(einsumCases().toArray(Case[]::new));
             default -> throw new AssertionError("no case for " + name);
         };
+    }
+
+    /** One case of each einsum form: products, batches, a row-wise dot, an outer product, a diagonal, ellipses (implicit
+     * and explicit output, broadcast), a transposed sum, three operands. */
+    private static List<Case> einsumCases() {
+        long m = n();
+        long k = n();
+        long q = n();
+        long b = n();
+        Object[][] forms = {
+            {"ij,jk->ik", new long[][] {{m, k}, {k, q}}}, {"bij,bjk->bik", new long[][] {{b, m, k}, {b, k, q}}},
+            {"ij,ij->i", new long[][] {{m, k}, {m, k}}}, {"i,j->ij", new long[][] {{m}, {q}}}, {"ii->i", new long[][] {{m, m}}},
+            {"...ij,jk", new long[][] {{2, b, m, k}, {k, q}}}, {"...ij,...jk->...ik", new long[][] {{b, 1, m, k}, {2, k, q}}},
+            {"ijk->kj", new long[][] {{b, m, k}}}, {"ij,jk,kl->il", new long[][] {{m, k}, {k, q}, {q, b}}}};
+        List<Case> out = new ArrayList<>();
+        for (Object[] form : forms) {
+            long[][] shapes = (long[][]) form[1];
+            out.add(new Case(call("einsum", "s,[T]", form[0], Collections.nCopies(shapes.length, null)), shapes));
+        }
+        return out;
+    }
+
+    @Test
+    void shouldRunEveryEinsumFormLikeTorch() {
+        for (int[] mesh : MESHES) {
+            for (Case c : einsumCases()) {
+                checkAgainstTorch(dt, c, F, mesh);
+            }
+        }
     }
 
     @SafeVarargs
@@ -192,6 +223,12 @@ class MatmulOpsTest {
             new Placement[] {R, s0}, Placement.shard(1));
         assertDecision(call("bmm", "T,T", null, null), new long[][] {{4, 6, 8}, {4, 8, 5}}, new Placement[] {s0, s0},
             new Placement[] {s0, s0}, s0);
+
+        AtenCall einsum = call("einsum", "s,[T]", "ij,jk->ik", Collections.nCopies(2, null));
+        assertDecision(einsum, square, new Placement[] {s1, s0}, new Placement[] {s1, s0}, P);
+        assertDecision(einsum, square, new Placement[] {s0, R}, new Placement[] {s0, R}, s0);
+        assertDecision(call("einsum", "s,[T]", "ii->i", Collections.nCopies(1, null)), new long[][] {{6, 6}}, new Placement[] {s0},
+            new Placement[] {R}, R);
     }
 
     @Test

@@ -594,6 +594,15 @@ def matmul(a, b):
     return a.matmul(b)
 
 
+def einsum(equation, *operands):
+    """torch.einsum(equation, *operands), operands also as one list, through the generic path (the matmul family: a
+    label sharded alike on every operand that holds it stays sharded in the output, or gives a partial sum when summed
+    away)."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = operands[0]
+    return aten("einsum", (equation, list(operands)))
+
+
 def relu(t):
     return t.relu()
 
