@@ -25,6 +25,8 @@ import org.dtorch.ops.aten.AtenCall;
  * @param output the labels of the output's dimensions
  * @param added  the index of the added input, or -1
  * @param sizes  each label's full size
+ *
+ * <p>Made and checked by {@link #of}, then only read: one per decision, on the calling thread.
  */
 record MatmulEquation(List<String> inputs, String output, int added, Map<Character, Long> sizes) {
 
