@@ -36,10 +36,11 @@ final class MetaInference {
 
     static List<Out> infer(AtenCall call, List<TensorMeta> inputs, ShardingStrategy strategy) {
         try {
-            return run(call, inputs, "meta", false);
+            return run(call, inputs, "meta", null);
         } catch (RuntimeException e) {
             String message = String.valueOf(e.getMessage());
-            boolean noMetaKernel = message.contains("Meta kernel") || message.contains("fake impl");
+            boolean noMetaKernel = message.contains("Meta kernel") || message.contains("fake impl")
+                || message.contains("convolution_overrideable not implemented");
             if (!noMetaKernel) {
                 throw new IllegalArgumentException(call.qualifiedName() + " does not take these inputs " + inputs + ": "
                     + firstLine(message), e);
@@ -50,7 +51,7 @@ final class MetaInference {
             }
         }
         long[] shape = strategy.outputShape(call, inputs);
-        List<Out> ones = run(call, inputs, "cpu", true);
+        List<Out> ones = run(call, inputs, "cpu", strategy);
         List<Out> out = new ArrayList<>();
         for (Out o : ones) {
             if (o.shape().length != shape.length) {
@@ -62,16 +63,18 @@ final class MetaInference {
         return out;
     }
 
-    /** Runs {@code call} on empty tensors of {@code device}: of the inputs' shapes, or of one element each ({@code ones}). */
-    private static List<Out> run(AtenCall call, List<TensorMeta> inputs, String device, boolean ones) {
+    /**
+     * Runs {@code call} on tensors of {@code device}: empty ones of the inputs' shapes, or, with a {@code probe} strategy,
+     * ones of its {@link ShardingStrategy#probeShape}s (one element each unless the family says otherwise).
+     */
+    private static List<Out> run(AtenCall call, List<TensorMeta> inputs, String device, ShardingStrategy probe) {
+        boolean ones = probe != null;
         List<Tensor> tensors = new ArrayList<>(inputs.size());
         List<Tensor> results = List.of();
         try (Device d = new Device(device)) {
-            for (TensorMeta t : inputs) {
-                long[] shape = ones ? new long[t.ndim()] : t.shape();
-                if (ones) {
-                    java.util.Arrays.fill(shape, 1);
-                }
+            for (int i = 0; i < inputs.size(); i++) {
+                TensorMeta t = inputs.get(i);
+                long[] shape = ones ? probe.probeShape(call, inputs, i) : t.shape();
                 try (TensorOptions options = new TensorOptions(d).dtype(new ScalarTypeOptional(t.dtype()));
                      MemoryFormatOptional format = new MemoryFormatOptional()) {
                     tensors.add(ones ? torch.ones(shape, options) : torch.empty(shape, options, format));

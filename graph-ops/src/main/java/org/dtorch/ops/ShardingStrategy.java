@@ -41,6 +41,17 @@ public interface ShardingStrategy {
         return null;
     }
 
+    /**
+     * The shape of the small CPU tensor that stands for input {@code input} when {@link MetaInference} runs the call for
+     * its output dtypes (only for operators without a meta kernel): by default one element with the input's number of
+     * dimensions; a family overrides it where one element does not fit the operator's constants (grouped convolutions).
+     */
+    default long[] probeShape(AtenCall call, List<TensorMeta> inputs, int input) {
+        long[] shape = new long[inputs.get(input).ndim()];
+        java.util.Arrays.fill(shape, 1);
+        return shape;
+    }
+
     /** The input placements the strategy runs without communication, in words, for error messages. */
     String legal();
 }

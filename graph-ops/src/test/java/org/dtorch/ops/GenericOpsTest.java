@@ -217,12 +217,17 @@ class GenericOpsTest {
 
     /** {@code t} on {@code mesh} with a random placement per mesh dimension: R, S(d) of a long enough d, or (if allowed) P(sum). */
     private static DTensor distribute(DTorch runtime, Tensor t, DeviceMesh mesh, boolean partialAllowed) {
+        return distribute(runtime, t, mesh, partialAllowed, RANDOM);
+    }
+
+    /** As {@link #distribute(DTorch, Tensor, DeviceMesh, boolean)}, drawing from {@code random} (for other families' walks). */
+    static DTensor distribute(DTorch runtime, Tensor t, DeviceMesh mesh, boolean partialAllowed, Random random) {
         long[] shape = t.sizes().vec().get();
         Placement[] ps = new Placement[mesh.ndim()];
         boolean partial = false;
         for (int m = 0; m < ps.length; m++) {
-            int choice = RANDOM.nextInt(partialAllowed ? 4 : 3);
-            int d = shape.length == 0 ? -1 : RANDOM.nextInt(shape.length);
+            int choice = random.nextInt(partialAllowed ? 4 : 3);
+            int d = shape.length == 0 ? -1 : random.nextInt(shape.length);
             if (choice == 3) {
                 ps[m] = Placement.partial();
                 partial = true;

@@ -236,6 +236,17 @@ public final class AtenCall {
         return null;
     }
 
+    /** The number of the tensor input that parameter {@code name} takes, or -1 when it takes none (absent, None, default). */
+    public int inputIndex(String name) {
+        List<Overload.Param> params = overload.params();
+        for (int i = 0; i < params.size(); i++) {
+            if (params.get(i).name().equals(name) && args.get(i) instanceof Input in) {
+                return in.index();
+            }
+        }
+        return -1;
+    }
+
     /** True when the schema has a parameter named {@code name}. */
     public boolean hasParam(String name) {
         return overload.params().stream().anyMatch(p -> p.name().equals(name));
