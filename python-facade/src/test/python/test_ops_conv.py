@@ -28,36 +28,28 @@ def check(out, want, what, exact=False):
 def test_convolutions_match_torch():
     rng = random.Random(11)
     torch.manual_seed(11)
+    x = torch.randn(5, 6, 7, 6)
+    w = torch.randn(9, 6, 3, 3)
+    b = torch.randn(9)
+    x1 = torch.randn(5, 6, 9)
+    w1 = torch.randn(8, 3, 3)
+    b1 = torch.randn(8)
+    wg = torch.randn(8, 3, 2, 2)
+    # Each case runs with f = torch.nn.functional on whole tensors and f = dtorch.nn.functional on distributed ones.
+    cases = [
+        (lambda f, a, k, c: f.conv2d(a, k, c), (x, w, b)),
+        (lambda f, a, k, c: f.conv2d(a, k, c, stride=2, padding=1, dilation=(1, 2)), (x, w, b)),
+        (lambda f, a, k: f.conv2d(a, k, padding="same"), (x, w)),
+        (lambda f, a, k: f.conv2d(a, k, None, 1, "valid"), (x, w)),
+        (lambda f, a, k: f.conv2d(a, k, groups=2), (x, wg)),
+        (lambda f, a, k, c: f.conv1d(a, k, c, padding=1, groups=2), (x1, w1, b1)),
+        (lambda f, a, k: f.conv1d(a, k, stride=2, groups=2), (x1, w1)),
+    ]
     for mesh in meshes():
-        x = torch.randn(5, 6, 7, 6)
-        w = torch.randn(9, 6, 3, 3)
-        b = torch.randn(9)
-        x1 = torch.randn(5, 6, 9)
-        w1 = torch.randn(8, 3, 3)
-        b1 = torch.randn(8)
-        wg = torch.randn(8, 3, 2, 2)
-        cases = [
-            (lambda a, k, c: F.conv2d(a, k, c), (x, w, b)),
-            (lambda a, k, c: F.conv2d(a, k, c, stride=2, padding=1, dilation=(1, 2)), (x, w, b)),
-            (lambda a, k: F.conv2d(a, k, padding="same"), (x, w)),
-            (lambda a, k: F.conv2d(a, k, None, 1, "valid"), (x, w)),
-            (lambda a, k: F.conv2d(a, k, groups=2), (x, wg)),
-            (lambda a, k, c: F.conv1d(a, k, c, padding=1, groups=2), (x1, w1, b1)),
-            (lambda a, k: F.conv1d(a, k, stride=2, groups=2), (x1, w1)),
-        ]
-        dcases = [
-            lambda a, k, c: DF.conv2d(a, k, c),
-            lambda a, k, c: DF.conv2d(a, k, c, stride=2, padding=1, dilation=(1, 2)),
-            lambda a, k: DF.conv2d(a, k, padding="same"),
-            lambda a, k: DF.conv2d(a, k, None, 1, "valid"),
-            lambda a, k: DF.conv2d(a, k, groups=2),
-            lambda a, k, c: DF.conv1d(a, k, c, padding=1, groups=2),
-            lambda a, k: DF.conv1d(a, k, stride=2, groups=2),
-        ]
-        for (expect, inputs), got in zip(cases, dcases):
+        for case, inputs in cases:
             for _ in range(2):
                 wrapped = [wrap(t, mesh, placements_for(mesh, t.shape, rng, partial=True)) for t in inputs]
-                check(got(*wrapped), expect(*inputs), [t.placements for t in wrapped])
+                check(case(DF, *wrapped), case(F, *inputs), [t.placements for t in wrapped])
 
 
 def test_convolution_placements_follow_batch_and_channel_shards():
@@ -84,28 +76,26 @@ def test_convolution_placements_follow_batch_and_channel_shards():
 def test_pooling_matches_torch_and_indices_exactly():
     rng = random.Random(12)
     torch.manual_seed(12)
+    x = torch.randn(5, 6, 9, 7)
+    x1 = torch.randn(3, 6, 11)
+    # Each case runs with (torch.nn.functional, torch) on whole tensors and (dtorch.nn.functional, dtorch) on distributed ones.
+    cases = [
+        (lambda f, m, a: f.max_pool2d(a, 2), x),
+        (lambda f, m, a: f.max_pool2d(a, 3, 2, 1, ceil_mode=True), x),
+        (lambda f, m, a: f.max_pool2d(a, (2, 3), (1, 2), 1, return_indices=True), x),
+        (lambda f, m, a: f.avg_pool2d(a, 3, padding=1, count_include_pad=False), x),
+        (lambda f, m, a: f.avg_pool2d(a, 2, ceil_mode=True, divisor_override=3), x),
+        (lambda f, m, a: f.adaptive_avg_pool2d(a, (3, None)), x),
+        (lambda f, m, a: f.adaptive_avg_pool2d(a, 4), x),
+        (lambda f, m, a: m.adaptive_max_pool2d(a, [2, 3]), x),
+        (lambda f, m, a: f.max_pool1d(a, 3, 2), x1),
+        (lambda f, m, a: f.avg_pool1d(a, 2), x1),
+        (lambda f, m, a: f.adaptive_avg_pool1d(a, 4), x1),
+    ]
     for mesh in meshes():
-        x = torch.randn(5, 6, 9, 7)
-        x1 = torch.randn(3, 6, 11)
-        cases = [
-            (lambda a: F.max_pool2d(a, 2), lambda a: DF.max_pool2d(a, 2), x),
-            (lambda a: F.max_pool2d(a, 3, 2, 1, ceil_mode=True), lambda a: DF.max_pool2d(a, 3, 2, 1, ceil_mode=True), x),
-            (lambda a: torch.max_pool2d_with_indices(a, [2, 3], [1, 2], [1, 1]),
-             lambda a: DF.max_pool2d(a, (2, 3), (1, 2), 1, return_indices=True), x),
-            (lambda a: F.avg_pool2d(a, 3, padding=1, count_include_pad=False),
-             lambda a: DF.avg_pool2d(a, 3, padding=1, count_include_pad=False), x),
-            (lambda a: F.avg_pool2d(a, 2, ceil_mode=True, divisor_override=3),
-             lambda a: DF.avg_pool2d(a, 2, ceil_mode=True, divisor_override=3), x),
-            (lambda a: F.adaptive_avg_pool2d(a, (3, None)), lambda a: DF.adaptive_avg_pool2d(a, (3, None)), x),
-            (lambda a: F.adaptive_avg_pool2d(a, 4), lambda a: DF.adaptive_avg_pool2d(a, 4), x),
-            (lambda a: torch.adaptive_max_pool2d(a, [2, 3]), lambda a: dtorch.adaptive_max_pool2d(a, [2, 3]), x),
-            (lambda a: F.max_pool1d(a, 3, 2), lambda a: DF.max_pool1d(a, 3, 2), x1),
-            (lambda a: F.avg_pool1d(a, 2), lambda a: DF.avg_pool1d(a, 2), x1),
-            (lambda a: F.adaptive_avg_pool1d(a, 4), lambda a: DF.adaptive_avg_pool1d(a, 4), x1),
-        ]
-        for expect, got, t in cases:
+        for case, t in cases:
             dt = wrap(t, mesh, placements_for(mesh, t.shape, rng, partial=True))
-            check(got(dt), expect(t), dt.placements)
+            check(case(DF, dtorch, dt), case(F, torch, t), dt.placements)
 
 
 def test_pooling_keeps_batch_and_channel_shards_and_linear_partial_sums():

@@ -60,10 +60,7 @@ final class AttentionStrategy implements ShardingStrategy {
         int mask = call.inputIndex("attn_mask");
         TensorMeta q = inputs.get(qkv[0]);
         int meshDims = q.placements().size();
-        List<List<Placement>> in = new ArrayList<>();
-        for (int i = 0; i < inputs.size(); i++) {
-            in.add(new ArrayList<>(Collections.nCopies(meshDims, Placement.replicate())));
-        }
+        List<List<Placement>> in = ShardingStrategy.replicatedInputs(inputs.size(), meshDims);
         List<Placement> out = new ArrayList<>();
         for (int m = 0; m < meshDims; m++) {
             int d = sharedLeadingShard(inputs, qkv, m);

@@ -93,10 +93,7 @@ final class ConvolutionStrategy implements ShardingStrategy {
     public Decision decide(AtenCall call, List<TensorMeta> inputs, int outputs) {
         Conv c = conv(call, inputs);
         int meshDims = inputs.getFirst().placements().size();
-        List<List<Placement>> in = new ArrayList<>();
-        for (int i = 0; i < inputs.size(); i++) {
-            in.add(new ArrayList<>(Collections.nCopies(meshDims, Placement.replicate())));
-        }
+        List<List<Placement>> in = ShardingStrategy.replicatedInputs(inputs.size(), meshDims);
         List<Placement> out = new ArrayList<>();
         for (int m = 0; m < meshDims; m++) {
             Placement px = c.input().placement(m);
