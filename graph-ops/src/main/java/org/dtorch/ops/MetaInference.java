@@ -22,7 +22,9 @@ import org.dtorch.ops.aten.AtenCall;
  * of element-wise operators, the kept dimensions of reductions) and the dtype from running the call on CPU tensors of
  * one element each, with the inputs' dtypes and numbers of dimensions (type promotion and reduction dtypes depend only
  * on dtypes and on whether a tensor has zero dimensions, never on sizes). The result's number of dimensions is checked
- * against the rule's. Other operators without a meta kernel are refused, naming the operator.
+ * against the rule's. Convolutions, adaptive average pooling and attention have no meta kernel either; their strategies
+ * give the shape by formula, and the probe's shapes where one element does not fit the call
+ * ({@link ShardingStrategy#probeShape}). Other operators without a meta kernel are refused, naming the operator.
  *
  * <p>Stateless. Thread-safe: every call makes and closes its own tensors.
  */
@@ -42,8 +44,7 @@ final class MetaInference {
             boolean noMetaKernel = message.contains("Meta kernel") || message.contains("fake impl")
                 || message.contains("convolution_overrideable not implemented");
             if (!noMetaKernel) {
-                throw new IllegalArgumentException(call.qualifiedName() + " does not take these inputs " + inputs + ": "
-                    + firstLine(message), e);
+                throw notTaken(call, inputs, e);
             }
             if (strategy.outputShape(call, inputs) == null) {
                 throw new UnsupportedOperationException(call.qualifiedName() + " has no meta kernel in libtorch, so its output shapes "
@@ -51,7 +52,12 @@ final class MetaInference {
             }
         }
         long[] shape = strategy.outputShape(call, inputs);
-        List<Out> ones = run(call, inputs, "cpu", strategy);
+        List<Out> ones;
+        try {
+            ones = run(call, inputs, "cpu", strategy);
+        } catch (RuntimeException e) { // libtorch refusing the constants (the shapes were the family's to check)
+            throw notTaken(call, inputs, e);
+        }
         List<Out> out = new ArrayList<>();
         for (Out o : ones) {
             if (o.shape().length != shape.length) {
@@ -90,6 +96,11 @@ final class MetaInference {
             tensors.forEach(Tensor::close);
             results.forEach(Tensor::close);
         }
+    }
+
+    private static IllegalArgumentException notTaken(AtenCall call, List<TensorMeta> inputs, RuntimeException e) {
+        return new IllegalArgumentException(call.qualifiedName() + " does not take these inputs " + inputs + ": "
+            + firstLine(String.valueOf(e.getMessage())), e);
     }
 
     private static String firstLine(String message) {

@@ -281,6 +281,14 @@ class ConvolutionOpsTest {
             }
             ShardingException e = assertThrows(ShardingException.class, () -> dt.apply(new AtenSpec(withBias), xRows, wAll, bAll));
             assertTrue(e.getMessage().contains("convolution") && e.getMessage().contains("input S(0) (batch)"), e.getMessage());
+            AtenCall strided = GenericOpsTest.call("conv2d", "T,T,n,[i]|padding=s", null, null, null, List.of(2L, 2L), "same");
+            IllegalArgumentException same = assertThrows(IllegalArgumentException.class, () -> dt.aten(strided, xBatch, wAll));
+            assertTrue(same.getMessage().contains("aten::conv2d.padding does not take") && !same.getMessage().contains("frame #"),
+                "libtorch's refusal of the constants, in one line: " + same.getMessage());
+            try (Tensor five = torch.randn(8, 5, 3, 3); DTensor wFive = dt.tensor(five, mesh, R)) {
+                IllegalArgumentException channels = assertThrows(IllegalArgumentException.class, () -> dt.aten(noBias, xAll, wFive));
+                assertTrue(channels.getMessage().contains("6 channels"), channels.getMessage());
+            }
         }
     }
 
