@@ -74,32 +74,51 @@ class ConvolutionOpsTest {
 
     @Test
     void shouldRunEveryConvolutionOfTheTableLikeTorch() {
-        Set<String> seen = walk(ConvolutionStrategy.NAMES, this::convolution, 3);
+        Set<String> seen = walkConvolutions(dt, 3);
         assertTrue(seen.containsAll(Set.of("S(0)", "S(1)", "P(sum)", "R")), "the walk reaches every rule: " + seen);
     }
 
     @Test
     void shouldRunEveryPoolingAndInterpolationOfTheTableLikeTorch() {
-        Set<String> seen = new TreeSet<>(walk(SpatialStrategy.POOLING, this::pooling, 2));
-        seen.addAll(walk(SpatialStrategy.INTERPOLATE, this::interpolation, 2));
+        Set<String> seen = walkPoolingAndInterpolation(dt, 2);
         assertTrue(seen.containsAll(Set.of("S(0)", "S(1)", "P(sum)", "R")), "the walk reaches every rule: " + seen);
     }
 
     @Test
     void shouldRunAttentionLikeTorch() {
-        Set<String> seen = walk(AttentionStrategy.NAMES, name -> attention(), 8);
+        Set<String> seen = walkAttention(dt, 8);
         assertTrue(seen.containsAll(Set.of("S(0)", "S(1)", "R")), "the walk reaches every rule: " + seen);
     }
 
+    /**
+     * Every convolution of the table, {@code trials} random cases per mesh, on {@code runtime}; the output placements seen.
+     * {@link GenericOpsInProcessesTest} walks with worker processes.
+     */
+    static Set<String> walkConvolutions(DTorch runtime, int trials) {
+        return walk(runtime, ConvolutionStrategy.NAMES, ConvolutionOpsTest::convolution, trials);
+    }
+
+    /** Every pooling and interpolation of the tables, as {@link #walkConvolutions}. */
+    static Set<String> walkPoolingAndInterpolation(DTorch runtime, int trials) {
+        Set<String> seen = new TreeSet<>(walk(runtime, SpatialStrategy.POOLING, ConvolutionOpsTest::pooling, trials));
+        seen.addAll(walk(runtime, SpatialStrategy.INTERPOLATE, ConvolutionOpsTest::interpolation, trials));
+        return seen;
+    }
+
+    /** Attention, as {@link #walkConvolutions}. */
+    static Set<String> walkAttention(DTorch runtime, int trials) {
+        return walk(runtime, AttentionStrategy.NAMES, name -> attention(), trials);
+    }
+
     /** {@code trials} random cases of every name on every mesh against torch; the output placements seen. */
-    private Set<String> walk(Set<String> names, Function<String, Case> cases, int trials) {
+    private static Set<String> walk(DTorch runtime, Set<String> names, Function<String, Case> cases, int trials) {
         Set<String> seen = new TreeSet<>();
         for (String name : names.stream().sorted().toList()) {
             for (int[] mesh : MESHES) {
                 for (int trial = 0; trial < trials; trial++) {
                     Case c = cases.apply(name);
                     assertEquals(expectedStrategy(name), StrategyTable.of(c.call()).getClass(), name);
-                    checkAgainstTorch(c, mesh).forEach(p -> seen.add(p.toString()));
+                    checkAgainstTorch(runtime, c, mesh).forEach(p -> seen.add(p.toString()));
                 }
             }
         }
@@ -117,7 +136,7 @@ class ConvolutionOpsTest {
     }
 
     /** A convolution of random groups, stride, padding, dilation, bias and batching; transposed by the name or a flag. */
-    private Case convolution(String name) {
+    private static Case convolution(String name) {
         int k = spatial(name);
         boolean generic = name.contains("convolution");
         boolean transposed = name.startsWith("conv_transpose") || generic && RANDOM.nextBoolean();
@@ -158,7 +177,7 @@ class ConvolutionOpsTest {
     }
 
     /** A pooling of random kernel, stride, padding, dilation and ceil mode, or an adaptive one of random output size. */
-    private Case pooling(String name) {
+    private static Case pooling(String name) {
         int k = spatial(name);
         long[] x = spatialShape(between(2, 5), between(2, 6), k, k == 3 ? 4 : 5, k == 3 ? 6 : 9);
         if (RANDOM.nextInt(4) == 0) {
@@ -180,7 +199,7 @@ class ConvolutionOpsTest {
     }
 
     /** An interpolation to a random output size or by random scale factors (align_corners random where it exists). */
-    private Case interpolation(String name) {
+    private static Case interpolation(String name) {
         int k = spatial(name);
         long[] x = spatialShape(between(2, 5), between(2, 5), k, 2, 5);
         boolean linear = !name.contains("nearest");
@@ -198,7 +217,7 @@ class ConvolutionOpsTest {
     }
 
     /** Attention over random batch, heads and lengths, with a causal flag, a boolean or float mask, or grouped heads. */
-    private Case attention() {
+    private static Case attention() {
         long n = between(2, 5);
         long h = between(2, 5);
         long l = between(2, 6);
@@ -226,14 +245,14 @@ class ConvolutionOpsTest {
     }
 
     /** Each input distributed with random placements (P(sum) included for floating inputs) over {@code meshShape}; the result against torch. */
-    private static List<Placement> checkAgainstTorch(Case c, int[] meshShape) {
-        DeviceMesh mesh = dt.initDeviceMesh(meshShape);
+    private static List<Placement> checkAgainstTorch(DTorch runtime, Case c, int[] meshShape) {
+        DeviceMesh mesh = runtime.initDeviceMesh(meshShape);
         List<DTensor> inputs = new ArrayList<>();
         try {
             for (Tensor t : c.inputs()) {
-                inputs.add(GenericOpsTest.distribute(dt, t, mesh, torch.isFloatingType(t.scalar_type()), RANDOM));
+                inputs.add(GenericOpsTest.distribute(runtime, t, mesh, torch.isFloatingType(t.scalar_type()), RANDOM));
             }
-            List<DTensor> out = dt.aten(c.call(), inputs.toArray(DTensor[]::new));
+            List<DTensor> out = runtime.aten(c.call(), inputs.toArray(DTensor[]::new));
             List<Tensor> expected = c.call().call(c.inputs());
             List<Placement> placements = out.getFirst().placements();
             for (int r = 0; r < out.size(); r++) {
