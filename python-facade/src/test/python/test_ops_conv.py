@@ -87,6 +87,8 @@ def test_pooling_matches_torch_and_indices_exactly():
         (lambda f, m, a: f.avg_pool2d(a, 2, ceil_mode=True, divisor_override=3), x),
         (lambda f, m, a: f.adaptive_avg_pool2d(a, (3, None)), x),
         (lambda f, m, a: f.adaptive_avg_pool2d(a, 4), x),
+        (lambda f, m, a: f.adaptive_max_pool2d(a, [2, None]), x),
+        (lambda f, m, a: f.adaptive_max_pool2d(a, 3, return_indices=True), x),
         (lambda f, m, a: m.adaptive_max_pool2d(a, [2, 3]), x),
         (lambda f, m, a: f.max_pool1d(a, 3, 2), x1),
         (lambda f, m, a: f.avg_pool1d(a, 2), x1),

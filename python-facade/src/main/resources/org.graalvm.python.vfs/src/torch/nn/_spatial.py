@@ -20,12 +20,9 @@ def max_pool(n, input, kernel_size, stride=None, padding=0, dilation=1, ceil_mod
 
 
 def avg_pool(n, input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
+    """avg_pool1d has no divisor_override."""
     args = (input, kernel_size, _stride(stride), padding, ceil_mode, count_include_pad)
-    if n == 1:
-        if divisor_override is not None:
-            raise TypeError("avg_pool1d() got an unexpected keyword argument 'divisor_override'")
-        return "avg_pool1d", args
-    return "avg_pool%dd" % n, args + (divisor_override,)
+    return "avg_pool%dd" % n, args if n == 1 else args + (divisor_override,)
 
 
 def _sizes(n, value, what, cast):
@@ -36,11 +33,19 @@ def _sizes(n, value, what, cast):
     return [cast(value)] * n
 
 
-def adaptive_avg_pool(n, input, output_size):
+def _output_size(n, input, output_size):
     """None in output_size keeps that spatial size of the input, as in torch."""
     spatial = list(input.shape)[-n:]
-    size = _sizes(n, output_size, "output_size", int)
-    return "adaptive_avg_pool%dd" % n, (input, [spatial[i] if s is None else int(s) for i, s in enumerate(size)])
+    return [spatial[i] if s is None else int(s) for i, s in enumerate(_sizes(n, output_size, "output_size", int))]
+
+
+def adaptive_avg_pool(n, input, output_size):
+    return "adaptive_avg_pool%dd" % n, (input, _output_size(n, input, output_size))
+
+
+def adaptive_max_pool(n, input, output_size):
+    """The operator returns values and indices; torch's function only the values unless return_indices."""
+    return "adaptive_max_pool%dd" % n, (input, _output_size(n, input, output_size))
 
 
 def interpolate_call(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None,
@@ -87,7 +92,7 @@ def interpolate_call(input, size=None, scale_factor=None, mode="nearest", align_
 def bind(run):
     """torch.nn.functional's pooling and interpolate functions, with torch's signatures, each running its operator as
     run(name, args): a module's globals().update(bind(run)) defines max_pool1d, max_pool2d, avg_pool1d, avg_pool2d,
-    adaptive_avg_pool1d, adaptive_avg_pool2d and interpolate."""
+    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d and interpolate."""
 
     def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
         return run(*max_pool(1, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices))
@@ -108,9 +113,17 @@ def bind(run):
     def adaptive_avg_pool2d(input, output_size):
         return run(*adaptive_avg_pool(2, input, output_size))
 
+    def adaptive_max_pool1d(input, output_size, return_indices=False):
+        out = run(*adaptive_max_pool(1, input, output_size))
+        return out if return_indices else out[0]
+
+    def adaptive_max_pool2d(input, output_size, return_indices=False):
+        out = run(*adaptive_max_pool(2, input, output_size))
+        return out if return_indices else out[0]
+
     def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                     recompute_scale_factor=None, antialias=False):
         return run(*interpolate_call(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias))
 
     return {f.__name__: f for f in (max_pool1d, max_pool2d, avg_pool1d, avg_pool2d, adaptive_avg_pool1d,
-                                    adaptive_avg_pool2d, interpolate)}
+                                    adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d, interpolate)}
