@@ -25,8 +25,8 @@ import org.dtorch.ops.ReduceSpec;
 import org.dtorch.ops.ReshapeSpec;
 import org.dtorch.ops.ScalarSpec;
 import org.dtorch.ops.Shapes;
-import org.dtorch.ops.SoftmaxSpec;
 import org.dtorch.ops.UnarySpec;
+import org.dtorch.ops.aten.AtenCall;
 
 /**
  * A global tensor on a device mesh: shape, dtype, mesh and placements are known at once; its values
@@ -287,9 +287,12 @@ public final class DTensor implements AutoCloseable {
         return runtime.apply(new ReduceSpec(ReduceSpec.Kind.MAX, dims, keepdim), this);
     }
 
-    /** The softmax over {@code dim} (negative counts from the end). */
+    /**
+     * The softmax over {@code dim} (negative counts from the end): {@code aten::softmax} through the generic path, which
+     * gathers {@code dim} first where it is sharded and keeps shards elsewhere.
+     */
     public DTensor softmax(int dim) {
-        return runtime.apply(new SoftmaxSpec(dim), this);
+        return runtime.aten(AtenCall.of("softmax", "T,i", null, (long) dim), this).getFirst();
     }
 
     // ---- shape ------------------------------------------------------------------------------------

@@ -103,10 +103,11 @@ public final class AtenSpec implements OpSpec {
         return out;
     }
 
-    /** The one kernel: the call on the device's local inputs. */
+    /** The strategy's kernel for the device where it has one, else the one kernel: the call on the device's local inputs. */
     @Override
     public DeviceKernel kernel(Operator op, long deviceId) {
-        return kernel;
+        DeviceKernel own = strategy.kernel(call, op, deviceId);
+        return own != null ? own : kernel;
     }
 
     @Override

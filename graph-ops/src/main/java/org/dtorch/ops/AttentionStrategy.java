@@ -56,8 +56,9 @@ final class AttentionStrategy implements ShardingStrategy {
             throw new UnsupportedOperationException(call.qualifiedName() + ": dropout_p=" + p + " draws random numbers, which the "
                 + "generic distributed path cannot yet draw consistently across devices; use dropout_p=0");
         }
-        int[] qkv = {call.inputIndex("query"), call.inputIndex("key"), call.inputIndex("value")};
-        int mask = call.inputIndex("attn_mask");
+        List<String> names = call.inputNames();
+        int[] qkv = {names.indexOf("query"), names.indexOf("key"), names.indexOf("value")};
+        int mask = names.indexOf("attn_mask");
         TensorMeta q = inputs.get(qkv[0]);
         int meshDims = q.placements().size();
         List<List<Placement>> in = ShardingStrategy.replicatedInputs(inputs.size(), meshDims);
@@ -105,9 +106,10 @@ final class AttentionStrategy implements ShardingStrategy {
     /** {@code query}'s shape with {@code value}'s last dimension, after checking the shapes as libtorch does. */
     @Override
     public long[] outputShape(AtenCall call, List<TensorMeta> inputs) {
-        TensorMeta q = inputs.get(call.inputIndex("query"));
-        TensorMeta k = inputs.get(call.inputIndex("key"));
-        TensorMeta v = inputs.get(call.inputIndex("value"));
+        List<String> names = call.inputNames();
+        TensorMeta q = inputs.get(names.indexOf("query"));
+        TensorMeta k = inputs.get(names.indexOf("key"));
+        TensorMeta v = inputs.get(names.indexOf("value"));
         int n = q.ndim();
         boolean fits = n >= 2 && k.ndim() == n && v.ndim() == n && k.size(n - 1) == q.size(n - 1) && v.size(n - 2) == k.size(n - 2);
         for (int d = 0; fits && d < n - 2; d++) {
@@ -119,7 +121,7 @@ final class AttentionStrategy implements ShardingStrategy {
                 + Arrays.toString(k.shape()) + " and value " + Arrays.toString(v.shape()) + " do not fit (..., L, E), (..., S, E), "
                 + "(..., S, Ev) with the same leading dimensions (or, with enable_gqa, query heads a multiple of key heads)");
         }
-        int mask = call.inputIndex("attn_mask");
+        int mask = names.indexOf("attn_mask");
         if (mask >= 0) {
             long[] scores = q.shape().clone();
             scores[n - 1] = k.size(n - 2);

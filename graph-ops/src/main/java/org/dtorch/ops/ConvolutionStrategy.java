@@ -80,9 +80,10 @@ final class ConvolutionStrategy implements ShardingStrategy {
     }
 
     private static Conv conv(AtenCall call, List<TensorMeta> inputs) {
-        int x = call.inputIndex("input");
-        int w = call.inputIndex("weight");
-        int b = call.inputIndex("bias");
+        List<String> names = call.inputNames();
+        int x = names.indexOf("input");
+        int w = names.indexOf("weight");
+        int b = names.indexOf("bias");
         Object groups = call.constant("groups");
         boolean transposed = call.overload().name().startsWith("conv_transpose") || Boolean.TRUE.equals(call.constant("transposed"));
         return new Conv(inputs.get(x), inputs.get(w), b < 0 ? null : inputs.get(b), x, w, b, transposed,
@@ -190,17 +191,17 @@ final class ConvolutionStrategy implements ShardingStrategy {
      * transposed ones {@code 1 + 2 * padding} input elements per spatial dimension, so that the output is not empty.
      */
     @Override
-    public long[] probeShape(AtenCall call, List<TensorMeta> inputs, int input) {
+    public long[][] probeShapes(AtenCall call, List<TensorMeta> inputs) {
         Conv c = conv(call, inputs);
-        long[] shape = ShardingStrategy.super.probeShape(call, inputs, input);
-        if (input == c.inputIndex()) {
-            shape[c.channelDim()] = c.groups();
-            for (int i = 0; c.transposed() && i < c.spatial(); i++) {
-                shape[c.channelDim() + 1 + i] = 1 + 2 * at(call, "padding", i, 0);
-            }
-        } else if (input == c.weightIndex() || input == c.biasIndex()) {
-            shape[0] = c.groups();
+        long[][] shapes = ShardingStrategy.super.probeShapes(call, inputs);
+        shapes[c.inputIndex()][c.channelDim()] = c.groups();
+        for (int i = 0; c.transposed() && i < c.spatial(); i++) {
+            shapes[c.inputIndex()][c.channelDim() + 1 + i] = 1 + 2 * at(call, "padding", i, 0);
         }
-        return shape;
+        shapes[c.weightIndex()][0] = c.groups();
+        if (c.biasIndex() >= 0) {
+            shapes[c.biasIndex()][0] = c.groups();
+        }
+        return shapes;
     }
 }

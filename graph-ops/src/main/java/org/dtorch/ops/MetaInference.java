@@ -19,12 +19,14 @@ import org.dtorch.ops.aten.AtenCall;
  * <p>A few operators have no meta kernel in libtorch's C++ build (PyTorch registers theirs in Python; {@code where.self}
  * and {@code count_nonzero.dim_IntList} are two). For the families whose output shape is their definition the answer
  * is still exact: the shape comes from the strategy's rule ({@link ShardingStrategy#outputShape}: the broadcast shape
- * of element-wise operators, the kept dimensions of reductions) and the dtype from running the call on CPU tensors of
- * one element each, with the inputs' dtypes and numbers of dimensions (type promotion and reduction dtypes depend only
- * on dtypes and on whether a tensor has zero dimensions, never on sizes). The result's number of dimensions is checked
- * against the rule's. Convolutions, adaptive average pooling and attention have no meta kernel either; their strategies
- * give the shape by formula, and the probe's shapes where one element does not fit the call
- * ({@link ShardingStrategy#probeShape}). Other operators without a meta kernel are refused, naming the operator.
+ * of element-wise operators, the kept dimensions of reductions, the input's shape for normalizations) and the dtype
+ * from running the call on small CPU tensors with the inputs' dtypes and numbers of dimensions
+ * ({@link ShardingStrategy#probeShapes}: one element each by default; type promotion and reduction dtypes depend only
+ * on dtypes and on whether a tensor has zero dimensions, never on sizes). That run also has libtorch check the call.
+ * The result's number of dimensions is checked against the rule's. Convolutions (libtorch picks the
+ * {@code convolution_overrideable} backend for meta tensors), adaptive average pooling and attention have no meta kernel
+ * either; their strategies give the shape by formula. Other operators without a meta kernel are refused, naming the
+ * operator.
  *
  * <p>Stateless. Thread-safe: every call makes and closes its own tensors.
  */
@@ -44,7 +46,7 @@ final class MetaInference {
             boolean noMetaKernel = message.contains("Meta kernel") || message.contains("fake impl")
                 || message.contains("convolution_overrideable not implemented");
             if (!noMetaKernel) {
-                throw notTaken(call, inputs, e);
+                throw refused(call, inputs, e);
             }
             if (strategy.outputShape(call, inputs) == null) {
                 throw new UnsupportedOperationException(call.qualifiedName() + " has no meta kernel in libtorch, so its output shapes "
@@ -54,9 +56,9 @@ final class MetaInference {
         long[] shape = strategy.outputShape(call, inputs);
         List<Out> ones;
         try {
-            ones = run(call, inputs, "cpu", strategy);
-        } catch (RuntimeException e) { // libtorch refusing the constants (the shapes were the family's to check)
-            throw notTaken(call, inputs, e);
+            ones = run(call, inputs, "cpu", strategy.probeShapes(call, inputs));
+        } catch (RuntimeException e) {
+            throw refused(call, inputs, e);
         }
         List<Out> out = new ArrayList<>();
         for (Out o : ones) {
@@ -69,21 +71,24 @@ final class MetaInference {
         return out;
     }
 
+    private static IllegalArgumentException refused(AtenCall call, List<TensorMeta> inputs, RuntimeException e) {
+        return new IllegalArgumentException(call.qualifiedName() + " does not take these inputs " + inputs + ": "
+            + firstLine(String.valueOf(e.getMessage())), e);
+    }
+
     /**
-     * Runs {@code call} on tensors of {@code device}: empty ones of the inputs' shapes, or, with a {@code probe} strategy,
-     * ones of its {@link ShardingStrategy#probeShape}s (one element each unless the family says otherwise).
+     * Runs {@code call} on tensors of {@code device}: empty ones of the inputs' shapes, or ones of the {@code probe}
+     * shapes where given.
      */
-    private static List<Out> run(AtenCall call, List<TensorMeta> inputs, String device, ShardingStrategy probe) {
-        boolean ones = probe != null;
+    private static List<Out> run(AtenCall call, List<TensorMeta> inputs, String device, long[][] probe) {
         List<Tensor> tensors = new ArrayList<>(inputs.size());
         List<Tensor> results = List.of();
         try (Device d = new Device(device)) {
             for (int i = 0; i < inputs.size(); i++) {
                 TensorMeta t = inputs.get(i);
-                long[] shape = ones ? probe.probeShape(call, inputs, i) : t.shape();
                 try (TensorOptions options = new TensorOptions(d).dtype(new ScalarTypeOptional(t.dtype()));
                      MemoryFormatOptional format = new MemoryFormatOptional()) {
-                    tensors.add(ones ? torch.ones(shape, options) : torch.empty(shape, options, format));
+                    tensors.add(probe != null ? torch.ones(probe[i], options) : torch.empty(t.shape(), options, format));
                 }
             }
             results = call.call(tensors);

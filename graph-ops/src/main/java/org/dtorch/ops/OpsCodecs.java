@@ -57,8 +57,6 @@ public final class OpsCodecs implements OpSpecCodecProvider {
                 (s, out) -> out.wire().putByte(s.kind().ordinal()).putInts(s.dims()).putBoolean(s.keepdim()),
                 in -> new ReduceSpec(enumOf(in.wire(), ReduceSpec.Kind.class, "reduce kind"), in.wire().getInts("reduce dims"),
                     in.wire().getBoolean("reduce keepdim"))),
-            new Codec<>(SoftmaxSpec.class, "ops.softmax", (s, out) -> out.wire().putInt(s.dim()),
-                in -> new SoftmaxSpec(in.wire().getInt("softmax dim"))),
             new Codec<>(PermuteSpec.class, "ops.permute", (s, out) -> out.wire().putString(s.name()).putInts(s.dims()),
                 in -> PermuteSpec.restore(in.wire().getString("permute name"), in.wire().getInts("permute dims"))),
             new Codec<>(ReshapeSpec.class, "ops.reshape", (s, out) -> out.wire().putLongs(s.requested()).putBoolean(s.asView()),

@@ -1,9 +1,12 @@
 package org.dtorch.ops;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import org.dtorch.core.distributed.Placement;
+import org.dtorch.core.graph.DeviceKernel;
+import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.ops.aten.AtenCall;
 
@@ -53,14 +56,26 @@ public interface ShardingStrategy {
     }
 
     /**
-     * The shape of the small CPU tensor that stands for input {@code input} when {@link MetaInference} runs the call for
-     * its output dtypes (only for operators without a meta kernel): by default one element with the input's number of
-     * dimensions; a family overrides it where one element does not fit the operator's constants (grouped convolutions).
+     * The input shapes {@link MetaInference} runs {@code call} on, on CPU, to learn the outputs' dtypes (and have
+     * libtorch check the call) when it has no meta kernel: by default one element each, with the inputs' numbers of
+     * dimensions. Families whose operators check sizes against their constants or against each other (a normalized
+     * shape, a channel count) keep those sizes.
      */
-    default long[] probeShape(AtenCall call, List<TensorMeta> inputs, int input) {
-        long[] shape = new long[inputs.get(input).ndim()];
-        java.util.Arrays.fill(shape, 1);
-        return shape;
+    default long[][] probeShapes(AtenCall call, List<TensorMeta> inputs) {
+        long[][] out = new long[inputs.size()][];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = new long[inputs.get(i).ndim()];
+            Arrays.fill(out[i], 1);
+        }
+        return out;
+    }
+
+    /**
+     * What device {@code deviceId} runs for {@code op} (an {@link AtenSpec} of {@code call}) when the call on its local
+     * shards alone is not the answer, as for an embedding whose weight rows are sharded; null (the default) runs the call.
+     */
+    default DeviceKernel kernel(AtenCall call, Operator op, long deviceId) {
+        return null;
     }
 
     /** The input placements the strategy runs without communication, in words, for error messages. */

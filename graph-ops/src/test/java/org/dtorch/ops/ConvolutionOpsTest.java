@@ -3,7 +3,6 @@ package org.dtorch.ops;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -252,22 +251,7 @@ class ConvolutionOpsTest {
             for (Tensor t : c.inputs()) {
                 inputs.add(GenericOpsTest.distribute(runtime, t, mesh, torch.isFloatingType(t.scalar_type()), RANDOM));
             }
-            List<DTensor> out = runtime.aten(c.call(), inputs.toArray(DTensor[]::new));
-            List<Tensor> expected = c.call().call(c.inputs());
-            List<Placement> placements = out.getFirst().placements();
-            for (int r = 0; r < out.size(); r++) {
-                try (DTensor o = out.get(r); Tensor got = o.toTorch(); Tensor want = expected.get(r)) {
-                    String what = c.call() + " on " + c.inputs().stream().map(t -> Arrays.toString(t.sizes().vec().get())).toList()
-                        + " " + inputs.stream().map(DTensor::placements).toList() + " over " + Arrays.toString(meshShape) + " -> " + o.placements();
-                    assertEquals(Arrays.toString(want.sizes().vec().get()), Arrays.toString(got.sizes().vec().get()), what);
-                    assertEquals(want.scalar_type().intern(), got.scalar_type().intern(), what);
-                    boolean exact = !torch.isFloatingType(want.scalar_type());
-                    if (!(exact ? torch.equal(got, want) : torch.allclose(got, want, 1e-4, 1e-5, false))) {
-                        fail(what + ": values differ\n got  " + got + "\n want " + want);
-                    }
-                }
-            }
-            return placements;
+            return GenericOpsTest.assertLikeTorch(runtime, c.call(), c.inputs(), inputs, meshShape);
         } finally {
             inputs.forEach(DTensor::close);
             c.inputs().forEach(Tensor::close);

@@ -72,6 +72,16 @@ class GenericOpsInProcessesTest {
     }
 
     @Test
+    void shouldRunTheNormalizationEmbeddingAndDropoutFamiliesLikeTorch() {
+        NormOpsTest.walk(dt, new int[][] {{2, 2}}, 1);
+        DeviceMesh mesh = dt.initDeviceMesh(new int[] {2, 2});
+        try (Tensor w = torch.randn(9, 4); Tensor idx = torch.randint(0, 9, new long[] {6});
+             DTensor dw = dt.tensor(w, mesh, Placement.shard(0), Placement.shard(0)); DTensor di = dt.tensor(idx, mesh, R, R)) {
+            GenericOpsTest.assertLikeTorch(dt, call("embedding", "T,T", null, null), List.of(w, idx), List.of(dw, di), mesh.shape());
+        }
+    }
+
+    @Test
     void shouldRunConvolutionsPoolingInterpolationAndAttentionLikeTorch() {
         ConvolutionOpsTest.walkConvolutions(dt, 1);
         ConvolutionOpsTest.walkPoolingAndInterpolation(dt, 1);

@@ -362,12 +362,6 @@ public final class PyBridge {
         return runtime.apply(new ReduceSpec(ReduceSpec.Kind.valueOf(kind.toUpperCase(Locale.ROOT)), d, keepdim), t);
     }
 
-    /** The softmax over {@code dim}. */
-    @HostAccess.Export
-    public DTensor softmax(DTensor t, long dim) {
-        return t.softmax(Math.toIntExact(dim));
-    }
-
     /** Swaps two dimensions. */
     @HostAccess.Export
     public DTensor transpose(DTensor t, long a, long b) {
