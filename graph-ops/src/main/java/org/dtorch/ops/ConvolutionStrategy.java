@@ -177,8 +177,11 @@ final class ConvolutionStrategy implements ShardingStrategy {
         return shape;
     }
 
-    /** Element {@code i} of int-list parameter {@code name} (a one-element list holds for every dimension), or {@code absent}. */
-    private static long at(AtenCall call, String name, int i, long absent) {
+    /**
+     * Element {@code i} of int-list parameter {@code name} (a one-element list holds for every dimension), or
+     * {@code absent} when the list is missing or empty (pooling's {@code stride=[]}). Pooling's shapes use it too.
+     */
+    static long at(AtenCall call, String name, int i, long absent) {
         Object value = call.constant(name);
         if (!(value instanceof long[] list) || list.length == 0) {
             return absent;

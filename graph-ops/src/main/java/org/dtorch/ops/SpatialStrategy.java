@@ -25,16 +25,15 @@ import org.dtorch.ops.aten.AtenCall;
  *   <li>{@code P(sum)} stays for the operators that are linear in their input (average pooling, every interpolation
  *       mode), else it is reduced to {@code R}.</li>
  * </ul>
- * {@code adaptive_avg_pool*} has no meta kernel in libtorch; its output shape is the leading dimensions followed by
- * {@code output_size}. {@code max_pool3d} and {@code max_pool3d_with_indices} have none either and are not in the table
- * (no pooling formula here yet), so they are refused.
+ * {@code adaptive_avg_pool*}, {@code max_pool3d} and {@code max_pool3d_with_indices} have no meta kernel in libtorch;
+ * their output shapes come from {@link #outputShape}.
  *
  * <p>Immutable. Thread-safe.
  */
 final class SpatialStrategy implements ShardingStrategy {
     /** Pooling operators, by name. */
-    static final Set<String> POOLING = Set.of("max_pool1d", "max_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices",
-        "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
+    static final Set<String> POOLING = Set.of("max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices",
+        "max_pool2d_with_indices", "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
         "adaptive_avg_pool2d", "adaptive_avg_pool3d", "_adaptive_avg_pool2d", "_adaptive_avg_pool3d", "adaptive_max_pool1d",
         "adaptive_max_pool2d", "adaptive_max_pool3d");
     /** Interpolation operators, by name. */
@@ -90,20 +89,64 @@ final class SpatialStrategy implements ShardingStrategy {
         return new Decision(List.of(in), Collections.nCopies(outputs, in));
     }
 
-    /** For adaptive average pooling: the leading dimensions, then {@code output_size}. */
+    /**
+     * For operators without a meta kernel: adaptive average pooling gives the leading dimensions, then
+     * {@code output_size}; max pooling ({@code max_pool3d}) gives per spatial dimension
+     * {@code floor((L + 2p - d(k - 1) - 1 + (ceil_mode ? s - 1 : 0)) / s) + 1}, one less where ceil mode would start the
+     * last window past the input and its left padding.
+     */
     @Override
     public long[] outputShape(AtenCall call, List<TensorMeta> inputs) {
-        if (!call.overload().name().contains("adaptive_avg_pool") || !(call.constant("output_size") instanceof long[] size)) {
+        String name = call.overload().name();
+        TensorMeta t = inputs.getFirst();
+        int k = spatialDims(call);
+        int leading = t.ndim() - k;
+        if (leading < 1 || leading > 2) {
+            throw new IllegalArgumentException(call.qualifiedName() + ": input " + Arrays.toString(t.shape()) + " should have "
+                + (k + 1) + " or " + (k + 2) + " dimensions");
+        }
+        long[] shape = t.shape().clone();
+        if (name.contains("adaptive_avg_pool") && call.constant("output_size") instanceof long[] size) {
+            if (size.length != k) {
+                throw new IllegalArgumentException(call.qualifiedName() + ": output_size " + Arrays.toString(size) + " should have "
+                    + k + " elements");
+            }
+            System.arraycopy(size, 0, shape, leading, k);
+            return shape;
+        }
+        if (!name.startsWith("max_pool")) {
             return null;
         }
-        TensorMeta t = inputs.getFirst();
-        int leading = t.ndim() - size.length;
-        if (size.length != spatialDims(call) || leading < 1 || leading > 2) {
-            throw new IllegalArgumentException(call.qualifiedName() + ": input " + Arrays.toString(t.shape())
-                + " should have " + (size.length + 1) + " or " + (size.length + 2) + " dimensions, output_size " + size.length);
+        boolean ceil = Boolean.TRUE.equals(call.constant("ceil_mode"));
+        for (int i = 0; i < k; i++) {
+            long length = t.size(leading + i);
+            long kernel = ConvolutionStrategy.at(call, "kernel_size", i, 1);
+            long stride = ConvolutionStrategy.at(call, "stride", i, kernel);
+            long padding = ConvolutionStrategy.at(call, "padding", i, 0);
+            long span = ConvolutionStrategy.at(call, "dilation", i, 1) * (kernel - 1);
+            long out = Math.floorDiv(length + 2 * padding - span - 1 + (ceil ? stride - 1 : 0), stride) + 1;
+            if (ceil && (out - 1) * stride >= length + padding) {
+                out--;
+            }
+            if (out < 1) {
+                throw new IllegalArgumentException(call.qualifiedName() + ": the (dilated) kernel does not fit input "
+                    + Arrays.toString(t.shape()) + " with its padding");
+            }
+            shape[leading + i] = out;
         }
-        long[] shape = Arrays.copyOf(t.shape(), t.ndim());
-        System.arraycopy(size, 0, shape, leading, size.length);
         return shape;
+    }
+
+    /** For max pooling: one dilated kernel's extent per spatial dimension, so that the probe's output is not empty. */
+    @Override
+    public long[][] probeShapes(AtenCall call, List<TensorMeta> inputs) {
+        long[][] shapes = ShardingStrategy.super.probeShapes(call, inputs);
+        int k = spatialDims(call);
+        long[] probe = shapes[0];
+        for (int i = 0; call.overload().name().startsWith("max_pool") && i < k; i++) {
+            long kernel = ConvolutionStrategy.at(call, "kernel_size", i, 1);
+            probe[probe.length - k + i] = ConvolutionStrategy.at(call, "dilation", i, 1) * (kernel - 1) + 1;
+        }
+        return shapes;
     }
 }
