@@ -35,6 +35,8 @@ def test_convolutions_match_torch():
     w1 = torch.randn(8, 3, 3)
     b1 = torch.randn(8)
     wg = torch.randn(8, 3, 2, 2)
+    wt = torch.randn(6, 4, 3, 3)
+    bt = torch.randn(4)
     # Each case runs with f = torch.nn.functional on whole tensors and f = dtorch.nn.functional on distributed ones.
     cases = [
         (lambda f, a, k, c: f.conv2d(a, k, c), (x, w, b)),
@@ -44,6 +46,8 @@ def test_convolutions_match_torch():
         (lambda f, a, k: f.conv2d(a, k, groups=2), (x, wg)),
         (lambda f, a, k, c: f.conv1d(a, k, c, padding=1, groups=2), (x1, w1, b1)),
         (lambda f, a, k: f.conv1d(a, k, stride=2, groups=2), (x1, w1)),
+        (lambda f, a, k, c: f.conv_transpose2d(a, k, c, stride=2, padding=1, output_padding=1), (x, wt, bt)),
+        (lambda f, a, k: f.conv_transpose2d(a, k, dilation=2), (x, wt)),
     ]
     for mesh in meshes():
         for case, inputs in cases:
