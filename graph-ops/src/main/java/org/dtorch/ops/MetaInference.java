@@ -1,7 +1,10 @@
 package org.dtorch.ops;
 
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.MemoryFormatOptional;
 import org.bytedeco.pytorch.ScalarTypeOptional;
@@ -24,11 +27,11 @@ import org.dtorch.ops.aten.AtenCall;
  * ({@link ShardingStrategy#probeShapes}: one element each by default; type promotion and reduction dtypes depend only
  * on dtypes and on whether a tensor has zero dimensions, never on sizes). That run also has libtorch check the call.
  * The result's number of dimensions is checked against the rule's. Convolutions (libtorch picks the
- * {@code convolution_overrideable} backend for meta tensors), adaptive average pooling and attention have no meta kernel
- * either; their strategies give the shape by formula. Other operators without a meta kernel are refused, naming the
- * operator.
+ * {@code convolution_overrideable} backend for meta tensors), adaptive average pooling, 3-d max pooling and attention
+ * have no meta kernel either; their strategies give the shape by formula. Other operators without a meta kernel are
+ * refused, naming the operator.
  *
- * <p>Stateless. Thread-safe: every call makes and closes its own tensors.
+ * <p>Thread-safe: every inference makes and closes its own tensors; the cache of answers is guarded by itself.
  */
 final class MetaInference {
     /** Shape and dtype of one output. */
@@ -38,7 +41,49 @@ final class MetaInference {
     private MetaInference() {
     }
 
+    /** The inputs' shapes and dtypes a call's outputs depend on (not their placements). */
+    private record Key(AtenCall call, List<List<Long>> shapes, List<ScalarType> dtypes) {
+        static Key of(AtenCall call, List<TensorMeta> inputs) {
+            List<List<Long>> shapes = new ArrayList<>(inputs.size());
+            List<ScalarType> dtypes = new ArrayList<>(inputs.size());
+            for (TensorMeta t : inputs) {
+                shapes.add(Arrays.stream(t.shape()).boxed().toList());
+                dtypes.add(t.dtype());
+            }
+            return new Key(call, shapes, dtypes);
+        }
+    }
+
+    /** Answers already found, most recently used last; at most {@value #CACHED} (decision 256). Guarded by itself. */
+    private static final Map<Key, List<Out>> CACHE = new LinkedHashMap<>(64, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Key, List<Out>> eldest) {
+            return size() > CACHED;
+        }
+    };
+    private static final int CACHED = 4096;
+
+    /**
+     * The outputs of {@code call} on global tensors of {@code inputs}' shapes and dtypes: remembered per call and input
+     * shapes and dtypes, since libtorch's answer depends on nothing else (decision 256); a refusal is not remembered.
+     * The shapes returned are shared: read them, do not write them.
+     */
     static List<Out> infer(AtenCall call, List<TensorMeta> inputs, ShardingStrategy strategy) {
+        Key key = Key.of(call, inputs);
+        synchronized (CACHE) {
+            List<Out> known = CACHE.get(key);
+            if (known != null) {
+                return known;
+            }
+        }
+        List<Out> found = List.copyOf(inferUncached(call, inputs, strategy));
+        synchronized (CACHE) {
+            CACHE.put(key, found);
+        }
+        return found;
+    }
+
+    private static List<Out> inferUncached(AtenCall call, List<TensorMeta> inputs, ShardingStrategy strategy) {
         try {
             return run(call, inputs, "meta", null);
         } catch (RuntimeException e) {
@@ -64,7 +109,7 @@ final class MetaInference {
         for (Out o : ones) {
             if (o.shape().length != shape.length) {
                 throw new IllegalStateException(call.qualifiedName() + " is listed as " + strategy.family() + " but gives " + o.shape().length
-                    + " dimensions for inputs of the broadcast shape " + java.util.Arrays.toString(shape));
+                    + " dimensions for inputs of the broadcast shape " + Arrays.toString(shape));
             }
             out.add(new Out(shape, o.dtype()));
         }

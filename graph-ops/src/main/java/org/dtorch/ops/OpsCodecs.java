@@ -63,7 +63,6 @@ public final class OpsCodecs implements OpSpecCodecProvider {
                 in -> new ReshapeSpec(in.wire().getLongs("reshape shape"), in.wire().getBoolean("reshape view"))),
             new Codec<>(NarrowSpec.class, "ops.narrow", (s, out) -> out.wire().putInt(s.dim()).putLong(s.start()).putLong(s.length()),
                 in -> new NarrowSpec(in.wire().getInt("narrow dim"), in.wire().getLong("narrow start"), in.wire().getLong("narrow length"))),
-            new Codec<>(CatSpec.class, "ops.cat", (s, out) -> out.wire().putInt(s.dim()), in -> new CatSpec(in.wire().getInt("cat dim"))),
             new Codec<>(CastSpec.class, "ops.cast", (s, out) -> out.wire().putDtype(s.dtype()),
                 in -> new CastSpec(in.wire().getDtype("cast dtype"))),
             new Codec<>(RedistributeSpec.class, "ops.redistribute", (s, out) -> out.sharding(s.target()),

@@ -37,7 +37,7 @@ public interface ShardingStrategy {
         return in;
     }
 
-    /** The family's name: {@code pointwise}, {@code reduction}, {@code replicate}. */
+    /** The family's name: {@code pointwise}, {@code reduction}, {@code concat-split}, {@code convolution}, {@code replicate}, ... */
     String family();
 
     /**
