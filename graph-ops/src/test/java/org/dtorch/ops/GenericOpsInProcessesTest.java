@@ -88,6 +88,13 @@ class GenericOpsInProcessesTest {
     }
 
     @Test
+    void shouldRunConvolutionsPoolingInterpolationAndAttentionLikeTorch() {
+        ConvolutionOpsTest.walkConvolutions(dt, 1);
+        ConvolutionOpsTest.walkPoolingAndInterpolation(dt, 1);
+        ConvolutionOpsTest.walkAttention(dt, 2);
+    }
+
+    @Test
     void shouldRunPointwiseOperatorsWithBroadcastingOnRandomPlacements() {
         List<AtenCall> calls = List.of(call("add", "T,T", null, null), call("mul", "T,T", null, null),
             call("clamp", "T,f,f", null, 0.2, 0.7), call("where", "T,T,T", null, null, null), call("lerp", "T,T,f", null, null, 0.3));
