@@ -40,7 +40,11 @@ public final class AtenSpec implements OpSpec {
     AtenSpec(AtenCall call, ShardingStrategy strategy) {
         this.call = Objects.requireNonNull(call, "call");
         this.strategy = Objects.requireNonNull(strategy, "strategy");
-        this.kernel = new DeviceKernel() {
+        this.kernel = kernelOf(call);
+    }
+
+    private static DeviceKernel kernelOf(AtenCall call) {
+        return new DeviceKernel() {
             @Override
             public List<Tensor> run(KernelContext ctx, List<Tensor> inputs) {
                 return call.call(inputs);
@@ -103,10 +107,11 @@ public final class AtenSpec implements OpSpec {
         return out;
     }
 
-    /** The one kernel: the call on the device's local inputs. */
+    /** The call on the device's local inputs: one kernel for every device, unless the strategy adapts the call per device. */
     @Override
     public DeviceKernel kernel(Operator op, long deviceId) {
-        return kernel;
+        AtenCall local = strategy.localCall(call, op.outputs().getFirst().meta().layout().localShape(deviceId));
+        return local == call ? kernel : kernelOf(local);
     }
 
     @Override

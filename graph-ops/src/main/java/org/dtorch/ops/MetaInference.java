@@ -50,6 +50,10 @@ final class MetaInference {
             }
         }
         long[] shape = strategy.outputShape(call, inputs);
+        ScalarType dtype = strategy.outputDtype(call, inputs);
+        if (dtype != null) {
+            return List.of(new Out(shape, dtype));
+        }
         List<Out> ones = run(call, inputs, "cpu", true);
         List<Out> out = new ArrayList<>();
         for (Out o : ones) {

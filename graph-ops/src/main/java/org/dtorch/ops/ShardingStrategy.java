@@ -1,6 +1,7 @@
 package org.dtorch.ops;
 
 import java.util.List;
+import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.ops.aten.AtenCall;
@@ -39,6 +40,22 @@ public interface ShardingStrategy {
      */
     default long[] outputShape(AtenCall call, List<TensorMeta> inputs) {
         return null;
+    }
+
+    /**
+     * The outputs' dtype by the family's own rule, where {@link #outputShape} answers and a run on one-element tensors
+     * cannot ({@link MetaInference}: an index of value 1 is out of range there); null to run the call on them.
+     */
+    default ScalarType outputDtype(AtenCall call, List<TensorMeta> inputs) {
+        return null;
+    }
+
+    /**
+     * The call a device runs on its local shards, whose first output's shard there has shape {@code localOutput}:
+     * {@code call} itself, unless its arguments carry global sizes (the target shape of a reshape, {@link ViewStrategy}).
+     */
+    default AtenCall localCall(AtenCall call, long[] localOutput) {
+        return call;
     }
 
     /** The input placements the strategy runs without communication, in words, for error messages. */

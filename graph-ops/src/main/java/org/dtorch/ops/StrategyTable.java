@@ -8,7 +8,7 @@ import org.dtorch.ops.aten.ParamType;
 /**
  * Which {@link ShardingStrategy} runs an ATen operator on distributed tensors: by operator name (and overload where
  * one name has overloads of two families, as {@code max.other} is element-wise and {@code max.dim} a reduction).
- * Operators in no family get the {@link ReplicateStrategy}, with a warning once per operator
+ * Views and shape operators go to the {@link ViewStrategy}. Operators in no family get the {@link ReplicateStrategy}, with a warning once per operator
  * ({@link org.dtorch.api.DTorch#aten}).
  *
  * <p>Immutable. Thread-safe.
@@ -61,6 +61,9 @@ public final class StrategyTable {
         }
         if (REDUCTIONS.contains(name)) {
             return ReductionStrategy.INSTANCE;
+        }
+        if (ViewStrategy.covers(call)) {
+            return ViewStrategy.INSTANCE;
         }
         return ReplicateStrategy.INSTANCE;
     }
