@@ -341,7 +341,8 @@ final class ViewStrategy implements ShardingStrategy {
      */
     private static boolean partialPasses(AtenCall call, ReduceOpType op) {
         String name = call.overload().name();
-        boolean constant = name.equals("constant_pad_nd") || name.equals("fill") || name.equals("pad") && "constant".equals(call.constant("mode"));
+        Object mode = call.constant("mode"); // null: the default, "constant"
+        boolean constant = name.equals("constant_pad_nd") || name.equals("fill") || name.equals("pad") && (mode == null || mode.equals("constant"));
         if (!constant) {
             return true;
         }
