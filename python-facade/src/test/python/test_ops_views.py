@@ -8,11 +8,7 @@ import dtorch
 import torch
 from dtorch import Shard, Replicate, Partial
 from _testing import raises, run
-
-
-def meshes():
-    return [dtorch.init_device_mesh("cpu", (1,)), dtorch.init_device_mesh("cpu", (2,)),
-            dtorch.init_device_mesh("cpu", (4,)), dtorch.init_device_mesh("cpu", (2, 2))]
+from test_generic_ops import meshes, wrap
 
 
 def on_meshes(cases):
@@ -36,13 +32,6 @@ def placements_for(mesh, shape, rng, partial=True):
         else:
             out.append(Replicate())
     return out
-
-
-def wrap(t, mesh, placements):
-    if any(isinstance(p, Partial) for p in placements):
-        whole = [Replicate() if isinstance(p, Partial) else p for p in placements]
-        return dtorch.Tensor(t, device_mesh=mesh, placements=whole).redistribute(mesh, placements)
-    return dtorch.Tensor(t, device_mesh=mesh, placements=placements)
 
 
 def same(got, want, what):

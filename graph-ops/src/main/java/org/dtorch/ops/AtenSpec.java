@@ -25,7 +25,8 @@ import org.dtorch.ops.aten.AtenCall;
  * each worker finds the overload in its own dispatcher and takes the strategy from the {@link StrategyTable} again, as
  * the public constructor does.
  *
- * <p>Immutable; one kernel serves every device. Thread-safe.
+ * <p>Immutable; one kernel serves every device, unless the strategy adapts the call to each device's shard
+ * ({@link ShardingStrategy#localCall}: the target shape of a reshape). Thread-safe.
  */
 public final class AtenSpec implements OpSpec {
     private final AtenCall call;

@@ -17,9 +17,9 @@ import org.dtorch.ops.aten.Overload;
 /**
  * Views and shape operators of one tensor (reshape, permute, select, slice, pad, repeat, ...), and what indexing needs
  * besides: {@code index_select}, the scatters that write a slice back ({@code slice_scatter}, {@code select_scatter})
- * and {@code fill} (a tensor of one value in another's shape and placements). Each output element is one input element, so
- * a device can compute its shard of the output alone exactly when the shard holds the same input elements; per mesh
- * dimension:
+ * and {@code fill} (a tensor of one value in another's shape and placements). Each output element is one input element
+ * (or a constant: pad, fill), so a device can compute its shard of the output alone exactly when its input shard holds
+ * those input elements; per mesh dimension:
  * <ul>
  *   <li>{@code S(d)} stays a shard, of the output dimension that carries {@code d}, where the operator keeps {@code d}
  *       whole or only moves it (permute, transpose, movedim, unsqueeze, the dimensions select, slice, narrow, pad and
@@ -30,8 +30,9 @@ import org.dtorch.ops.aten.Overload;
  *   <li>Otherwise (a dimension that is sliced, selected, padded, repeated, flipped, or an inner factor of a merge or
  *       split) {@code d} is gathered on that mesh dimension first.</li>
  *   <li>{@code P(op)} passes through: every output element is one input element, so combining partial values commutes
- *       with the operator. Padding adds elements: {@code P(sum)} passes only a pad of 0, {@code P(product)} only of 1.
- *       Scatters keep {@code P(op)} only when both tensors have it.</li>
+ *       with the operator. Pad and fill write constants, which every device would contribute: {@code P(sum)} passes
+ *       only 0, {@code P(product)} only 1. Scatters keep {@code P(op)} only when both tensors have it.</li>
+ *   <li>The index of {@code index_select} is replicated: every device needs all of it.</li>
  * </ul>
  * Operators that carry global sizes in their arguments (the shape of reshape and view, the sizes of expand and
  * unflatten) run on each device with the sizes of its own output shard ({@link #localCall}); reshapes of every kind
