@@ -128,7 +128,7 @@ def test_setitem_matches_torch_and_rebinds_the_tensor():
     rng = random.Random(8)
     torch.manual_seed(8)
     indices = [1, slice(1, 4), (slice(None), slice(0, None, 2)), (Ellipsis, -1), (slice(1, 3), 0, slice(1, None)), slice(None),
-               (None, -2), (slice(None), 1, slice(None, None, 2))]
+               (None, -2), (slice(None), 1, slice(None, None, 2)), (slice(None), [2, 0]), (1, slice(None), torch.tensor([1, 0]))]
     for mesh, index in on_meshes(indices):
         x = source(rng, integer=False)
         dx = wrap(x, mesh, placements_for(mesh, x.shape, rng))
@@ -170,9 +170,9 @@ def test_bad_indices_raise_python_errors():
     raises(TypeError, lambda: dx["a"])
     raises(NotImplementedError, lambda: dx[dx.gt(0.5)])
 
-    def assign_by_list():
-        dx[[0, 1]] = 1.0
-    raises(NotImplementedError, assign_by_list)
+    def assign_by_2d_index():
+        dx[torch.tensor([[0], [1]])] = 1.0
+    raises(NotImplementedError, assign_by_2d_index)
 
 
 if __name__ == "__main__":

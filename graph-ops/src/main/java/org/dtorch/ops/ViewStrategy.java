@@ -16,8 +16,8 @@ import org.dtorch.ops.aten.Overload;
 
 /**
  * Views and shape operators of one tensor (reshape, permute, select, slice, pad, repeat, ...), and what indexing needs
- * besides: {@code index_select}, the scatters that write a slice back ({@code slice_scatter}, {@code select_scatter})
- * and {@code fill} (a tensor of one value in another's shape and placements). Each output element is one input element
+ * besides: {@code index_select}, the scatters that write a slice back ({@code slice_scatter}, {@code select_scatter},
+ * {@code index_copy}) and {@code fill} (a tensor of one value in another's shape and placements). Each output element is one input element
  * (or a constant: pad, fill), so a device can compute its shard of the output alone exactly when its input shard holds
  * those input elements; per mesh dimension:
  * <ul>
@@ -32,7 +32,7 @@ import org.dtorch.ops.aten.Overload;
  *   <li>{@code P(op)} passes through: every output element is one input element, so combining partial values commutes
  *       with the operator. Pad and fill write constants, which every device would contribute: {@code P(sum)} passes
  *       only 0, {@code P(product)} only 1. Scatters keep {@code P(op)} only when both tensors have it.</li>
- *   <li>The index of {@code index_select} is replicated: every device needs all of it.</li>
+ *   <li>The index of {@code index_select} and {@code index_copy} is replicated: every device needs all of it.</li>
  * </ul>
  * Operators that carry global sizes in their arguments (the shape of reshape and view, the sizes of expand and
  * unflatten) run on each device with the sizes of its own output shard ({@link #localCall}); reshapes of every kind
@@ -46,13 +46,14 @@ final class ViewStrategy implements ShardingStrategy {
     /** The operators of the family, by name. */
     static final Set<String> NAMES = Set.of("reshape", "view", "_unsafe_view", "flatten", "unflatten", "squeeze", "unsqueeze",
         "expand", "permute", "transpose", "swapaxes", "swapdims", "t", "movedim", "moveaxis", "select", "narrow", "slice",
-        "constant_pad_nd", "pad", "repeat", "repeat_interleave", "flip", "roll", "index_select", "slice_scatter", "select_scatter", "fill");
+        "constant_pad_nd", "pad", "repeat", "repeat_interleave", "flip", "roll", "index_select", "slice_scatter", "select_scatter", "index_copy",
+        "fill");
     /** Operators whose output is the input's elements in another shape, in the same order. */
     private static final Set<String> RESHAPES = Set.of("reshape", "view", "_unsafe_view", "flatten", "unflatten", "squeeze",
         "unsqueeze");
 
     /** Operators whose output has the input's shape. */
-    private static final Set<String> SHAPE_KEEPING = Set.of("flip", "roll", "fill");
+    private static final Set<String> SHAPE_KEEPING = Set.of("flip", "roll", "fill", "index_copy");
 
     private ViewStrategy() {
     }
@@ -99,13 +100,13 @@ final class ViewStrategy implements ShardingStrategy {
         return inputs.getFirst().dtype();
     }
 
-    /** True when this family runs {@code call}: its overloads of one tensor input, and the scatters of two. */
+    /** True when this family runs {@code call}: its overloads of one tensor input, index_select and the scatters. */
     static boolean covers(AtenCall call) {
         String name = call.overload().name();
         if (!NAMES.contains(name) || name.equals("view") && !call.overload().overloadName().isEmpty()) {
             return false;
         }
-        int inputs = name.endsWith("_scatter") || name.equals("index_select") ? 2 : 1;
+        int inputs = name.equals("index_copy") ? 3 : name.endsWith("_scatter") || name.equals("index_select") ? 2 : 1;
         return call.inputCount() == inputs;
     }
 
@@ -113,7 +114,7 @@ final class ViewStrategy implements ShardingStrategy {
     public Decision decide(AtenCall call, List<TensorMeta> inputs, int outputs) {
         long[] out = MetaInference.infer(call, inputs, this).getFirst().shape();
         String name = call.overload().name();
-        if (name.endsWith("_scatter")) {
+        if (name.endsWith("_scatter") || name.equals("index_copy")) {
             return scatter(call, inputs, outputs);
         }
         TensorMeta t = inputs.getFirst();
@@ -306,10 +307,14 @@ final class ViewStrategy implements ShardingStrategy {
         return order;
     }
 
-    /** {@code slice_scatter(self, src, dim, ...)} and {@code select_scatter(self, src, dim, index)}. */
+    /**
+     * {@code slice_scatter(self, src, dim, ...)}, {@code select_scatter(self, src, dim, index)} and
+     * {@code index_copy(self, dim, index, source)} (whose index is replicated).
+     */
     private static Decision scatter(AtenCall call, List<TensorMeta> inputs, int outputs) {
+        boolean indexed = call.overload().name().equals("index_copy");
         TensorMeta self = inputs.get(0);
-        TensorMeta src = inputs.get(1);
+        TensorMeta src = inputs.get(indexed ? 2 : 1);
         int n = self.ndim();
         int dim = dim(call, "dim", n);
         boolean select = call.overload().name().equals("select_scatter");
@@ -333,7 +338,8 @@ final class ViewStrategy implements ShardingStrategy {
                 b.add(Placement.replicate());
             }
         }
-        return new Decision(List.of(a, b), Collections.nCopies(outputs, a));
+        List<Placement> index = Collections.nCopies(a.size(), Placement.replicate());
+        return new Decision(indexed ? List.of(a, index, b) : List.of(a, b), Collections.nCopies(outputs, a));
     }
 
     /**

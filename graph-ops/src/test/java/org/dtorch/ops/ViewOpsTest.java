@@ -53,12 +53,13 @@ class ViewOpsTest {
     }
 
     /**
-     * One call of the walk: the operator on inputs of these shapes and dtypes. A {@code Long} input holds random values
-     * below {@code bound} (an index), a {@code Float} one values in [0.5, 1.5).
+     * One call of the walk: the operator on inputs of these shapes and dtypes. A {@code Float} input holds values in
+     * [0.5, 1.5), a {@code Long} one values in [0, 16); input {@code index} (if not -1) is an index of two distinct values
+     * below {@code bound}.
      */
-    private record Case(AtenCall call, long[][] shapes, ScalarType[] dtypes, long bound) {
+    private record Case(AtenCall call, long[][] shapes, ScalarType[] dtypes, int index, long bound) {
         static Case of(AtenCall call, ScalarType dtype, long... shape) {
-            return new Case(call, new long[][] {shape}, new ScalarType[] {dtype}, 16);
+            return new Case(call, new long[][] {shape}, new ScalarType[] {dtype}, -1, 0);
         }
     }
 
@@ -132,12 +133,12 @@ class ViewOpsTest {
             case "flip" -> List.of(Case.of(call(name, "T,[i]", null, List.of((long) d)), t, s));
             case "roll" -> List.of(Case.of(call(name, "T,[i],[i]", null, List.of(2L), List.of((long) d)), t, s),
                 Case.of(call(name, "T,i", null, 3L), t, s));
-            case "index_select" -> List.of(new Case(call(name, "T,i,T", null, (long) d, null), new long[][] {s, {5}}, new ScalarType[] {t, L}, s[d]));
+            case "index_select" -> List.of(new Case(call(name, "T,i,T", null, (long) d, null), new long[][] {s, {2}}, new ScalarType[] {t, L}, 1, s[d]));
             case "slice_scatter" -> {
                 long[] src = s.clone();
                 src[d] = (s[d] - 1 + 1) / 2; // elements 1, 3, ... below s[d]
                 yield List.of(new Case(call(name, "T,T,i,i,i,i", null, null, (long) d, 1L, s[d], 2L), new long[][] {s, src},
-                    new ScalarType[] {t, t}, 16));
+                    new ScalarType[] {t, t}, -1, 0));
             }
             case "select_scatter" -> {
                 long[] src = new long[2];
@@ -146,7 +147,13 @@ class ViewOpsTest {
                         src[j++] = s[k];
                     }
                 }
-                yield List.of(new Case(call(name, "T,T,i,i", null, null, (long) d, 1L), new long[][] {s, src}, new ScalarType[] {t, t}, 16));
+                yield List.of(new Case(call(name, "T,T,i,i", null, null, (long) d, 1L), new long[][] {s, src}, new ScalarType[] {t, t}, -1, 0));
+            }
+            case "index_copy" -> { // distinct indices: a repeated one would be written in no defined order
+                long[] src = s.clone();
+                src[d] = 2;
+                yield List.of(new Case(call(name, "T,i,T,T", null, (long) d, null, null), new long[][] {s, {2}, src},
+                    new ScalarType[] {t, L, t}, 1, s[d]));
             }
             case "fill" -> List.of(Case.of(call(name, "T,f", null, 2.5), F, s), Case.of(call(name, "T,i", null, 0L), t, s));
             default -> throw new AssertionError("no case for view " + name);
@@ -160,9 +167,16 @@ class ViewOpsTest {
         List<DTensor> inputs = new ArrayList<>();
         try {
             for (int i = 0; i < c.shapes().length; i++) {
-                Tensor t = c.dtypes()[i] == L ? torch.randint(0, c.bound(), c.shapes()[i]) : random(c.shapes()[i]);
+                Tensor t;
+                if (i == c.index()) {
+                    try (Tensor order = torch.randperm(c.bound())) {
+                        t = order.narrow(0, 0, 2).clone();
+                    }
+                } else {
+                    t = c.dtypes()[i] == L ? torch.randint(0, 16, c.shapes()[i]) : random(c.shapes()[i]);
+                }
                 locals.add(t);
-                inputs.add(distribute(runtime, t, mesh, c.bound() == 16));
+                inputs.add(distribute(runtime, t, mesh, i != c.index()));
             }
             List<DTensor> out = runtime.aten(c.call(), inputs.toArray(DTensor[]::new));
             try (DTensor o = out.getFirst(); Tensor got = o.toTorch(); Tensor want = c.call().call(locals).getFirst()) {

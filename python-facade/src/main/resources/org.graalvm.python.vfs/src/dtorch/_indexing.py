@@ -2,8 +2,8 @@
 
 Basic indexing (ints, slices with steps, None, Ellipsis) is select, slice and unsqueeze; one long index (a dtorch or
 torch tensor, or a list of ints) is index_select. Assignment is functional: the value is written into copies with
-slice_scatter and select_scatter, innermost first, and the caller rebinds the tensor to the result; a bool mask of the
-tensor's shape is a where."""
+slice_scatter, select_scatter and index_copy (a 1-D long index), innermost first, and the caller rebinds the tensor to
+the result; a bool mask of the tensor's shape is a where."""
 
 import builtins
 import numbers
@@ -134,8 +134,11 @@ def setitem(t, index, value):
         return 1
 
     def on_advanced(dim, item):
-        raise NotImplementedError("assignment through a tensor or list index is not supported on dtorch.Tensor yet; "
-                                  "use slices, or a bool mask of the tensor's shape")
+        idx = _index_tensor(t, item)
+        if idx.ndim != 1 or builtins.any(op == "index_select" for _, op, _, _ in steps):
+            raise NotImplementedError("assignment through tensor or list indices takes one 1-D index on dtorch.Tensor")
+        step("index_select", dim, idx)
+        return 1
 
     _walk(t, index, on_int, on_slice, lambda dim: 0, on_advanced)
     view = state["t"]
@@ -150,5 +153,8 @@ def setitem(t, index, value):
     else:
         raise TypeError("a dtorch.Tensor takes a dtorch.Tensor or a number in an assignment, got %r" % (value,))
     for base, op, dim, args in reversed(steps):
-        src = _aten(op + "_scatter", base, src, dim, *args)
+        if op == "index_select":
+            src = _aten("index_copy", base, dim, args[0], src)
+        else:
+            src = _aten(op + "_scatter", base, src, dim, *args)
     return src
