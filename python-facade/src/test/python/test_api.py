@@ -1,6 +1,7 @@
 """Every public name of dtorch, in the call forms DTorch's documentation shows."""
 
 import dtorch
+import torch
 from dtorch import Partial, Replicate, Shard
 from _testing import close, raises, run
 
@@ -67,6 +68,25 @@ def test_factories_with_varargs_tuples_and_keywords():
     assert dtorch.tensor(host, device_mesh=pair, placements=[Shard(0)]).to_torch().tolist() == [[1, 2], [3, 4]]
 
 
+def test_factories_without_a_mesh_make_single_device_tensors_and_like_factories_copy_the_layout():
+    one = dtorch.init_device_mesh("cpu", (1,))
+    for t in (dtorch.randn(4, 8), dtorch.zeros(3), dtorch.full((2,), 1.5), dtorch.arange(5), dtorch.tensor([1, 2])):
+        assert t.device_mesh == one and t.placements == (Replicate(),), (t.device_mesh, t.placements)
+    mesh = dtorch.init_device_mesh("cpu", (2, 2))
+    x = dtorch.Tensor(torch.arange(15, dtype=torch.float32).reshape(5, 3), device_mesh=mesh,
+                      placements=[Shard(0), Replicate()]).redistribute(mesh, [Shard(0), Partial()])
+    for made, expected in ((dtorch.zeros_like(x), torch.zeros(5, 3)), (dtorch.ones_like(x, dtype=dtorch.int64),
+                                                                        torch.ones(5, 3, dtype=torch.int64)),
+                           (dtorch.full_like(x, 7.0), torch.full((5, 3), 7.0))):
+        assert made.device_mesh == mesh and made.placements == (Shard(0), Replicate()), made.placements
+        assert torch.equal(made.to_torch(), expected)
+    r = dtorch.rand_like(x, seed=3)
+    assert r.shape == (5, 3) and r.dtype == dtorch.float32 and r.placements == (Shard(0), Replicate())
+    assert torch.equal(r.to_torch(), dtorch.rand_like(x, seed=3).to_torch()) and 0 <= r.to_torch().min().item() < 1
+    assert dtorch.randn_like(x).shape == (5, 3) and dtorch.empty_like(x).dtype == dtorch.float32
+    raises(TypeError, dtorch.zeros_like, torch.zeros(2), contains="dtorch.Tensor")
+
+
 def test_operators_and_methods():
     mesh = dtorch.init_device_mesh("cpu", (4,))
     x = dtorch.tensor([[1.0, -2.0], [3.0, -4.0], [5.0, 6.0], [7.0, 8.0]], device_mesh=mesh, placements=[Shard(0)])
@@ -89,7 +109,7 @@ def test_operators_and_methods():
     assert x.sum(0).to_torch().tolist() == [16.0, 8.0]
     assert x.sum(1, keepdim=True).shape == (4, 1)
     assert x.mean(0).to_torch().tolist() == [4.0, 2.0]
-    assert x.max(0).to_torch().tolist() == [7.0, 8.0]
+    assert x.max(0).values.to_torch().tolist() == [7.0, 8.0] and x.max(0).indices.to_torch().tolist() == [3, 3]
     close(x.softmax(1).to_torch().tolist()[0], [0.95257413, 0.04742587])
     assert x.transpose(0, 1).shape == (2, 4) and x.T.placements == (Shard(1),)
     assert x.permute(1, 0).to_torch().tolist()[0] == [1.0, 3.0, 5.0, 7.0]
@@ -97,7 +117,7 @@ def test_operators_and_methods():
     assert x.narrow(1, 1, 1).to_torch().tolist() == [[-2.0], [-4.0], [6.0], [8.0]]
     assert x.to(dtorch.int64).dtype == dtorch.int64 and x.to("float64").dtype == dtorch.float64
     assert dtorch.cat([x, x], dim=1).shape == (4, 4)
-    y = dtorch.linear(x, w, dtorch.tensor([1.0, 1.0]))
+    y = dtorch.linear(x, w, dtorch.tensor([1.0, 1.0], device_mesh=mesh, placements=[Replicate()]))
     assert y.to_torch().tolist()[0] == [2.0, -1.0]
     assert dtorch.relu(x).to_torch().tolist() == x.relu().to_torch().tolist()
     assert x.numel() == 8 and x.ndim == 2 and len(x) == 4 and x.size(1) == 2

@@ -131,6 +131,15 @@ def test_a_sharded_sum_is_a_partial_sum_and_a_sharded_mean_is_gathered():
     assert torch.allclose(dtorch.mean(dx, [0]).to_torch(), x.mean(0))
 
 
+def test_memory_formats_are_taken_by_name_as_torch_takes_them():
+    mesh = dtorch.init_device_mesh("cpu", (2,))
+    x = torch.rand(4, 3)
+    dx = dtorch.Tensor(x, device_mesh=mesh, placements=[Shard(0)])
+    copy = dtorch.clone(dx, memory_format=torch.contiguous_format)
+    assert copy.placements == (Shard(0),) and torch.equal(copy.to_torch(), x)
+    assert torch.equal(dx.clone(memory_format=torch.preserve_format).to_torch(), x)
+
+
 def test_bad_calls_raise_python_errors():
     mesh = dtorch.init_device_mesh("cpu", (2,))
     dx = dtorch.Tensor(torch.rand(4, 3), device_mesh=mesh, placements=[Shard(0)])

@@ -1,9 +1,14 @@
 """The torch module on a GPU: tensors made on, moved to and computed on CUDA, checked against the same on the CPU."""
 
-import dtorch
-import torch
-import torch.nn.functional as F
-from _testing import raises, run
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import dtorch  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from _testing import raises, run  # noqa: E402
 
 
 def test_cuda_is_there():

@@ -3,6 +3,7 @@ package org.dtorch.benchmarks;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.util.List;
+import java.util.function.BinaryOperator;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 import org.dtorch.api.DTensor;
@@ -11,6 +12,7 @@ import org.dtorch.api.DTorchOptions;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.graph.PipelineStages;
 import org.dtorch.ops.BinarySpec;
+import org.dtorch.ops.aten.AtenCall;
 
 /**
  * Per-operator cost of {@code add} through the whole pipeline (client, controller, worker) on a one-device
@@ -43,6 +45,9 @@ final class PipelineBenchmark {
                 + "direct / pipeline: 1 means no overhead, and \"at most 1.2x\" means a ratio of at least 0.83.");
         Comparison small = new Comparison("add, shape (1,)", new Goal("at most 1.2x (ratio >= 0.83)", Goal.Target.RATIO, r -> r >= 0.83));
         Comparison large = new Comparison("add, " + side + " x " + side + " float32", Goal.ratioAtLeast(0.95));
+        Comparison generic = new Comparison("add, shape (1,), through the generic operator (`aten::add.Tensor`)",
+            Goal.context("the hand-written spec's row above is the goal's"));
+        AtenCall add = AtenCall.of("add", "T,T");
         Figure clientCpu = new Figure("client thread's CPU time per `add` issued (p50 of the rounds)", Unit.NANOS, Goal.atMost(1_000, Unit.NANOS));
         Figure clientWall = new Figure("client thread's wall time per `add` issued, controller and worker running beside it (p50 of the rounds)",
             Unit.NANOS, Goal.context("context"));
@@ -51,10 +56,11 @@ final class PipelineBenchmark {
             for (int run = 0; run < options.runs(); run++) {
                 measure(dt, mesh, small, new long[] {1}, options.iterations(SMALL_OPS), rounds);
                 measure(dt, mesh, large, new long[] {side, side}, LARGE_OPS, rounds);
+                measure(dt, mesh, generic, new long[] {1}, options.iterations(SMALL_OPS), rounds, (a, b) -> dt.aten(add, a, b).getFirst());
                 enqueue(dt, mesh, clientCpu, clientWall, options.iterations(SMALL_OPS), rounds);
             }
         }
-        report.comparisons(List.of(small, large));
+        report.comparisons(List.of(small, large, generic));
         report.note("Client-side cost of issuing one `add` (metadata inference, operand and operator, queueing, the handle and its "
             + "`Cleaner`, and the release when the handle is closed):");
         report.figures(List.of(clientCpu, clientWall));
@@ -144,6 +150,12 @@ final class PipelineBenchmark {
 
     /** One run of the pipeline against direct torch. */
     static void measure(DTorch dt, DeviceMesh mesh, Comparison row, long[] shape, int perRound, int rounds) {
+        measure(dt, mesh, row, shape, perRound, rounds, DTensor::add);
+    }
+
+    /** As {@link #measure(DTorch, DeviceMesh, Comparison, long[], int, int)}, issuing {@code add} as {@code op} does. */
+    static void measure(DTorch dt, DeviceMesh mesh, Comparison row, long[] shape, int perRound, int rounds,
+        BinaryOperator<DTensor> op) {
         Samples direct = new Samples("direct Bytedeco torch");
         Samples through = new Samples("pipeline");
         try (Tensor x = torch.ones(shape); Tensor y = torch.ones(shape);
@@ -157,7 +169,7 @@ final class PipelineBenchmark {
                 long directNanos = (System.nanoTime() - start) / perRound;
                 start = System.nanoTime();
                 for (int i = 0; i < perRound; i++) {
-                    a.add(b).close();
+                    op.apply(a, b).close();
                 }
                 dt.sync();
                 long pipelineNanos = (System.nanoTime() - start) / perRound;

@@ -25,7 +25,8 @@ final class SpeedBenchmark {
                 + "`add` of shape (1,) through the pipeline against direct torch, as the `pipeline` harness. Rows 5 and 6: a getter "
                 + "blocked long enough to sleep (1 ms in-process, 2 ms across processes) against the JDK's `CompletableFuture` and "
                 + "against a bare futex wake-up between two processes; the in-process getter is one long-lived thread that blocks once per "
-                + "wake-up (decision 206). Row 7 (secondary): row 5 with a new getter thread per wake-up.");
+                + "wake-up (decision 206); the File promise is made with its value's shape and dtype, as `get_tensor` makes it (decision 252). "
+                + "Row 7 (secondary): row 5 with a new getter thread per wake-up. Row 8 (secondary): row 6 without the value's shape.");
         AllReduceBenchmark.Rows allReduce = AllReduceBenchmark.measure(options);
         Comparison perOperator = new Comparison("add, shape (1,), through the pipeline",
             new Goal("at most 1.2x (ratio >= 0.83)", Goal.Target.RATIO, r -> r >= 0.83));
@@ -38,12 +39,13 @@ final class SpeedBenchmark {
             stages = PipelineBenchmark.breakdown(dt, dt.defaultMesh(), perRound, options.rounds(), options.runs());
         }
         List<Comparison> parked = FutureWakeupBenchmark.parked(options);
-        Comparison sleeping = ProcessBenchmark.sleepingPromiseAgainstFutex(options);
+        List<Comparison> sleeping = ProcessBenchmark.sleepingPromiseAgainstFutex(options);
         List<Comparison> rows = new java.util.ArrayList<>(allReduce.comparisons());
         rows.add(perOperator);
         rows.add(parked.getFirst());
-        rows.add(sleeping);
+        rows.add(sleeping.getFirst());
         rows.add(parked.getLast());
+        rows.add(sleeping.getLast());
         report.comparisons(rows);
         report.note("Same-device all-reduce bandwidth (every input read once, every output written once) against one thread's memcpy:");
         report.figures(allReduce.figures());

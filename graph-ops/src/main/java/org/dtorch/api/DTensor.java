@@ -22,9 +22,9 @@ import org.dtorch.ops.RedistributeSpec;
 import org.dtorch.ops.ReduceSpec;
 import org.dtorch.ops.ScalarSpec;
 import org.dtorch.ops.Shapes;
-import org.dtorch.ops.SoftmaxSpec;
 import org.dtorch.ops.UnarySpec;
 import org.dtorch.ops.ViewCalls;
+import org.dtorch.ops.aten.AtenCall;
 
 /**
  * A global tensor on a device mesh: shape, dtype, mesh and placements are known at once; its values
@@ -285,9 +285,12 @@ public final class DTensor implements AutoCloseable {
         return runtime.apply(new ReduceSpec(ReduceSpec.Kind.MAX, dims, keepdim), this);
     }
 
-    /** The softmax over {@code dim} (negative counts from the end). */
+    /**
+     * The softmax over {@code dim} (negative counts from the end): {@code aten::softmax} through the generic path, which
+     * gathers {@code dim} first where it is sharded and keeps shards elsewhere.
+     */
     public DTensor softmax(int dim) {
-        return runtime.apply(new SoftmaxSpec(dim), this);
+        return runtime.aten(AtenCall.of("softmax", "T,i", null, (long) dim), this).getFirst();
     }
 
     // ---- shape ------------------------------------------------------------------------------------

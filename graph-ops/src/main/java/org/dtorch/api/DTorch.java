@@ -17,6 +17,7 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.bytedeco.pytorch.global.torch;
 import org.dtorch.core.communication.promise.TensorFuture;
 import org.dtorch.core.communication.promise.TensorPromise;
+import org.dtorch.core.communication.promise.ExpectedValue;
 import org.dtorch.core.communication.promise.TensorPromises;
 import org.dtorch.core.communication.promise.VoidFuture;
 import org.dtorch.core.device.DeviceKind;
@@ -323,7 +324,9 @@ public final class DTorch implements AutoCloseable {
             DeviceMesh one = DeviceMesh.of(runtime.options().deviceKind(), t.mesh().deviceIds().getFirst());
             local = t.redistribute(one, Placement.replicate());
         }
-        TensorPromise promise = TensorPromises.create(runtime.promiseType(), runtime.options().timeout());
+        // A host value's shape and dtype are known: a File future's getter allocates it before it sleeps (decision 252).
+        ExpectedValue expected = local.mesh().kind() == DeviceKind.CPU ? new ExpectedValue(local.shape(), local.dtype()) : null;
+        TensorPromise promise = TensorPromises.create(runtime.promiseType(), runtime.options().timeout(), expected);
         TensorFuture future = promise.getFuture();
         try {
             graph().add(PromiseSpec.getTensor(promise), List.of(local.operand()));

@@ -25,8 +25,7 @@ import org.dtorch.ops.aten.AtenCall;
  * each worker finds the overload in its own dispatcher and takes the strategy from the {@link StrategyTable} again, as
  * the public constructor does.
  *
- * <p>Immutable; one kernel serves every device, unless the strategy adapts the call to each device's shard
- * ({@link ShardingStrategy#localCall}: the target shape of a reshape). Thread-safe.
+ * <p>Immutable; one kernel serves every device. Thread-safe.
  */
 public final class AtenSpec implements OpSpec {
     private final AtenCall call;
@@ -41,11 +40,7 @@ public final class AtenSpec implements OpSpec {
     AtenSpec(AtenCall call, ShardingStrategy strategy) {
         this.call = Objects.requireNonNull(call, "call");
         this.strategy = Objects.requireNonNull(strategy, "strategy");
-        this.kernel = kernelOf(call);
-    }
-
-    private static DeviceKernel kernelOf(AtenCall call) {
-        return new DeviceKernel() {
+        this.kernel = new DeviceKernel() {
             @Override
             public List<Tensor> run(KernelContext ctx, List<Tensor> inputs) {
                 return call.call(inputs);
@@ -108,11 +103,11 @@ public final class AtenSpec implements OpSpec {
         return out;
     }
 
-    /** The call on the device's local inputs: one kernel for every device, unless the strategy adapts the call per device. */
+    /** The strategy's kernel for the device where it has one, else the one kernel: the call on the device's local inputs. */
     @Override
     public DeviceKernel kernel(Operator op, long deviceId) {
-        AtenCall local = strategy.localCall(call, op.outputs().getFirst().meta().layout().localShape(deviceId));
-        return local == call ? kernel : kernelOf(local);
+        DeviceKernel own = strategy.kernel(call, op, deviceId);
+        return own != null ? own : kernel;
     }
 
     @Override

@@ -1,7 +1,10 @@
 package org.dtorch.ops;
 
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.MemoryFormatOptional;
 import org.bytedeco.pytorch.ScalarTypeOptional;
@@ -19,12 +22,14 @@ import org.dtorch.ops.aten.AtenCall;
  * <p>A few operators have no meta kernel in libtorch's C++ build (PyTorch registers theirs in Python; {@code where.self}
  * and {@code count_nonzero.dim_IntList} are two). For the families whose output shape is their definition the answer
  * is still exact: the shape comes from the strategy's rule ({@link ShardingStrategy#outputShape}: the broadcast shape
- * of element-wise operators, the kept dimensions of reductions) and the dtype from running the call on CPU tensors of
- * one element each, with the inputs' dtypes and numbers of dimensions (type promotion and reduction dtypes depend only
- * on dtypes and on whether a tensor has zero dimensions, never on sizes). The result's number of dimensions is checked
- * against the rule's. Other operators without a meta kernel are refused, naming the operator.
+ * of element-wise operators, the kept dimensions of reductions, the input's shape for normalizations) and the dtype
+ * from running the call on small CPU tensors with the inputs' dtypes and numbers of dimensions
+ * ({@link ShardingStrategy#probeShapes}: one element each by default; type promotion and reduction dtypes depend only
+ * on dtypes and on whether a tensor has zero dimensions, never on sizes). That run also has libtorch check the call.
+ * The result's number of dimensions is checked against the rule's. Other operators without a meta kernel are refused,
+ * naming the operator.
  *
- * <p>Stateless. Thread-safe: every call makes and closes its own tensors.
+ * <p>Thread-safe: every inference makes and closes its own tensors; the cache of answers is guarded by itself.
  */
 final class MetaInference {
     /** Shape and dtype of one output. */
@@ -34,15 +39,56 @@ final class MetaInference {
     private MetaInference() {
     }
 
+    /** The inputs' shapes and dtypes a call's outputs depend on (not their placements). */
+    private record Key(AtenCall call, List<List<Long>> shapes, List<ScalarType> dtypes) {
+        static Key of(AtenCall call, List<TensorMeta> inputs) {
+            List<List<Long>> shapes = new ArrayList<>(inputs.size());
+            List<ScalarType> dtypes = new ArrayList<>(inputs.size());
+            for (TensorMeta t : inputs) {
+                shapes.add(Arrays.stream(t.shape()).boxed().toList());
+                dtypes.add(t.dtype());
+            }
+            return new Key(call, shapes, dtypes);
+        }
+    }
+
+    /** Answers already found, most recently used last; at most {@value #CACHED} (decision 256). Guarded by itself. */
+    private static final Map<Key, List<Out>> CACHE = new LinkedHashMap<>(64, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Key, List<Out>> eldest) {
+            return size() > CACHED;
+        }
+    };
+    private static final int CACHED = 4096;
+
+    /**
+     * The outputs of {@code call} on global tensors of {@code inputs}' shapes and dtypes: remembered per call and input
+     * shapes and dtypes, since libtorch's answer depends on nothing else (decision 256); a refusal is not remembered.
+     * The shapes returned are shared: read them, do not write them.
+     */
     static List<Out> infer(AtenCall call, List<TensorMeta> inputs, ShardingStrategy strategy) {
+        Key key = Key.of(call, inputs);
+        synchronized (CACHE) {
+            List<Out> known = CACHE.get(key);
+            if (known != null) {
+                return known;
+            }
+        }
+        List<Out> found = List.copyOf(inferUncached(call, inputs, strategy));
+        synchronized (CACHE) {
+            CACHE.put(key, found);
+        }
+        return found;
+    }
+
+    private static List<Out> inferUncached(AtenCall call, List<TensorMeta> inputs, ShardingStrategy strategy) {
         try {
-            return run(call, inputs, "meta", false);
+            return run(call, inputs, "meta", null);
         } catch (RuntimeException e) {
             String message = String.valueOf(e.getMessage());
             boolean noMetaKernel = message.contains("Meta kernel") || message.contains("fake impl");
             if (!noMetaKernel) {
-                throw new IllegalArgumentException(call.qualifiedName() + " does not take these inputs " + inputs + ": "
-                    + firstLine(message), e);
+                throw refused(call, inputs, e);
             }
             if (strategy.outputShape(call, inputs) == null) {
                 throw new UnsupportedOperationException(call.qualifiedName() + " has no meta kernel in libtorch, so its output shapes "
@@ -54,31 +100,41 @@ final class MetaInference {
         if (dtype != null) {
             return List.of(new Out(shape, dtype));
         }
-        List<Out> ones = run(call, inputs, "cpu", true);
+        List<Out> ones;
+        try {
+            ones = run(call, inputs, "cpu", strategy.probeShapes(call, inputs));
+        } catch (RuntimeException e) {
+            throw refused(call, inputs, e);
+        }
         List<Out> out = new ArrayList<>();
         for (Out o : ones) {
             if (o.shape().length != shape.length) {
                 throw new IllegalStateException(call.qualifiedName() + " is listed as " + strategy.family() + " but gives " + o.shape().length
-                    + " dimensions for inputs of the broadcast shape " + java.util.Arrays.toString(shape));
+                    + " dimensions for inputs of the broadcast shape " + Arrays.toString(shape));
             }
             out.add(new Out(shape, o.dtype()));
         }
         return out;
     }
 
-    /** Runs {@code call} on empty tensors of {@code device}: of the inputs' shapes, or of one element each ({@code ones}). */
-    private static List<Out> run(AtenCall call, List<TensorMeta> inputs, String device, boolean ones) {
+    private static IllegalArgumentException refused(AtenCall call, List<TensorMeta> inputs, RuntimeException e) {
+        return new IllegalArgumentException(call.qualifiedName() + " does not take these inputs " + inputs + ": "
+            + firstLine(String.valueOf(e.getMessage())), e);
+    }
+
+    /**
+     * Runs {@code call} on tensors of {@code device}: empty ones of the inputs' shapes, or ones of the {@code probe}
+     * shapes where given.
+     */
+    private static List<Out> run(AtenCall call, List<TensorMeta> inputs, String device, long[][] probe) {
         List<Tensor> tensors = new ArrayList<>(inputs.size());
         List<Tensor> results = List.of();
         try (Device d = new Device(device)) {
-            for (TensorMeta t : inputs) {
-                long[] shape = ones ? new long[t.ndim()] : t.shape();
-                if (ones) {
-                    java.util.Arrays.fill(shape, 1);
-                }
+            for (int i = 0; i < inputs.size(); i++) {
+                TensorMeta t = inputs.get(i);
                 try (TensorOptions options = new TensorOptions(d).dtype(new ScalarTypeOptional(t.dtype()));
                      MemoryFormatOptional format = new MemoryFormatOptional()) {
-                    tensors.add(ones ? torch.ones(shape, options) : torch.empty(shape, options, format));
+                    tensors.add(probe != null ? torch.ones(probe[i], options) : torch.empty(t.shape(), options, format));
                 }
             }
             results = call.call(tensors);

@@ -1,8 +1,11 @@
 package org.dtorch.ops;
 
+import java.util.Arrays;
 import java.util.List;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.distributed.Placement;
+import org.dtorch.core.graph.DeviceKernel;
+import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.ops.aten.AtenCall;
 
@@ -51,11 +54,26 @@ public interface ShardingStrategy {
     }
 
     /**
-     * The call a device runs on its local shards, whose first output's shard there has shape {@code localOutput}:
-     * {@code call} itself, unless its arguments carry global sizes (the target shape of a reshape, {@link ViewStrategy}).
+     * The input shapes {@link MetaInference} runs {@code call} on, on CPU, to learn the outputs' dtypes (and have
+     * libtorch check the call) when it has no meta kernel: by default one element each, with the inputs' numbers of
+     * dimensions. Families whose operators check sizes against their constants or against each other (a normalized
+     * shape, a channel count) keep those sizes.
      */
-    default AtenCall localCall(AtenCall call, long[] localOutput) {
-        return call;
+    default long[][] probeShapes(AtenCall call, List<TensorMeta> inputs) {
+        long[][] out = new long[inputs.size()][];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = new long[inputs.get(i).ndim()];
+            Arrays.fill(out[i], 1);
+        }
+        return out;
+    }
+
+    /**
+     * What device {@code deviceId} runs for {@code op} (an {@link AtenSpec} of {@code call}) when the call on its local
+     * shards alone is not the answer, as for an embedding whose weight rows are sharded; null (the default) runs the call.
+     */
+    default DeviceKernel kernel(AtenCall call, Operator op, long deviceId) {
+        return null;
     }
 
     /** The input placements the strategy runs without communication, in words, for error messages. */

@@ -7,7 +7,8 @@ import org.dtorch.ops.aten.ParamType;
 
 /**
  * Which {@link ShardingStrategy} runs an ATen operator on distributed tensors: by operator name (and overload where
- * one name has overloads of two families, as {@code max.other} is element-wise and {@code max.dim} a reduction).
+ * one name has overloads of two families, as {@code max.other} is element-wise and {@code max.dim} a reduction, or by a
+ * constant, as dropout with {@code train=False} is the identity).
  * Views and shape operators go to the {@link ViewStrategy}. Operators in no family get the {@link ReplicateStrategy}, with a warning once per operator
  * ({@link org.dtorch.api.DTorch#aten}).
  *
@@ -52,15 +53,28 @@ public final class StrategyTable {
             throw new UnsupportedOperationException(call.qualifiedName() + ": in-place and out= forms are not supported on distributed "
                 + "tensors yet; use the functional form (" + name.replaceAll("_$", "") + ")");
         }
+        if (DropoutStrategy.isIdentity(call)) {
+            return DropoutStrategy.INSTANCE;
+        }
         if (RANDOM.contains(name) || o.params().stream().anyMatch(p -> p.type().base() == ParamType.Base.GENERATOR)) {
             throw new UnsupportedOperationException(call.qualifiedName() + " draws random numbers, which the generic distributed path "
-                + "cannot yet draw consistently across devices");
+                + "cannot yet draw consistently across devices" + (DropoutStrategy.NAMES.contains(name) ? " (in training: "
+                + "dtorch.nn.functional.dropout draws its mask from a seeded factory; in evaluation, train=False, it is the identity)" : ""));
         }
         if (POINTWISE_OVERLOADS.contains(call.qualifiedName()) || POINTWISE.contains(name) && !REDUCTIONS.contains(name)) {
             return PointwiseStrategy.INSTANCE;
         }
         if (REDUCTIONS.contains(name)) {
             return ReductionStrategy.INSTANCE;
+        }
+        if (NormalizationStrategy.covers(name)) {
+            return NormalizationStrategy.INSTANCE;
+        }
+        if (name.equals("batch_norm")) {
+            return BatchNormStrategy.INSTANCE;
+        }
+        if (name.equals("embedding")) {
+            return EmbeddingStrategy.INSTANCE;
         }
         if (ViewStrategy.covers(call)) {
             return ViewStrategy.INSTANCE;
@@ -71,6 +85,11 @@ public final class StrategyTable {
     /** The element-wise operator names the table knows (for tests that walk it). */
     public static Set<String> pointwiseNames() {
         return POINTWISE;
+    }
+
+    /** The normalization names the table knows, softmax included (for tests that walk it). */
+    public static Set<String> normalizationNames() {
+        return NormalizationStrategy.names();
     }
 
     /** The reduction names the table knows (for tests that walk it). */

@@ -9,6 +9,8 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.communication.ReduceOpType;
 import org.dtorch.core.distributed.Partial;
 import org.dtorch.core.distributed.Placement;
+import org.dtorch.core.graph.DeviceKernel;
+import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.ops.aten.AtenCall;
 import org.dtorch.ops.aten.AtenOps;
@@ -35,7 +37,7 @@ import org.dtorch.ops.aten.Overload;
  *   <li>The index of {@code index_select} and {@code index_copy} is replicated: every device needs all of it.</li>
  * </ul>
  * Operators that carry global sizes in their arguments (the shape of reshape and view, the sizes of expand and
- * unflatten) run on each device with the sizes of its own output shard ({@link #localCall}); reshapes of every kind
+ * unflatten) run on each device with the sizes of its own output shard ({@link #kernel}); reshapes of every kind
  * (squeeze, flatten, ...) run locally as {@code aten::reshape} to the local output shape, which gives the same values.
  *
  * <p>Stateless. Thread-safe.
@@ -363,11 +365,17 @@ final class ViewStrategy implements ShardingStrategy {
     }
 
     /**
-     * The call device {@code deviceId} runs, where {@code call} carries global sizes: a reshape of any kind becomes
-     * {@code aten::reshape} to the device's output shape, {@code expand} takes the device's output shape as its sizes.
+     * What device {@code deviceId} runs where {@code call} carries global sizes: a reshape of any kind runs as
+     * {@code aten::reshape} to the device's output shape, {@code expand} takes the device's output shape as its sizes;
+     * null (the call itself) for the other operators.
      */
     @Override
-    public AtenCall localCall(AtenCall call, long[] localOutput) {
+    public DeviceKernel kernel(AtenCall call, Operator op, long deviceId) {
+        AtenCall local = localCall(call, op.outputs().getFirst().meta().layout().localShape(deviceId));
+        return local == call ? null : (ctx, inputs) -> local.call(inputs);
+    }
+
+    private static AtenCall localCall(AtenCall call, long[] localOutput) {
         String name = call.overload().name();
         if (RESHAPES.contains(name)) {
             Overload reshape = AtenOps.overload("reshape", "");

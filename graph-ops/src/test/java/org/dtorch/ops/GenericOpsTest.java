@@ -22,7 +22,6 @@ import org.dtorch.core.graph.ShardingException;
 import org.dtorch.ops.aten.ArgKind;
 import org.dtorch.ops.aten.AtenCall;
 import org.dtorch.ops.aten.AtenOps;
-import org.dtorch.ops.aten.CallPlan;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -51,11 +50,7 @@ class GenericOpsTest {
 
     /** The call {@code name} makes of values of the kinds {@code key} (tensor values are only placeholders). */
     static AtenCall call(String name, String key, Object... values) {
-        CallPlan plan = AtenOps.bestPlan(AtenOps.overloads(name), ArgKind.Signature.parse(key));
-        if (plan == null) {
-            throw new IllegalArgumentException("no overload of " + name + " takes " + key);
-        }
-        return AtenCall.of(plan, values);
+        return AtenCall.of(name, key, values);
     }
 
     /** Extra arguments of element-wise operators that are not unary or binary on tensors: key, values, input dtypes. */
@@ -169,24 +164,32 @@ class GenericOpsTest {
                 locals.add(t);
                 inputs.add(distribute(runtime, t, mesh, pointwise && dtypes[i] != B));
             }
-            List<DTensor> out = runtime.aten(c, inputs.toArray(DTensor[]::new));
-            List<Tensor> expected = c.call(locals);
-            for (int r = 0; r < out.size(); r++) {
-                try (DTensor o = out.get(r); Tensor got = o.toTorch(); Tensor want = expected.get(r)) {
-                    String what = c + " on " + inputs.stream().map(DTensor::placements).toList() + " over " + Arrays.toString(meshShape)
-                        + " -> " + o.placements();
-                    assertEquals(Arrays.toString(want.sizes().vec().get()), Arrays.toString(got.sizes().vec().get()), what);
-                    assertEquals(want.scalar_type().intern(), got.scalar_type().intern(), what);
-                    boolean exact = !torch.isFloatingType(want.scalar_type());
-                    boolean same = exact ? torch.equal(got, want) : torch.allclose(got, want, 1e-4, 1e-5, true);
-                    if (!same) {
-                        fail(what + ": values differ\n got  " + got + "\n want " + want);
-                    }
-                }
-            }
+            assertLikeTorch(runtime, c, locals, inputs, meshShape);
         } finally {
             inputs.forEach(DTensor::close);
             locals.forEach(Tensor::close);
+        }
+    }
+
+    /**
+     * {@code c} on the distributed {@code inputs} through {@code runtime} against {@code c} on the whole {@code locals}: same
+     * shapes and dtypes, values equal for integers and bools, close for floating point.
+     */
+    static void assertLikeTorch(DTorch runtime, AtenCall c, List<Tensor> locals, List<DTensor> inputs, int[] meshShape) {
+        List<DTensor> out = runtime.aten(c, inputs.toArray(DTensor[]::new));
+        List<Tensor> expected = c.call(locals);
+        for (int r = 0; r < out.size(); r++) {
+            try (DTensor o = out.get(r); Tensor got = o.toTorch(); Tensor want = expected.get(r)) {
+                String what = c + " on " + inputs.stream().map(DTensor::placements).toList() + " over " + Arrays.toString(meshShape)
+                    + " -> " + o.placements();
+                assertEquals(Arrays.toString(want.sizes().vec().get()), Arrays.toString(got.sizes().vec().get()), what);
+                assertEquals(want.scalar_type().intern(), got.scalar_type().intern(), what);
+                boolean exact = !torch.isFloatingType(want.scalar_type());
+                boolean same = exact ? torch.equal(got, want) : torch.allclose(got, want, 1e-4, 1e-5, true);
+                if (!same) {
+                    fail(what + ": values differ\n got  " + got + "\n want " + want);
+                }
+            }
         }
     }
 
@@ -216,7 +219,7 @@ class GenericOpsTest {
     }
 
     /** {@code t} on {@code mesh} with a random placement per mesh dimension: R, S(d) of a long enough d, or (if allowed) P(sum). */
-    private static DTensor distribute(DTorch runtime, Tensor t, DeviceMesh mesh, boolean partialAllowed) {
+    static DTensor distribute(DTorch runtime, Tensor t, DeviceMesh mesh, boolean partialAllowed) {
         long[] shape = t.sizes().vec().get();
         Placement[] ps = new Placement[mesh.ndim()];
         boolean partial = false;

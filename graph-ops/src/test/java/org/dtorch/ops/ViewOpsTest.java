@@ -178,16 +178,7 @@ class ViewOpsTest {
                 locals.add(t);
                 inputs.add(distribute(runtime, t, mesh, i != c.index()));
             }
-            List<DTensor> out = runtime.aten(c.call(), inputs.toArray(DTensor[]::new));
-            try (DTensor o = out.getFirst(); Tensor got = o.toTorch(); Tensor want = c.call().call(locals).getFirst()) {
-                String what = c.call() + " on " + inputs.stream().map(DTensor::placements).toList() + " over " + Arrays.toString(meshShape)
-                    + " -> " + o.placements();
-                assertEquals(Arrays.toString(want.sizes().vec().get()), Arrays.toString(got.sizes().vec().get()), what);
-                boolean same = want.scalar_type().intern() == L ? torch.equal(got, want) : torch.allclose(got, want, 1e-5, 1e-6, false);
-                if (!same) {
-                    fail(what + ": values differ\n got  " + got + "\n want " + want);
-                }
-            }
+            GenericOpsTest.assertLikeTorch(runtime, c.call(), locals, inputs, meshShape);
         } finally {
             inputs.forEach(DTensor::close);
             locals.forEach(Tensor::close);

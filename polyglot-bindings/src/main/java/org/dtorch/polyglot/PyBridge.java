@@ -360,12 +360,6 @@ public final class PyBridge {
         return runtime.apply(new ReduceSpec(ReduceSpec.Kind.valueOf(kind.toUpperCase(Locale.ROOT)), d, keepdim), t);
     }
 
-    /** The softmax over {@code dim}. */
-    @HostAccess.Export
-    public DTensor softmax(DTensor t, long dim) {
-        return t.softmax(Math.toIntExact(dim));
-    }
-
     /** {@code to(dtype)}. */
     @HostAccess.Export
     public DTensor to(DTensor t, String dtype) {
@@ -418,6 +412,8 @@ public final class PyBridge {
                 tensors.add(t);
             } else if (!source.isDefault() && !source.isPacked() && source.kind().equals(ArgKind.DTYPE)) {
                 plain[source.index()] = Dtypes.scalarType((String) plain[source.index()]);
+            } else if (!source.isDefault() && !source.isPacked() && source.kind().equals(ArgKind.MEMORY_FORMAT)) {
+                plain[source.index()] = ArgKind.memoryFormat((String) plain[source.index()]);
             }
         }
         List<DTensor> outputs = runtime.aten(AtenCall.of(plan, plain), tensors.toArray(DTensor[]::new));

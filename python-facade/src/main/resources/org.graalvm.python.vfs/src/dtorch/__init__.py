@@ -15,10 +15,11 @@ from ._dtypes import (dtype, float32, float64, float16, bfloat16, int64, int32, 
 from ._future import TensorFuture
 from ._host import HostTensor
 from ._tensor import (Tensor, zeros, ones, empty, full, rand, randn, arange, tensor, manual_seed, linear, matmul, cat,
-                      relu, silu, gelu, softmax, redistribute, distribute_tensor, _GetTensorAsync, get_tensor_async, sync, device_count,
+                      relu, silu, gelu, redistribute, distribute_tensor, _GetTensorAsync, get_tensor_async, sync, device_count,
                       device_type)
 from .distributed_spec import DeviceMesh, init_device_mesh, Placement, Shard, Replicate, Partial
 from ._tensor import aten
+from ._tensor import zeros_like, ones_like, empty_like, full_like, rand_like, randn_like
 from . import _isolation, nn
 
 _isolation.install()
@@ -42,4 +43,5 @@ __all__ = [
     "empty", "full", "rand", "randn", "arange", "tensor", "manual_seed", "linear", "matmul", "cat", "relu", "silu", "gelu",
     "softmax", "redistribute", "distribute_tensor", "_GetTensorAsync", "get_tensor_async", "sync", "device_count", "device_type",
     "DeviceMesh", "init_device_mesh", "Placement", "Shard", "Replicate", "Partial", "aten", "nn",
+    "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
 ]

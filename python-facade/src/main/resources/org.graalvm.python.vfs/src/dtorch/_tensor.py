@@ -245,11 +245,11 @@ class Tensor:
         return self._reduce("mean", dim, keepdim)
 
     def max(self, dim=None, keepdim=False):
-        """The maximum values over `dim` (all if None), as torch.amax."""
-        return self._reduce("max", dim, keepdim)
-
-    def softmax(self, dim):
-        return Tensor(_bridge.call(_b().softmax, self._java, _index(dim, "dim")))
+        """As torch: the largest value (a 0-d tensor) without `dim`; with an int `dim`, the named tuple (values, indices)
+        over it (the generic path's aten::max.dim). t.amax(dims) takes several dims."""
+        if dim is None:
+            return self._reduce("max", None, False)
+        return aten("max", (self, dim), {"keepdim": keepdim})
 
     # ---- shape (the generic path: a shard survives where the view keeps its dimension, else it is gathered) ----
     def transpose(self, dim0, dim1):
@@ -381,8 +381,17 @@ def _next_seed(seed):
     return _SEED[0] * 1000003 + _SEED[1]
 
 
+def _factory_mesh(device_mesh):
+    """A factory's mesh: the one given, else the runtime's first device alone, as DTorch makes a tensor without a mesh
+    (decision 255)."""
+    if device_mesh is not None:
+        return _mesh(device_mesh)
+    default = DeviceMesh._wrap(_b().defaultMesh())
+    return DeviceMesh(default.device_type, [default.device_ids[0]])
+
+
 def _factory(kind, size, dtype, device_mesh, placements, seed=0):
-    mesh = _mesh(device_mesh)
+    mesh = _factory_mesh(device_mesh)
     shape = _shape(size)
     java = _bridge.call(_b().factory, kind, shape, _dtypes.of(dtype).name, mesh._java, _specs(placements, len(shape)),
                         _int64(seed, "seed"))
@@ -408,7 +417,7 @@ def full(size, fill_value, dtype=None, device_mesh=None, placements=None):
         raise TypeError("full() needs a bool, int or float fill_value, got %r" % (fill_value,))
     if dtype is None:
         dtype = {"bool": _dtypes.bool, "int": _dtypes.int64, "float": _dtypes.float32}[kind]
-    mesh = _mesh(device_mesh)
+    mesh = _factory_mesh(device_mesh)
     shape = _shape((size,) if isinstance(size, numbers.Integral) else (tuple(size),))
     return Tensor(_bridge.call(_b().full, shape, _dtypes.of(dtype).name, mesh._java, _specs(placements, len(shape)), value, kind))
 
@@ -432,7 +441,7 @@ def arange(start, end=None, step=1, dtype=None, device_mesh=None, placements=Non
     if dtype is None:
         dtype = _dtypes.int64 if integral else _dtypes.float32
     values = [_int64(v, "arange bound") for v in (start, end, step)] if integral else [float(v) for v in (start, end, step)]
-    mesh = _mesh(device_mesh)
+    mesh = _factory_mesh(device_mesh)
     return Tensor(_bridge.call(_b().arange, values[0], values[1], values[2], integral, _dtypes.of(dtype).name, mesh._java,
                                _specs(placements, 1)))
 
@@ -440,6 +449,51 @@ def arange(start, end=None, step=1, dtype=None, device_mesh=None, placements=Non
 def _from_torch(data, device_mesh, placements):
     mesh = _mesh(device_mesh)
     return Tensor(_bridge.call(_b().fromTorch, data._java, mesh._java, _specs(placements, data.ndim)))
+
+
+def _like(tensor, name):
+    """The shape, mesh and placements a *_like factory copies from `tensor`; a Partial dimension becomes Replicate (a
+    new tensor holds whole values)."""
+    if not isinstance(tensor, Tensor):
+        raise TypeError("%s() takes a dtorch.Tensor, got %r" % (name, tensor))
+    placements = [p if p.is_shard() else Replicate() for p in tensor.placements]
+    return tuple(tensor.shape), tensor.device_mesh, placements
+
+
+def zeros_like(input, dtype=None):
+    """zeros of `input`'s shape, mesh and placements (and dtype unless given)."""
+    shape, mesh, placements = _like(input, "zeros_like")
+    return zeros(*shape, dtype=dtype or input.dtype, device_mesh=mesh, placements=placements)
+
+
+def ones_like(input, dtype=None):
+    """ones of `input`'s shape, mesh and placements (and dtype unless given)."""
+    shape, mesh, placements = _like(input, "ones_like")
+    return ones(*shape, dtype=dtype or input.dtype, device_mesh=mesh, placements=placements)
+
+
+def empty_like(input, dtype=None):
+    """An uninitialized tensor of `input`'s shape, mesh and placements (and dtype unless given)."""
+    shape, mesh, placements = _like(input, "empty_like")
+    return empty(*shape, dtype=dtype or input.dtype, device_mesh=mesh, placements=placements)
+
+
+def full_like(input, fill_value, dtype=None):
+    """`fill_value` in `input`'s shape, mesh and placements (and dtype unless given)."""
+    shape, mesh, placements = _like(input, "full_like")
+    return full(shape, fill_value, dtype=dtype or input.dtype, device_mesh=mesh, placements=placements)
+
+
+def rand_like(input, dtype=None, seed=None):
+    """Uniform [0, 1) values of `input`'s shape, mesh and placements, seeded as rand() is."""
+    shape, mesh, placements = _like(input, "rand_like")
+    return rand(*shape, dtype=dtype or input.dtype, device_mesh=mesh, placements=placements, seed=seed)
+
+
+def randn_like(input, dtype=None, seed=None):
+    """Standard normal values of `input`'s shape, mesh and placements, seeded as randn() is."""
+    shape, mesh, placements = _like(input, "randn_like")
+    return randn(*shape, dtype=dtype or input.dtype, device_mesh=mesh, placements=placements, seed=seed)
 
 
 def distribute_tensor(tensor, device_mesh=None, placements=None):
@@ -451,8 +505,8 @@ def distribute_tensor(tensor, device_mesh=None, placements=None):
 
 def tensor(data, dtype=None, device_mesh=None, placements=None):
     """A distributed tensor from nested Python lists, a number, or a torch.Tensor (made with torch, or a value that
-    came back)."""
-    mesh = _mesh(device_mesh)
+    came back). Without a mesh it is on the runtime's first device alone, as the other factories."""
+    mesh = _factory_mesh(device_mesh)
     if isinstance(data, _torch.Tensor):
         if dtype is not None and _dtypes.of(dtype) != data.dtype:
             data = data.to(_dtypes.of(dtype))
@@ -550,10 +604,6 @@ def silu(t):
 
 def gelu(t):
     return t.gelu()
-
-
-def softmax(t, dim):
-    return t.softmax(dim)
 
 
 def redistribute(t, device_mesh=None, placements=None):

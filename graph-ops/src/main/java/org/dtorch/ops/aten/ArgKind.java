@@ -2,6 +2,8 @@ package org.dtorch.ops.aten;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
+import org.bytedeco.pytorch.global.torch.MemoryFormat;
 
 /**
  * The kinds of Python values the {@code torch} package passes, as it spells them in a call's signature key.
@@ -40,6 +42,22 @@ public final class ArgKind {
 
     public static String element(String kind) {
         return kind.substring(1, 2);
+    }
+
+    /**
+     * The memory format a value of kind {@code m} names ({@code contiguous_format}, {@code preserve_format},
+     * {@code channels_last}, {@code channels_last_3d}, as Python passes it).
+     *
+     * @throws IllegalArgumentException for any other name
+     */
+    public static MemoryFormat memoryFormat(String name) {
+        return switch (name.toLowerCase(Locale.ROOT)) {
+            case "contiguous_format" -> MemoryFormat.Contiguous;
+            case "preserve_format" -> MemoryFormat.Preserve;
+            case "channels_last" -> MemoryFormat.ChannelsLast;
+            case "channels_last_3d" -> MemoryFormat.ChannelsLast3d;
+            default -> throw new IllegalArgumentException("unknown memory format '" + name + "'");
+        };
     }
 
     /** A Python reading of a kind, for error messages. */

@@ -156,6 +156,20 @@ public final class AtenCall {
         return new AtenCall(plan.overload(), args);
     }
 
+    /**
+     * The call of operator {@code name} that values of the kinds {@code key} select ({@link ArgKind}; tensor values are
+     * only placeholders), the overload chosen as the {@code torch} module chooses it: for Java callers of the generic path.
+     *
+     * @throws IllegalArgumentException when no overload of {@code name} takes {@code key}
+     */
+    public static AtenCall of(String name, String key, Object... values) {
+        CallPlan plan = AtenOps.bestPlan(AtenOps.overloads(name), ArgKind.Signature.parse(key));
+        if (plan == null) {
+            throw new IllegalArgumentException("no overload of aten::" + name + " takes " + key + ": " + AtenOps.describe(AtenOps.overloads(name)));
+        }
+        return of(plan, values);
+    }
+
     private static Object constant(Overload.Param param, String kind, Object value) {
         if (kind.equals(ArgKind.NONE) || value == null) {
             return null;
@@ -234,6 +248,17 @@ public final class AtenCall {
             }
         }
         return null;
+    }
+
+    /** The schema names of the tensor inputs, in input order (optional tensors given as None are not inputs). */
+    public List<String> inputNames() {
+        List<String> out = new ArrayList<>(inputCount);
+        for (int i = 0; i < args.size(); i++) {
+            if (args.get(i) instanceof Input) {
+                out.add(overload.params().get(i).name());
+            }
+        }
+        return out;
     }
 
     /** True when the schema has a parameter named {@code name}. */

@@ -3,14 +3,12 @@ package org.dtorch.polyglot.torch;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Locale;
 import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.GenericList;
 import org.bytedeco.pytorch.IValue;
 import org.bytedeco.pytorch.IValueVector;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorVector;
-import org.bytedeco.pytorch.global.torch.MemoryFormat;
 import org.dtorch.ops.aten.ArgKind;
 import org.dtorch.ops.aten.ArgSource;
 import org.dtorch.ops.aten.CallPlan;
@@ -219,7 +217,7 @@ public final class BoundCall {
                     yield new IValue(d);
                 }
             }
-            case MEMORY_FORMAT -> new IValue(memoryFormat((String) value));
+            case MEMORY_FORMAT -> new IValue(ArgKind.memoryFormat((String) value));
             default -> throw new IllegalArgumentException(param.name() + ": values of type " + type + " are not supported yet");
         };
     }
@@ -300,16 +298,6 @@ public final class BoundCall {
             return v.asBoolean();
         }
         return (Boolean) value;
-    }
-
-    private static MemoryFormat memoryFormat(String name) {
-        return switch (name.toLowerCase(Locale.ROOT)) {
-            case "contiguous_format" -> MemoryFormat.Contiguous;
-            case "preserve_format" -> MemoryFormat.Preserve;
-            case "channels_last" -> MemoryFormat.ChannelsLast;
-            case "channels_last_3d" -> MemoryFormat.ChannelsLast3d;
-            default -> throw new IllegalArgumentException("unknown memory format '" + name + "'");
-        };
     }
 
     @Override

@@ -1,8 +1,12 @@
 """dtorch.nn.functional: torch.nn.functional's names on distributed tensors. The hand-written operators (relu, silu,
-gelu, softmax, linear) keep their own sharding rules; any other name is the ATen operator of that name through the
-generic path (dtorch.aten), e.g. hardtanh, leaky_relu, elu, softplus, mish, logsigmoid."""
+gelu, linear) keep their own sharding rules; any other name is the ATen operator of that name through the generic path
+(dtorch.aten), e.g. layer_norm, group_norm, hardtanh, leaky_relu, elu, softplus, mish, logsigmoid. The functions below
+take torch's signatures where they differ from the operator's (the arguments are read by torch.nn.functional's own
+helpers)."""
 
 from .. import _tensor
+from ..distributed_spec import Partial, Replicate
+from torch.nn import functional as _F
 
 
 def relu(input, inplace=False):
@@ -19,12 +23,45 @@ def gelu(input, approximate="none"):
     return _tensor.aten("gelu", (input,), {"approximate": approximate})
 
 
-def softmax(input, dim=None, _stacklevel=3, dtype=None):
-    if dim is None:
-        raise TypeError("softmax() needs dim")
-    if dtype is not None:
-        input = input.to(dtype)
-    return input.softmax(dim)
+def softmax(*args, **kwargs):
+    """softmax(input, dim=None, _stacklevel=3, dtype=None): gathers dim where it is sharded, keeps other shards."""
+    return _tensor.aten("softmax", _F._softmax_args(*args, **kwargs))
+
+
+def log_softmax(*args, **kwargs):
+    """log_softmax(input, dim=None, _stacklevel=3, dtype=None)"""
+    return _tensor.aten("log_softmax", _F._softmax_args(*args, **kwargs))
+
+
+def embedding(*args, **kwargs):
+    """embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False)"""
+    return _tensor.aten("embedding", _F._embedding_args(*args, **kwargs))
+
+
+def batch_norm(*args, **kwargs):
+    """batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5);
+    training=True needs running_mean and running_var None (they would be updated in place)."""
+    return _tensor.aten("batch_norm", _F._batch_norm_args(*args, **kwargs))
+
+
+def rms_norm(*args, **kwargs):
+    """rms_norm(input, normalized_shape, weight=None, eps=None)"""
+    return _tensor.aten("rms_norm", _F._rms_norm_args(*args, **kwargs))
+
+
+def dropout(*args, **kwargs):
+    """dropout(input, p=0.5, training=True, inplace=False). In evaluation (training=False) the identity. In training the
+    mask is drawn like dtorch.rand (seeded by dtorch.manual_seed, one seed per call): the same global mask whatever the
+    mesh and placements, so replicas agree and shards are slices of it, but not the mask torch draws on one device.
+    The result is input * (mask / (1 - p)), as torch computes it; inplace is ignored (torch's own is not in place here)."""
+    input, p, training = _F._dropout_args(*args, **kwargs)
+    if not training or p == 0.0:
+        return _tensor.aten("dropout", (input, p, False))
+    if p == 1.0:
+        return input * 0.0
+    placements = [Replicate() if isinstance(q, Partial) else q for q in input.placements]
+    kept = _tensor.rand(*input.shape, device_mesh=input.device_mesh, placements=placements).ge(p)
+    return input * (kept.to(input.dtype) / (1.0 - p))
 
 
 def linear(input, weight, bias=None):

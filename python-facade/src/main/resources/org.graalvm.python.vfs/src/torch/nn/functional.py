@@ -57,40 +57,64 @@ _normalize_norm = require("norm")
 _clamp_min = require("clamp_min")
 
 
-def softmax(input, dim=None, _stacklevel=3, dtype=None):
+def _softmax_args(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         raise TypeError("softmax() needs dim (implicit dimension choice is deprecated in PyTorch and not supported)")
-    return _softmax(input, dim, dtype)
+    return input, dim, dtype
 
 
-def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
-    if dim is None:
-        raise TypeError("log_softmax() needs dim")
-    return _log_softmax(input, dim, dtype)
+def softmax(*args, **kwargs):
+    """softmax(input, dim=None, _stacklevel=3, dtype=None)"""
+    return _softmax(*_softmax_args(*args, **kwargs))
 
 
-def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+def log_softmax(*args, **kwargs):
+    """log_softmax(input, dim=None, _stacklevel=3, dtype=None)"""
+    return _log_softmax(*_softmax_args(*args, **kwargs))
+
+
+def _embedding_args(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
     if max_norm is not None:
         raise NotImplementedError("embedding(max_norm=...) is not supported yet")
     if padding_idx is None:
         padding_idx = -1
     elif padding_idx < 0:
         padding_idx += weight.shape[0]
-    return _embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)
+    return weight, input, padding_idx, scale_grad_by_freq, sparse
 
 
-def dropout(input, p=0.5, training=True, inplace=False):
+def embedding(*args, **kwargs):
+    """embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False)"""
+    return _embedding(*_embedding_args(*args, **kwargs))
+
+
+def _dropout_args(input, p=0.5, training=True, inplace=False):
     if not 0.0 <= p <= 1.0:
         raise ValueError("dropout probability has to be between 0 and 1, but got %s" % p)
-    return _dropout(input, float(p), training)
+    return input, float(p), training
 
 
-def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
-    return _batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, False)
+def dropout(*args, **kwargs):
+    """dropout(input, p=0.5, training=True, inplace=False)"""
+    return _dropout(*_dropout_args(*args, **kwargs))
 
 
-def rms_norm(input, normalized_shape, weight=None, eps=None):
-    return _rms_norm(input, list(normalized_shape), weight, eps)
+def _batch_norm_args(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    return input, weight, bias, running_mean, running_var, training, momentum, eps, False
+
+
+def batch_norm(*args, **kwargs):
+    """batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5)"""
+    return _batch_norm(*_batch_norm_args(*args, **kwargs))
+
+
+def _rms_norm_args(input, normalized_shape, weight=None, eps=None):
+    return input, list(normalized_shape), weight, eps
+
+
+def rms_norm(*args, **kwargs):
+    """rms_norm(input, normalized_shape, weight=None, eps=None)"""
+    return _rms_norm(*_rms_norm_args(*args, **kwargs))
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):

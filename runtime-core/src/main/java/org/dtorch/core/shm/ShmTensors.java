@@ -125,13 +125,23 @@ public final class ShmTensors {
 
     /** A new tensor with a copy of the bytes at {@code source}. */
     public static Tensor copyOut(MemorySegment source, long[] shape, ScalarType dtype) {
-        long bytes = byteSize(shape, dtype);
-        Tensor out = torch.empty(shape, options(dtype), NO_MEMORY_FORMAT);
-        if (bytes > 0) {
-            MemorySegment.copy(source, ValueLayout.JAVA_BYTE, 0, MemorySegment.ofAddress(out.data_ptr().address()).reinterpret(bytes),
-                ValueLayout.JAVA_BYTE, 0, bytes);
-        }
+        Tensor out = empty(shape, dtype);
+        copyOut(source, shape, dtype, out.data_ptr().address());
         return out;
+    }
+
+    /** Copies the bytes of a value of {@code shape} and {@code dtype} at {@code source} to the memory at {@code address}. */
+    public static void copyOut(MemorySegment source, long[] shape, ScalarType dtype, long address) {
+        long bytes = byteSize(shape, dtype);
+        if (bytes > 0) {
+            MemorySegment.copy(source, ValueLayout.JAVA_BYTE, 0, MemorySegment.ofAddress(address).reinterpret(bytes), ValueLayout.JAVA_BYTE,
+                0, bytes);
+        }
+    }
+
+    /** A new contiguous CPU tensor of {@code shape} and {@code dtype}, its memory not initialized. */
+    public static Tensor empty(long[] shape, ScalarType dtype) {
+        return torch.empty(shape, options(dtype), NO_MEMORY_FORMAT);
     }
 
     /**

@@ -31,6 +31,8 @@ final class FileFuture<T> implements DirectCompletion {
     private final String what;
     /** Null for the global timeout at the time of the call. */
     private final Duration getTimeout;
+    /** A tensor future's expected value when it would be copied out of the inline bytes, else null (decision 252). */
+    private final ExpectedValue expected;
     private CompletableFuture<Object> completion;
 
     /** The outcome, read once; the cleanup action of its future. Guarded by itself. */
@@ -46,14 +48,15 @@ final class FileFuture<T> implements DirectCompletion {
             this.tensorKind = tensorKind;
         }
 
-        synchronized void read() {
+        /** Reads the outcome once; {@code prepared}, if not null, may give the value's tensor, allocated already. */
+        synchronized void read(PreparedReference prepared) {
             if (read) {
                 return;
             }
             try {
                 error = region.errorText();
                 if (error == null && tensorKind) {
-                    tensor = region.readValue();
+                    tensor = region.readValue(prepared);
                 }
             } catch (RuntimeException e) {
                 error = "reading the value failed: " + RemoteFailureException.describe(e);
@@ -73,21 +76,25 @@ final class FileFuture<T> implements DirectCompletion {
         }
     }
 
-    private FileFuture(FilePromiseRegion region, boolean tensorKind, String what, Duration getTimeout) {
+    private FileFuture(FilePromiseRegion region, boolean tensorKind, String what, Duration getTimeout, ExpectedValue expected) {
         this.outcome = new Outcome(region, tensorKind);
         this.what = what;
         this.getTimeout = getTimeout;
+        this.expected = expected != null && expected.bytes() <= FilePromiseLayout.INLINE_CAPACITY ? expected : null;
         FilePromise.CLEANER.register(this, outcome);
     }
 
-    /** The future of a File tensor promise over {@code region} (shared with the promise). */
-    static TensorFuture ofTensor(FilePromiseRegion region, Duration getTimeout) {
-        return new TensorView(new FileFuture<>(region, true, "TensorFuture", getTimeout));
+    /**
+     * The future of a File tensor promise over {@code region} (shared with the promise); {@code expected}, if not null,
+     * is what its getter allocates before it sleeps.
+     */
+    static TensorFuture ofTensor(FilePromiseRegion region, Duration getTimeout, ExpectedValue expected) {
+        return new TensorView(new FileFuture<>(region, true, "TensorFuture", getTimeout, expected));
     }
 
     /** The future of a File void promise over {@code region} (shared with the promise). */
     static VoidFuture ofVoid(FilePromiseRegion region, Duration getTimeout) {
-        return new VoidView(new FileFuture<Void>(region, false, "VoidFuture", getTimeout));
+        return new VoidView(new FileFuture<Void>(region, false, "VoidFuture", getTimeout, null));
     }
 
     /** True only when a value or an error is present. */
@@ -102,11 +109,12 @@ final class FileFuture<T> implements DirectCompletion {
 
     /**
      * Waits up to {@link #timeout()}, or throws naming the promise; then gives the result or throws the error set. A
-     * tensor future that has to sleep makes the handle it returns first ({@link PreparedReference}, decision 205).
+     * tensor future that has to sleep makes the handle it returns first, and the value's tensor when its shape is
+     * expected ({@link PreparedReference}, decisions 205 and 252).
      */
     T get() {
         Duration timeout = timeout();
-        try (PreparedReference prepared = outcome.tensorKind ? new PreparedReference() : null) {
+        try (PreparedReference prepared = outcome.tensorKind ? prepared() : null) {
             if (!outcome.region.awaitDone(timeout.toNanos(), what + ".get()", prepared)) {
                 throw new CommTimeoutException(what + ".get() " + Deadline.after(timeout).timedOutAfter()
                     + ": no value or error was set (File promise " + outcome.region.name() + "; the producing operator has not run)");
@@ -124,7 +132,7 @@ final class FileFuture<T> implements DirectCompletion {
         if (!outcome.region.awaitDone(timeout.toNanos(), what + ".waitFor()", prepared)) {
             return false;
         }
-        valueOrThrow();
+        valueOrThrow(prepared);
         return true;
     }
 
@@ -134,16 +142,24 @@ final class FileFuture<T> implements DirectCompletion {
      */
     @SuppressWarnings("unchecked")
     T result(PreparedReference prepared) {
-        Tensor value = valueOrThrow();
+        Tensor value = valueOrThrow(prepared);
         if (!outcome.tensorKind) {
             return null;
         }
         return (T) (prepared != null ? prepared.referenceTo(value) : new Tensor(value));
     }
 
-    /** The value read (owned by this future; null for a void future) after a successful wait; throws the error set. */
-    private Tensor valueOrThrow() {
-        outcome.read();
+    /** What a tensor future's getter prepares before it sleeps. */
+    PreparedReference prepared() {
+        return new PreparedReference(expected);
+    }
+
+    /**
+     * The value read (owned by this future; null for a void future) after a successful wait; throws the error set.
+     * {@code prepared}, if not null, may give the value's tensor.
+     */
+    private Tensor valueOrThrow(PreparedReference prepared) {
+        outcome.read(prepared);
         synchronized (outcome) {
             if (outcome.error != null) {
                 Throwable local = outcome.region.localError();
@@ -170,7 +186,7 @@ final class FileFuture<T> implements DirectCompletion {
                     return false;
                 }
                 try {
-                    view.complete(valueOrThrow());
+                    view.complete(valueOrThrow(null));
                 } catch (FutureFailedException e) {
                     view.completeExceptionally(e.getCause());
                 }
@@ -219,7 +235,7 @@ final class FileFuture<T> implements DirectCompletion {
 
         @Override
         public Optional<Tensor> waitFor(Duration timeout) {
-            try (PreparedReference prepared = new PreparedReference()) {
+            try (PreparedReference prepared = future.prepared()) {
                 return future.waitFor(timeout, prepared) ? Optional.of(future.result(prepared)) : Optional.empty();
             }
         }

@@ -384,9 +384,10 @@ final class FilePromiseRegion {
 
     /**
      * The published value as a tensor the caller owns: a copy of a small value, a view of a large one
-     * (its value region is unlinked once mapped). Call once done and when {@link #errorText()} is null.
+     * (its value region is unlinked once mapped). Call once done and when {@link #errorText()} is null. A small value
+     * goes into the tensor {@code prepared} allocated for it, if not null and of the value's shape and dtype.
      */
-    Tensor readValue() {
+    Tensor readValue(PreparedReference prepared) {
         Shm.getIntAcquire(seg, STATE);
         int ndim = seg.get(ValueLayout.JAVA_INT, NDIM);
         long[] shape = new long[ndim];
@@ -400,7 +401,12 @@ final class FilePromiseRegion {
         }
         int placement = seg.get(ValueLayout.JAVA_INT, PLACEMENT);
         if (placement == INLINE) {
-            return ShmTensors.copyOut(seg.asSlice(INLINE_BYTES, INLINE_CAPACITY), shape, dtype);
+            Tensor target = prepared != null ? prepared.takeTarget(shape, dtype) : null;
+            if (target == null) {
+                return ShmTensors.copyOut(seg.asSlice(INLINE_BYTES, INLINE_CAPACITY), shape, dtype);
+            }
+            ShmTensors.copyOut(seg.asSlice(INLINE_BYTES, INLINE_CAPACITY), shape, dtype, prepared.targetAddress());
+            return target;
         }
         if (placement == CUDA_IPC) {
             return viewLentValue(shape, dtype);

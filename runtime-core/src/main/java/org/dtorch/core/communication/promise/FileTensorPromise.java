@@ -13,8 +13,12 @@ import org.dtorch.core.tensor.TorchTensors;
  */
 final class FileTensorPromise extends FilePromise implements TensorPromise {
 
-    FileTensorPromise(FilePromiseRegion region, boolean creator, Duration getTimeout) {
+    /** What the future's getter may allocate before it sleeps; null when unknown. */
+    private final ExpectedValue expected;
+
+    FileTensorPromise(FilePromiseRegion region, boolean creator, Duration getTimeout, ExpectedValue expected) {
         super(region, creator, "TensorPromise", getTimeout);
+        this.expected = expected;
     }
 
     @Override
@@ -30,6 +34,6 @@ final class FileTensorPromise extends FilePromise implements TensorPromise {
 
     @Override
     public TensorFuture getFuture() {
-        return FileFuture.ofTensor(takeFuture(), getTimeout);
+        return FileFuture.ofTensor(takeFuture(), getTimeout, expected);
     }
 }

@@ -13,15 +13,16 @@ import org.dtorch.core.tensor.TorchTensors;
  * A {@link TensorPromise} whose future lives in the same process (docs/communication-core.md, Promises and
  * futures): a {@link CompletableFuture} holding the promise's own reference to the value.
  *
- * <p>A getter that has to park makes the handles of the hand-off first (its result, and a spare the completer fills
- * with its own reference: {@link PreparedReference}), so completing and waking make none (decision 205).
+ * <p>A getter that has to park makes the handles of the hand-off first (the promise's own reference and the getter's
+ * result, which the completer fills before it completes: {@link PreparedReference}), so completing makes none and the
+ * woken getter returns without a native call (decisions 205, 252).
  *
  * <p>Thread-safe: completion and {@link #getFuture()} are atomic.
  */
 final class MemoryTensorPromise extends MemoryPromise<Tensor> implements TensorPromise {
 
-    /** A handle a parked getter lent for the promise's own reference; taken by {@link #setValue}. */
-    private final AtomicReference<Tensor> spare = new AtomicReference<>();
+    /** The handles a parked getter lent (the promise's own reference and its result); taken by {@link #setValue}. */
+    private final AtomicReference<PreparedReference.Lent> spare = new AtomicReference<>();
 
     MemoryTensorPromise(Duration getTimeout) {
         super("TensorPromise", getTimeout);
@@ -48,10 +49,10 @@ final class MemoryTensorPromise extends MemoryPromise<Tensor> implements TensorP
     /** The future of a {@link MemoryTensorPromise}. Thread-safe. */
     static final class MemoryTensorFuture implements TensorFuture, DirectCompletion {
         private final CompletableFuture<Tensor> value;
-        private final AtomicReference<Tensor> spare;
+        private final AtomicReference<PreparedReference.Lent> spare;
         private final Duration getTimeout;
 
-        MemoryTensorFuture(CompletableFuture<Tensor> value, AtomicReference<Tensor> spare, Duration getTimeout) {
+        MemoryTensorFuture(CompletableFuture<Tensor> value, AtomicReference<PreparedReference.Lent> spare, Duration getTimeout) {
             this.value = value;
             this.spare = spare;
             this.getTimeout = getTimeout;

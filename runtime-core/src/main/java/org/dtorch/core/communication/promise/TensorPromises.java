@@ -27,9 +27,18 @@ public final class TensorPromises {
      * timeout); null for the global communication timeout at the time of the call.
      */
     public static TensorPromise create(TensorPromiseType type, Duration getTimeout) {
+        return create(type, getTimeout, null);
+    }
+
+    /**
+     * As {@link #create(TensorPromiseType, Duration)}, for a value of known shape and dtype ({@code expected}, or null
+     * when unknown): a File future's getter that has to sleep then allocates the value first (decision 252). A value of
+     * another shape or dtype is still taken.
+     */
+    public static TensorPromise create(TensorPromiseType type, Duration getTimeout, ExpectedValue expected) {
         return switch (Objects.requireNonNull(type, "type")) {
             case MEMORY -> new MemoryTensorPromise(getTimeout);
-            case FILE -> new FileTensorPromise(FilePromiseRegion.create(FilePromiseLayout.TENSOR), true, getTimeout);
+            case FILE -> new FileTensorPromise(FilePromiseRegion.create(FilePromiseLayout.TENSOR), true, getTimeout, expected);
             case NETWORK -> throw notBuilt(type);
         };
     }
@@ -44,7 +53,7 @@ public final class TensorPromises {
      */
     public static TensorPromise fromSerialized(TensorPromiseType type, String data) {
         return switch (checkRebuild(type, data)) {
-            case FILE -> new FileTensorPromise(FilePromiseRegion.attach(data, FilePromiseLayout.TENSOR), false, null);
+            case FILE -> new FileTensorPromise(FilePromiseRegion.attach(data, FilePromiseLayout.TENSOR), false, null, null);
             default -> throw new AssertionError(type);
         };
     }

@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.shm.SharedRegion;
 import org.dtorch.core.shm.ShmTensors;
 import org.dtorch.core.testing.TestTensors;
@@ -64,6 +65,27 @@ class FilePromiseTest {
         try (Tensor value = got.get(1, TimeUnit.SECONDS); Tensor again = future.get()) {
             assertTrue(TestTensors.same(TestTensors.full(9f, 3), value), TestTensors.values(value));
             assertEquals(value.data_ptr().address(), again.data_ptr().address(), "the value is read once");
+        }
+    }
+
+    @Test
+    void shouldCopyAnExpectedValueIntoTheTensorASleepingGetterAllocatedAndTakeAnyOtherValueAsBefore() throws Exception {
+        // The expected shape and dtype (decision 252), then values of another shape and of another dtype.
+        Tensor[] values = {TestTensors.full(4f, 2, 3), TestTensors.full(5f, 3, 2),
+            TestTensors.pattern(new long[] {2, 3}, ScalarType.Long, 0, 97, 1)};
+        for (Tensor value : values) {
+            TensorPromise created = TensorPromises.create(TensorPromiseType.FILE, null, new ExpectedValue(new long[] {2, 3}, ScalarType.Float));
+            TensorFuture future = created.getFuture();
+            String name = created.serialize();
+            CompletableFuture<Tensor> got = new CompletableFuture<>();
+            Thread getter = Thread.ofPlatform().start(() -> got.complete(future.get()));
+            Thread.sleep(50); // far past the spin: the getter sleeps, having allocated the expected value
+            TensorPromises.fromSerialized(TensorPromiseType.FILE, name).setValue(value);
+            getter.join(5000);
+            try (value; Tensor result = got.get(1, TimeUnit.SECONDS); Tensor again = future.get()) {
+                assertTrue(TestTensors.same(value, result), TestTensors.diff(value, result));
+                assertEquals(result.data_ptr().address(), again.data_ptr().address(), "the value is read once");
+            }
         }
     }
 

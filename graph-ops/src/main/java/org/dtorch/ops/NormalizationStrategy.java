@@ -1,0 +1,142 @@
+package org.dtorch.ops;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import org.dtorch.core.distributed.Placement;
+import org.dtorch.core.graph.TensorMeta;
+import org.dtorch.ops.aten.AtenCall;
+
+/**
+ * Operators that normalize the first input along some of its dimensions and leave the others independent: softmax and
+ * log-softmax (along {@code dim}), layer norm and RMS norm (along the last {@code len(normalized_shape)} dimensions),
+ * group norm (along everything but the batch dimension 0). Per mesh dimension:
+ * <ul>
+ *   <li>{@code S(d)} of the first input on an independent dimension stays, and the output (of the input's shape) is
+ *       {@code S(d)};</li>
+ *   <li>{@code S(d)} on a normalized dimension is gathered to {@code R} first, as is a partial input (none of these
+ *       operators is linear);</li>
+ *   <li>the other tensor inputs (weight and bias, shaped like the normalized dimensions) are {@code R}.</li>
+ * </ul>
+ * ({@code native_layer_norm}, whose mean and rstd have other shapes and no meta kernel in libtorch's C++ build, is not
+ * in the family.)
+ *
+ * <p>Stateless. Thread-safe.
+ */
+final class NormalizationStrategy implements ShardingStrategy {
+    static final NormalizationStrategy INSTANCE = new NormalizationStrategy();
+
+    /** Normalized along {@code dim}. */
+    private static final Set<String> ALONG_DIM = Set.of("softmax", "_softmax", "log_softmax", "_log_softmax");
+    /** Normalized along the trailing {@code normalized_shape}. */
+    private static final Set<String> TRAILING = Set.of("layer_norm", "rms_norm");
+    /** Normalized along everything but dimension 0. */
+    private static final Set<String> PER_SAMPLE = Set.of("group_norm");
+
+    private NormalizationStrategy() {
+    }
+
+    /** True when {@code name} is an operator of this family. */
+    static boolean covers(String name) {
+        return ALONG_DIM.contains(name) || TRAILING.contains(name) || PER_SAMPLE.contains(name);
+    }
+
+    /** The operator names of this family (for tests that walk the table). */
+    static Set<String> names() {
+        Set<String> all = new TreeSet<>(ALONG_DIM);
+        all.addAll(TRAILING);
+        all.addAll(PER_SAMPLE);
+        return all;
+    }
+
+    @Override
+    public String family() {
+        return "normalization";
+    }
+
+    @Override
+    public String legal() {
+        return "per mesh dimension: R; or S(d) of the input on a dimension it does not normalize (softmax: any but dim; "
+            + "layer_norm, rms_norm: any before normalized_shape; group_norm: the batch dimension 0), with every other "
+            + "tensor input (weight, bias) R";
+    }
+
+    @Override
+    public Decision decide(AtenCall call, List<TensorMeta> inputs, int outputs) {
+        TensorMeta x = inputs.getFirst();
+        boolean[] normalized = normalized(call, x.ndim());
+        List<Placement> kept = keepIndependentShards(x, normalized);
+        List<List<Placement>> in = new ArrayList<>();
+        in.add(kept);
+        List<Placement> replicated = Collections.nCopies(kept.size(), Placement.replicate());
+        for (int i = 1; i < inputs.size(); i++) {
+            in.add(replicated);
+        }
+        return new Decision(in, Collections.nCopies(outputs, kept));
+    }
+
+    /** The input's shape. */
+    @Override
+    public long[] outputShape(AtenCall call, List<TensorMeta> inputs) {
+        return inputs.getFirst().shape();
+    }
+
+    /** The input with its independent dimensions cut to 1 (the normalized ones checked against weight and bias); the others whole. */
+    @Override
+    public long[][] probeShapes(AtenCall call, List<TensorMeta> inputs) {
+        long[][] out = shapes(inputs);
+        boolean[] normalized = normalized(call, out[0].length);
+        for (int d = 0; d < normalized.length; d++) {
+            out[0][d] = normalized[d] ? out[0][d] : 1;
+        }
+        return out;
+    }
+
+    /** Which of {@code ndim} dimensions {@code call} normalizes together. */
+    private static boolean[] normalized(AtenCall call, int ndim) {
+        String name = call.overload().name();
+        boolean[] out = new boolean[ndim];
+        if (ALONG_DIM.contains(name)) {
+            if (!(call.constant("dim") instanceof Number dim)) {
+                throw new UnsupportedOperationException(call.qualifiedName() + ": named dimensions are not supported on distributed tensors");
+            }
+            int d = Rules.normalizeDim(name, Math.toIntExact(dim.longValue()), Math.max(ndim, 1));
+            if (ndim > 0) {
+                out[d] = true;
+            }
+        } else if (TRAILING.contains(name)) {
+            int n = ((long[]) call.constant("normalized_shape")).length;
+            for (int d = Math.max(0, ndim - n); d < ndim; d++) {
+                out[d] = true;
+            }
+        } else if (ndim > 1) {
+            Arrays.fill(out, 1, ndim, true);
+        }
+        return out;
+    }
+
+    /** The inputs' whole shapes (copies), for probes that keep some sizes. */
+    static long[][] shapes(List<TensorMeta> inputs) {
+        long[][] out = new long[inputs.size()][];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = inputs.get(i).shape();
+        }
+        return out;
+    }
+
+    /**
+     * Per mesh dimension of {@code t}: its shard where it is on a dimension {@code whole} leaves independent, else R (a
+     * sharded whole dimension is gathered, a partial value reduced).
+     */
+    static List<Placement> keepIndependentShards(TensorMeta t, boolean[] whole) {
+        List<Placement> out = new ArrayList<>();
+        for (Placement p : t.placements()) {
+            int d = Rules.shardDim(p);
+            out.add(d >= 0 && !whole[d] ? p : Placement.replicate());
+        }
+        return out;
+    }
+}
