@@ -356,7 +356,7 @@ final class ViewStrategy implements ShardingStrategy {
             return true;
         }
         Object v = call.constant("value");
-        double value = v == null ? 0 : ((Number) v).doubleValue();
+        double value = v == null ? 0 : v instanceof Boolean b ? (b ? 1 : 0) : ((Number) v).doubleValue();
         return switch (op) {
             case SUM -> value == 0;
             case PRODUCT -> value == 1;

@@ -268,6 +268,7 @@ class ViewOpsTest {
         assertEquals(List.of(P), placementsOf(call("constant_pad_nd", "T,[i]", null, List.of(1L, 1L)), shape, new int[] {2}, P));
         assertEquals(List.of(R), placementsOf(call("constant_pad_nd", "T,[i],f", null, List.of(1L, 1L), 1.0), shape, new int[] {2}, P));
         assertEquals(List.of(R), placementsOf(call("fill", "T,f", null, 1.0), shape, new int[] {2}, P));
+        assertEquals(List.of(P), placementsOf(call("fill", "T,b", null, false), shape, new int[] {2}, P));
     }
 
     @Test
