@@ -32,11 +32,11 @@ import org.dtorch.core.runtime.PromiseSpec;
 import org.dtorch.core.distributed.RedistributionPlanner;
 import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.ops.AtenSpec;
-import org.dtorch.ops.CatSpec;
 import org.dtorch.ops.FallbackWarnings;
 import org.dtorch.ops.ShardingStrategy;
 import org.dtorch.ops.StrategyTable;
 import org.dtorch.ops.aten.AtenCall;
+import org.dtorch.ops.aten.AtenOps;
 import org.dtorch.ops.FactorySpec;
 import org.dtorch.ops.FromTensorSpec;
 import org.dtorch.ops.LinearSpec;
@@ -298,14 +298,20 @@ public final class DTorch implements AutoCloseable {
         return apply(new LinearSpec(true), x, weight, bias);
     }
 
-    /** The concatenation of {@code tensors} along {@code dim} (negative counts from the end). */
+    /**
+     * The concatenation of {@code tensors} along {@code dim} (negative counts from the end): {@code aten::cat} through
+     * {@link #aten}, so inputs sharded alike on another dimension stay sharded and the concatenation dimension is
+     * gathered first.
+     */
     public DTensor cat(List<DTensor> tensors, int dim) {
         Objects.requireNonNull(tensors, "cat: tensors is null");
         DTensor[] inputs = new DTensor[tensors.size()];
         for (int i = 0; i < inputs.length; i++) {
             inputs[i] = Objects.requireNonNull(tensors.get(i), "cat: tensors[" + i + "] is null");
         }
-        return apply(new CatSpec(dim), inputs);
+        AtenCall call = new AtenCall(AtenOps.overload("cat", ""), List.of(new AtenCall.InputList(0, inputs.length),
+            new AtenCall.Constant((long) dim)));
+        return aten(call, inputs).getFirst();
     }
 
     // ---- values and synchronization -------------------------------------------------------------------

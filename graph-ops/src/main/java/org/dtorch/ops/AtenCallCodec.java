@@ -34,6 +34,7 @@ import org.dtorch.ops.aten.Overload;
  *    9    long[]          int count, count x long
  *   10    double[]        int count, count x double
  *   11    boolean[]       int count, count x byte 0 or 1
+ *   12    input list      int first, int count: the tensor inputs first .. first+count-1 (a Tensor[] parameter)
  * </pre>
  *
  * Strings are {@link WireWriter#putString}'s, the empty overload name is the default overload.
@@ -53,8 +54,11 @@ final class AtenCallCodec {
     private static final int LONGS = 9;
     private static final int DOUBLES = 10;
     private static final int BOOLS = 11;
+    private static final int INPUT_LIST = 12;
     /** More than any ATen schema has (the longest have about 30). */
     private static final int MAX_ARGS = 256;
+    /** The most tensor inputs a call may take (a {@code Tensor[]} holds many): far above any real concatenation. */
+    private static final int MAX_INPUTS = 1 << 16;
     /** The longest list constant read: far above any dims or sizes list, far below what would strain a worker. */
     private static final int MAX_LIST = 1 << 16;
     private static final MemoryFormat[] MEMORY_FORMATS = {
@@ -70,6 +74,7 @@ final class AtenCallCodec {
         for (AtenCall.Arg arg : call.args()) {
             switch (arg) {
                 case AtenCall.Input in -> out.putByte(INPUT).putInt(in.index());
+                case AtenCall.InputList in -> out.putByte(INPUT_LIST).putInt(in.first()).putInt(in.count());
                 case AtenCall.Default d -> out.putByte(DEFAULT);
                 case AtenCall.Constant c -> writeConstant(call, c.value(), out);
             }
@@ -137,9 +142,11 @@ final class AtenCallCodec {
     }
 
     private static AtenCall.Arg readArg(WireReader in, String what) {
-        int kind = in.getByteIn(what + " kind", INPUT, BOOLS);
+        int kind = in.getByteIn(what + " kind", INPUT, INPUT_LIST);
         return switch (kind) {
-            case INPUT -> new AtenCall.Input(in.getIntIn(what + " input index", 0, MAX_ARGS - 1));
+            case INPUT -> new AtenCall.Input(in.getIntIn(what + " input index", 0, MAX_INPUTS - 1));
+            case INPUT_LIST -> new AtenCall.InputList(in.getIntIn(what + " first input", 0, MAX_INPUTS),
+                in.getIntIn(what + " input count", 0, MAX_INPUTS));
             case DEFAULT -> new AtenCall.Default();
             case NONE -> new AtenCall.Constant(null);
             case LONG -> new AtenCall.Constant(in.getLong(what));

@@ -12,6 +12,7 @@ import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.ShardingException;
 import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.core.kernel.KernelContext;
+import org.dtorch.ops.aten.ArgKind;
 import org.dtorch.ops.aten.AtenCall;
 
 /**
@@ -73,11 +74,14 @@ public final class AtenSpec implements OpSpec {
             throw new IllegalArgumentException(call.qualifiedName() + " has no tensor input, so it has no mesh to run on");
         }
         Rules.sameMesh(call.qualifiedName(), inputs);
-        int returns = call.overload().returnTypes().size();
-        if (returns == 0 || !call.overload().returnTypes().stream().allMatch("T"::equals)) {
-            throw new UnsupportedOperationException(call.qualifiedName() + " does not return only tensors ("
+        List<String> types = call.overload().returnTypes();
+        long lists = types.stream().filter(ArgKind.TENSOR_LIST::equals).count();
+        if (types.isEmpty() || lists > 1 || !types.stream().allMatch(t -> t.equals(ArgKind.TENSOR) || t.equals(ArgKind.TENSOR_LIST))) {
+            throw new UnsupportedOperationException(call.qualifiedName() + " does not return only tensors and at most one tensor list ("
                 + call.overload().signature() + "); it is not supported on distributed tensors");
         }
+        // A tensor list's length depends on the shapes (split, chunk, unbind): the call on meta tensors counts it.
+        int returns = lists > 0 ? MetaInference.infer(call, inputs, strategy).size() : types.size();
         return strategy.decide(call, inputs, returns);
     }
 

@@ -57,7 +57,6 @@ public final class OpsCodecs implements OpSpecCodecProvider {
                 (s, out) -> out.wire().putByte(s.kind().ordinal()).putInts(s.dims()).putBoolean(s.keepdim()),
                 in -> new ReduceSpec(enumOf(in.wire(), ReduceSpec.Kind.class, "reduce kind"), in.wire().getInts("reduce dims"),
                     in.wire().getBoolean("reduce keepdim"))),
-            new Codec<>(CatSpec.class, "ops.cat", (s, out) -> out.wire().putInt(s.dim()), in -> new CatSpec(in.wire().getInt("cat dim"))),
             new Codec<>(CastSpec.class, "ops.cast", (s, out) -> out.wire().putDtype(s.dtype()),
                 in -> new CastSpec(in.wire().getDtype("cast dtype"))),
             new Codec<>(RedistributeSpec.class, "ops.redistribute", (s, out) -> out.sharding(s.target()),

@@ -27,7 +27,7 @@ public interface ShardingStrategy {
         }
     }
 
-    /** The family's name: {@code pointwise}, {@code reduction}, {@code replicate}. */
+    /** The family's name: {@code pointwise}, {@code reduction}, {@code concat-split}, {@code replicate}. */
     String family();
 
     /**

@@ -1,6 +1,8 @@
 package org.dtorch.ops;
 
 import java.util.Set;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 import org.dtorch.ops.aten.AtenCall;
 import org.dtorch.ops.aten.Overload;
 import org.dtorch.ops.aten.ParamType;
@@ -76,6 +78,9 @@ public final class StrategyTable {
         if (name.equals("embedding")) {
             return EmbeddingStrategy.INSTANCE;
         }
+        if (ConcatSplitStrategy.JOINS.contains(name) || ConcatSplitStrategy.SPLITS.contains(name)) {
+            return ConcatSplitStrategy.INSTANCE;
+        }
         if (ViewStrategy.covers(call)) {
             return ViewStrategy.INSTANCE;
         }
@@ -90,6 +95,11 @@ public final class StrategyTable {
     /** The normalization names the table knows, softmax included (for tests that walk it). */
     public static Set<String> normalizationNames() {
         return NormalizationStrategy.names();
+    }
+
+    /** The names of operators that join tensor lists or cut tensors into lists (for tests that walk them). */
+    public static Set<String> concatSplitNames() {
+        return Stream.concat(ConcatSplitStrategy.JOINS.stream(), ConcatSplitStrategy.SPLITS.stream()).collect(Collectors.toUnmodifiableSet());
     }
 
     /** The reduction names the table knows (for tests that walk it). */

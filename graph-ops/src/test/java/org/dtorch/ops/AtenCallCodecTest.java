@@ -131,7 +131,7 @@ class AtenCallCodecTest {
         ProtocolException noTensor = refused(new WireWriter().putString("cumsum").putString("").putInt(3)
             .putByte(3).putLong(1).putByte(3).putLong(1).putByte(1));
         assertTrue(noTensor.getMessage().contains("'self'"), noTensor.getMessage());
-        ProtocolException kind = refused(new WireWriter().putString("cumsum").putString("").putInt(3).putByte(12));
+        ProtocolException kind = refused(new WireWriter().putString("cumsum").putString("").putInt(3).putByte(13));
         assertTrue(kind.getMessage().contains("aten::cumsum argument 'self' kind"), kind.getMessage());
         ProtocolException format = refused(new WireWriter().putString("clone").putString("").putInt(2).putByte(0).putInt(0).putByte(8).putByte(4));
         assertTrue(format.getMessage().contains("memory_format"), format.getMessage());

@@ -25,10 +25,10 @@ import org.junit.jupiter.api.Timeout;
 /**
  * The generic ATen operator ({@link AtenSpec}) with every device a worker process: the call crosses the control channel
  * ({@link AtenCallCodec}) and each worker finds the overload again by name. {@link GenericOpsTest}'s walks over every
- * pointwise operator and every reduction of the table, the walks of the other families on a 2x2 mesh (the view family's
- * reshapes and expand make their own call on each worker, with the sizes of its shard), then focused checks: a pointwise
- * operator with broadcasting, linear uses of partial sums, reductions with keepdim, the replicated fallback, and strings,
- * dtypes and lists among the arguments.
+ * pointwise operator and every reduction of the table, {@link ConcatSplitOpsTest}'s over the concat-split family, the
+ * walks of the other families on a 2x2 mesh (the view family's reshapes and expand make their own call on each worker,
+ * with the sizes of its shard), then focused checks: a pointwise operator with broadcasting, linear uses of partial sums,
+ * reductions with keepdim, the replicated fallback, and strings, dtypes and lists among the arguments.
  */
 @Tag("multiprocess")
 @Timeout(300)
@@ -70,6 +70,12 @@ class GenericOpsInProcessesTest {
     @Test
     void shouldRunEveryReductionOfTheTableLikeTorch() {
         GenericOpsTest.walkReductions(dt);
+    }
+
+    /** Tensor lists cross the control channel as input runs; list returns come back as one output per tensor. */
+    @Test
+    void shouldRunEveryConcatSplitOperatorLikeTorch() {
+        ConcatSplitOpsTest.walk(dt, 1);
     }
 
     @Test

@@ -204,7 +204,7 @@ class GenericOpsTest {
         return shape;
     }
 
-    private static Tensor random(long[] shape, ScalarType dtype) {
+    static Tensor random(long[] shape, ScalarType dtype) {
         if (dtype == B) {
             try (Tensor u = torch.rand(shape); org.bytedeco.pytorch.Scalar half = new org.bytedeco.pytorch.Scalar(0.5)) {
                 return u.gt(half);

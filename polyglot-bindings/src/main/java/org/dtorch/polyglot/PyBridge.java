@@ -366,24 +366,15 @@ public final class PyBridge {
         return t.to(scalarType(dtype));
     }
 
-    /** The concatenation of a Python list of tensors along {@code dim}. */
-    @HostAccess.Export
-    public DTensor cat(Value tensors, long dim) {
-        List<DTensor> list = new ArrayList<>();
-        for (long i = 0; i < tensors.getArraySize(); i++) {
-            list.add(tensors.getArrayElement(i).asHostObject());
-        }
-        return runtime.cat(list, Math.toIntExact(dim));
-    }
-
     /**
      * Any ATen operator on distributed tensors, by name ({@code dtorch.where(c, x, y)}, {@code t.amax(dim=1)},
      * {@code dtorch.nn.functional.hardtanh(t)}): the overload is chosen as the {@code torch} module chooses it, from
      * the signature key of the call's kinds ({@link AtenOperator#resolve}), and runs through {@link DTorch#aten}.
      *
-     * @param values the call's values in the key's order: {@link DTensor}s where the key says {@code T}, numbers,
-     *               strings, dtype names, None and lists otherwise
-     * @return the names of the operator's returns (a {@code String[]}) followed by one {@link DTensor} per return
+     * @param values the call's values in the key's order: {@link DTensor}s where the key says {@code T}, lists of them
+     *               where it says {@code [T]}, numbers, strings, dtype names, None and lists otherwise
+     * @return the names of the operator's returns (a {@code String[]}) followed by one {@link DTensor} per return, or a
+     *         {@code DTensor[]} for a {@code Tensor[]} return ({@code split}, {@code unbind})
      * @throws IllegalArgumentException when libtorch has no operator of that name
      */
     @HostAccess.Export
@@ -404,12 +395,12 @@ public final class PyBridge {
         for (int i = 0; i < params.size(); i++) {
             ArgSource source = plan.sources()[i];
             if (source.kind().equals(ArgKind.TENSOR)) {
-                Value v = values.getArrayElement(source.index());
-                if (!(v.isHostObject() && v.asHostObject() instanceof DTensor t)) {
-                    throw new IllegalArgumentException(name + ": argument '" + params.get(i).name() + "' must be a dtorch.Tensor; "
-                        + "wrap local torch tensors with dtorch.Tensor(t, device_mesh=..., placements=...)");
+                tensors.add(distributed(name, params.get(i), values.getArrayElement(source.index())));
+            } else if (source.kind().equals(ArgKind.TENSOR_LIST)) {
+                Value list = values.getArrayElement(source.index());
+                for (long k = 0; k < list.getArraySize(); k++) {
+                    tensors.add(distributed(name, params.get(i), list.getArrayElement(k)));
                 }
-                tensors.add(t);
             } else if (!source.isDefault() && !source.isPacked() && source.kind().equals(ArgKind.DTYPE)) {
                 plain[source.index()] = Dtypes.scalarType((String) plain[source.index()]);
             } else if (!source.isDefault() && !source.isPacked() && source.kind().equals(ArgKind.MEMORY_FORMAT)) {
@@ -417,12 +408,27 @@ public final class PyBridge {
             }
         }
         List<DTensor> outputs = runtime.aten(AtenCall.of(plan, plain), tensors.toArray(DTensor[]::new));
-        Object[] out = new Object[outputs.size() + 1];
+        List<String> types = plan.overload().returnTypes();
+        Object[] out = new Object[types.size() + 1];
         out[0] = plan.overload().returnNames().toArray(String[]::new);
-        for (int i = 0; i < outputs.size(); i++) {
-            out[i + 1] = outputs.get(i);
+        int listLength = outputs.size() - (types.size() - 1); // at most one Tensor[] return: it takes what the others leave
+        for (int r = 0, next = 0; r < types.size(); r++) {
+            if (types.get(r).equals(ArgKind.TENSOR_LIST)) {
+                out[r + 1] = outputs.subList(next, next + listLength).toArray(DTensor[]::new);
+                next += listLength;
+            } else {
+                out[r + 1] = outputs.get(next++);
+            }
         }
         return out;
+    }
+
+    private static DTensor distributed(String op, Overload.Param param, Value v) {
+        if (!(v.isHostObject() && v.asHostObject() instanceof DTensor t)) {
+            throw new IllegalArgumentException(op + ": argument '" + param.name() + "' must be a dtorch.Tensor; "
+                + "wrap local torch tensors with dtorch.Tensor(t, device_mesh=..., placements=...)");
+        }
+        return t;
     }
 
     /** A polyglot value as a plain Java value: null, Boolean, Long, Double, String, or a List of those. */

@@ -14,7 +14,7 @@ from ._dtypes import (dtype, float32, float64, float16, bfloat16, int64, int32, 
                       double, half, long, int)
 from ._future import TensorFuture
 from ._host import HostTensor
-from ._tensor import (Tensor, zeros, ones, empty, full, rand, randn, arange, tensor, manual_seed, linear, matmul, cat,
+from ._tensor import (Tensor, zeros, ones, empty, full, rand, randn, arange, tensor, manual_seed, linear, matmul,
                       relu, silu, gelu, redistribute, distribute_tensor, _GetTensorAsync, get_tensor_async, sync, device_count,
                       device_type)
 from .distributed_spec import DeviceMesh, init_device_mesh, Placement, Shard, Replicate, Partial

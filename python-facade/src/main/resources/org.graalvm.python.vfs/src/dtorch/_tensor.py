@@ -535,7 +535,7 @@ def _has_op(name):
 
 def _returns(result):
     names = tuple(result[0])
-    tensors = [Tensor(t) for t in list(result)[1:]]
+    tensors = [[Tensor(t) for t in r] if _is_java_list(r) else Tensor(r) for r in list(result)[1:]]
     if len(tensors) == 1:
         return tensors[0]
     if any(names):
@@ -543,11 +543,17 @@ def _returns(result):
     return tuple(tensors)
 
 
+def _is_java_list(value):
+    """True for the Java array PyBridge.aten gives for a Tensor[] return (a list in Python, as in torch)."""
+    return isinstance(value, _bridge.polyglot.ForeignList)
+
+
 def aten(name, args=(), kwargs=None):
     """The ATen operator `name` on distributed tensors: the overload is chosen as torch chooses it, every device runs it
-    on its local shards, and the operator's sharding strategy (pointwise, reduction, or replicate as a fallback) moves
-    inputs where needed. dtorch.<op>(...), Tensor.<op>() and dtorch.nn.functional.<op> reach it for names that are not
-    written by hand."""
+    on its local shards, and the operator's sharding strategy (pointwise, reduction, concat-split, or replicate as a
+    fallback) moves inputs where needed. dtorch.<op>(...), Tensor.<op>() and dtorch.nn.functional.<op> reach it for names
+    that are not written by hand. Lists of distributed tensors go where the schema takes a Tensor[] (dtorch.cat([a, b])),
+    and a Tensor[] return is a Python list (t.split(2))."""
     kinds = []
     values = []
 
@@ -555,6 +561,13 @@ def aten(name, args=(), kwargs=None):
         if isinstance(value, Tensor):
             kinds.append("T")
             values.append(value._java)
+        elif isinstance(value, (list, tuple)) and value and any(isinstance(v, Tensor) for v in value):
+            if not all(isinstance(v, Tensor) for v in value):
+                raise TypeError("%s(): a list of distributed tensors cannot hold anything else (got %s); wrap local "
+                                "torch.Tensors with dtorch.Tensor(t, device_mesh=..., placements=...)"
+                                % (name, ", ".join(type(v).__name__ for v in value)))
+            kinds.append("[T]")
+            values.append([v._java for v in value])
         elif isinstance(value, _torch.Tensor):
             raise TypeError("%s(): a local torch.Tensor cannot be mixed with distributed tensors; wrap it with "
                             "dtorch.Tensor(t, device_mesh=..., placements=...)" % name)
@@ -588,10 +601,6 @@ def linear(input, weight, bias=None):
 
 def matmul(a, b):
     return a.matmul(b)
-
-
-def cat(tensors, dim=0):
-    return Tensor(_bridge.call(_b().cat, [t._java for t in tensors], _index(dim, "dim")))
 
 
 def relu(t):

@@ -32,6 +32,8 @@ public final class ArgKind {
     public static final String MEMORY_FORMAT = "m";
     public static final String EMPTY = "e";
     public static final String TENSOR_OR_NONE = "o";
+    /** The whole kind of a list of tensors. */
+    public static final String TENSOR_LIST = "[T]";
 
     private ArgKind() {
     }

@@ -8,25 +8,31 @@ import org.bytedeco.pytorch.GenericList;
 import org.bytedeco.pytorch.IValue;
 import org.bytedeco.pytorch.IValueVector;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.global.torch.MemoryFormat;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 
 /**
  * One overload of an ATen operator with its arguments fixed, except the tensors: for each schema parameter, in schema
- * order, either the index of a tensor input, a constant (a number, a bool, a string, a dtype, a memory format, a list
- * of numbers, or None) or the schema's default. {@link #call} runs it through the dispatcher
- * ({@code OperatorHandle.callBoxed}) on given tensors: the local shards on a device, meta tensors for inference.
+ * order, either the index of a tensor input, a run of tensor inputs for a {@code Tensor[]} parameter, a constant (a
+ * number, a bool, a string, a dtype, a memory format, a list of numbers, or None) or the schema's default. {@link #call}
+ * runs it through the dispatcher ({@code OperatorHandle.callBoxed}) on given tensors: the local shards on a device, meta
+ * tensors for inference.
  *
  * <p>Constants are plain Java values, so a call is an immutable value that any thread may run; each {@link #call}
  * makes the constants' {@code IValue}s it needs and closes them before returning. Thread-safe.
  */
 public final class AtenCall {
     /** One schema parameter's value. */
-    public sealed interface Arg permits Input, Constant, Default {
+    public sealed interface Arg permits Input, InputList, Constant, Default {
     }
 
     /** The {@code index}-th tensor input. */
     public record Input(int index) implements Arg {
+    }
+
+    /** A {@code Tensor[]} parameter: the {@code count} tensor inputs from the {@code first}-th on, in order. */
+    public record InputList(int first, int count) implements Arg {
     }
 
     /**
@@ -65,8 +71,9 @@ public final class AtenCall {
      * A call of {@code overload} with {@code args}, one per schema parameter.
      *
      * @throws IllegalArgumentException when the arguments do not fit the schema (count, a default where none exists, a
-     *                                  tensor input where no tensor goes, a constant that does not {@link #fits} its
-     *                                  parameter, inputs not numbered 0, 1, ... in order)
+     *                                  tensor input where no tensor goes, a list of them where no {@code Tensor[]}
+     *                                  goes, a constant that does not {@link #fits} its parameter, inputs not numbered
+     *                                  0, 1, ... in order)
      */
     public AtenCall(Overload overload, List<Arg> args) {
         this.overload = Objects.requireNonNull(overload, "overload");
@@ -89,6 +96,14 @@ public final class AtenCall {
                 if (in.index() != next++) {
                     throw new IllegalArgumentException(qualifiedName() + ": tensor inputs must be numbered in schema order");
                 }
+            } else if (a instanceof InputList in) {
+                if (p.type().base() != ParamType.Base.TENSOR || !p.type().list()) {
+                    throw new IllegalArgumentException(qualifiedName() + ": argument '" + p.name() + "' of type " + p.type() + " cannot take a tensor list");
+                }
+                if (in.first() != next || in.count() < 0) {
+                    throw new IllegalArgumentException(qualifiedName() + ": tensor inputs must be numbered in schema order");
+                }
+                next += in.count();
             } else if (a instanceof Constant c && !fits(p.type(), c.value())) {
                 throw new IllegalArgumentException(qualifiedName() + ": argument '" + p.name() + "' of type " + p.type() + " cannot take "
                     + (c.value() == null ? "None" : c + " (" + c.value().getClass().getSimpleName() + ")"));
@@ -130,8 +145,9 @@ public final class AtenCall {
 
     /**
      * The call a {@link CallPlan} makes of {@code values} (positionals, then keyword values, as the plan's signature key
-     * lists them), where each tensor value becomes the next tensor input. Tensor values are only counted here: the
-     * caller passes the tensors themselves to whoever runs the call.
+     * lists them), where each tensor value becomes the next tensor input and a list of tensors (a {@code List} or an
+     * array, for a {@code Tensor[]} parameter) the next run of them. Tensor values are only counted here: the caller
+     * passes the tensors themselves, lists flattened in order, to whoever runs the call.
      */
     public static AtenCall of(CallPlan plan, Object[] values) {
         List<Arg> args = new ArrayList<>();
@@ -143,6 +159,10 @@ public final class AtenCall {
                 args.add(DEFAULT);
             } else if (source.kind().equals(ArgKind.TENSOR)) {
                 args.add(new Input(next++));
+            } else if (isTensorList(params.get(i), source.kind())) {
+                int count = elements(values[source.index()]).size();
+                args.add(new InputList(next, count));
+                next += count;
             } else if (source.isPacked()) {
                 long[] ints = new long[source.count()];
                 for (int k = 0; k < ints.length; k++) {
@@ -181,7 +201,7 @@ public final class AtenCall {
                 Arrays.fill(repeated, ((Number) value).longValue());
                 return repeated;
             }
-            List<?> list = value instanceof List<?> l ? l : Arrays.asList((Object[]) value);
+            List<?> list = elements(value);
             return switch (type.base()) {
                 case INT -> list.stream().mapToLong(v -> ((Number) v).longValue()).toArray();
                 case FLOAT -> list.stream().mapToDouble(v -> ((Number) v).doubleValue()).toArray();
@@ -210,6 +230,16 @@ public final class AtenCall {
             default -> throw new UnsupportedOperationException(param.name() + ": values of type " + type
                 + " are not supported on distributed tensors yet");
         };
+    }
+
+    /** True for a list of tensors, or an empty list, given for a {@code Tensor[]} parameter. */
+    private static boolean isTensorList(Overload.Param param, String kind) {
+        return kind.equals(ArgKind.TENSOR_LIST) || kind.equals("[" + ArgKind.EMPTY + "]") && param.type().base() == ParamType.Base.TENSOR;
+    }
+
+    /** The elements of a list value, however the caller handed it over: a {@code List} or an {@code Object[]}. */
+    private static List<?> elements(Object value) {
+        return value instanceof List<?> l ? l : Arrays.asList((Object[]) value);
     }
 
     /** The overload. */
@@ -286,7 +316,8 @@ public final class AtenCall {
     }
 
     /**
-     * Runs the overload on {@code tensors} (one per tensor input) and returns its tensor results, which the caller owns.
+     * Runs the overload on {@code tensors} (one per tensor input) and returns its tensor results, which the caller owns; a
+     * {@code Tensor[]} return gives its tensors in order, in place of the one result.
      *
      * @throws RuntimeException libtorch's error
      * @throws UnsupportedOperationException when the operator returns something other than tensors
@@ -297,11 +328,16 @@ public final class AtenCall {
         }
         List<Overload.Param> params = overload.params();
         List<IValue> owned = new ArrayList<>(params.size());
-        try (IValueVector stack = new IValueVector()) {
+        Stack reused = STACKS.get();
+        boolean own = reused.inUse; // a call made while this thread's stack is in use (a kernel calling a kernel) makes its own
+        reused.inUse = true;
+        IValueVector stack = own ? new IValueVector() : reused.stack;
+        try {
             for (int i = 0; i < params.size(); i++) {
                 Arg a = args.get(i);
                 IValue v = switch (a) {
                     case Input in -> new IValue(tensors.get(in.index()));
+                    case InputList in -> tensorList(params.get(i), tensors.subList(in.first(), in.first() + in.count()));
                     case Constant c -> ivalue(params.get(i), c.value());
                     case Default d -> null;
                 };
@@ -317,9 +353,19 @@ public final class AtenCall {
             try {
                 for (long i = 0; i < stack.size(); i++) {
                     IValue r = stack.get(i);
+                    if (r.isTensorList()) {
+                        try (TensorVector list = r.toTensorVector()) {
+                            for (long k = 0; k < list.size(); k++) {
+                                try (Tensor ref = list.get(k)) {
+                                    out.add(new Tensor(ref));
+                                }
+                            }
+                        }
+                        continue;
+                    }
                     if (!r.isTensor()) {
                         throw new UnsupportedOperationException(qualifiedName() + " returns a value that is not a tensor; only operators "
-                            + "that return tensors run on distributed tensors");
+                            + "that return tensors or tensor lists run on distributed tensors");
                     }
                     try (Tensor ref = r.toTensor()) { // a view of the stack's value: copy the handle before the stack goes
                         out.add(new Tensor(ref));
@@ -331,7 +377,33 @@ public final class AtenCall {
             }
             return out;
         } finally {
+            stack.clear(); // drops the stack's references to the inputs and results
+            if (own) {
+                stack.close();
+            } else {
+                reused.inUse = false;
+            }
             owned.forEach(IValue::close);
+        }
+    }
+
+    /** A thread's reusable call stack (decision 257): one JavaCPP handle less per call. */
+    private static final class Stack {
+        final IValueVector stack = new IValueVector();
+        boolean inUse;
+    }
+
+    /** Each thread's stack; it lives as long as the thread (a worker's or the client's). */
+    private static final ThreadLocal<Stack> STACKS = ThreadLocal.withInitial(Stack::new);
+
+    private static IValue tensorList(Overload.Param param, List<Tensor> tensors) {
+        try (GenericList list = new GenericList(param.elementType())) {
+            for (Tensor t : tensors) {
+                try (IValue e = new IValue(t)) {
+                    list.push_back(e);
+                }
+            }
+            return new IValue(list);
         }
     }
 
@@ -381,6 +453,7 @@ public final class AtenCall {
         for (Arg a : args) {
             out.add(switch (a) {
                 case Input in -> "#" + in.index();
+                case InputList in -> in.count() == 0 ? "[]" : "[#" + in.first() + "..#" + (in.first() + in.count() - 1) + "]";
                 case Constant c -> c.toString();
                 case Default d -> "default";
             });
