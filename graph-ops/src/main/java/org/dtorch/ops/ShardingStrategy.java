@@ -1,6 +1,8 @@
 package org.dtorch.ops;
 
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.distributed.Placement;
@@ -27,7 +29,16 @@ public interface ShardingStrategy {
         }
     }
 
-    /** The family's name: {@code pointwise}, {@code reduction}, {@code concat-split}, {@code replicate}. */
+    /** {@code inputs} lists of {@code meshDims} {@code R}s, to be changed where a rule keeps a placement. */
+    static List<List<Placement>> replicatedInputs(int inputs, int meshDims) {
+        List<List<Placement>> in = new ArrayList<>(inputs);
+        for (int i = 0; i < inputs; i++) {
+            in.add(new ArrayList<>(Collections.nCopies(meshDims, Placement.replicate())));
+        }
+        return in;
+    }
+
+    /** The family's name: {@code pointwise}, {@code reduction}, {@code concat-split}, {@code convolution}, {@code replicate}, ... */
     String family();
 
     /**

@@ -81,6 +81,18 @@ public final class StrategyTable {
         if (ConcatSplitStrategy.JOINS.contains(name) || ConcatSplitStrategy.SPLITS.contains(name)) {
             return ConcatSplitStrategy.INSTANCE;
         }
+        if (ConvolutionStrategy.NAMES.contains(name)) {
+            return ConvolutionStrategy.INSTANCE;
+        }
+        if (SpatialStrategy.POOLING.contains(name)) {
+            return SpatialStrategy.POOLING_INSTANCE;
+        }
+        if (SpatialStrategy.INTERPOLATE.contains(name)) {
+            return SpatialStrategy.INTERPOLATE_INSTANCE;
+        }
+        if (AttentionStrategy.NAMES.contains(name)) {
+            return AttentionStrategy.INSTANCE;
+        }
         if (ViewStrategy.covers(call)) {
             return ViewStrategy.INSTANCE;
         }

@@ -89,6 +89,13 @@ class GenericOpsInProcessesTest {
     }
 
     @Test
+    void shouldRunConvolutionsPoolingInterpolationAndAttentionLikeTorch() {
+        ConvolutionOpsTest.walkConvolutions(dt, 1);
+        ConvolutionOpsTest.walkPoolingAndInterpolation(dt, 1);
+        ConvolutionOpsTest.walkAttention(dt, 2);
+    }
+
+    @Test
     void shouldRunTheViewFamilyLikeTorchWithPerDeviceCalls() {
         ViewOpsTest.walk(dt, new int[][] {{2, 2}});
     }
