@@ -99,6 +99,10 @@ final class MetaInference {
             }
         }
         long[] shape = strategy.outputShape(call, inputs);
+        ScalarType dtype = strategy.outputDtype(call, inputs);
+        if (dtype != null) {
+            return List.of(new Out(shape, dtype));
+        }
         List<Out> ones;
         try {
             ones = run(call, inputs, "cpu", strategy.probeShapes(call, inputs));

@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
+import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.graph.DeviceKernel;
 import org.dtorch.core.graph.Operator;
@@ -52,6 +53,14 @@ public interface ShardingStrategy {
      * dimensions), for operators libtorch has no meta kernel for ({@link MetaInference}); null when the family has none.
      */
     default long[] outputShape(AtenCall call, List<TensorMeta> inputs) {
+        return null;
+    }
+
+    /**
+     * The outputs' dtype by the family's own rule, where {@link #outputShape} answers and a run on one-element tensors
+     * cannot ({@link MetaInference}: an index of value 1 is out of range there); null to run the call on them.
+     */
+    default ScalarType outputDtype(AtenCall call, List<TensorMeta> inputs) {
         return null;
     }
 
