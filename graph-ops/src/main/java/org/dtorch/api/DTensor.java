@@ -17,15 +17,13 @@ import org.dtorch.core.tensor.NativeMemoryBudget;
 import org.dtorch.ops.BinarySpec;
 import org.dtorch.ops.CastSpec;
 import org.dtorch.ops.CopySpec;
-import org.dtorch.ops.NarrowSpec;
-import org.dtorch.ops.PermuteSpec;
 import org.dtorch.ops.ProductCalls;
 import org.dtorch.ops.RedistributeSpec;
 import org.dtorch.ops.ReduceSpec;
-import org.dtorch.ops.ReshapeSpec;
 import org.dtorch.ops.ScalarSpec;
 import org.dtorch.ops.Shapes;
 import org.dtorch.ops.UnarySpec;
+import org.dtorch.ops.ViewCalls;
 import org.dtorch.ops.aten.AtenCall;
 
 /**
@@ -303,27 +301,27 @@ public final class DTensor implements AutoCloseable {
 
     /** Swaps dimensions {@code a} and {@code b}. */
     public DTensor transpose(int a, int b) {
-        return runtime.apply(PermuteSpec.transpose(ndim(), a, b), this);
+        return runtime.aten(ViewCalls.transpose(ndim(), a, b), this).getFirst();
     }
 
     /** Reorders the dimensions: the result's dimension i is this tensor's {@code dims[i]}. */
     public DTensor permute(int... dims) {
-        return runtime.apply(PermuteSpec.permute(dims), this);
+        return runtime.aten(ViewCalls.permute(ndim(), dims), this).getFirst();
     }
 
     /** The same elements in another shape (one dimension may be -1). */
     public DTensor reshape(long... shape) {
-        return runtime.apply(new ReshapeSpec(shape, false), this);
+        return runtime.aten(ViewCalls.reshape(shape, false), this).getFirst();
     }
 
     /** As {@link #reshape}: the same elements in another shape, a view where possible. */
     public DTensor view(long... shape) {
-        return runtime.apply(new ReshapeSpec(shape, true), this);
+        return runtime.aten(ViewCalls.reshape(shape, true), this).getFirst();
     }
 
     /** {@code length} elements of {@code dim} from {@code start} (a negative dim or start counts from the end). */
     public DTensor narrow(int dim, long start, long length) {
-        return runtime.apply(new NarrowSpec(dim, start, length), this);
+        return runtime.aten(ViewCalls.narrow(shape(), dim, start, length), this).getFirst();
     }
 
     /** Converted to {@code dtype}. */

@@ -26,8 +26,10 @@ import org.dtorch.ops.aten.AtenCall;
  * from running the call on small CPU tensors with the inputs' dtypes and numbers of dimensions
  * ({@link ShardingStrategy#probeShapes}: one element each by default; type promotion and reduction dtypes depend only
  * on dtypes and on whether a tensor has zero dimensions, never on sizes). That run also has libtorch check the call.
- * The result's number of dimensions is checked against the rule's. Other operators without a meta kernel are refused,
- * naming the operator.
+ * The result's number of dimensions is checked against the rule's. Convolutions (libtorch picks the
+ * {@code convolution_overrideable} backend for meta tensors), adaptive average pooling, 3-d max pooling and attention
+ * have no meta kernel either; their strategies give the shape by formula. Other operators without a meta kernel are
+ * refused, naming the operator.
  *
  * <p>Thread-safe: every inference makes and closes its own tensors; the cache of answers is guarded by itself.
  */
@@ -86,7 +88,8 @@ final class MetaInference {
             return run(call, inputs, "meta", null);
         } catch (RuntimeException e) {
             String message = String.valueOf(e.getMessage());
-            boolean noMetaKernel = message.contains("Meta kernel") || message.contains("fake impl");
+            boolean noMetaKernel = message.contains("Meta kernel") || message.contains("fake impl")
+                || message.contains("convolution_overrideable not implemented");
             if (!noMetaKernel) {
                 throw refused(call, inputs, e);
             }
@@ -96,6 +99,10 @@ final class MetaInference {
             }
         }
         long[] shape = strategy.outputShape(call, inputs);
+        ScalarType dtype = strategy.outputDtype(call, inputs);
+        if (dtype != null) {
+            return List.of(new Out(shape, dtype));
+        }
         List<Out> ones;
         try {
             ones = run(call, inputs, "cpu", strategy.probeShapes(call, inputs));
@@ -143,6 +150,11 @@ final class MetaInference {
             tensors.forEach(Tensor::close);
             results.forEach(Tensor::close);
         }
+    }
+
+    private static IllegalArgumentException notTaken(AtenCall call, List<TensorMeta> inputs, RuntimeException e) {
+        return new IllegalArgumentException(call.qualifiedName() + " does not take these inputs " + inputs + ": "
+            + firstLine(String.valueOf(e.getMessage())), e);
     }
 
     private static String firstLine(String message) {

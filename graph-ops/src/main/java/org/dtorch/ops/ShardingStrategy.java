@@ -1,7 +1,10 @@
 package org.dtorch.ops;
 
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
+import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.graph.DeviceKernel;
 import org.dtorch.core.graph.Operator;
@@ -26,7 +29,16 @@ public interface ShardingStrategy {
         }
     }
 
-    /** The family's name: {@code pointwise}, {@code reduction}, {@code concat-split}, {@code replicate}. */
+    /** {@code inputs} lists of {@code meshDims} {@code R}s, to be changed where a rule keeps a placement. */
+    static List<List<Placement>> replicatedInputs(int inputs, int meshDims) {
+        List<List<Placement>> in = new ArrayList<>(inputs);
+        for (int i = 0; i < inputs; i++) {
+            in.add(new ArrayList<>(Collections.nCopies(meshDims, Placement.replicate())));
+        }
+        return in;
+    }
+
+    /** The family's name: {@code pointwise}, {@code reduction}, {@code concat-split}, {@code convolution}, {@code replicate}, ... */
     String family();
 
     /**
@@ -41,6 +53,14 @@ public interface ShardingStrategy {
      * dimensions), for operators libtorch has no meta kernel for ({@link MetaInference}); null when the family has none.
      */
     default long[] outputShape(AtenCall call, List<TensorMeta> inputs) {
+        return null;
+    }
+
+    /**
+     * The outputs' dtype by the family's own rule, where {@link #outputShape} answers and a run on one-element tensors
+     * cannot ({@link MetaInference}: an index of value 1 is out of range there); null to run the call on them.
+     */
+    default ScalarType outputDtype(AtenCall call, List<TensorMeta> inputs) {
         return null;
     }
 

@@ -11,7 +11,7 @@ import org.dtorch.ops.aten.ParamType;
  * Which {@link ShardingStrategy} runs an ATen operator on distributed tensors: by operator name (and overload where
  * one name has overloads of two families, as {@code max.other} is element-wise and {@code max.dim} a reduction, or by a
  * constant, as dropout with {@code train=False} is the identity).
- * Operators in no family get the {@link ReplicateStrategy}, with a warning once per operator
+ * Views and shape operators go to the {@link ViewStrategy}. Operators in no family get the {@link ReplicateStrategy}, with a warning once per operator
  * ({@link org.dtorch.api.DTorch#aten}).
  *
  * <p>Immutable. Thread-safe.
@@ -83,6 +83,21 @@ public final class StrategyTable {
         }
         if (ConcatSplitStrategy.JOINS.contains(name) || ConcatSplitStrategy.SPLITS.contains(name)) {
             return ConcatSplitStrategy.INSTANCE;
+        }
+        if (ConvolutionStrategy.NAMES.contains(name)) {
+            return ConvolutionStrategy.INSTANCE;
+        }
+        if (SpatialStrategy.POOLING.contains(name)) {
+            return SpatialStrategy.POOLING_INSTANCE;
+        }
+        if (SpatialStrategy.INTERPOLATE.contains(name)) {
+            return SpatialStrategy.INTERPOLATE_INSTANCE;
+        }
+        if (AttentionStrategy.NAMES.contains(name)) {
+            return AttentionStrategy.INSTANCE;
+        }
+        if (ViewStrategy.covers(call)) {
+            return ViewStrategy.INSTANCE;
         }
         return ReplicateStrategy.INSTANCE;
     }

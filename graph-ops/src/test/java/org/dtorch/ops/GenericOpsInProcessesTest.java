@@ -25,9 +25,10 @@ import org.junit.jupiter.api.Timeout;
 /**
  * The generic ATen operator ({@link AtenSpec}) with every device a worker process: the call crosses the control channel
  * ({@link AtenCallCodec}) and each worker finds the overload again by name. {@link GenericOpsTest}'s walks over every
- * pointwise operator and every reduction of the table, {@link ConcatSplitOpsTest}'s over the concat-split family, then
- * focused checks: a pointwise operator with broadcasting, linear uses of partial sums, reductions with keepdim, the
- * replicated fallback, and strings, dtypes and lists among the arguments.
+ * pointwise operator and every reduction of the table, {@link ConcatSplitOpsTest}'s over the concat-split family, the
+ * walks of the other families on a 2x2 mesh (the view family's reshapes and expand make their own call on each worker,
+ * with the sizes of its shard), then focused checks: a pointwise operator with broadcasting, linear uses of partial sums,
+ * reductions with keepdim, the replicated fallback, and strings, dtypes and lists among the arguments.
  */
 @Tag("multiprocess")
 @Timeout(300)
@@ -90,6 +91,18 @@ class GenericOpsInProcessesTest {
              DTensor dw = dt.tensor(w, mesh, Placement.shard(0), Placement.shard(0)); DTensor di = dt.tensor(idx, mesh, R, R)) {
             GenericOpsTest.assertLikeTorch(dt, call("embedding", "T,T", null, null), List.of(w, idx), List.of(dw, di), mesh.shape());
         }
+    }
+
+    @Test
+    void shouldRunConvolutionsPoolingInterpolationAndAttentionLikeTorch() {
+        ConvolutionOpsTest.walkConvolutions(dt, 1);
+        ConvolutionOpsTest.walkPoolingAndInterpolation(dt, 1);
+        ConvolutionOpsTest.walkAttention(dt, 2);
+    }
+
+    @Test
+    void shouldRunTheViewFamilyLikeTorchWithPerDeviceCalls() {
+        ViewOpsTest.walk(dt, new int[][] {{2, 2}});
     }
 
     @Test

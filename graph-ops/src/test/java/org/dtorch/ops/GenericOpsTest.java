@@ -173,11 +173,12 @@ class GenericOpsTest {
 
     /**
      * {@code c} on the distributed {@code inputs} through {@code runtime} against {@code c} on the whole {@code locals}: same
-     * shapes and dtypes, values equal for integers and bools, close for floating point.
+     * shapes and dtypes, values equal for integers and bools, close for floating point; the first output's placements.
      */
-    static void assertLikeTorch(DTorch runtime, AtenCall c, List<Tensor> locals, List<DTensor> inputs, int[] meshShape) {
+    static List<Placement> assertLikeTorch(DTorch runtime, AtenCall c, List<Tensor> locals, List<DTensor> inputs, int[] meshShape) {
         List<DTensor> out = runtime.aten(c, inputs.toArray(DTensor[]::new));
         List<Tensor> expected = c.call(locals);
+        List<Placement> placements = out.getFirst().placements();
         for (int r = 0; r < out.size(); r++) {
             try (DTensor o = out.get(r); Tensor got = o.toTorch(); Tensor want = expected.get(r)) {
                 String what = c + " on " + inputs.stream().map(DTensor::placements).toList() + " over " + Arrays.toString(meshShape)
@@ -191,6 +192,7 @@ class GenericOpsTest {
                 }
             }
         }
+        return placements;
     }
 
     private static long[] broadcastable(long[] full) {
@@ -220,12 +222,17 @@ class GenericOpsTest {
 
     /** {@code t} on {@code mesh} with a random placement per mesh dimension: R, S(d) of a long enough d, or (if allowed) P(sum). */
     static DTensor distribute(DTorch runtime, Tensor t, DeviceMesh mesh, boolean partialAllowed) {
+        return distribute(runtime, t, mesh, partialAllowed, RANDOM);
+    }
+
+    /** As {@link #distribute(DTorch, Tensor, DeviceMesh, boolean)}, drawing from {@code random} (for other families' walks). */
+    static DTensor distribute(DTorch runtime, Tensor t, DeviceMesh mesh, boolean partialAllowed, Random random) {
         long[] shape = t.sizes().vec().get();
         Placement[] ps = new Placement[mesh.ndim()];
         boolean partial = false;
         for (int m = 0; m < ps.length; m++) {
-            int choice = RANDOM.nextInt(partialAllowed ? 4 : 3);
-            int d = shape.length == 0 ? -1 : RANDOM.nextInt(shape.length);
+            int choice = random.nextInt(partialAllowed ? 4 : 3);
+            int d = shape.length == 0 ? -1 : random.nextInt(shape.length);
             if (choice == 3) {
                 ps[m] = Placement.partial();
                 partial = true;

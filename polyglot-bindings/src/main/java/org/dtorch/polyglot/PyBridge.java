@@ -21,9 +21,7 @@ import org.dtorch.core.runtime.RuntimeOptions;
 import org.dtorch.core.tensor.TorchTensors;
 import org.dtorch.ops.BinarySpec;
 import org.dtorch.ops.FactorySpec;
-import org.dtorch.ops.PermuteSpec;
 import org.dtorch.ops.ReduceSpec;
-import org.dtorch.ops.ReshapeSpec;
 import org.dtorch.ops.ScalarSpec;
 import org.dtorch.ops.Shapes;
 import org.dtorch.ops.UnarySpec;
@@ -348,30 +346,6 @@ public final class PyBridge {
     public DTensor reduce(String kind, DTensor t, Value dims, boolean keepdim) {
         int[] d = java.util.Arrays.stream(longs(dims)).mapToInt(Math::toIntExact).toArray();
         return runtime.apply(new ReduceSpec(ReduceSpec.Kind.valueOf(kind.toUpperCase(Locale.ROOT)), d, keepdim), t);
-    }
-
-    /** Swaps two dimensions. */
-    @HostAccess.Export
-    public DTensor transpose(DTensor t, long a, long b) {
-        return t.transpose(Math.toIntExact(a), Math.toIntExact(b));
-    }
-
-    /** Reorders the dimensions. */
-    @HostAccess.Export
-    public DTensor permute(DTensor t, Value dims) {
-        return runtime.apply(PermuteSpec.permute(java.util.Arrays.stream(longs(dims)).mapToInt(Math::toIntExact).toArray()), t);
-    }
-
-    /** {@code reshape} or {@code view}. */
-    @HostAccess.Export
-    public DTensor reshape(DTensor t, Value shape, boolean view) {
-        return runtime.apply(new ReshapeSpec(longs(shape), view), t);
-    }
-
-    /** {@code narrow}. */
-    @HostAccess.Export
-    public DTensor narrow(DTensor t, long dim, long start, long length) {
-        return t.narrow(Math.toIntExact(dim), start, length);
     }
 
     /** {@code to(dtype)}. */

@@ -2,7 +2,7 @@
 
 import numbers
 
-from . import _bridge, _dtypes
+from . import _bridge, _dtypes, _indexing
 from ._future import TensorFuture
 import torch as _torch
 from torch import _nested
@@ -252,25 +252,35 @@ class Tensor:
             return self._reduce("max", None, False)
         return aten("max", (self, dim), {"keepdim": keepdim})
 
-    # ---- shape ----
+    # ---- shape (the generic path: a shard survives where the view keeps its dimension, else it is gathered) ----
     def transpose(self, dim0, dim1):
-        return Tensor(_bridge.call(_b().transpose, self._java, _index(dim0, "dim0"), _index(dim1, "dim1")))
+        return aten("transpose", (self, _index(dim0, "dim0"), _index(dim1, "dim1")))
 
     @property
     def T(self):
         return self.transpose(0, 1)
 
     def permute(self, *dims):
-        return Tensor(_bridge.call(_b().permute, self._java, _shape(dims, "dims")))
+        return aten("permute", (self, _shape(dims, "dims")))
 
     def reshape(self, *shape):
-        return Tensor(_bridge.call(_b().reshape, self._java, _shape(shape), False))
+        return aten("reshape", (self, _shape(shape)))
 
     def view(self, *shape):
-        return Tensor(_bridge.call(_b().reshape, self._java, _shape(shape), True))
+        return aten("view", (self, _shape(shape)))
 
     def narrow(self, dim, start, length):
-        return Tensor(_bridge.call(_b().narrow, self._java, _index(dim, "dim"), _index(start, "start"), _index(length, "length")))
+        return aten("narrow", (self, _index(dim, "dim"), _index(start, "start"), _index(length, "length")))
+
+    def __getitem__(self, index):
+        """t[1:5, 2], t[..., None], t[idx] (one long tensor or list): select, slice, unsqueeze and index_select."""
+        return _indexing.getitem(self, index)
+
+    def __setitem__(self, index, value):
+        """t[1:5] = value, functionally: this Tensor is rebound to a new distributed tensor with the value written
+        (slice_scatter, select_scatter, or where for a bool mask). Other Tensors that were taken from it before (views
+        included) keep the old values, and writing into them does not change this one."""
+        self._java = _indexing.setitem(self, index, value)._java
 
     def to(self, dtype):
         if dtype is None:

@@ -2,7 +2,10 @@
 gelu) keep their own sharding rules; any other name is the ATen operator of that name through the generic path
 (dtorch.aten), e.g. linear, layer_norm, group_norm, hardtanh, leaky_relu, elu, softplus, mish, logsigmoid. The functions
 below take torch's signatures where they differ from the operator's (the arguments are read by torch.nn.functional's own
-helpers)."""
+helpers; pooling and interpolate are bound by torch.nn._spatial, as torch.nn.functional's are), and convolutions and
+scaled_dot_product_attention name torch's signatures."""
+
+from torch.nn import _spatial
 
 from .. import _tensor
 from ..distributed_spec import Partial, Replicate
@@ -62,6 +65,28 @@ def dropout(*args, **kwargs):
     placements = [Replicate() if isinstance(q, Partial) else q for q in input.placements]
     kept = _tensor.rand(*input.shape, device_mesh=input.device_mesh, placements=placements).ge(p)
     return input * (kept.to(input.dtype) / (1.0 - p))
+
+
+def _run(name, args, kwargs=None):
+    return _tensor.aten(name, args, kwargs)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _run("conv1d", (input, weight, bias, stride, padding, dilation, groups))
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _run("conv2d", (input, weight, bias, stride, padding, dilation, groups))
+
+
+globals().update(_spatial.bind(_run))
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """Sharded on batch or heads (query, key and value alike); dropout_p must be 0 on distributed tensors."""
+    return _run("scaled_dot_product_attention", (query, key, value, attn_mask, float(dropout_p), is_causal),
+                {"scale": scale, "enable_gqa": enable_gqa})
 
 
 def __getattr__(name):

@@ -5,6 +5,7 @@ signature differs from the operator's."""
 
 from .. import _dispatch
 from .._dispatch import require
+from . import _spatial
 
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
 
@@ -26,11 +27,6 @@ conv2d = require("conv2d")
 conv3d = require("conv3d")
 scaled_dot_product_attention = require("scaled_dot_product_attention")
 pad = require("pad")
-max_pool1d = require("max_pool1d")
-max_pool2d = require("max_pool2d")
-avg_pool1d = require("avg_pool1d")
-avg_pool2d = require("avg_pool2d")
-adaptive_avg_pool2d = require("adaptive_avg_pool2d")
 one_hot = require("one_hot")
 hardtanh = require("hardtanh")
 elu = require("elu")
@@ -142,6 +138,13 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     norm = _normalize_norm(input, p, [dim], True)
     return input / _clamp_min(norm, eps).expand_as(input)
+
+
+def _run(name, args):
+    return require(name)(*args)
+
+
+globals().update(_spatial.bind(_run))
 
 
 def __getattr__(name):

@@ -1,0 +1,78 @@
+package org.dtorch.ops;
+
+import java.util.Arrays;
+import java.util.Objects;
+import org.dtorch.ops.aten.ArgKind;
+import org.dtorch.ops.aten.AtenCall;
+import org.dtorch.ops.aten.AtenOps;
+import org.dtorch.ops.aten.CallPlan;
+
+/**
+ * The ATen calls of {@link org.dtorch.api.DTensor}'s shape methods, which run through the generic operator and its
+ * {@link ViewStrategy}. Each checks its arguments first, so that a Java caller gets the method's name and the valid
+ * range (as every {@code DTensor} method does) rather than libtorch's message.
+ *
+ * <p>Stateless. Thread-safe.
+ */
+public final class ViewCalls {
+    private ViewCalls() {
+    }
+
+    /**
+     * The call {@code aten::<name>} makes of {@code values} of the kinds {@code key} ({@link ArgKind}; a tensor's value is
+     * a placeholder, null), with the overload the {@code torch} module would choose.
+     *
+     * @throws IllegalArgumentException when no overload takes those kinds
+     */
+    public static AtenCall of(String name, String key, Object... values) {
+        CallPlan plan = AtenOps.bestPlan(Objects.requireNonNull(AtenOps.overloads(name), () -> "no operator aten::" + name),
+            ArgKind.Signature.parse(key));
+        if (plan == null) {
+            throw new IllegalArgumentException("no overload of aten::" + name + " takes " + key);
+        }
+        return AtenCall.of(plan, values);
+    }
+
+    /** {@code transpose(a, b)} of a tensor of {@code ndim} dimensions. */
+    public static AtenCall transpose(int ndim, int a, int b) {
+        return of("transpose", "T,i,i", null, (long) Shapes.normalizeDim("transpose", a, ndim),
+            (long) Shapes.normalizeDim("transpose", b, ndim));
+    }
+
+    /** {@code permute(dims)} of a tensor of {@code ndim} dimensions. */
+    public static AtenCall permute(int ndim, int[] dims) {
+        Objects.requireNonNull(dims, "permute: dims is null");
+        long[] order = new long[dims.length];
+        for (int i = 0; i < dims.length; i++) {
+            order[i] = Shapes.normalizeDim("permute", dims[i], ndim);
+        }
+        if (dims.length != ndim || Arrays.stream(order).distinct().count() != ndim) {
+            throw new IllegalArgumentException("permute: " + Arrays.toString(dims) + " is not a permutation of " + ndim + " dimensions");
+        }
+        return of("permute", "T,[i]", null, Arrays.stream(order).boxed().toList());
+    }
+
+    /** {@code reshape(shape)}, or {@code view(shape)} when {@code asView}; one size may be -1. */
+    public static AtenCall reshape(long[] shape, boolean asView) {
+        String name = asView ? "view" : "reshape";
+        Objects.requireNonNull(shape, () -> name + ": shape is null");
+        Shapes.numel(name, Arrays.stream(shape).filter(s -> s != -1).toArray());
+        return of(name, "T,[i]", null, Arrays.stream(shape).boxed().toList());
+    }
+
+    /** {@code narrow(dim, start, length)} of a tensor of shape {@code shape}; a negative dim or start counts from the end. */
+    public static AtenCall narrow(long[] shape, int dim, long start, long length) {
+        int d = Shapes.normalizeDim("narrow", dim, shape.length);
+        long size = shape[d];
+        long first = start < 0 ? start + size : start;
+        if (first < 0 || first > size) {
+            throw new IllegalArgumentException("narrow: start " + start + " is out of range for a dimension of size " + size
+                + " (expected to be in range of [" + -size + ", " + size + "])");
+        }
+        if (length < 0 || first > size - length) {
+            throw new IllegalArgumentException("narrow: start " + start + " and length " + length + " do not fit dimension " + d
+                + " of size " + size);
+        }
+        return of("narrow", "T,i,i,i", null, (long) d, first, length);
+    }
+}

@@ -1,0 +1,58 @@
+package org.dtorch.ops;
+
+import org.dtorch.api.DTorch;
+import org.dtorch.api.DTorchOptions;
+import org.dtorch.core.testing.GpuTest;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The generic ATen operator's family walks on a CUDA mesh: four ranks on one GPU with the same-device backend (the
+ * single-GPU machine's only multi-rank CUDA mesh). Inputs are made with torch on the host and distributed onto the
+ * GPU; results come back to the host and are compared with torch's on the CPU, as in thread mode.
+ */
+@GpuTest
+@Timeout(600)
+class GenericOpsOnCudaTest {
+    private static DTorch dt;
+
+    @BeforeAll
+    static void start() {
+        dt = DTorch.init(DTorchOptions.builder().devices("cuda:4").sameDevice(true).build());
+    }
+
+    @AfterAll
+    static void stop() {
+        dt.close();
+    }
+
+    @Test
+    void shouldRunEveryPointwiseOperatorAndReductionOfTheTableLikeTorch() {
+        GenericOpsTest.walkPointwise(dt);
+        GenericOpsTest.walkReductions(dt);
+    }
+
+    @Test
+    void shouldRunEveryConcatSplitOperatorLikeTorch() {
+        ConcatSplitOpsTest.walk(dt, 1);
+    }
+
+    @Test
+    void shouldRunEveryViewAndShapeOperatorLikeTorch() {
+        ViewOpsTest.walk(dt, new int[][] {{1}, {2}, {4}, {2, 2}});
+    }
+
+    @Test
+    void shouldRunTheNormalizationEmbeddingAndDropoutFamiliesLikeTorch() {
+        NormOpsTest.walk(dt, new int[][] {{1}, {2}, {4}, {2, 2}}, 1);
+    }
+
+    @Test
+    void shouldRunConvolutionsPoolingInterpolationAndAttentionLikeTorch() {
+        ConvolutionOpsTest.walkConvolutions(dt, 1);
+        ConvolutionOpsTest.walkPoolingAndInterpolation(dt, 1);
+        ConvolutionOpsTest.walkAttention(dt, 2);
+    }
+}

@@ -1,0 +1,160 @@
+"""dt[index] and dt[index] = value on distributed tensors, made of generic operators (see Tensor.__getitem__).
+
+Basic indexing (ints, slices with steps, None, Ellipsis) is select, slice and unsqueeze; one long index (a dtorch or
+torch tensor, or a list of ints) is index_select. Assignment is functional: the value is written into copies with
+slice_scatter, select_scatter and index_copy (a 1-D long index), innermost first, and the caller rebinds the tensor to
+the result; a bool mask of the tensor's shape is a where."""
+
+import builtins
+import numbers
+
+import torch as _torch
+
+
+def _aten(name, *args):
+    from ._tensor import aten
+    return aten(name, args)
+
+
+def _full_slice(item, size):
+    return item.step in (None, 1) and item.start in (None, 0) and (item.stop is None or item.stop >= size)
+
+
+def _index_tensor(t, item):
+    """A long index as a dtorch.Tensor replicated on t's mesh."""
+    from ._tensor import Tensor, _from_torch
+    from .distributed_spec import Replicate
+    if isinstance(item, Tensor):
+        return item
+    if not isinstance(item, _torch.Tensor):
+        item = _torch.tensor(item, dtype=_torch.int64)
+    mesh = t.device_mesh
+    return _from_torch(item, mesh, [Replicate()] * mesh.ndim)
+
+
+def _is_mask(item):
+    from ._tensor import Tensor
+    return isinstance(item, (Tensor, _torch.Tensor)) and item.dtype.name == "bool"
+
+
+def _walk(t, index, on_int, on_slice, on_none, on_advanced):
+    """Walks `index` over t's dimensions, calling on_int(dim, i), on_slice(dim, slice), on_none(dim) and
+    on_advanced(dim, item) in order; each returns how many result dimensions its item leaves."""
+    from ._tensor import Tensor
+    if type(index) is not tuple:
+        index = (index,)
+    ndim = t.ndim
+    used = builtins.sum(0 if i is None or i is Ellipsis else 1 for i in index)
+    if used > ndim:
+        raise IndexError("too many indices for tensor of dimension %d" % ndim)
+    if builtins.sum(1 for i in index if i is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    shape = list(t.shape)
+    dim = 0  # the result's dimension the next item applies to
+    source = 0  # t's dimension it applies to
+    for item in index:
+        if item is None:
+            dim += on_none(dim)
+        elif item is Ellipsis:
+            dim += ndim - used
+            source += ndim - used
+        elif isinstance(item, numbers.Integral) and not isinstance(item, builtins.bool):
+            i = int(item)
+            size = shape[source]
+            if not -size <= i < size:
+                raise IndexError("index %d is out of bounds for dimension %d with size %d" % (i, source, size))
+            dim += on_int(dim, i + size if i < 0 else i)
+            source += 1
+        elif type(item) is slice:
+            if item.step is not None and item.step <= 0:
+                raise ValueError("step must be greater than zero")
+            dim += 1 if _full_slice(item, shape[source]) else on_slice(dim, item)
+            source += 1
+        elif isinstance(item, (Tensor, _torch.Tensor, list)) and not _is_mask(item):
+            dim += on_advanced(dim, item)
+            source += 1
+        else:
+            raise TypeError("dtorch.Tensor indices are ints, slices (`:`), ellipsis (`...`), None, one long tensor or list, "
+                            "or (in an assignment) a bool mask of the tensor's shape; got %s" % type(item).__name__)
+
+
+def getitem(t, index):
+    """t[index] as a new distributed tensor."""
+    if _is_mask(index):
+        raise NotImplementedError("dtorch.Tensor[bool mask] has a shape that depends on the values, which the distributed "
+                                  "graph must know in advance; use dtorch.where(mask, t, other) or t.masked_fill(mask, v)")
+    state = {"t": t, "advanced": 0}
+
+    def on_int(dim, i):
+        state["t"] = _aten("select", state["t"], dim, i)
+        return 0
+
+    def on_slice(dim, item):
+        state["t"] = _aten("slice", state["t"], dim, item.start, item.stop, 1 if item.step is None else item.step)
+        return 1
+
+    def on_none(dim):
+        state["t"] = _aten("unsqueeze", state["t"], dim)
+        return 1
+
+    def on_advanced(dim, item):
+        state["advanced"] += 1
+        if state["advanced"] > 1:
+            raise NotImplementedError("dtorch.Tensor indexing takes one tensor or list index; index with several in steps")
+        idx = _index_tensor(t, item)
+        shape = list(idx.shape)
+        out = _aten("index_select", state["t"], dim, idx.reshape(-1) if len(shape) != 1 else idx)
+        state["t"] = _aten("unflatten", out, dim, shape) if shape else _aten("squeeze", out, dim)
+        return len(shape)
+
+    _walk(t, index, on_int, on_slice, on_none, on_advanced)
+    return state["t"]
+
+
+def setitem(t, index, value):
+    """The tensor t with t[index] = value written, as a new distributed tensor (t itself is unchanged)."""
+    from ._tensor import Tensor, _scalar
+    if _is_mask(index):
+        mask = _index_tensor(t, index)
+        out = _aten("where", mask, value, t)
+        return out if out.dtype == t.dtype else out.to(t.dtype)
+    steps = []  # (tensor before the step, operator, dim, arguments), outermost first
+    state = {"t": t}
+
+    def step(op, dim, *args):
+        steps.append((state["t"], op, dim, args))
+        state["t"] = _aten(op, state["t"], dim, *args)
+
+    def on_int(dim, i):
+        step("select", dim, i)
+        return 0
+
+    def on_slice(dim, item):
+        step("slice", dim, item.start, item.stop, 1 if item.step is None else item.step)
+        return 1
+
+    def on_advanced(dim, item):
+        idx = _index_tensor(t, item)
+        if idx.ndim != 1 or builtins.any(op == "index_select" for _, op, _, _ in steps):
+            raise NotImplementedError("assignment through tensor or list indices takes one 1-D index on dtorch.Tensor")
+        step("index_select", dim, idx)
+        return 1
+
+    _walk(t, index, on_int, on_slice, lambda dim: 0, on_advanced)
+    view = state["t"]
+    if isinstance(value, Tensor):
+        src = value if value.dtype == view.dtype else value.to(view.dtype)
+        while src.ndim > view.ndim and src.shape[0] == 1:
+            src = _aten("squeeze", src, 0)
+        if src.shape != view.shape:
+            src = _aten("expand", src, list(view.shape))
+    elif _scalar(value)[1] is not None:
+        src = _aten("fill", view, value)
+    else:
+        raise TypeError("a dtorch.Tensor takes a dtorch.Tensor or a number in an assignment, got %r" % (value,))
+    for base, op, dim, args in reversed(steps):
+        if op == "index_select":
+            src = _aten("index_copy", base, dim, args[0], src)
+        else:
+            src = _aten(op + "_scatter", base, src, dim, *args)
+    return src
