@@ -40,6 +40,11 @@ class GenericOpsOnCudaTest {
     }
 
     @Test
+    void shouldRunEveryMatrixProductLikeTorch() {
+        MatmulOpsTest.walk(dt, new int[][] {{1}, {2}, {4}, {2, 2}}, 1);
+    }
+
+    @Test
     void shouldRunEveryViewAndShapeOperatorLikeTorch() {
         ViewOpsTest.walk(dt, new int[][] {{1}, {2}, {4}, {2, 2}});
     }
