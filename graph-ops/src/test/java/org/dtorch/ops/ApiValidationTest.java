@@ -18,12 +18,9 @@ import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.api.DTensor;
-import org.dtorch.api.DTorch;
 import org.dtorch.api.DTorchOptions;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.function.Executable;
@@ -34,19 +31,8 @@ import org.junit.jupiter.api.function.Executable;
  * long cannot hold, and frees what it allocated when it refuses its input.
  */
 @Timeout(120)
-class ApiValidationTest {
+class ApiValidationTest extends FourDeviceRuntime {
     private static final Placement R = Placement.replicate();
-    private static DTorch dt;
-
-    @BeforeAll
-    static void start() {
-        dt = DTorch.init(DTorchOptions.builder().devices(4).build());
-    }
-
-    @AfterAll
-    static void stop() {
-        dt.close();
-    }
 
     private static DeviceMesh line() {
         return dt.mesh(0, 1, 2, 3);

@@ -18,7 +18,6 @@ import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
-import org.dtorch.api.DTorchOptions;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.graph.ShardingException;
@@ -29,8 +28,6 @@ import org.dtorch.ops.aten.AtenCall.Constant;
 import org.dtorch.ops.aten.AtenCall.Input;
 import org.dtorch.ops.aten.AtenCall.InputList;
 import org.dtorch.ops.aten.AtenOps;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -42,22 +39,11 @@ import org.junit.jupiter.api.Timeout;
  * operators with lists outside the family on the replicated fallback.
  */
 @Timeout(300)
-class ConcatSplitOpsTest {
+class ConcatSplitOpsTest extends FourDeviceRuntime {
     private static final Placement R = Placement.replicate();
     private static final Placement P = Placement.partial();
     private static final int[][] MESHES = {{1}, {2}, {4}, {2, 2}};
     private static final Random RANDOM = new Random(34);
-    private static DTorch dt;
-
-    @BeforeAll
-    static void start() {
-        dt = DTorch.init(DTorchOptions.builder().devices(4).build());
-    }
-
-    @AfterAll
-    static void stop() {
-        dt.close();
-    }
 
     /** {@code count} placeholders for a {@code Tensor[]} value of {@link GenericOpsTest#call}. */
     private static List<Object> tensors(int count) {

@@ -16,12 +16,10 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
-import org.dtorch.api.DTorchOptions;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.graph.ShardingException;
 import org.dtorch.ops.aten.AtenCall;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -33,21 +31,13 @@ import org.junit.jupiter.api.Timeout;
  * placements (partial sums included) on 1-, 2-, 4- and 2x2-device meshes, and the placements each rule gives.
  */
 @Timeout(300)
-class ConvolutionOpsTest {
+class ConvolutionOpsTest extends FourDeviceRuntime {
     private static final Placement R = Placement.replicate();
     private static final int[][] MESHES = {{1}, {2}, {4}, {2, 2}};
     private static final Random RANDOM = new Random(7);
-    private static DTorch dt;
-
     @BeforeAll
-    static void start() {
-        dt = DTorch.init(DTorchOptions.builder().devices(4).build());
+    static void seed() {
         torch.manual_seed(7); // the tensors' values too, so that a failure repeats
-    }
-
-    @AfterAll
-    static void stop() {
-        dt.close();
     }
 
     /** One case of a walk: the call and its whole inputs. */

@@ -15,15 +15,12 @@ import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
-import org.dtorch.api.DTorchOptions;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.graph.ShardingException;
 import org.dtorch.ops.aten.ArgKind;
 import org.dtorch.ops.aten.AtenCall;
 import org.dtorch.ops.aten.AtenOps;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -34,19 +31,8 @@ import org.junit.jupiter.api.Timeout;
  * fallback for operators in no family.
  */
 @Timeout(300)
-class GenericOpsTest {
+class GenericOpsTest extends FourDeviceRuntime {
     private static final Placement R = Placement.replicate();
-    private static DTorch dt;
-
-    @BeforeAll
-    static void start() {
-        dt = DTorch.init(DTorchOptions.builder().devices(4).build());
-    }
-
-    @AfterAll
-    static void stop() {
-        dt.close();
-    }
 
     /** The call {@code name} makes of values of the kinds {@code key} (tensor values are only placeholders). */
     static AtenCall call(String name, String key, Object... values) {

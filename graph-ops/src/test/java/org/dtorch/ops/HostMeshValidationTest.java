@@ -6,13 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.bytedeco.pytorch.Tensor;
 import org.dtorch.api.DTensor;
-import org.dtorch.api.DTorch;
-import org.dtorch.api.DTorchOptions;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -21,19 +17,7 @@ import org.junit.jupiter.api.Timeout;
  * and CUDA meshes are refused before anything runs, by the API and by the runtime.
  */
 @Timeout(60)
-class HostMeshValidationTest {
-    private static DTorch dt;
-
-    @BeforeAll
-    static void start() {
-        dt = DTorch.init(DTorchOptions.builder().devices(4).build());
-    }
-
-    @AfterAll
-    static void stop() {
-        dt.close();
-    }
-
+class HostMeshValidationTest extends FourDeviceRuntime {
     @Test
     void shouldNameTheRuntimesOwnMeshesWithTheirKind() {
         assertEquals(dt.mesh(0, 1), dt.mesh(DeviceKind.CPU, 0, 1));

@@ -15,13 +15,10 @@ import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
-import org.dtorch.api.DTorchOptions;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.graph.ShardingException;
 import org.dtorch.ops.aten.AtenCall;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -31,23 +28,12 @@ import org.junit.jupiter.api.Timeout;
  * 1-, 2-, 4- and 2x2-device meshes, and the placements the strategy chooses.
  */
 @Timeout(300)
-class MatmulOpsTest {
+class MatmulOpsTest extends FourDeviceRuntime {
     private static final Placement R = Placement.replicate();
     private static final Placement P = Placement.partial();
     private static final ScalarType F = ScalarType.Float;
     private static final int[][] MESHES = {{1}, {2}, {4}, {2, 2}};
     private static final Random RANDOM = new Random(31);
-    private static DTorch dt;
-
-    @BeforeAll
-    static void start() {
-        dt = DTorch.init(DTorchOptions.builder().devices(4).build());
-    }
-
-    @AfterAll
-    static void stop() {
-        dt.close();
-    }
 
     /** One random case of an operator: its call and its inputs' shapes. */
     private record Case(AtenCall call, long[]... shapes) {

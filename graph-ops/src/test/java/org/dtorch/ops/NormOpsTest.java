@@ -12,13 +12,10 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
-import org.dtorch.api.DTorchOptions;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.graph.ShardingException;
 import org.dtorch.ops.aten.AtenCall;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -29,24 +26,13 @@ import org.junit.jupiter.api.Timeout;
  * the walk on a 2x2 mesh with worker processes.
  */
 @Timeout(300)
-class NormOpsTest {
+class NormOpsTest extends FourDeviceRuntime {
     private static final Placement R = Placement.replicate();
     private static final Placement S0 = Placement.shard(0);
     private static final Placement S1 = Placement.shard(1);
     private static final Placement S2 = Placement.shard(2);
     private static final Random RANDOM = new Random(29);
     private static final int[][] MESHES = {{1}, {2}, {4}, {2, 2}};
-    private static DTorch dt;
-
-    @BeforeAll
-    static void start() {
-        dt = DTorch.init(DTorchOptions.builder().devices(4).build());
-    }
-
-    @AfterAll
-    static void stop() {
-        dt.close();
-    }
 
     /** One call of the walk: the call, then its whole inputs (the walk closes them). */
     private record Case(AtenCall call, List<Tensor> inputs) {

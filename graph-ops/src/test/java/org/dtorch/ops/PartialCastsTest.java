@@ -9,15 +9,11 @@ import java.util.List;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.api.DTensor;
-import org.dtorch.api.DTorch;
-import org.dtorch.api.DTorchOptions;
 import org.dtorch.core.communication.ReduceOpType;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.graph.ShardingException;
 import org.dtorch.core.tensor.TorchTensors;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -26,19 +22,8 @@ import org.junit.jupiter.api.Timeout;
  * reduction; every other cast is refused before anything runs, naming the operator, the placements and the way out.
  */
 @Timeout(120)
-class PartialCastsTest {
+class PartialCastsTest extends FourDeviceRuntime {
     private static final Placement R = Placement.replicate();
-    private static DTorch dt;
-
-    @BeforeAll
-    static void start() {
-        dt = DTorch.init(DTorchOptions.builder().devices(4).build());
-    }
-
-    @AfterAll
-    static void stop() {
-        dt.close();
-    }
 
     private static DeviceMesh line() {
         return dt.mesh(0, 1, 2, 3);

@@ -17,13 +17,10 @@ import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
-import org.dtorch.api.DTorchOptions;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.graph.ShardingException;
 import org.dtorch.ops.aten.AtenCall;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -33,24 +30,13 @@ import org.junit.jupiter.api.Timeout;
  * and the placements the strategy gives: shards kept where a dimension survives, gathered where it does not.
  */
 @Timeout(300)
-class ViewOpsTest {
+class ViewOpsTest extends FourDeviceRuntime {
     private static final Placement R = Placement.replicate();
     private static final Placement P = Placement.partial();
     private static final ScalarType F = ScalarType.Float;
     private static final ScalarType L = ScalarType.Long;
     private static final int[][] MESHES = {{1}, {2}, {4}, {2, 2}};
     private static final Random RANDOM = new Random(21);
-    private static DTorch dt;
-
-    @BeforeAll
-    static void start() {
-        dt = DTorch.init(DTorchOptions.builder().devices(4).build());
-    }
-
-    @AfterAll
-    static void stop() {
-        dt.close();
-    }
 
     /**
      * One call of the walk: the operator on inputs of these shapes and dtypes. A {@code Float} input holds values in
