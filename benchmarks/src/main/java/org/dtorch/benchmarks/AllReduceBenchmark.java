@@ -28,11 +28,9 @@ import org.dtorch.core.device.DeviceKind;
  * (the input is left alone), to separate the cost of that contract from the wrapper's own.
  *
  * <p>Every variant owns its inputs. The in-place variant's inputs are refilled with ones before each
- * sample, outside the timed part, so it always reduces the same values; every other variant's inputs are
- * written the same way (with the ones they hold), so all start from inputs just written, as warm in the
- * caches as the baseline's (decision 254). Afterwards the in-place result and the untouched inputs of the
- * others are checked. Variants are interleaved in rounds so drift of a noisy machine hits all alike; each
- * sample is rank 0's time from a common start to its result.
+ * sample, outside the timed part, so it always reduces the same values; afterwards its result and the
+ * untouched inputs of the other variants are checked. Variants are interleaved in rounds so drift of a
+ * noisy machine hits all alike; each sample is rank 0's time from a common start to its result.
  */
 final class AllReduceBenchmark {
     static final int WORLD = 4;
@@ -59,8 +57,7 @@ final class AllReduceBenchmark {
             "Rank 0's time per all-reduce, ranks released together by a barrier; per run " + options.rounds() * PER_ROUND + " samples per "
                 + "variant, interleaved in rounds, after a warm-up round. Each variant has its own inputs. `ThreadGroup.allReduce` returns a "
                 + "new tensor and leaves its input alone; the baseline calls `ProcessGroupGloo.allreduce` on its input itself (inputs "
-                + "refilled before each sample, untimed, and every variant's inputs written alike, decision 254); \"direct on a copy\" clones the "
-                + "input first (the contract of `ThreadGroup`).");
+                + "refilled before each sample, untimed); \"direct on a copy\" clones the input first (the contract of `ThreadGroup`).");
         Rows rows = measure(options);
         report.comparisons(rows.comparisons());
         report.note("Memory bandwidth of the same-device all-reduce, counting every input read once and every output written once ("
@@ -98,22 +95,22 @@ final class AllReduceBenchmark {
             List<ThreadGroup> sameGroups = pool.onRanks(rank -> same.getThreadGroup(DeviceKind.CPU, ids, rank));
 
             List<Tensor> inPlace = ones(pool, elements);
-            variants.add(new Variant(DIRECT, inPlace, refill(inPlace, one),
+            variants.add(new Variant(DIRECT, inPlace, rank -> inPlace.get(rank).fill_(one),
                 rank -> allreduceInPlace(direct.get(rank), inPlace.get(rank)), WORLD));
             List<Tensor> copied = ones(pool, elements);
-            variants.add(new Variant(DIRECT_COPY, copied, refill(copied, one), rank -> {
+            variants.add(new Variant(DIRECT_COPY, copied, rank -> { }, rank -> {
                 try (Tensor copy = copied.get(rank).clone()) {
                     allreduceInPlace(direct.get(rank), copy);
                 }
             }, 1));
             List<Tensor> glooInputs = ones(pool, elements);
-            variants.add(new Variant(GLOO, glooInputs, refill(glooInputs, one), rank -> glooGroups.get(rank).allReduce(glooInputs.get(rank)).close(), 1));
+            variants.add(new Variant(GLOO, glooInputs, rank -> { }, rank -> glooGroups.get(rank).allReduce(glooInputs.get(rank)).close(), 1));
             List<Tensor> sameInputs = ones(pool, elements);
-            variants.add(new Variant(SAME_DEVICE, sameInputs, refill(sameInputs, one),
+            variants.add(new Variant(SAME_DEVICE, sameInputs, rank -> { },
                 rank -> sameGroups.get(rank).allReduce(sameInputs.get(rank)).close(), 1));
             List<Tensor> copyFrom = ones(pool, elements);
             MemorySegment copyTo = arena.allocate(bytes, 64);
-            variants.add(new Variant(MEMCPY, copyFrom, refill(copyFrom, one), rank -> {
+            variants.add(new Variant(MEMCPY, copyFrom, rank -> { }, rank -> {
                 if (rank == 0) {
                     MemorySegment.copy(MemorySegment.ofAddress(copyFrom.getFirst().data_ptr().address()).reinterpret(bytes), 0, copyTo, 0, bytes);
                 }
@@ -139,11 +136,6 @@ final class AllReduceBenchmark {
             Files.deleteIfExists(directStore);
         }
         return new Rows(List.of(glooRow, inPlaceRow, sameRow), List.of(sameBandwidth, copyBandwidth, bandwidthRatio));
-    }
-
-    /** The untimed preparation of every variant: its inputs written with ones, as the in-place baseline must be. */
-    static RankPool.RankBody refill(List<Tensor> inputs, Scalar one) {
-        return rank -> inputs.get(rank).fill_(one);
     }
 
     /** One run: a warm-up round, then {@code rounds} rounds of {@value #PER_ROUND} samples of every variant in turn. */

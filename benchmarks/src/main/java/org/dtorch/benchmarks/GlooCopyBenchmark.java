@@ -73,14 +73,14 @@ final class GlooCopyBenchmark {
             List<Tensor> inPlace = pool.onRanks(rank -> torch.ones(elements));
             allInputs.addAll(inPlace);
             List<Body> bodies = new ArrayList<>();
-            bodies.add(new Body(AllReduceBenchmark.refill(inPlace, one),
+            bodies.add(new Body(rank -> inPlace.get(rank).fill_(one),
                 rank -> AllReduceBenchmark.allreduceInPlace(direct.get(rank), inPlace.get(rank))));
             for (Variant v : variants) {
                 ThreadGroupManager manager = new ThreadGroupManager(false, GlobalCommInstanceId.next(), Duration.ofSeconds(300));
                 managers.add(manager);
                 List<Tensor> inputs = pool.onRanks(rank -> torch.ones(elements));
                 allInputs.addAll(inputs);
-                bodies.add(variantBody(pool, manager, v, inputs, one));
+                bodies.add(variantBody(pool, manager, v, inputs));
             }
             report.comparisons(measure(pool, variants, bodies, options));
         } finally {
@@ -93,11 +93,9 @@ final class GlooCopyBenchmark {
 
     /**
      * Creates the variant's groups with its options set (the backend reads them when a group is created), checks one
-     * all-reduce untimed (the result is the sum, the input is left alone) and returns the timed body, whose inputs are
-     * written untimed before each sample as the baseline's are (decision 254).
+     * all-reduce untimed (the result is the sum, the input is left alone) and returns the timed body.
      */
-    private static Body variantBody(RankPool pool, ThreadGroupManager manager, Variant v, List<Tensor> inputs, Scalar one)
-        throws Exception {
+    private static Body variantBody(RankPool pool, ThreadGroupManager manager, Variant v, List<Tensor> inputs) throws Exception {
         List<Long> ids = List.of(0L, 1L, 2L, 3L);
         String threadsBefore = System.setProperty(COPY_THREADS_PROPERTY, v.threads());
         String pieceBefore = System.setProperty(FIRST_PIECE_PROPERTY, v.firstPiece());
@@ -114,7 +112,7 @@ final class GlooCopyBenchmark {
             }
             return rank;
         });
-        return new Body(AllReduceBenchmark.refill(inputs, one), rank -> groups.get(rank).allReduce(inputs.get(rank)).close());
+        return new Body(rank -> { }, rank -> groups.get(rank).allReduce(inputs.get(rank)).close());
     }
 
     /** The runs: per run a warm-up round and then rounds of every body in turn; one row per variant against body 0. */
