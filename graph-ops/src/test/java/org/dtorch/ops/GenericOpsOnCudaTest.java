@@ -1,5 +1,6 @@
 package org.dtorch.ops;
 
+import org.bytedeco.pytorch.global.torch;
 import org.dtorch.api.DTorch;
 import org.dtorch.api.DTorchOptions;
 import org.dtorch.core.testing.GpuTest;
@@ -11,21 +12,27 @@ import org.junit.jupiter.api.Timeout;
 /**
  * The generic ATen operator's family walks on a CUDA mesh: four ranks on one GPU with the same-device backend (the
  * single-GPU machine's only multi-rank CUDA mesh). Inputs are made with torch on the host and distributed onto the
- * GPU; results come back to the host and are compared with torch's on the CPU, as in thread mode.
+ * GPU; results come back to the host and are compared with torch's on the CPU, as in thread mode. cuDNN may compute
+ * float32 convolutions in TF32 (libtorch's default), which is not float32's precision: the class turns that off while it
+ * runs, as PyTorch's own CUDA tests do when they compare with the CPU.
  */
 @GpuTest
 @Timeout(600)
 class GenericOpsOnCudaTest {
     private static DTorch dt;
+    private static boolean tf32;
 
     @BeforeAll
     static void start() {
+        tf32 = torch.globalContext().allowTF32CuDNN();
+        torch.globalContext().setAllowTF32CuDNN(false);
         dt = DTorch.init(DTorchOptions.builder().devices("cuda:4").sameDevice(true).build());
     }
 
     @AfterAll
     static void stop() {
         dt.close();
+        torch.globalContext().setAllowTF32CuDNN(tf32);
     }
 
     @Test
