@@ -26,7 +26,7 @@ import org.dtorch.core.tensor.TorchTensors;
  *
  * <p>The methods block: {@link ThreadGroup} has no asynchronous all-to-all to return a wait handle from.
  * {@link #scatterHeads(Tensor, Tensor, Tensor)} instead moves Q, K and V in one all-to-all, so the three are
- * in flight together as TeleFuser's submit-all-then-wait intends (docs/decisions.md, 322).
+ * in flight together as TeleFuser's submit-all-then-wait intends (docs/decisions.md, 322 and 323).
  *
  * <p>Not thread-safe: one thread per rank, as its group; every rank of the group calls the same methods in
  * the same order with equal shapes (a mismatch is a deadlock the group's deadline turns into an error).
@@ -57,9 +57,10 @@ public final class UlyssesComm {
     }
 
     /**
-     * {@link #ulyssesScatterHeads} of Q, K and V in one all-to-all: they are stacked into one
-     * {@code [3, B, S_local, H, D]} tensor, exchanged once and returned as views of the result.
-     * The three must have equal shapes and dtypes.
+     * {@link #ulyssesScatterHeads} of Q, K and V in one all-to-all: they are concatenated on the batch into one
+     * {@code [3 * B, S_local, H, D]} tensor, exchanged once and returned as views of the result: one
+     * collective's latency for an extra copy of the three (docs/decisions.md, 323). The three must have equal
+     * shapes and dtypes.
      */
     public HeadShards scatterHeads(Tensor q, Tensor k, Tensor v) {
         String op = "scatterHeads";
@@ -71,9 +72,10 @@ public final class UlyssesComm {
                     + TorchTensors.describe(q) + ", k " + TorchTensors.describe(k) + ", v " + TorchTensors.describe(v));
             }
         }
+        long batch = q.size(0);
         try (TensorVector parts = new TensorVector(q, k, v); TensorArrayRef ref = new TensorArrayRef(parts);
-             Tensor packed = torch.stack(ref); Tensor exchanged = group.allToAll(packed, 2, 3, q.size(1) * group.getWorldSize())) {
-            return new HeadShards(exchanged.select(0, 0), exchanged.select(0, 1), exchanged.select(0, 2));
+             Tensor packed = torch.cat(ref, 0); Tensor exchanged = ulyssesScatterHeads(packed)) {
+            return new HeadShards(exchanged.narrow(0, 0, batch), exchanged.narrow(0, batch, batch), exchanged.narrow(0, 2 * batch, batch));
         }
     }
 
