@@ -11,6 +11,7 @@ import java.util.List;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.device.DeviceKind;
+import org.dtorch.core.distributed.ParallelConfig;
 import org.dtorch.core.testing.RankThreads;
 import org.dtorch.core.testing.TestTensors;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -19,7 +20,7 @@ import org.junit.jupiter.params.provider.CsvSource;
 /**
  * Ulysses' all-to-alls on real rank threads over Gloo and the same-device backend, each rank's result compared
  * exactly with torch's slice of the full tensor: scattering heads gives the whole sequence and this rank's heads,
- * gathering them back gives the input.
+ * gathering them back gives the input; the Ulysses groups of a {@link ParallelConfig} run side by side.
  */
 class UlyssesCommTest {
     private static final long BATCH = 2;
@@ -52,6 +53,32 @@ class UlyssesCommTest {
                     expectSame(failed, "scatterHeads q", expectedQ, qkv.q());
                     expectSame(failed, "scatterHeads k", expectedK, qkv.k());
                     expectSame(failed, "scatterHeads v", expectedV, qkv.v());
+                }
+                return failed;
+            });
+            assertEquals(List.of(), failures.stream().flatMap(List::stream).toList());
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource({"GLOO", "SAME_DEVICE"})
+    void shouldRunInEveryUlyssesGroupOfAParallelConfigAtOnce(Backend backend) {
+        ParallelConfig config = new ParallelConfig(1, 1, 2, 2, 1, 1);
+        long[] shape = {BATCH, 4, 4, HEAD_DIM};
+        try (ThreadGroupManager manager = GroupFixtures.manager(backend, Duration.ofSeconds(30))) {
+            List<List<String>> failures = RankThreads.run(config.worldSize(), Duration.ofSeconds(60), rank -> {
+                List<Long> ulysses = config.ulyssesGroup(rank);
+                int groupRank = ulysses.indexOf((long) rank);
+                UlyssesComm comm = new UlyssesComm(manager.getThreadGroup(DeviceKind.CPU, ulysses, rank));
+                List<String> failed = new ArrayList<>();
+                // Each Ulysses group (one per ring position) holds a sequence of its own.
+                try (Tensor full = TestTensors.pattern(shape, ScalarType.Float, 7 * ulysses.getFirst(), 101, 0);
+                     Tensor local = ThreadGroupCollectivesTest.shardOf(full, 1, ulysses.size(), groupRank);
+                     Tensor expected = ThreadGroupCollectivesTest.shardOf(full, 2, ulysses.size(), groupRank);
+                     Tensor scattered = comm.ulyssesScatterHeads(local);
+                     Tensor back = comm.ulyssesGatherHeads(scattered)) {
+                    expectSame(failed, "rank " + rank + " in " + ulysses + ": ulyssesScatterHeads", expected, scattered);
+                    expectSame(failed, "rank " + rank + " in " + ulysses + ": ulyssesGatherHeads", local, back);
                 }
                 return failed;
             });
