@@ -18,6 +18,7 @@ def test_the_mesh_has_every_dimension_in_order():
     assert mesh["ulysses"].device_ids == [0, 1]
     assert mesh["ring"].device_ids == [0, 2]
     assert mesh["ring", "ulysses"].shape == (2, 2)
+    assert ParallelConfig(dp=2, tp=2).device_mesh().device_type == "cpu"  # the runtime's
 
 
 def test_groups_are_the_ranks_a_rank_shares_a_step_with():

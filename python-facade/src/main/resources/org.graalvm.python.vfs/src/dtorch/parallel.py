@@ -41,8 +41,11 @@ class ParallelConfig:
             n *= d
         return n
 
-    def device_mesh(self, device_type="cpu"):
-        """The runtime's mesh with dimensions ("dp", "cfg", "ring", "ulysses", "pp", "tp")."""
+    def device_mesh(self, device_type=None):
+        """The runtime's mesh with dimensions ("dp", "cfg", "ring", "ulysses", "pp", "tp"), of the runtime's device type
+        unless device_type says otherwise ("cpu" on a CUDA runtime is its workers' host memory, as for DeviceMesh)."""
+        if device_type is None:
+            device_type = _bridge.bridge().deviceType()
         return DeviceMesh._wrap(_bridge.call(_bridge.bridge().parallelMesh, device_type, list(self.degrees)))
 
     def dp_group(self, rank):
@@ -74,7 +77,7 @@ class ParallelConfig:
         return self._group(rank, "tp")
 
     def _group(self, rank, *names):
-        mesh = self.device_mesh(_bridge.bridge().deviceType())
+        mesh = self.device_mesh()
         return list(_bridge.bridge().meshIds(_bridge.call(_bridge.bridge().subMesh, mesh._java, rank, list(names))))
 
     def __repr__(self):
