@@ -8,7 +8,7 @@ scaled_dot_product_attention name torch's signatures."""
 from torch.nn import _spatial
 
 from .. import _tensor
-from ..distributed_spec import Partial, Replicate
+from ..distributed_spec import Partial, Replicate, Shard
 from torch.nn import functional as _F
 
 
@@ -83,10 +83,60 @@ globals().update(_spatial.bind(_run))
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
-                                 enable_gqa=False):
-    """Sharded on batch or heads (query, key and value alike); dropout_p must be 0 on distributed tensors."""
-    return _run("scaled_dot_product_attention", (query, key, value, attn_mask, float(dropout_p), is_causal),
-                {"scale": scale, "enable_gqa": enable_gqa})
+                                 enable_gqa=False, strategy=None):
+    """torch's attention on distributed tensors; dropout_p must be 0. Without `strategy` it runs sharded on batch or
+    heads (query, key and value alike) and gathers a sharded sequence first. strategy="ulysses" keeps a
+    sequence-sharded input's communication to two all-to-alls: query, key and value move from their sequence shards
+    to head shards, each device attends its heads over the whole sequence, and the output moves back to the query's
+    sequence shards (DeepSpeed-Ulysses; decision 258). The result equals single-device attention."""
+    args = (query, key, value, attn_mask, float(dropout_p), is_causal)
+    kwargs = {"scale": scale, "enable_gqa": enable_gqa}
+    if strategy is None:
+        return _run("scaled_dot_product_attention", args, kwargs)
+    if strategy == "ulysses":
+        return _ulysses_attention(args, kwargs)
+    if strategy == "ring":
+        raise NotImplementedError("scaled_dot_product_attention(strategy='ring') is not built yet on distributed tensors; "
+                                  "use strategy='ulysses' or None")
+    raise ValueError("scaled_dot_product_attention: strategy must be None, 'ulysses' or 'ring', got %r" % (strategy,))
+
+
+def _ulysses_attention(args, kwargs):
+    query, key, value = args[:3]
+    for t in (query, key, value):
+        if not isinstance(t, _tensor.Tensor):
+            raise TypeError("scaled_dot_product_attention(strategy='ulysses') takes dtorch.Tensors, got %r" % (t,))
+    if query.ndim < 4:
+        raise ValueError("scaled_dot_product_attention(strategy='ulysses') needs [..., heads, sequence, dim] inputs, got "
+                         "a query of shape %s" % (tuple(query.shape),))
+    mesh, placements = query.device_mesh, list(query.placements)
+    for name, t in (("key", key), ("value", value)):
+        if t.ndim != query.ndim or t.device_mesh != mesh or list(t.placements) != placements:
+            raise ValueError("scaled_dot_product_attention(strategy='ulysses'): %s must have the query's number of "
+                             "dimensions, mesh and placements %s, got %s on %r" % (name, placements, list(t.placements),
+                                                                                  t.device_mesh))
+    seq, heads = query.ndim - 2, query.ndim - 3
+    moved = [m for m, p in enumerate(placements) if p.is_shard(seq) or p.is_shard(seq - query.ndim)]
+    if not moved:
+        return _run("scaled_dot_product_attention", args, kwargs)
+    ways = 1
+    for m in moved:
+        ways *= mesh.shape[m]
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if t.shape[heads] % ways:
+            raise ValueError("scaled_dot_product_attention(strategy='ulysses'): the %s's %d heads do not divide over the %d "
+                             "devices its sequence is sharded on" % (name, t.shape[heads], ways))
+    to_heads = [Shard(heads) if m in moved else p for m, p in enumerate(placements)]
+    by_heads = [t.redistribute(mesh, to_heads) for t in (query, key, value)]
+    try:
+        out = _run("scaled_dot_product_attention", tuple(by_heads) + args[3:], kwargs)
+    finally:
+        for t in by_heads:
+            t.close()
+    try:
+        return out.redistribute(mesh, placements)
+    finally:
+        out.close()
 
 
 def __getattr__(name):
