@@ -417,9 +417,12 @@ public final class ThreadGroup implements AutoCloseable {
         StringBuilder described = new StringBuilder(name).append('(');
         for (P2POp p : batch) {
             checkPeerOp(name, p);
-            described.append(described.charAt(described.length() - 1) == '(' ? "" : ", ")
-                .append(p.kind() == P2POp.Kind.ISEND ? "send " : "recv into ").append(TorchTensors.describe(p.tensor()))
-                .append(p.kind() == P2POp.Kind.ISEND ? " to rank " : " from rank ").append(p.peer());
+            boolean sending = p.kind() == P2POp.Kind.ISEND;
+            // "send(float32[4] on cpu to rank 1)", "batchIsendIrecv(isend ... to rank 1, irecv into ... from rank 0)"
+            String verb = batch.size() == 1 && !name.equals("batchIsendIrecv") ? "" : sending ? "isend " : "irecv ";
+            described.append(described.charAt(described.length() - 1) == '(' ? "" : ", ").append(verb)
+                .append(sending ? "" : "into ").append(TorchTensors.describe(p.tensor()))
+                .append(sending ? " to rank " : " from rank ").append(p.peer());
         }
         String op = described.append(')').toString();
         Runnable completion = communicate(op, CollectiveKind.POINT_TO_POINT, () -> backend.batchIsendIrecv(batch));

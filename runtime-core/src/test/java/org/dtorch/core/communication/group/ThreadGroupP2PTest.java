@@ -1,6 +1,7 @@
 package org.dtorch.core.communication.group;
 
 import static org.dtorch.core.communication.group.GroupFixtures.Backend;
+import static org.dtorch.core.communication.group.GroupFixtures.rejected;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -77,6 +78,8 @@ class ThreadGroupP2PTest {
                 return check.failures;
             });
             assertEquals(List.of(), failures.stream().flatMap(List::stream).toList());
+            // Per rank: a send, a receive and one batch.
+            assertEquals(3L * world, manager.collectiveCounter().count(CollectiveKind.POINT_TO_POINT));
         }
     }
 
@@ -124,7 +127,7 @@ class ThreadGroupP2PTest {
             ThreadGroup lonely = groups.get(0);
             try (Tensor into = TestTensors.full(0f, 4, 2)) {
                 CommTimeoutException e = assertThrows(CommTimeoutException.class, () -> lonely.recv(into, 1));
-                assertTrue(e.getMessage().startsWith("recv(recv into float32[4, 2] on cpu from rank 1) on group cpu[0, 1] (rank 0 of 2, "
+                assertTrue(e.getMessage().startsWith("recv(into float32[4, 2] on cpu from rank 1) on group cpu[0, 1] (rank 0 of 2, "
                     + lonely.backendName() + "): "), e.getMessage());
                 assertTrue(e.getMessage().contains("timed out after " + timeout.toSeconds() + " s"), e.getMessage());
                 CommException poisoned = assertThrows(CommException.class, () -> lonely.send(into, 1));
@@ -149,9 +152,5 @@ class ThreadGroupP2PTest {
             assertEquals("sent", outcomes.get(0));
             assertTrue(outcomes.get(1).contains("rank 0 sent float32[5] on cpu but rank 1 receives into float32[4] on cpu"), outcomes.get(1));
         }
-    }
-
-    private static String rejected(Runnable call) {
-        return assertThrows(IllegalArgumentException.class, call::run).getMessage();
     }
 }

@@ -1,8 +1,8 @@
 package org.dtorch.core.communication.group;
 
 import static org.dtorch.core.communication.group.GroupFixtures.Backend;
+import static org.dtorch.core.communication.group.GroupFixtures.rejected;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
@@ -42,6 +42,9 @@ class ThreadGroupSharedCollectivesTest {
             List<List<String>> failures = RankThreads.run(WORLD,
                 rank -> runEach(manager.getThreadGroup(DeviceKind.CPU, GroupFixtures.ids(WORLD), rank)));
             assertEquals(List.of(), failures.stream().flatMap(List::stream).toList());
+            // Per rank and dtype: one stacked gather and three cats of two gathers each (the shapes, then the values).
+            assertEquals(2L * 7 * WORLD, manager.collectiveCounter().count(CollectiveKind.ALL_GATHER));
+            assertEquals(WORLD, manager.collectiveCounter().count(CollectiveKind.ALL_REDUCE));
         }
     }
 
@@ -128,9 +131,6 @@ class ThreadGroupSharedCollectivesTest {
         }
     }
 
-    private static String rejected(Runnable call) {
-        return assertThrows(IllegalArgumentException.class, call::run).getMessage();
-    }
 
     private static Tensor stack(List<Tensor> pieces) {
         try (TensorVector v = new TensorVector(pieces.toArray(Tensor[]::new)); TensorArrayRef ref = new TensorArrayRef(v)) {
