@@ -13,6 +13,7 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.communication.CommException;
 import org.dtorch.core.communication.CommTimeoutException;
+import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.testing.RankThreads;
 import org.dtorch.core.testing.TestTensors;
@@ -39,48 +40,62 @@ class ThreadGroupP2PTest {
     void shouldPassTensorsBetweenPairsAndAroundARing(Backend backend) {
         int world = 4;
         try (ThreadGroupManager manager = GroupFixtures.manager(backend, Duration.ofSeconds(20))) {
-            List<List<String>> failures = RankThreads.run(world, rank -> {
-                ThreadGroup group = manager.getThreadGroup(DeviceKind.CPU, GroupFixtures.ids(world), rank);
-                ThreadGroupCollectivesTest.Checker check = new ThreadGroupCollectivesTest.Checker(rank);
-                // Blocking pairs (0, 1) and (2, 3): the even rank sends first, the odd rank receives first.
-                int partner = rank ^ 1;
-                try (Tensor mine = message(rank, 0, ScalarType.Float, 3, 4); Tensor theirs = message(partner, 0, ScalarType.Float, 3, 4);
-                     Tensor into = TestTensors.full(-1f, 3, 4)) {
-                    if (rank % 2 == 0) {
-                        group.send(mine, partner);
-                        group.recv(into, partner);
-                    } else {
-                        group.recv(into, partner);
-                        group.send(mine, partner);
-                    }
-                    check.equal("send/recv from rank " + partner, theirs, into, false);
-                }
-                // One batch around the ring both ways, two messages to the right (kept in order), into a non-contiguous view.
-                int right = (rank + 1) % world;
-                int left = (rank + world - 1) % world;
-                try (Tensor first = message(rank, 1, ScalarType.Long, 2, 5); Tensor second = message(rank, 2, ScalarType.Long, 2, 5);
-                     Tensor back = message(rank, 3, ScalarType.Float, 4, 2);
-                     Tensor fromLeft1 = TestTensors.full(0f, 2, 5).to(ScalarType.Long);
-                     Tensor fromLeft2 = TestTensors.full(0f, 2, 5).to(ScalarType.Long);
-                     Tensor storage = TestTensors.full(0f, 2, 4); Tensor fromRight = storage.t()) {
-                    P2PWork work = group.batchIsendIrecv(List.of(P2POp.irecv(fromLeft1, left), P2POp.isend(first, right),
-                        P2POp.isend(back, left), P2POp.isend(second, right), P2POp.irecv(fromLeft2, left), P2POp.irecv(fromRight, right)));
-                    work.await();
-                    work.await();
-                    check.that("batch done", work.isDone(), "not done after await");
-                    try (Tensor e1 = message(left, 1, ScalarType.Long, 2, 5); Tensor e2 = message(left, 2, ScalarType.Long, 2, 5);
-                         Tensor e3 = message(right, 3, ScalarType.Float, 4, 2); Tensor got3 = fromRight.contiguous()) {
-                        check.equal("batch first from the left", e1, fromLeft1, false);
-                        check.equal("batch second from the left", e2, fromLeft2, false);
-                        check.equal("batch from the right into a view", e3, got3, false);
-                    }
-                }
-                return check.failures;
-            });
+            List<List<String>> failures = RankThreads.run(world,
+                rank -> runPointToPoint(manager.getThreadGroup(DeviceKind.CPU, GroupFixtures.ids(world), rank), Device.cpu(0)));
             assertEquals(List.of(), failures.stream().flatMap(List::stream).toList());
             // Per rank: a send, a receive and one batch.
             assertEquals(3L * world, manager.collectiveCounter().count(CollectiveKind.POINT_TO_POINT));
         }
+    }
+
+    /**
+     * Blocking pairs (0, 1), (2, 3), ... (a rank without partner sits out), then one batch around the ring both ways
+     * with two messages to the right (kept in order) and one into a non-contiguous view; tensors on {@code device},
+     * compared with what the sender made. The mismatches; every rank calls it, in threads or processes.
+     */
+    static List<String> runPointToPoint(ThreadGroup group, Device device) {
+        int world = group.getWorldSize();
+        int rank = group.getRank();
+        ThreadGroupCollectivesTest.Checker check = new ThreadGroupCollectivesTest.Checker(rank);
+        int partner = rank ^ 1;
+        if (partner < world) {
+            // The even rank sends first, the odd rank receives first.
+            try (Tensor mine = on(device, message(rank, 0, ScalarType.Float, 3, 4)); Tensor theirs = message(partner, 0, ScalarType.Float, 3, 4);
+                 Tensor into = on(device, TestTensors.full(-1f, 3, 4))) {
+                if (rank % 2 == 0) {
+                    group.send(mine, partner);
+                    group.recv(into, partner);
+                } else {
+                    group.recv(into, partner);
+                    group.send(mine, partner);
+                }
+                check.equal("send/recv from rank " + partner, theirs, into, false);
+            }
+        }
+        int right = (rank + 1) % world;
+        int left = (rank + world - 1) % world;
+        try (Tensor first = on(device, message(rank, 1, ScalarType.Long, 2, 5)); Tensor second = on(device, message(rank, 2, ScalarType.Long, 2, 5));
+             Tensor back = on(device, message(rank, 3, ScalarType.Float, 4, 2));
+             Tensor fromLeft1 = on(device, TestTensors.full(0f, 2, 5).to(ScalarType.Long));
+             Tensor fromLeft2 = on(device, TestTensors.full(0f, 2, 5).to(ScalarType.Long));
+             Tensor storage = on(device, TestTensors.full(0f, 2, 4)); Tensor fromRight = storage.t()) {
+            P2PWork work = group.batchIsendIrecv(List.of(P2POp.irecv(fromLeft1, left), P2POp.isend(first, right),
+                P2POp.isend(back, left), P2POp.isend(second, right), P2POp.irecv(fromLeft2, left), P2POp.irecv(fromRight, right)));
+            work.await();
+            work.await();
+            check.that("batch done", work.isDone(), "not done after await");
+            try (Tensor e1 = message(left, 1, ScalarType.Long, 2, 5); Tensor e2 = message(left, 2, ScalarType.Long, 2, 5);
+                 Tensor e3 = message(right, 3, ScalarType.Float, 4, 2); Tensor got3 = fromRight.contiguous()) {
+                check.equal("batch first from the left", e1, fromLeft1, false);
+                check.equal("batch second from the left", e2, fromLeft2, false);
+                check.equal("batch from the right into a view", e3, got3, false);
+            }
+        }
+        return check.failures;
+    }
+
+    private static Tensor on(Device device, Tensor t) {
+        return ThreadGroupCollectivesTest.onDevice(t, device);
     }
 
     @ParameterizedTest

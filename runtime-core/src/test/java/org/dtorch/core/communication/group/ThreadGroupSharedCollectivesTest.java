@@ -14,6 +14,7 @@ import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.communication.ReduceOpType;
+import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.testing.RankThreads;
 import org.dtorch.core.testing.TestTensors;
@@ -40,7 +41,7 @@ class ThreadGroupSharedCollectivesTest {
     void shouldMatchTorchStackCatAndSum(Backend backend) {
         try (ThreadGroupManager manager = GroupFixtures.manager(backend, Duration.ofSeconds(20))) {
             List<List<String>> failures = RankThreads.run(WORLD,
-                rank -> runEach(manager.getThreadGroup(DeviceKind.CPU, GroupFixtures.ids(WORLD), rank)));
+                rank -> runSharedCollectives(manager.getThreadGroup(DeviceKind.CPU, GroupFixtures.ids(WORLD), rank), Device.cpu(0)));
             assertEquals(List.of(), failures.stream().flatMap(List::stream).toList());
             // Per rank and dtype: one stacked gather and three cats of two gathers each (the shapes, then the values).
             assertEquals(2L * 7 * WORLD, manager.collectiveCounter().count(CollectiveKind.ALL_GATHER));
@@ -48,24 +49,34 @@ class ThreadGroupSharedCollectivesTest {
         }
     }
 
-    private static List<String> runEach(ThreadGroup group) {
+    /**
+     * Each shared collective on inputs on {@code device}, in float32 and int64, compared on the host with torch's
+     * {@code stack}, {@code cat} and sums of every rank's input. The mismatches; every rank calls it, in threads or
+     * processes.
+     */
+    static List<String> runSharedCollectives(ThreadGroup group, Device device) {
+        int world = group.getWorldSize();
         int rank = group.getRank();
         ThreadGroupCollectivesTest.Checker check = new ThreadGroupCollectivesTest.Checker(rank);
         for (ScalarType dtype : List.of(ScalarType.Float, ScalarType.Long)) {
-            List<Tensor> equal = GroupFixtures.perRank(WORLD, r -> input((int) r, dtype, 2, 3));
-            try (Tensor expected = stack(equal); Tensor actual = group.allGatherStacked(equal.get(rank))) {
+            List<Tensor> equal = GroupFixtures.perRank(world, r -> input((int) r, dtype, 2, 3));
+            try (Tensor local = mine(equal, rank, device); Tensor expected = stack(equal);
+                 Tensor actual = group.allGatherStacked(local)) {
                 check.equal("allGatherStacked " + dtype, expected, actual, false);
             }
             // Uneven on dim 1, the rank order kept; dims 0 and -1 name the ends.
-            List<Tensor> uneven = GroupFixtures.perRank(WORLD, r -> input((int) r, dtype, 2, r + 1, 3));
-            try (Tensor expected = ThreadGroupCollectivesTest.cat(uneven, 1); Tensor actual = group.allGatherCat(uneven.get(rank), 1)) {
+            List<Tensor> uneven = GroupFixtures.perRank(world, r -> input((int) r, dtype, 2, r + 1, 3));
+            try (Tensor local = mine(uneven, rank, device); Tensor expected = ThreadGroupCollectivesTest.cat(uneven, 1);
+                 Tensor actual = group.allGatherCat(local, 1)) {
                 check.equal("allGatherCat(dim 1) uneven " + dtype, expected, actual, false);
             }
-            List<Tensor> rows = GroupFixtures.perRank(WORLD, r -> input((int) r, dtype, 2 * r + 1, 4));
-            try (Tensor expected = ThreadGroupCollectivesTest.cat(rows, 0); Tensor actual = group.allGatherCat(rows.get(rank), 0)) {
+            List<Tensor> rows = GroupFixtures.perRank(world, r -> input((int) r, dtype, 2 * r + 1, 4));
+            try (Tensor local = mine(rows, rank, device); Tensor expected = ThreadGroupCollectivesTest.cat(rows, 0);
+                 Tensor actual = group.allGatherCat(local, 0)) {
                 check.equal("allGatherCat(dim 0) uneven " + dtype, expected, actual, false);
             }
-            try (Tensor expected = ThreadGroupCollectivesTest.cat(equal, 1); Tensor actual = group.allGatherCat(equal.get(rank), -1)) {
+            try (Tensor local = mine(equal, rank, device); Tensor expected = ThreadGroupCollectivesTest.cat(equal, 1);
+                 Tensor actual = group.allGatherCat(local, -1)) {
                 check.equal("allGatherCat(dim -1) even " + dtype, expected, actual, false);
             }
             equal.forEach(Tensor::close);
@@ -73,11 +84,11 @@ class ThreadGroupSharedCollectivesTest {
             rows.forEach(Tensor::close);
         }
         // Two independent sums in place, one of them into a non-contiguous view.
-        List<Tensor> values = GroupFixtures.perRank(WORLD, r -> input((int) r, ScalarType.Float, 4, 5));
-        List<Tensor> weights = GroupFixtures.perRank(WORLD, r -> input((int) r, ScalarType.Long, 3, 2));
+        List<Tensor> values = GroupFixtures.perRank(world, r -> input((int) r, ScalarType.Float, 4, 5));
+        List<Tensor> weights = GroupFixtures.perRank(world, r -> input((int) r, ScalarType.Long, 3, 2));
         try (Tensor expectedValues = GroupFixtures.reference(values, ReduceOpType.SUM);
              Tensor expectedWeights = GroupFixtures.reference(weights, ReduceOpType.SUM);
-             Tensor mine = values.get(rank).clone(); Tensor transposed = weights.get(rank).t().contiguous();
+             Tensor mine = mine(values, rank, device); Tensor transposed = on(device, weights.get(rank).t().contiguous());
              Tensor view = transposed.t()) {
             long address = mine.data_ptr().address();
             group.allReduceSum_(mine, view);
@@ -90,6 +101,15 @@ class ThreadGroupSharedCollectivesTest {
         values.forEach(Tensor::close);
         weights.forEach(Tensor::close);
         return check.failures;
+    }
+
+    /** A copy of rank {@code rank}'s input on {@code device}, which the caller closes. */
+    private static Tensor mine(List<Tensor> inputs, int rank, Device device) {
+        return on(device, inputs.get(rank).clone());
+    }
+
+    private static Tensor on(Device device, Tensor t) {
+        return ThreadGroupCollectivesTest.onDevice(t, device);
     }
 
     @ParameterizedTest
