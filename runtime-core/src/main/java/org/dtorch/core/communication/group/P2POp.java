@@ -1,6 +1,8 @@
 package org.dtorch.core.communication.group;
 
+import java.util.List;
 import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.tensor.TorchTensors;
 
 /**
  * One operation of {@link ThreadGroup#batchIsendIrecv}: send {@code tensor} to, or receive into it from, the
@@ -31,5 +33,21 @@ public record P2POp(Kind kind, Tensor tensor, int peer) {
     /** Receives into {@code into} from the group-local rank {@code srcRank}. */
     public static P2POp irecv(Tensor into, int srcRank) {
         return new P2POp(Kind.IRECV, into, srcRank);
+    }
+
+    /**
+     * The call for messages: {@code send(float32[4] on cpu to rank 1)} for one blocking operation,
+     * {@code batchIsendIrecv(isend ... to rank 1, irecv into ... from rank 0)} for a batch.
+     */
+    static String describe(String call, List<P2POp> ops) {
+        boolean batch = call.equals("batchIsendIrecv");
+        StringBuilder out = new StringBuilder(call).append('(');
+        for (P2POp op : ops) {
+            boolean sending = op.kind() == Kind.ISEND;
+            out.append(out.charAt(out.length() - 1) == '(' ? "" : ", ").append(batch ? (sending ? "isend " : "irecv ") : "")
+                .append(sending ? "" : "into ").append(TorchTensors.describe(op.tensor()))
+                .append(sending ? " to rank " : " from rank ").append(op.peer());
+        }
+        return out.append(')').toString();
     }
 }

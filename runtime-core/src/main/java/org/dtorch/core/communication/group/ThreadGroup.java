@@ -346,8 +346,11 @@ public final class ThreadGroup implements AutoCloseable {
         if (size == 1) {
             return localCopy(local, op);
         }
-        long[] sizes = PeerShapes.sizesOnDim(where(op), local, d, communicate(op, CollectiveKind.ALL_GATHER,
-            () -> backend.allGatherStacked(PeerShapes.describe(where(op), local))));
+        long[] sizes;
+        try (Tensor description = PeerShapes.describe(where(op), local)) {
+            sizes = PeerShapes.sizesOnDim(where(op), local, d,
+                communicate(op, CollectiveKind.ALL_GATHER, () -> backend.allGatherStacked(description)));
+        }
         return communicate(op, CollectiveKind.ALL_GATHER, () -> backend.allGather(local, d, sizes));
     }
 
@@ -414,17 +417,8 @@ public final class ThreadGroup implements AutoCloseable {
             throw new IllegalArgumentException(where(name) + ": no operations");
         }
         List<P2POp> batch = List.copyOf(ops);
-        StringBuilder described = new StringBuilder(name).append('(');
-        for (P2POp p : batch) {
-            checkPeerOp(name, p);
-            boolean sending = p.kind() == P2POp.Kind.ISEND;
-            // "send(float32[4] on cpu to rank 1)", "batchIsendIrecv(isend ... to rank 1, irecv into ... from rank 0)"
-            String verb = batch.size() == 1 && !name.equals("batchIsendIrecv") ? "" : sending ? "isend " : "irecv ";
-            described.append(described.charAt(described.length() - 1) == '(' ? "" : ", ").append(verb)
-                .append(sending ? "" : "into ").append(TorchTensors.describe(p.tensor()))
-                .append(sending ? " to rank " : " from rank ").append(p.peer());
-        }
-        String op = described.append(')').toString();
+        batch.forEach(p -> checkPeerOp(name, p));
+        String op = P2POp.describe(name, batch);
         Runnable completion = communicate(op, CollectiveKind.POINT_TO_POINT, () -> backend.batchIsendIrecv(batch));
         return new P2PWork(body -> communicate(op, null, () -> {
             body.run();
