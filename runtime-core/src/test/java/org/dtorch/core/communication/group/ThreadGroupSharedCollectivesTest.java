@@ -63,6 +63,12 @@ class ThreadGroupSharedCollectivesTest {
             try (Tensor local = mine(equal, rank, device); Tensor expected = stack(equal);
                  Tensor actual = group.allGatherStacked(local)) {
                 check.equal("allGatherStacked " + dtype, expected, actual, false);
+                // Its own allocation, exactly its size (not a view of a bigger buffer). Use counts are not compared: Gloo's
+                // thread drops its reference to a finished work's output a moment after the wait returns.
+                try (org.bytedeco.pytorch.Storage storage = actual.storage()) {
+                    check.that("allGatherStacked is one allocation of its own size", storage.nbytes() == actual.nbytes(),
+                        storage.nbytes() + " bytes for " + actual.nbytes());
+                }
             }
             // Uneven on dim 1, the rank order kept; dims 0 and -1 name the ends.
             List<Tensor> uneven = GroupFixtures.perRank(world, r -> input((int) r, dtype, 2, r + 1, 3));
