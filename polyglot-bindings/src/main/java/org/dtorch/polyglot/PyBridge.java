@@ -16,6 +16,7 @@ import org.dtorch.api.DTorch;
 import org.dtorch.core.communication.ReduceOpType;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.distributed.DeviceMesh;
+import org.dtorch.core.distributed.ParallelConfig;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.runtime.RuntimeOptions;
 import org.dtorch.core.tensor.TorchTensors;
@@ -99,18 +100,40 @@ public final class PyBridge {
      */
     @HostAccess.Export
     public DeviceMesh mesh(String deviceType, Value shape, Value ids, Value names) {
-        DeviceKind kind = kindOf(deviceType);
+        DeviceKind kind = runtimeKind(deviceType);
         RuntimeOptions options = runtime.runtime().options();
-        String mismatch = MeshIds.kindMismatch(kind, options);
-        if (mismatch != null) {
-            throw new IllegalArgumentException(mismatch);
-        }
         long[] meshShape = longs(shape);
         int[] intShape = new int[meshShape.length];
         for (int i = 0; i < meshShape.length; i++) {
             intShape[i] = Math.toIntExact(meshShape[i]);
         }
         return DeviceMesh.of(kind, intShape, MeshIds.logical(kind, longs(ids), options), strings(names));
+    }
+
+    /**
+     * The mesh of a {@link ParallelConfig} over the runtime's devices: its degrees in the order dp, cfg, ring, ulysses,
+     * pp, tp become the dimensions of those names.
+     *
+     * @throws IllegalArgumentException for a degree below 1, a product other than the runtime's device count (naming
+     *                                  each factor), or a device type the runtime lacks
+     */
+    @HostAccess.Export
+    public DeviceMesh parallelMesh(String deviceType, Value degrees) {
+        int[] d = java.util.Arrays.stream(longs(degrees)).mapToInt(Math::toIntExact).toArray();
+        if (d.length != ParallelConfig.DIM_NAMES.size()) {
+            throw new IllegalArgumentException("ParallelConfig takes " + ParallelConfig.DIM_NAMES + ", got " + d.length + " degrees");
+        }
+        return new ParallelConfig(d[0], d[1], d[2], d[3], d[4], d[5]).deviceMesh(runtimeKind(deviceType), deviceCount());
+    }
+
+    /** The device kind of {@code deviceType}, refused when the runtime cannot make meshes of it. */
+    private DeviceKind runtimeKind(String deviceType) {
+        DeviceKind kind = kindOf(deviceType);
+        String mismatch = MeshIds.kindMismatch(kind, runtime.runtime().options());
+        if (mismatch != null) {
+            throw new IllegalArgumentException(mismatch);
+        }
+        return kind;
     }
 
     /** {@code cpu} or {@code cuda}: the device type of {@code mesh} (a CPU mesh of a CUDA runtime says {@code cpu}). */

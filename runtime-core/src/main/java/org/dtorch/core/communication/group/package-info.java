@@ -11,5 +11,8 @@
  * {@link org.dtorch.core.communication.group.ThreadGroupKey} and destroys them in sorted-key order.
  *
  * <p>Uneven shards follow {@link org.dtorch.core.tensor.BalancedSplit}.
+ *
+ * <p>{@link org.dtorch.core.communication.group.UlyssesComm} builds Ulysses sequence parallelism's all-to-alls on a
+ * group.
  */
 package org.dtorch.core.communication.group;
