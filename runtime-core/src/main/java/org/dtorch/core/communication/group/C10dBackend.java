@@ -53,6 +53,8 @@ final class C10dBackend implements CollectiveBackend {
     /** System property: host name or address Gloo binds to; default the loopback address. */
     static final String HOSTNAME_PROPERTY = "dtorch.gloo.hostname";
     private static final String DEFAULT_HOSTNAME = "127.0.0.1";
+    /** The c10d tag of every send and receive: the ranks' calls are matched in the order they are made. */
+    private static final int P2P_TAG = 0;
 
     private final String backendName;
     private final String groupName;
@@ -327,6 +329,119 @@ final class C10dBackend implements CollectiveBackend {
         }
         gathered.close();
         return pieces;
+    }
+
+    /** One {@code _allgather_base} of the flattened input into the flattened result: no padding, no per-rank tensor. */
+    @Override
+    public Tensor allGatherStacked(Tensor input) {
+        long[] shape = TorchTensors.shape(input);
+        long[] stacked = new long[shape.length + 1];
+        stacked[0] = size;
+        System.arraycopy(shape, 0, stacked, 1, shape.length);
+        Tensor out = input.new_empty(stacked);
+        if (input.numel() == 0) {
+            return out;
+        }
+        try (Tensor send = input.contiguous(); Tensor sendFlat = send.view(-1); Tensor outFlat = out.view(-1);
+             AllgatherOptions o = new AllgatherOptions()) {
+            o.timeout(timeoutMillis);
+            run("allGatherStacked", () -> pg._allgather_base(outFlat, sendFlat, o));
+        } catch (RuntimeException e) {
+            out.close();
+            throw e;
+        }
+        return out;
+    }
+
+    /** Non-contiguous tensors are reduced in a contiguous copy, copied back once every reduction is done. */
+    @Override
+    public void allReduceSumInPlace(Tensor[] tensors) {
+        Tensor[] staged = new Tensor[tensors.length];
+        List<Work> issued = new ArrayList<>(tensors.length);
+        long startNanos = System.nanoTime();
+        try (AllreduceOptions o = new AllreduceOptions(); ReduceOp sum = reduceOp(ReduceOpType.SUM)) {
+            o.reduceOp(sum);
+            o.timeout(timeoutMillis);
+            for (int i = 0; i < tensors.length; i++) {
+                staged[i] = tensors[i].is_contiguous() ? tensors[i] : tensors[i].contiguous();
+                try (TensorVector one = new TensorVector(staged[i])) {
+                    issued.add(issue("allReduceSum_", () -> pg.allreduce(one, o), startNanos));
+                }
+            }
+            waitAll("allReduceSum_", issued, startNanos);
+            for (int i = 0; i < tensors.length; i++) {
+                if (staged[i] != tensors[i]) {
+                    tensors[i].copy_(staged[i]);
+                }
+            }
+        } finally {
+            issued.forEach(Work::close);
+            for (int i = 0; i < tensors.length; i++) {
+                if (staged[i] != null && staged[i] != tensors[i]) {
+                    staged[i].close();
+                }
+            }
+        }
+    }
+
+    /**
+     * Issues every send and receive (c10d's {@code batch_isend_irecv}): inside one coalesced group where the backend
+     * supports it (NCCL), so that the batch is one launch; else one by one, which Gloo progresses in the background.
+     * Tensors that are not contiguous travel through contiguous stand-ins.
+     */
+    @Override
+    public Runnable batchIsendIrecv(List<P2POp> ops) {
+        long startNanos = System.nanoTime();
+        Tensor[] staged = new Tensor[ops.size()];
+        List<Work> issued = new ArrayList<>(ops.size() + 1);
+        boolean coalesced = pg.supportsCoalescing();
+        try {
+            if (coalesced) {
+                pg.startCoalescing();
+            }
+            for (int i = 0; i < ops.size(); i++) {
+                P2POp op = ops.get(i);
+                staged[i] = op.tensor().is_contiguous() ? op.tensor() : op.tensor().contiguous();
+                try (TensorVector one = new TensorVector(staged[i])) {
+                    Work work = issue("batchIsendIrecv", () -> op.kind() == P2POp.Kind.ISEND
+                        ? pg.send(one, op.peer(), P2P_TAG) : pg.recv(one, op.peer(), P2P_TAG), startNanos);
+                    if (work != null && !work.isNull()) {
+                        issued.add(work);
+                    }
+                }
+            }
+            if (coalesced) {
+                coalesced = false;
+                issued.add(issue("batchIsendIrecv", pg::endCoalescing, startNanos));
+            }
+        } catch (RuntimeException e) {
+            if (coalesced) {
+                pg.endCoalescing().close();
+            }
+            finishBatch(ops, staged, issued, false);
+            throw e;
+        }
+        return () -> {
+            try {
+                waitAll("batchIsendIrecv", issued, startNanos);
+            } finally {
+                finishBatch(ops, staged, issued, true);
+            }
+        };
+    }
+
+    /** Closes the batch's work and stand-ins, first copying received stand-ins into their tensors when {@code arrived}. */
+    private static void finishBatch(List<P2POp> ops, Tensor[] staged, List<Work> issued, boolean arrived) {
+        issued.forEach(Work::close);
+        for (int i = 0; i < staged.length; i++) {
+            Tensor own = ops.get(i).tensor();
+            if (staged[i] != null && staged[i] != own) {
+                if (arrived && ops.get(i).kind() == P2POp.Kind.IRECV) {
+                    own.copy_(staged[i]);
+                }
+                staged[i].close();
+            }
+        }
     }
 
     @Override

@@ -45,6 +45,18 @@ interface CollectiveBackend extends AutoCloseable {
      */
     Tensor allToAll(Tensor input, int srcDim, int destDim, long[] srcSizes, long[] destSizes);
 
+    /** Every rank's equal-shaped input in one new contiguous allocation {@code [size, ...input shape]}, in rank order. */
+    Tensor allGatherStacked(Tensor input);
+
+    /** Sums every tensor over the ranks in place; every reduction is submitted before any is awaited. */
+    void allReduceSumInPlace(Tensor[] tensors);
+
+    /**
+     * Issues every operation of a batch (peers are validated, group-local and not this rank) and returns what
+     * completes the batch: it blocks, within the timeout, until every send was taken and every receive landed.
+     */
+    Runnable batchIsendIrecv(List<P2POp> ops);
+
     /** Releases native resources. Idempotent. */
     @Override
     void close();

@@ -53,6 +53,7 @@ final class SameDeviceBackend implements CollectiveBackend {
     private final String groupName;
     private final int rank;
     private final int size;
+    private final SameDeviceP2P p2p;
     private DeviceStream stream;
     private long sequence;
 
@@ -62,6 +63,7 @@ final class SameDeviceBackend implements CollectiveBackend {
         this.rank = store.rank();
         this.size = store.worldSize();
         this.stream = stream;
+        this.p2p = new SameDeviceP2P(store, groupName);
     }
 
     @Override
@@ -243,6 +245,32 @@ final class SameDeviceBackend implements CollectiveBackend {
             }
             return copies;
         });
+    }
+
+    @Override
+    public Tensor allGatherStacked(Tensor input) {
+        Exchange inputs = new Exchange(++sequence, "in", input);
+        return inputs.around(() -> {
+            inputs.checkAgree("allGatherStacked", -1);
+            try (TensorVector vector = new TensorVector(inputs.tensors); TensorArrayRef ref = new TensorArrayRef(vector)) {
+                return torch.stack(ref, 0);
+            }
+        });
+    }
+
+    /** In memory there is nothing to submit ahead: one all-reduce after the other, each copied back into its tensor. */
+    @Override
+    public void allReduceSumInPlace(Tensor[] tensors) {
+        for (Tensor t : tensors) {
+            try (Tensor sum = allReduce(t, ReduceOpType.SUM)) {
+                t.copy_(sum);
+            }
+        }
+    }
+
+    @Override
+    public Runnable batchIsendIrecv(List<P2POp> ops) {
+        return p2p.batch(ops, stream);
     }
 
     @Override

@@ -44,7 +44,9 @@ import org.dtorch.core.tensor.TorchTensors;
  * {@code size} ranks gives rank {@code r} {@code BalancedSplit.size(n, size, r)} of them. Every method
  * checks its input (device, dims, sizes against the split, reduce op against dtype) before any
  * communication and fails with an {@link IllegalArgumentException} naming the operation, the rank and the
- * value. Every method is synchronous and returns a new tensor; inputs are never modified.
+ * value. Every method is synchronous and returns a new tensor, and inputs are never modified, except the per-rank
+ * primitives of TeleFuser (docs/communication-core.md, "Per-rank primitives"): {@link #allReduceSum_} and
+ * {@link #recv} write into their arguments, and {@link #batchIsendIrecv} returns before its transfers complete.
  *
  * <p>A collective that failed in communication (timeout, peer error) leaves the peers at an unknown
  * point of the protocol, so the group refuses further collectives with a message naming that failure;
@@ -312,6 +314,129 @@ public final class ThreadGroup implements AutoCloseable {
         }
     }
 
+    /**
+     * Every rank's {@code local}, equal shapes, stacked in rank order into one new contiguous tensor
+     * {@code [world, D0, ...]}: one all-gather into one allocation, no per-rank tensor (TeleFuser's
+     * {@code all_gather_stacked}). The shapes are not exchanged first: on c10d a different element count fails in the
+     * backend, while the same-device backend checks dtype and shape on every rank.
+     */
+    public Tensor allGatherStacked(Tensor local) {
+        String op = "allGatherStacked";
+        checkTensor(op, local);
+        if (size == 1) {
+            ensureUsable(op);
+            try (Tensor one = local.unsqueeze(0)) {
+                return one.clone(new MemoryFormatOptional(torch.MemoryFormat.Contiguous));
+            }
+        }
+        return communicate(op, CollectiveKind.ALL_GATHER, () -> backend.allGatherStacked(local));
+    }
+
+    /**
+     * Every rank's {@code local} concatenated in rank order along {@code dim} (negative counts from the end), sizes on
+     * {@code dim} free (TeleFuser's {@code all_gather_cat}). The ranks first gather each other's dtype and shape, so a
+     * disagreement on anything but {@code dim} fails on every rank alike before any value moves; the values then travel
+     * padded to the largest size on {@code dim} and are cropped.
+     */
+    public Tensor allGatherCat(Tensor local, int dim) {
+        String op = "allGatherCat(dim " + dim + ")";
+        checkTensor(op, local);
+        int d = dim < 0 ? dim + (int) local.dim() : dim;
+        checkDim(op, local, d, "cat dim");
+        if (size == 1) {
+            return localCopy(local, op);
+        }
+        long[] sizes;
+        try (Tensor description = PeerShapes.describe(where(op), local)) {
+            sizes = PeerShapes.sizesOnDim(where(op), local, d,
+                communicate(op, CollectiveKind.ALL_GATHER, () -> backend.allGatherStacked(description)));
+        }
+        return communicate(op, CollectiveKind.ALL_GATHER, () -> backend.allGather(local, d, sizes));
+    }
+
+    /**
+     * Sums each of {@code tensors} over the ranks, in place (TeleFuser's {@code all_reduce_sum_}): independent
+     * reductions, all submitted before any is awaited. Every rank passes the same number of tensors, matching in
+     * dtype and shape position by position.
+     */
+    public void allReduceSum_(Tensor... tensors) {
+        String op = "allReduceSum_";
+        if (tensors == null || tensors.length == 0) {
+            throw new IllegalArgumentException(where(op) + ": no tensors");
+        }
+        for (int i = 0; i < tensors.length; i++) {
+            checkTensor(op + " tensor " + i, tensors[i]);
+            for (int j = 0; j < i; j++) {
+                if (tensors[j].data_ptr().address() == tensors[i].data_ptr().address() && tensors[i].numel() > 0) {
+                    throw new IllegalArgumentException(where(op) + ": tensors " + j + " and " + i + " share their data ("
+                        + TorchTensors.describe(tensors[i]) + "); each would be summed twice");
+                }
+            }
+        }
+        if (size == 1) {
+            ensureUsable(op);
+            return;
+        }
+        communicate(op, CollectiveKind.ALL_REDUCE, () -> {
+            backend.allReduceSumInPlace(tensors.clone());
+            return null;
+        });
+    }
+
+    /**
+     * Sends {@code tensor} to the group-local rank {@code dstRank}, which calls {@link #recv} (or an
+     * {@link P2POp#irecv} in a batch) with a tensor of the same dtype and shape. Blocks until the peer has taken it,
+     * within the group's timeout; a timeout names the peer and the shape.
+     */
+    public void send(Tensor tensor, int dstRank) {
+        P2PWork work = batchIsendIrecv(List.of(P2POp.isend(tensor, dstRank)), "send");
+        work.await();
+    }
+
+    /**
+     * Receives into {@code into} what the group-local rank {@code srcRank} sends. Blocks until it has arrived, within
+     * the group's timeout; a timeout names the peer and the shape.
+     */
+    public void recv(Tensor into, int srcRank) {
+        P2PWork work = batchIsendIrecv(List.of(P2POp.irecv(into, srcRank)), "recv");
+        work.await();
+    }
+
+    /**
+     * Issues every send and receive of {@code ops} at once and returns one handle for all (c10d's
+     * {@code batch_isend_irecv}): on NCCL one coalesced launch, on Gloo each progressed in the background, on the
+     * same-device backend in memory. Sends to and receives from one peer match its calls in order. Every op is
+     * validated before any is issued.
+     */
+    public P2PWork batchIsendIrecv(List<P2POp> ops) {
+        return batchIsendIrecv(ops, "batchIsendIrecv");
+    }
+
+    private P2PWork batchIsendIrecv(List<P2POp> ops, String name) {
+        if (ops == null || ops.isEmpty()) {
+            throw new IllegalArgumentException(where(name) + ": no operations");
+        }
+        List<P2POp> batch = List.copyOf(ops);
+        batch.forEach(p -> checkPeerOp(name, p));
+        String op = P2POp.describe(name, batch);
+        Runnable completion = communicate(op, CollectiveKind.POINT_TO_POINT, () -> backend.batchIsendIrecv(batch));
+        return new P2PWork(body -> communicate(op, null, () -> {
+            body.run();
+            return null;
+        }), completion);
+    }
+
+    private void checkPeerOp(String op, P2POp p) {
+        if (p == null || p.kind() == null) {
+            throw new IllegalArgumentException(where(op) + ": operation " + p + " has no kind");
+        }
+        checkTensor(op, p.tensor());
+        if (p.peer() < 0 || p.peer() >= size || p.peer() == rank) {
+            throw new IllegalArgumentException(where(op) + ": peer rank " + p.peer() + " of " + TorchTensors.describe(p.tensor())
+                + " must be another rank of the group, in [0, " + size + ") but not " + rank);
+        }
+    }
+
     /** Leaves the group and releases its backend. Idempotent. */
     @Override
     public void close() {
@@ -360,12 +485,17 @@ public final class ThreadGroup implements AutoCloseable {
         return "ThreadGroup{" + key + ", rank " + rank + " of " + size + ", " + backend.name() + "}";
     }
 
-    /** Runs one collective; a communication failure gets the group's context and poisons the group. */
+    /**
+     * Runs one collective, counted as {@code kind} (null: the completion of one already counted); a communication
+     * failure gets the group's context and poisons the group.
+     */
     private <T> T communicate(String op, CollectiveKind kind, Supplier<T> body) {
         inUse.lock();
         try {
             ensureUsable(op);
-            counter.record(kind);
+            if (kind != null) {
+                counter.record(kind);
+            }
             return runNamed(op, body);
         } finally {
             inUse.unlock();

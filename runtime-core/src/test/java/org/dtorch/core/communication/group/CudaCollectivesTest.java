@@ -22,7 +22,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 /**
  * Every collective on CUDA: the same-device backend with 1 to 4 ranks on one GPU (the seed's single-GPU
  * simulation), and c10d NCCL at world size 1 (NCCL refuses two ranks on one GPU; more GPUs are the multi-GPU
- * issue's). Inputs and checks are {@link ThreadGroupCollectivesTest}'s, so results equal the CPU backends'.
+ * issue's). Inputs and checks are {@link ThreadGroupCollectivesTest}'s (and, for the per-rank primitives,
+ * {@link ThreadGroupSharedCollectivesTest}'s and {@link ThreadGroupP2PTest}'s), so results equal the CPU backends'.
  */
 @GpuTest
 class CudaCollectivesTest {
@@ -54,6 +55,20 @@ class CudaCollectivesTest {
             });
             assertEquals(List.of(), failures.stream().flatMap(List::stream).toList(),
                 "world " + world + " " + TorchTensors.dtypeName(dtype) + " " + Arrays.toString(shape));
+        }
+    }
+
+    @ParameterizedTest(name = "per-rank primitives, same-device on cuda:0, world={0}")
+    @org.junit.jupiter.params.provider.ValueSource(ints = {2, 3})
+    void sameDeviceBackendShouldRunThePerRankPrimitives(int world) {
+        try (ThreadGroupManager manager = new ThreadGroupManager(true, GlobalCommInstanceId.next(), Duration.ofSeconds(60))) {
+            List<List<String>> failures = RankThreads.run(world, Duration.ofSeconds(120), rank -> {
+                ThreadGroup group = manager.getThreadGroup(DeviceKind.CUDA, GroupFixtures.ids(world), rank);
+                List<String> all = new ArrayList<>(ThreadGroupSharedCollectivesTest.runSharedCollectives(group, Device.cuda(0)));
+                all.addAll(ThreadGroupP2PTest.runPointToPoint(group, Device.cuda(0)));
+                return all;
+            });
+            assertEquals(List.of(), failures.stream().flatMap(List::stream).toList(), "world " + world);
         }
     }
 

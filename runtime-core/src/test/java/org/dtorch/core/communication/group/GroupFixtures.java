@@ -52,6 +52,11 @@ final class GroupFixtures {
         return acc;
     }
 
+    /** The message of the {@link IllegalArgumentException} that {@code call} must throw. */
+    static String rejected(Runnable call) {
+        return org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, call::run).getMessage();
+    }
+
     static List<Tensor> perRank(int world, LongFunction<Tensor> make) {
         List<Tensor> list = new ArrayList<>();
         for (int r = 0; r < world; r++) {

@@ -1,6 +1,7 @@
 package org.dtorch.core.communication.group;
 
 import static org.dtorch.core.communication.group.GroupFixtures.Backend;
+import static org.dtorch.core.communication.group.GroupFixtures.rejected;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -29,9 +30,6 @@ import org.junit.jupiter.params.provider.EnumSource;
 @Timeout(90)
 class ThreadGroupFailureTest {
 
-    private static String rejected(Runnable call) {
-        return assertThrows(IllegalArgumentException.class, call::run).getMessage();
-    }
 
     @ParameterizedTest
     @EnumSource(Backend.class)

@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.testing.ChildJvm;
 import org.dtorch.core.testing.ShmFiles;
@@ -20,11 +21,13 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(180)
 class ThreadGroupProcessTest {
 
-    /** Every collective in two dtypes and an uneven shape; the mismatches. */
+    /** Every collective in two dtypes and an uneven shape, then the per-rank primitives; the mismatches. */
     static List<String> runAll(ThreadGroup group) {
         List<String> failures = new ArrayList<>();
         failures.addAll(ThreadGroupCollectivesTest.runEveryCollective(group, ScalarType.Float, new long[] {7, 5}));
         failures.addAll(ThreadGroupCollectivesTest.runEveryCollective(group, ScalarType.Long, new long[] {4, 3, 6}));
+        failures.addAll(ThreadGroupSharedCollectivesTest.runSharedCollectives(group, Device.cpu(0)));
+        failures.addAll(ThreadGroupP2PTest.runPointToPoint(group, Device.cpu(0)));
         group.barrier();
         return failures;
     }
