@@ -49,7 +49,7 @@ public final class RingAttention implements AutoCloseable {
         double scale = 1.0 / Math.sqrt(q.size(q.dim() - 1));
         Tensor out = null;
         Tensor lse = null;
-        KvBlockMask mask = causal ? new KvBlockMask(q) : null;
+        DiagonalMask mask = causal ? new DiagonalMask(q) : null;
         try (Scalar factor = new Scalar(scale); Tensor scaledQ = q.mul(factor)) {
             RingP2PComm.KvBlock block = ring.begin(k, v);
             for (int step = 0; step < world; step++) {
@@ -85,7 +85,7 @@ public final class RingAttention implements AutoCloseable {
     }
 
     /** Attends {@code block} and merges it into {@code out}/{@code lse} (closed here); returns the new pair. */
-    private static Tensor[] merge(Tensor out, Tensor lse, Tensor scaledQ, RingP2PComm.KvBlock block, KvBlockMask mask) {
+    private static Tensor[] merge(Tensor out, Tensor lse, Tensor scaledQ, RingP2PComm.KvBlock block, DiagonalMask mask) {
         Tensor blockOut;
         Tensor blockLse;
         try (Tensor kt = block.k().transpose(-2, -1); Tensor scores = scaledQ.matmul(kt)) {
@@ -134,11 +134,11 @@ public final class RingAttention implements AutoCloseable {
     }
 
     /** The causal mask of the diagonal block: true above the diagonal, where scores become minus infinity. */
-    private static final class KvBlockMask implements AutoCloseable {
+    private static final class DiagonalMask implements AutoCloseable {
         final Tensor above;
         final Scalar minusInfinity = new Scalar(Double.NEGATIVE_INFINITY);
 
-        KvBlockMask(Tensor q) {
+        DiagonalMask(Tensor q) {
             long s = q.size(q.dim() - 2);
             try (TensorOptions options = TorchTensors.options(ScalarType.Bool, TorchTensors.device(q));
                  Tensor ones = torch.ones(new long[] {s, s}, options)) {

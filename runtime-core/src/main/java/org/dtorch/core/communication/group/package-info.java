@@ -13,6 +13,7 @@
  * <p>Uneven shards follow {@link org.dtorch.core.tensor.BalancedSplit}.
  *
  * <p>{@link org.dtorch.core.communication.group.UlyssesComm} builds Ulysses sequence parallelism's all-to-alls on a
- * group.
+ * group; {@link org.dtorch.core.communication.group.RingP2PComm} rotates ring attention's K/V blocks between
+ * neighbours and {@link org.dtorch.core.communication.group.RingAttention} merges their attention by log-sum-exp.
  */
 package org.dtorch.core.communication.group;
