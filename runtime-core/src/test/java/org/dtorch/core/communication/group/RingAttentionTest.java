@@ -15,6 +15,7 @@ import org.bytedeco.pytorch.TensorOptional;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.device.DeviceKind;
+import org.dtorch.core.distributed.ParallelConfig;
 import org.dtorch.core.testing.RankThreads;
 import org.dtorch.core.testing.TestTensors;
 import org.junit.jupiter.api.Timeout;
@@ -76,6 +77,36 @@ class RingAttentionTest {
             assertEquals(List.of(), failures.stream().flatMap(List::stream).toList());
             // One batch per rotation step and rank, two calls.
             assertEquals(2L * world * (world - 1), manager.collectiveCounter().count(CollectiveKind.POINT_TO_POINT));
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource({"GLOO", "SAME_DEVICE"})
+    void shouldRunInEveryRingGroupOfAParallelConfigAtOnce(Backend backend) {
+        ParallelConfig config = new ParallelConfig(1, 1, 2, 2, 1, 1);
+        long[] shape = {1, 2, 4, 4};
+        try (ThreadGroupManager manager = GroupFixtures.manager(backend, Duration.ofSeconds(20))) {
+            List<List<String>> failures = RankThreads.run(config.worldSize(), Duration.ofSeconds(60), rank -> {
+                List<Long> ring = config.ringGroup(rank);
+                int ringRank = ring.indexOf((long) rank);
+                List<String> failed = new ArrayList<>();
+                // Each ring group (one per Ulysses position) attends a sequence of its own.
+                long shift = 7 * ring.getFirst();
+                try (RingAttention attention = new RingAttention(manager.getThreadGroup(DeviceKind.CPU, ring, rank));
+                     Tensor q = values(shape, shift, 97); Tensor k = values(shape, shift + 5, 89); Tensor v = values(shape, shift + 11, 83);
+                     Tensor full = torch.scaled_dot_product_attention(q, k, v, new TensorOptional(), 0.0, true, new DoubleOptional(), false);
+                     Tensor expected = ThreadGroupCollectivesTest.shardOf(full, 2, ring.size(), ringRank);
+                     Tensor localQ = ThreadGroupCollectivesTest.shardOf(q, 2, ring.size(), ringRank);
+                     Tensor localK = ThreadGroupCollectivesTest.shardOf(k, 2, ring.size(), ringRank);
+                     Tensor localV = ThreadGroupCollectivesTest.shardOf(v, 2, ring.size(), ringRank);
+                     Tensor out = attention.forward(localQ, localK, localV, true)) {
+                    if (!out.allclose(expected, RTOL, ATOL, false)) {
+                        failed.add("rank " + rank + " in " + ring + ": " + TestTensors.diff(expected, out));
+                    }
+                }
+                return failed;
+            });
+            assertEquals(List.of(), failures.stream().flatMap(List::stream).toList());
         }
     }
 
