@@ -38,7 +38,7 @@ public final class RingAttention implements AutoCloseable {
      * This rank's attention output {@code [..., S, Dv]} for its query rows {@code q [..., S, D]} against the keys
      * {@code k [..., S_k, D]} and values {@code v [..., S_k, Dv]} of the whole ring (leading dimensions equal, no
      * broadcasting). Checked before anything moves: floating dtype shared by the three, one device, matching sizes, and
-     * for {@code causal} {@code S == S_k}.
+     * for {@code causal} {@code S == S_k}. The result is a new tensor the caller closes.
      *
      * @throws IllegalArgumentException naming the rank and the offending tensors
      */
