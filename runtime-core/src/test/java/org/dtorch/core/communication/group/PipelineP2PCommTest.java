@@ -1,0 +1,108 @@
+package org.dtorch.core.communication.group;
+
+import static org.dtorch.core.communication.group.GroupFixtures.Backend;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.bytedeco.pytorch.Scalar;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.dtorch.core.device.DeviceKind;
+import org.dtorch.core.testing.RankThreads;
+import org.dtorch.core.testing.TestTensors;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * Pipeline point-to-point on real rank threads over Gloo and the same-device backend, 2 and 3 stages: activations go
+ * forward through every stage (each adds its stage number with torch) and gradients come back the same way; what every
+ * stage receives equals, exactly, the value torch computes on one device; the ends refuse the direction they lack.
+ */
+@Timeout(60)
+class PipelineP2PCommTest {
+    private static final long[] SHAPE = {2, 3, 4};
+
+    @ParameterizedTest(name = "{0} stages={1}")
+    @CsvSource({"GLOO, 2", "GLOO, 3", "SAME_DEVICE, 2", "SAME_DEVICE, 3"})
+    void shouldPassActivationsForwardAndGradientsBackward(Backend backend, int stages) {
+        try (ThreadGroupManager manager = GroupFixtures.manager(backend, Duration.ofSeconds(20))) {
+            List<List<String>> failures = RankThreads.run(stages, rank -> {
+                PipelineP2PComm pipe = new PipelineP2PComm(manager.getThreadGroup(DeviceKind.CPU, GroupFixtures.ids(stages), rank));
+                List<String> failed = new ArrayList<>();
+                try (Tensor input = TestTensors.pattern(SHAPE, ScalarType.Float, 0, 11, 0);
+                     Tensor activation = input.clone(); Tensor gradient = TestTensors.full(-1f, SHAPE)) {
+                    if (!pipe.isFirstStage()) {
+                        pipe.recvForward(activation);
+                        expect(failed, "stage " + rank + " recvForward", input, rank * (rank - 1) / 2, activation);
+                    }
+                    if (!pipe.isLastStage()) {
+                        activation.add_(new Scalar(rank));
+                        pipe.sendForward(activation);
+                        pipe.recvBackward(gradient);
+                        // The last stage sends its activation back; each stage on the way adds 100 times its number.
+                        long sum = (long) stages * (stages - 1) / 2 - (stages - 1);
+                        long added = 0;
+                        for (int s = rank + 1; s < stages - 1; s++) {
+                            added += 100L * s;
+                        }
+                        expect(failed, "stage " + rank + " recvBackward", input, sum + added, gradient);
+                    } else {
+                        gradient.copy_(activation);
+                    }
+                    if (!pipe.isFirstStage()) {
+                        gradient.add_(new Scalar(pipe.isLastStage() ? 0 : 100L * rank));
+                        pipe.sendBackward(gradient);
+                    }
+                }
+                return failed;
+            });
+            assertEquals(List.of(), failures.stream().flatMap(List::stream).toList());
+            assertEquals(4L * (stages - 1), manager.collectiveCounter().count(CollectiveKind.POINT_TO_POINT));
+        }
+    }
+
+    /** {@code actual} equals torch's {@code input + shift}. */
+    private static void expect(List<String> failed, String what, Tensor input, long shift, Tensor actual) {
+        try (Tensor expected = input.add(new Scalar(shift))) {
+            if (!TestTensors.same(expected, actual)) {
+                failed.add(what + ": " + TestTensors.diff(expected, actual));
+            }
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource({"GLOO", "SAME_DEVICE"})
+    void shouldRefuseTheDirectionsTheEndsLack(Backend backend) {
+        int stages = 3;
+        try (ThreadGroupManager manager = GroupFixtures.manager(backend, Duration.ofSeconds(20))) {
+            RankThreads.runAll(stages, rank -> {
+                PipelineP2PComm pipe = new PipelineP2PComm(manager.getThreadGroup(DeviceKind.CPU, GroupFixtures.ids(stages), rank));
+                try (Tensor t = TestTensors.full(1f, 2)) {
+                    if (rank == 0) {
+                        assertEquals("PipelineP2PComm.recvForward (stage 0 of 3): the first stage has no previous stage",
+                            assertThrows(IllegalStateException.class, () -> pipe.recvForward(t)).getMessage());
+                        assertEquals("PipelineP2PComm.sendBackward (stage 0 of 3): the first stage has no previous stage",
+                            assertThrows(IllegalStateException.class, () -> pipe.sendBackward(t)).getMessage());
+                    }
+                    if (rank == 2) {
+                        assertEquals("PipelineP2PComm.sendForward (stage 2 of 3): the last stage has no next stage",
+                            assertThrows(IllegalStateException.class, () -> pipe.sendForward(t)).getMessage());
+                        assertEquals("PipelineP2PComm.recvBackward (stage 2 of 3): the last stage has no next stage",
+                            assertThrows(IllegalStateException.class, () -> pipe.recvBackward(t)).getMessage());
+                    }
+                    // Nothing was sent, so the pipeline still works.
+                    if (!pipe.isLastStage()) {
+                        pipe.sendForward(t);
+                    }
+                    if (!pipe.isFirstStage()) {
+                        pipe.recvForward(t);
+                    }
+                }
+            });
+        }
+    }
+}
