@@ -1,5 +1,6 @@
 package org.dtorch.core.communication.group;
 
+import java.util.List;
 import java.util.Objects;
 import org.bytedeco.pytorch.Tensor;
 
@@ -14,10 +15,10 @@ import org.bytedeco.pytorch.Tensor;
  *   stage 0  <--recvBackward-  sendBackward stage 1  <--recvBackward-  sendBackward stage 2
  * </pre>
  *
- * <p>Each call is a blocking {@link ThreadGroup#send} or {@link ThreadGroup#recv}; the receiver passes a tensor of the
- * sent dtype and shape (the pipeline's schedule knows them). A call with no neighbour in its direction (a forward send
- * from the last stage, a forward receive on the first, and their backward mirrors) fails with an
- * {@link IllegalStateException} naming the stage before communicating.
+ * <p>Each call blocks: a {@link ThreadGroup#send} or {@link ThreadGroup#recv}, or for the combined forms one batch of
+ * both; the receiver passes a tensor of the sent dtype and shape (the pipeline's schedule knows them). A call with no
+ * neighbour in its direction (a forward send from the last stage, a forward receive on the first, and their backward
+ * mirrors) fails with an {@link IllegalStateException} naming the stage before communicating.
  *
  * <p>Not thread-safe: one thread per stage, as its group; a send and its receive are issued in the same order on both
  * stages (an unmatched call is a deadlock the group's deadline turns into an error naming the peer and the shape).
@@ -73,6 +74,25 @@ public final class PipelineP2PComm {
     /** Receives into {@code into} the gradients the next stage sends. */
     public void recvBackward(Tensor into) {
         group.recv(into, next("recvBackward"));
+    }
+
+    /**
+     * Sends {@code tensor} (activations) to the next stage and receives into {@code into} the gradients it sends, in one
+     * {@link ThreadGroup#batchIsendIrecv} (the steady state of a one-forward-one-backward schedule); the next stage calls
+     * {@link #sendBackwardRecvForward}.
+     */
+    public void sendForwardRecvBackward(Tensor tensor, Tensor into) {
+        int peer = next("sendForwardRecvBackward");
+        group.batchIsendIrecv(List.of(P2POp.isend(tensor, peer), P2POp.irecv(into, peer))).await();
+    }
+
+    /**
+     * Sends {@code tensor} (gradients) to the previous stage and receives into {@code into} the activations it sends, in
+     * one {@link ThreadGroup#batchIsendIrecv}; the previous stage calls {@link #sendForwardRecvBackward}.
+     */
+    public void sendBackwardRecvForward(Tensor tensor, Tensor into) {
+        int peer = previous("sendBackwardRecvForward");
+        group.batchIsendIrecv(List.of(P2POp.isend(tensor, peer), P2POp.irecv(into, peer))).await();
     }
 
     private int next(String op) {

@@ -19,8 +19,8 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * Pipeline point-to-point on real rank threads over Gloo and the same-device backend, 2 and 3 stages: activations go
- * forward through every stage (each adds its stage number with torch) and gradients come back the same way; what every
- * stage receives equals, exactly, the value torch computes on one device; the ends refuse the direction they lack.
+ * forward through every stage (each adds its stage number with torch) and gradients come back the same way, blocking
+ * or both ways in one batch; what every stage receives equals, exactly, the value torch computes on one device; the ends refuse the direction they lack.
  */
 @Timeout(60)
 class PipelineP2PCommTest {
@@ -65,6 +65,33 @@ class PipelineP2PCommTest {
         }
     }
 
+    @ParameterizedTest(name = "{0} stages={1}")
+    @CsvSource({"GLOO, 2", "GLOO, 3", "SAME_DEVICE, 2", "SAME_DEVICE, 3"})
+    void shouldSendAndReceiveBothWaysInOneBatch(Backend backend, int stages) {
+        try (ThreadGroupManager manager = GroupFixtures.manager(backend, Duration.ofSeconds(20))) {
+            List<List<String>> failures = RankThreads.run(stages, rank -> {
+                PipelineP2PComm pipe = new PipelineP2PComm(manager.getThreadGroup(DeviceKind.CPU, GroupFixtures.ids(stages), rank));
+                List<String> failed = new ArrayList<>();
+                // Stage s sends the activation input + s forward and the gradient input - 10 s backward.
+                try (Tensor input = TestTensors.pattern(SHAPE, ScalarType.Float, 0, 11, 0);
+                     Tensor activation = input.add(new Scalar(rank)); Tensor gradient = input.sub(new Scalar(10L * rank));
+                     Tensor fromPrevious = TestTensors.full(-1f, SHAPE); Tensor fromNext = TestTensors.full(-1f, SHAPE)) {
+                    if (!pipe.isFirstStage()) {
+                        pipe.sendBackwardRecvForward(gradient, fromPrevious);
+                        expect(failed, "stage " + rank + " sendBackwardRecvForward", input, rank - 1, fromPrevious);
+                    }
+                    if (!pipe.isLastStage()) {
+                        pipe.sendForwardRecvBackward(activation, fromNext);
+                        expect(failed, "stage " + rank + " sendForwardRecvBackward", input, -10L * (rank + 1), fromNext);
+                    }
+                }
+                return failed;
+            });
+            assertEquals(List.of(), failures.stream().flatMap(List::stream).toList());
+            assertEquals(2L * (stages - 1), manager.collectiveCounter().count(CollectiveKind.POINT_TO_POINT));
+        }
+    }
+
     /** {@code actual} equals torch's {@code input + shift}. */
     private static void expect(List<String> failed, String what, Tensor input, long shift, Tensor actual) {
         try (Tensor expected = input.add(new Scalar(shift))) {
@@ -87,12 +114,16 @@ class PipelineP2PCommTest {
                             assertThrows(IllegalStateException.class, () -> pipe.recvForward(t)).getMessage());
                         assertEquals("PipelineP2PComm.sendBackward (stage 0 of 3): the first stage has no previous stage",
                             assertThrows(IllegalStateException.class, () -> pipe.sendBackward(t)).getMessage());
+                        assertEquals("PipelineP2PComm.sendBackwardRecvForward (stage 0 of 3): the first stage has no previous stage",
+                            assertThrows(IllegalStateException.class, () -> pipe.sendBackwardRecvForward(t, t)).getMessage());
                     }
                     if (rank == 2) {
                         assertEquals("PipelineP2PComm.sendForward (stage 2 of 3): the last stage has no next stage",
                             assertThrows(IllegalStateException.class, () -> pipe.sendForward(t)).getMessage());
                         assertEquals("PipelineP2PComm.recvBackward (stage 2 of 3): the last stage has no next stage",
                             assertThrows(IllegalStateException.class, () -> pipe.recvBackward(t)).getMessage());
+                        assertEquals("PipelineP2PComm.sendForwardRecvBackward (stage 2 of 3): the last stage has no next stage",
+                            assertThrows(IllegalStateException.class, () -> pipe.sendForwardRecvBackward(t, t)).getMessage());
                     }
                     // Nothing was sent, so the pipeline still works.
                     if (!pipe.isLastStage()) {
