@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Function;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
@@ -29,66 +30,105 @@ class PipelineP2PCommTest {
     @ParameterizedTest(name = "{0} stages={1}")
     @CsvSource({"GLOO, 2", "GLOO, 3", "SAME_DEVICE, 2", "SAME_DEVICE, 3"})
     void shouldPassActivationsForwardAndGradientsBackward(Backend backend, int stages) {
-        try (ThreadGroupManager manager = GroupFixtures.manager(backend, Duration.ofSeconds(20))) {
-            List<List<String>> failures = RankThreads.run(stages, rank -> {
-                PipelineP2PComm pipe = new PipelineP2PComm(manager.getThreadGroup(DeviceKind.CPU, GroupFixtures.ids(stages), rank));
-                List<String> failed = new ArrayList<>();
-                try (Tensor input = TestTensors.pattern(SHAPE, ScalarType.Float, 0, 11, 0);
-                     Tensor activation = input.clone(); Tensor gradient = TestTensors.full(-1f, SHAPE)) {
-                    if (!pipe.isFirstStage()) {
-                        pipe.recvForward(activation);
-                        expect(failed, "stage " + rank + " recvForward", input, rank * (rank - 1) / 2, activation);
-                    }
-                    if (!pipe.isLastStage()) {
-                        activation.add_(new Scalar(rank));
-                        pipe.sendForward(activation);
-                        pipe.recvBackward(gradient);
-                        // The last stage sends its activation back; each stage on the way adds 100 times its number.
-                        long sum = (long) stages * (stages - 1) / 2 - (stages - 1);
-                        long added = 0;
-                        for (int s = rank + 1; s < stages - 1; s++) {
-                            added += 100L * s;
-                        }
-                        expect(failed, "stage " + rank + " recvBackward", input, sum + added, gradient);
-                    } else {
-                        gradient.copy_(activation);
-                    }
-                    if (!pipe.isFirstStage()) {
-                        gradient.add_(new Scalar(pipe.isLastStage() ? 0 : 100L * rank));
-                        pipe.sendBackward(gradient);
-                    }
+        runStages(backend, stages, 4L * (stages - 1), pipe -> {
+            int stage = pipe.stage();
+            List<String> failed = new ArrayList<>();
+            try (Tensor input = TestTensors.pattern(SHAPE, ScalarType.Float, 0, 11, 0);
+                 Tensor activation = input.clone(); Tensor gradient = TestTensors.full(-1f, SHAPE)) {
+                if (!pipe.isFirstStage()) {
+                    pipe.recvForward(activation);
+                    expect(failed, "stage " + stage + " recvForward", input, stage * (stage - 1) / 2, activation);
                 }
-                return failed;
-            });
-            assertEquals(List.of(), failures.stream().flatMap(List::stream).toList());
-            assertEquals(4L * (stages - 1), manager.collectiveCounter().count(CollectiveKind.POINT_TO_POINT));
-        }
+                if (!pipe.isLastStage()) {
+                    activation.add_(new Scalar(stage));
+                    pipe.sendForward(activation);
+                    pipe.recvBackward(gradient);
+                    // The last stage sends its activation back; each stage on the way adds 100 times its number.
+                    long sum = (long) stages * (stages - 1) / 2 - (stages - 1);
+                    long added = 0;
+                    for (int s = stage + 1; s < stages - 1; s++) {
+                        added += 100L * s;
+                    }
+                    expect(failed, "stage " + stage + " recvBackward", input, sum + added, gradient);
+                } else {
+                    gradient.copy_(activation);
+                }
+                if (!pipe.isFirstStage()) {
+                    gradient.add_(new Scalar(pipe.isLastStage() ? 0 : 100L * stage));
+                    pipe.sendBackward(gradient);
+                }
+            }
+            return failed;
+        });
     }
 
     @ParameterizedTest(name = "{0} stages={1}")
     @CsvSource({"GLOO, 2", "GLOO, 3", "SAME_DEVICE, 2", "SAME_DEVICE, 3"})
     void shouldSendAndReceiveBothWaysInOneBatch(Backend backend, int stages) {
-        try (ThreadGroupManager manager = GroupFixtures.manager(backend, Duration.ofSeconds(20))) {
-            List<List<String>> failures = RankThreads.run(stages, rank -> {
-                PipelineP2PComm pipe = new PipelineP2PComm(manager.getThreadGroup(DeviceKind.CPU, GroupFixtures.ids(stages), rank));
-                List<String> failed = new ArrayList<>();
-                // Stage s sends the activation input + s forward and the gradient input - 10 s backward.
-                try (Tensor input = TestTensors.pattern(SHAPE, ScalarType.Float, 0, 11, 0);
-                     Tensor activation = input.add(new Scalar(rank)); Tensor gradient = input.sub(new Scalar(10L * rank));
-                     Tensor fromPrevious = TestTensors.full(-1f, SHAPE); Tensor fromNext = TestTensors.full(-1f, SHAPE)) {
-                    if (!pipe.isFirstStage()) {
-                        pipe.sendBackwardRecvForward(gradient, fromPrevious);
-                        expect(failed, "stage " + rank + " sendBackwardRecvForward", input, rank - 1, fromPrevious);
-                    }
-                    if (!pipe.isLastStage()) {
-                        pipe.sendForwardRecvBackward(activation, fromNext);
-                        expect(failed, "stage " + rank + " sendForwardRecvBackward", input, -10L * (rank + 1), fromNext);
-                    }
+        runStages(backend, stages, 2L * (stages - 1), pipe -> {
+            int stage = pipe.stage();
+            List<String> failed = new ArrayList<>();
+            // Stage s sends the activation input + s forward and the gradient input - 10 s backward.
+            try (Tensor input = TestTensors.pattern(SHAPE, ScalarType.Float, 0, 11, 0);
+                 Tensor activation = input.add(new Scalar(stage)); Tensor gradient = input.sub(new Scalar(10L * stage));
+                 Tensor fromPrevious = TestTensors.full(-1f, SHAPE); Tensor fromNext = TestTensors.full(-1f, SHAPE)) {
+                if (!pipe.isFirstStage()) {
+                    pipe.sendBackwardRecvForward(gradient, fromPrevious);
+                    expect(failed, "stage " + stage + " sendBackwardRecvForward", input, stage - 1, fromPrevious);
                 }
-                return failed;
-            });
+                if (!pipe.isLastStage()) {
+                    pipe.sendForwardRecvBackward(activation, fromNext);
+                    expect(failed, "stage " + stage + " sendForwardRecvBackward", input, -10L * (stage + 1), fromNext);
+                }
+            }
+            return failed;
+        });
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource({"GLOO", "SAME_DEVICE"})
+    void shouldRefuseTheDirectionsTheEndsLack(Backend backend) {
+        // Only the last forward sends and receives move anything: 2 calls on each of the 2 links.
+        runStages(backend, 3, 4, pipe -> {
+            try (Tensor t = TestTensors.full(1f, 2)) {
+                if (pipe.isFirstStage()) {
+                    assertEquals("PipelineP2PComm.recvForward (stage 0 of 3): the first stage has no previous stage",
+                        assertThrows(IllegalStateException.class, () -> pipe.recvForward(t)).getMessage());
+                    assertEquals("PipelineP2PComm.sendBackward (stage 0 of 3): the first stage has no previous stage",
+                        assertThrows(IllegalStateException.class, () -> pipe.sendBackward(t)).getMessage());
+                    assertEquals("PipelineP2PComm.sendBackwardRecvForward (stage 0 of 3): the first stage has no previous stage",
+                        assertThrows(IllegalStateException.class, () -> pipe.sendBackwardRecvForward(t, t)).getMessage());
+                }
+                if (pipe.isLastStage()) {
+                    assertEquals("PipelineP2PComm.sendForward (stage 2 of 3): the last stage has no next stage",
+                        assertThrows(IllegalStateException.class, () -> pipe.sendForward(t)).getMessage());
+                    assertEquals("PipelineP2PComm.recvBackward (stage 2 of 3): the last stage has no next stage",
+                        assertThrows(IllegalStateException.class, () -> pipe.recvBackward(t)).getMessage());
+                    assertEquals("PipelineP2PComm.sendForwardRecvBackward (stage 2 of 3): the last stage has no next stage",
+                        assertThrows(IllegalStateException.class, () -> pipe.sendForwardRecvBackward(t, t)).getMessage());
+                }
+                // Nothing was sent, so the pipeline still works.
+                if (!pipe.isLastStage()) {
+                    pipe.sendForward(t);
+                }
+                if (!pipe.isFirstStage()) {
+                    pipe.recvForward(t);
+                }
+            }
+            return List.of();
+        });
+    }
+
+    /**
+     * Runs {@code body} on every stage's thread and asserts that no stage reported a mismatch and that the stages made
+     * {@code transfers} point-to-point calls in all.
+     */
+    private static void runStages(Backend backend, int stages, long transfers, Function<PipelineP2PComm, List<String>> body) {
+        try (ThreadGroupManager manager = GroupFixtures.manager(backend, Duration.ofSeconds(20))) {
+            List<List<String>> failures = RankThreads.run(stages,
+                rank -> body.apply(new PipelineP2PComm(manager.getThreadGroup(DeviceKind.CPU, GroupFixtures.ids(stages), rank))));
             assertEquals(List.of(), failures.stream().flatMap(List::stream).toList());
-            assertEquals(2L * (stages - 1), manager.collectiveCounter().count(CollectiveKind.POINT_TO_POINT));
+            assertEquals(transfers, manager.collectiveCounter().count(CollectiveKind.POINT_TO_POINT));
         }
     }
 
@@ -98,42 +138,6 @@ class PipelineP2PCommTest {
             if (!TestTensors.same(expected, actual)) {
                 failed.add(what + ": " + TestTensors.diff(expected, actual));
             }
-        }
-    }
-
-    @ParameterizedTest(name = "{0}")
-    @CsvSource({"GLOO", "SAME_DEVICE"})
-    void shouldRefuseTheDirectionsTheEndsLack(Backend backend) {
-        int stages = 3;
-        try (ThreadGroupManager manager = GroupFixtures.manager(backend, Duration.ofSeconds(20))) {
-            RankThreads.runAll(stages, rank -> {
-                PipelineP2PComm pipe = new PipelineP2PComm(manager.getThreadGroup(DeviceKind.CPU, GroupFixtures.ids(stages), rank));
-                try (Tensor t = TestTensors.full(1f, 2)) {
-                    if (rank == 0) {
-                        assertEquals("PipelineP2PComm.recvForward (stage 0 of 3): the first stage has no previous stage",
-                            assertThrows(IllegalStateException.class, () -> pipe.recvForward(t)).getMessage());
-                        assertEquals("PipelineP2PComm.sendBackward (stage 0 of 3): the first stage has no previous stage",
-                            assertThrows(IllegalStateException.class, () -> pipe.sendBackward(t)).getMessage());
-                        assertEquals("PipelineP2PComm.sendBackwardRecvForward (stage 0 of 3): the first stage has no previous stage",
-                            assertThrows(IllegalStateException.class, () -> pipe.sendBackwardRecvForward(t, t)).getMessage());
-                    }
-                    if (rank == 2) {
-                        assertEquals("PipelineP2PComm.sendForward (stage 2 of 3): the last stage has no next stage",
-                            assertThrows(IllegalStateException.class, () -> pipe.sendForward(t)).getMessage());
-                        assertEquals("PipelineP2PComm.recvBackward (stage 2 of 3): the last stage has no next stage",
-                            assertThrows(IllegalStateException.class, () -> pipe.recvBackward(t)).getMessage());
-                        assertEquals("PipelineP2PComm.sendForwardRecvBackward (stage 2 of 3): the last stage has no next stage",
-                            assertThrows(IllegalStateException.class, () -> pipe.sendForwardRecvBackward(t, t)).getMessage());
-                    }
-                    // Nothing was sent, so the pipeline still works.
-                    if (!pipe.isLastStage()) {
-                        pipe.sendForward(t);
-                    }
-                    if (!pipe.isFirstStage()) {
-                        pipe.recvForward(t);
-                    }
-                }
-            });
         }
     }
 }
