@@ -13,6 +13,8 @@
  * <p>Uneven shards follow {@link org.dtorch.core.tensor.BalancedSplit}.
  *
  * <p>{@link org.dtorch.core.communication.group.UlyssesComm} builds Ulysses sequence parallelism's all-to-alls on a
- * group.
+ * group; {@link org.dtorch.core.communication.group.HaloExchange} the neighbour halos of height-sharded tensors and
+ * {@link org.dtorch.core.communication.group.PipelineP2PComm} the transfers between pipeline stages build on its
+ * point-to-point calls.
  */
 package org.dtorch.core.communication.group;
