@@ -12,6 +12,7 @@ import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.device.DeviceKind;
+import org.dtorch.core.distributed.ParallelConfig;
 import org.dtorch.core.testing.RankThreads;
 import org.dtorch.core.testing.TestTensors;
 import org.junit.jupiter.api.Timeout;
@@ -21,7 +22,8 @@ import org.junit.jupiter.params.provider.CsvSource;
 /**
  * Pipeline point-to-point on real rank threads over Gloo and the same-device backend, 2 and 3 stages: activations go
  * forward through every stage (each adds its stage number with torch) and gradients come back the same way, blocking
- * or both ways in one batch; what every stage receives equals, exactly, the value torch computes on one device; the ends refuse the direction they lack.
+ * or both ways in one batch, in the two pipelines of a {@link ParallelConfig} at once; what every stage receives
+ * equals, exactly, the value torch computes on one device; the ends refuse the direction they lack.
  */
 @Timeout(60)
 class PipelineP2PCommTest {
@@ -83,6 +85,34 @@ class PipelineP2PCommTest {
             }
             return failed;
         });
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource({"GLOO", "SAME_DEVICE"})
+    void shouldRunInEveryPipelineGroupOfAParallelConfigAtOnce(Backend backend) {
+        // pp 2 x tp 2: the pipelines are ranks [0, 2] and [1, 3]; stages are group ranks, not device ids.
+        ParallelConfig config = new ParallelConfig(1, 1, 1, 1, 2, 2);
+        try (ThreadGroupManager manager = GroupFixtures.manager(backend, Duration.ofSeconds(20))) {
+            List<List<String>> failures = RankThreads.run(config.worldSize(), rank -> {
+                List<Long> pipeline = config.ppGroup(rank);
+                PipelineP2PComm pipe = new PipelineP2PComm(manager.getThreadGroup(DeviceKind.CPU, pipeline, rank));
+                List<String> failed = new ArrayList<>();
+                String what = "rank " + rank + " stage " + pipe.stage() + " of " + pipeline;
+                // Each pipeline's values start at its first rank; the last stage answers with them plus one.
+                try (Tensor input = TestTensors.pattern(SHAPE, ScalarType.Float, pipeline.getFirst(), 11, 0);
+                     Tensor answer = input.add(new Scalar(1)); Tensor into = TestTensors.full(-1f, SHAPE)) {
+                    if (pipe.isFirstStage()) {
+                        pipe.sendForwardRecvBackward(input, into);
+                        expect(failed, what, input, 1, into);
+                    } else {
+                        pipe.sendBackwardRecvForward(answer, into);
+                        expect(failed, what, input, 0, into);
+                    }
+                }
+                return failed;
+            });
+            assertEquals(List.of(), failures.stream().flatMap(List::stream).toList());
+        }
     }
 
     @ParameterizedTest(name = "{0}")
