@@ -68,8 +68,9 @@ class HaloExchangeTest {
     /** {@code haloed} is rank {@code rank}'s rows of the whole tensor zero-padded by {@code halo}, in the input's format. */
     private static void checkHaloed(List<String> failed, Tensor full, Tensor haloed, int world, int rank, int halo, boolean channelsLast) {
         String what = "rank " + rank + " halo " + halo;
+        long rows = BalancedSplit.size(HEIGHT, world, rank) + 2L * halo;
         try (Tensor padded = torch.constant_pad_nd(full, 0, 0, halo, halo);
-             Tensor expected = padded.narrow(2, BalancedSplit.offset(HEIGHT, world, rank), BalancedSplit.size(HEIGHT, world, rank) + 2L * halo)) {
+             Tensor expected = padded.narrow(2, BalancedSplit.offset(HEIGHT, world, rank), rows)) {
             if (!TestTensors.same(expected, haloed)) {
                 failed.add(what + ": " + TestTensors.diff(expected, haloed));
             }
