@@ -56,9 +56,9 @@ public final class HaloExchange implements AutoCloseable {
      * rows of each neighbour: a new {@code [N, C, H_r + 2 * halo, W]} tensor in {@code local}'s memory format, zero rows
      * where there is no neighbour. Blocks until the halos have arrived, within the group's timeout.
      *
-     * @throws IllegalArgumentException before communicating, on every rank alike for the last two: {@code local} not
-     *                                  4-dimensional, its height not this rank's share, a negative halo, or a halo larger
-     *                                  than the height of some rank
+     * @throws IllegalArgumentException before communicating: {@code local} not 4-dimensional or its height not this
+     *                                  rank's share; and on every rank alike, {@code height} shorter than the group, a
+     *                                  negative halo or a halo larger than the height of some rank
      */
     public Tensor exchange(Tensor local, long height, int halo) {
         check(local, height, halo);
@@ -68,9 +68,12 @@ public final class HaloExchange implements AutoCloseable {
         Tensor out = torch.empty(padded, local.options(), new MemoryFormatOptional(local.suggest_memory_format()));
         try (Tensor middle = out.narrow(2, halo, rows)) {
             middle.copy_(local);
-        }
-        if (halo > 0) {
-            fillHalos(local, out, halo);
+            if (halo > 0) {
+                fillHalos(local, out, halo);
+            }
+        } catch (RuntimeException e) {
+            out.close();
+            throw e;
         }
         return out;
     }
