@@ -14,6 +14,9 @@
  *
  * <p>{@link org.dtorch.core.communication.group.UlyssesComm} builds Ulysses sequence parallelism's all-to-alls on a
  * group; {@link org.dtorch.core.communication.group.RingP2PComm} rotates ring attention's K/V blocks between
- * neighbours and {@link org.dtorch.core.communication.group.RingAttention} merges their attention by log-sum-exp.
+ * neighbours and {@link org.dtorch.core.communication.group.RingAttention} merges their attention by log-sum-exp;
+ * {@link org.dtorch.core.communication.group.HaloExchange} the neighbour halos of height-sharded tensors and
+ * {@link org.dtorch.core.communication.group.PipelineP2PComm} the transfers between pipeline stages build on its
+ * point-to-point calls.
  */
 package org.dtorch.core.communication.group;
