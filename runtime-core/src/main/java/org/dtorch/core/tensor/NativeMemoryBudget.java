@@ -14,10 +14,13 @@ import java.util.concurrent.atomic.AtomicLong;
  * released exceed the budget, the charging thread requests a collection ({@link System#gc()}), whose
  * Cleaners then release the dropped owners.
  *
- * <p>A collection is requested at most once per {@code max(budget, outstanding bytes at the previous
- * request)} bytes charged, so a program that legitimately holds more than the budget pays one collection
- * per that many new bytes, not one per allocation; a program that closes what it allocates never reaches
- * the budget and never pays. Over-counting (two owners sharing one buffer) only brings collections earlier.
+ * <p>A collection is requested at most once per {@code max(budget, held)} bytes charged, where {@code held} is
+ * the fewest bytes outstanding since the previous request (at that request, less whatever was released after it:
+ * what the program still holds once the collection's Cleaners ran), so a program that legitimately holds more
+ * than the budget pays one collection per that many new bytes, not one per allocation, while dropped memory that
+ * a collection gave back does not space the next one out (decision 259); a program that closes what it allocates
+ * never reaches the budget and never pays. Over-counting (two owners sharing one buffer) only brings collections
+ * earlier.
  *
  * <p>The charging thread runs the collection itself, so no more than about a budget of dropped memory
  * ever waits for one; with the default collector that is a full, stop-the-world collection. (Requesting it
@@ -44,7 +47,8 @@ public final class NativeMemoryBudget {
     private final AtomicLong chargedSinceRequest = new AtomicLong();
     private final AtomicLong collectionsRequested = new AtomicLong();
     private final AtomicLong collectionNanos = new AtomicLong();
-    private volatile long spacing;
+    /** The fewest bytes outstanding since the last request (0 before any): what spaces the next request. */
+    private final AtomicLong heldSinceRequest = new AtomicLong();
 
     /** A budget of {@code budgetBytes} (0: never request a collection) whose requests run {@code collector}. */
     NativeMemoryBudget(long budgetBytes, Runnable collector) {
@@ -52,7 +56,6 @@ public final class NativeMemoryBudget {
             throw new IllegalArgumentException(BUDGET_PROPERTY + " must be >= 0, got " + (budgetBytes >> 20) + " MiB");
         }
         this.budgetBytes = budgetBytes;
-        this.spacing = budgetBytes;
         this.collector = Objects.requireNonNull(collector, "collector");
     }
 
@@ -93,15 +96,15 @@ public final class NativeMemoryBudget {
         }
         long now = outstanding.addAndGet(bytes);
         long since = chargedSinceRequest.addAndGet(bytes);
-        if (budgetBytes == 0 || now <= budgetBytes || since <= spacing) {
+        if (budgetBytes == 0 || now <= budgetBytes || since <= spacing()) {
             return;
         }
         synchronized (this) {
-            if (chargedSinceRequest.get() <= spacing) {
+            if (chargedSinceRequest.get() <= spacing()) {
                 return; // another thread requested one meanwhile
             }
             chargedSinceRequest.set(0);
-            spacing = Math.max(budgetBytes, now);
+            heldSinceRequest.set(now);
             collectionsRequested.incrementAndGet();
         }
         long start = System.nanoTime();
@@ -111,7 +114,13 @@ public final class NativeMemoryBudget {
 
     /** Counts {@code bytes} less (an owner released them). */
     public void release(long bytes) {
-        outstanding.addAndGet(-bytes);
+        long now = outstanding.addAndGet(-bytes);
+        heldSinceRequest.accumulateAndGet(now, Math::min);
+    }
+
+    /** How many bytes are charged between two requests: the budget, or more while more is held. */
+    private long spacing() {
+        return Math.max(budgetBytes, heldSinceRequest.get());
     }
 
     /** Bytes charged and not released. */

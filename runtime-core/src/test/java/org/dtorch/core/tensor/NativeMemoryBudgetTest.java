@@ -59,6 +59,18 @@ class NativeMemoryBudgetTest {
     }
 
     @Test
+    void shouldNotSpaceRequestsByMemoryTheLastCollectionGaveBack() {
+        NativeMemoryBudget budget = budget(100);
+        budget.charge(1000);
+        assertEquals(1, budget.collectionsRequested());
+        budget.release(950); // the collection's Cleaners freed what the program had dropped: 50 bytes are held
+        budget.charge(90);
+        assertEquals(1, budget.collectionsRequested(), "within the budget again");
+        budget.charge(20);
+        assertEquals(2, budget.collectionsRequested(), "110 bytes since the last request, over the budget of 100: not 1000 more");
+    }
+
+    @Test
     void shouldNotRequestWhenTheBudgetIsZero() {
         NativeMemoryBudget budget = budget(0);
         budget.charge(1L << 40);
