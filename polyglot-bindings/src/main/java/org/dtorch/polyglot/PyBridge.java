@@ -23,6 +23,7 @@ import org.dtorch.core.tensor.TorchTensors;
 import org.dtorch.ops.BinarySpec;
 import org.dtorch.ops.FactorySpec;
 import org.dtorch.ops.ReduceSpec;
+import org.dtorch.ops.RingAttentionSpec;
 import org.dtorch.ops.ScalarSpec;
 import org.dtorch.ops.Shapes;
 import org.dtorch.ops.UnarySpec;
@@ -473,6 +474,12 @@ public final class PyBridge {
     @HostAccess.Export
     public DTensor redistribute(DTensor t, DeviceMesh mesh, Value placements) {
         return t.redistribute(mesh, placementArray(placements));
+    }
+
+    /** Ring attention of {@code q} against {@code k} and {@code v} moved to its placements ({@link RingAttentionSpec#attend}). */
+    @HostAccess.Export
+    public DTensor ringAttention(DTensor q, DTensor k, DTensor v, boolean causal) {
+        return RingAttentionSpec.attend(q, k, v, causal);
     }
 
     /** {@code dst.copy_(src)}. */

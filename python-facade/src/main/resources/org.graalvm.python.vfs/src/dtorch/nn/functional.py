@@ -5,9 +5,11 @@ below take torch's signatures where they differ from the operator's (the argumen
 helpers; pooling and interpolate are bound by torch.nn._spatial, as torch.nn.functional's are), and convolutions and
 scaled_dot_product_attention name torch's signatures."""
 
+import math
+
 from torch.nn import _spatial
 
-from .. import _tensor
+from .. import _bridge, _tensor
 from ..distributed_spec import Partial, Replicate, Shard
 from torch.nn import functional as _F
 
@@ -88,7 +90,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     heads (query, key and value alike) and gathers a sharded sequence first. strategy="ulysses" keeps a
     sequence-sharded input's communication to two all-to-alls: query, key and value move from their sequence shards
     to head shards, each device attends its heads over the whole sequence, and the output moves back to the query's
-    sequence shards (DeepSpeed-Ulysses; decision 258). The result equals single-device attention."""
+    sequence shards (DeepSpeed-Ulysses; decision 258). strategy="ring" keeps every device's query rows and rotates key
+    and value blocks around the devices that shard the sequence, merging by log-sum-exp (ring attention, decision 350):
+    key and value move to the query's placements first; the sequences must divide evenly over those devices; no
+    attn_mask, dropout or enable_gqa; the output is sharded like the query. Either strategy runs the plain operator
+    when the query's sequence is not sharded. The result equals single-device attention."""
     args = (query, key, value, attn_mask, float(dropout_p), is_causal)
     kwargs = {"scale": scale, "enable_gqa": enable_gqa}
     if strategy is None:
@@ -96,16 +102,37 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if strategy == "ulysses":
         return _ulysses_attention(args, kwargs)
     if strategy == "ring":
-        raise NotImplementedError("scaled_dot_product_attention(strategy='ring') is not built yet on distributed tensors; "
-                                  "use strategy='ulysses' or None")
+        return _ring_attention(args, kwargs)
     raise ValueError("scaled_dot_product_attention: strategy must be None, 'ulysses' or 'ring', got %r" % (strategy,))
+
+
+def _check_tensors(strategy, tensors):
+    for t in tensors:
+        if not isinstance(t, _tensor.Tensor):
+            raise TypeError("scaled_dot_product_attention(strategy=%r) takes dtorch.Tensors, got %r" % (strategy, t))
+
+
+def _ring_attention(args, kwargs):
+    query, key, value, attn_mask, dropout_p, is_causal = args
+    _check_tensors("ring", (query, key, value))
+    if attn_mask is not None or dropout_p != 0.0 or kwargs["enable_gqa"]:
+        raise ValueError("scaled_dot_product_attention(strategy='ring') takes no attn_mask, dropout_p or enable_gqa; use "
+                         "strategy='ulysses' or None for them")
+    if query.ndim < 2 or not any(p.is_shard(query.ndim - 2) for p in query.placements):
+        return _run("scaled_dot_product_attention", args, kwargs)
+    scale = kwargs["scale"]
+    # The ring scales by 1/sqrt(E), torch's default; another scale is folded into the query.
+    scaled = query if scale is None else query * (float(scale) * math.sqrt(query.shape[-1]))
+    try:
+        return _tensor.Tensor(_bridge.call(_tensor._b().ringAttention, scaled._java, key._java, value._java, bool(is_causal)))
+    finally:
+        if scaled is not query:
+            scaled.close()
 
 
 def _ulysses_attention(args, kwargs):
     query, key, value = args[:3]
-    for t in (query, key, value):
-        if not isinstance(t, _tensor.Tensor):
-            raise TypeError("scaled_dot_product_attention(strategy='ulysses') takes dtorch.Tensors, got %r" % (t,))
+    _check_tensors("ulysses", (query, key, value))
     if query.ndim < 4:
         raise ValueError("scaled_dot_product_attention(strategy='ulysses') needs [..., heads, sequence, dim] inputs, got "
                          "a query of shape %s" % (tuple(query.shape),))
