@@ -59,27 +59,25 @@ class RingAttentionSpecTest {
         }
     }
 
-    @Test
-    void shouldEqualTorchsAttentionOnRingsOfTwoAndFourCausalOrNot() {
+    /**
+     * Rings of 2 and 4 devices, over both dimensions of a 2x2 mesh and along one beside a batch shard or a replica, causal
+     * or not; key sequences longer and shorter than the query's when not causal.
+     */
+    static void walk(DTorch runtime) {
         for (boolean causal : new boolean[] {false, true}) {
-            assertLikeTorch(dt, new int[] {2}, List.of(S2), 8, 8, causal);
-            assertLikeTorch(dt, new int[] {4}, List.of(S2), 8, 8, causal);
+            assertLikeTorch(runtime, new int[] {2}, List.of(S2), 8, 8, causal);
+            assertLikeTorch(runtime, new int[] {4}, List.of(S2), 8, 8, causal);
+            assertLikeTorch(runtime, new int[] {2, 2}, List.of(S2, S2), 8, 8, causal);
+            assertLikeTorch(runtime, new int[] {2, 2}, List.of(S0, S2), 4, 4, causal);
+            assertLikeTorch(runtime, new int[] {2, 2}, List.of(S2, R), 4, 4, causal);
         }
+        assertLikeTorch(runtime, new int[] {2}, List.of(S2), 4, 12, false);
+        assertLikeTorch(runtime, new int[] {2, 2}, List.of(S2, S2), 8, 4, false);
     }
 
     @Test
-    void shouldRingOverBothDimensionsOfATwoByTwoMeshOrAlongOneBesideABatchShard() {
-        for (boolean causal : new boolean[] {false, true}) {
-            assertLikeTorch(dt, new int[] {2, 2}, List.of(S2, S2), 8, 8, causal);
-            assertLikeTorch(dt, new int[] {2, 2}, List.of(S0, S2), 4, 4, causal);
-            assertLikeTorch(dt, new int[] {2, 2}, List.of(S2, R), 4, 4, causal);
-        }
-    }
-
-    @Test
-    void shouldTakeAKeySequenceOfAnotherLengthWhenNotCausal() {
-        assertLikeTorch(dt, new int[] {2}, List.of(S2), 4, 12, false);
-        assertLikeTorch(dt, new int[] {2, 2}, List.of(S2, S2), 8, 4, false);
+    void shouldEqualTorchsAttentionOnEveryRingCausalOrNotWithKeySequencesOfOtherLengths() {
+        walk(dt);
     }
 
     @Test
