@@ -19,11 +19,11 @@ def qkv(batch=2, heads=2, seq=8, dim=4, kv_seq=None, value_dim=None):
         torch.randn(batch, heads, kv_seq, value_dim or dim)
 
 
-def check(mesh, placements, causal, key_placements=None, scale=None, **shapes):
+def check(mesh, placements, causal, key_placements=None, scale=None, strategy="ring", **shapes):
     q, k, v = qkv(**shapes)
     dq = dtorch.Tensor(q, device_mesh=mesh, placements=placements)
     dk, dv = (dtorch.Tensor(t, device_mesh=mesh, placements=key_placements or placements) for t in (k, v))
-    got = sdpa(dq, dk, dv, is_causal=causal, scale=scale, strategy="ring")
+    got = sdpa(dq, dk, dv, is_causal=causal, scale=scale, strategy=strategy)
     what = (mesh.shape, placements, causal, shapes)
     assert got.placements == tuple(placements), (what, got.placements)
     assert torch.allclose(got.to_torch(), F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale),
@@ -54,6 +54,20 @@ def test_ring_attention_on_the_ring_and_ulysses_dimensions_of_a_parallel_mesh():
     on_both = [Replicate(), Replicate(), Shard(2), Shard(2), Replicate(), Replicate()]
     for placements in (on_ring, on_both):
         check(mesh, placements, True)
+
+
+def test_usp_moves_the_ulysses_shards_to_heads_and_rings_over_the_others():
+    mesh = ParallelConfig(ring=2, ulysses=2).device_mesh("cpu")
+    on_both = [Replicate(), Replicate(), Shard(2), Shard(2), Replicate(), Replicate()]
+    for causal in (False, True):
+        check(mesh, on_both, causal, strategy="usp")
+        check(dtorch.init_device_mesh("cpu", (2, 2)), [Shard(2), Shard(2)], causal, strategy="usp")
+    check(dtorch.init_device_mesh("cpu", (2,)), [Shard(2)], True, strategy="usp")  # Ulysses alone
+    check(mesh, on_both, False, strategy="usp", scale=0.5, seq=4, kv_seq=8)
+    q, k, v = qkv(seq=5)
+    dq, dk, dv = (dtorch.Tensor(t, device_mesh=mesh, placements=on_both) for t in (q, k, v))
+    raises(ValueError, lambda: sdpa(dq, dk, dv, strategy="usp"), contains="positions do not divide over the 2 devices")
+    raises(ValueError, lambda: sdpa(dq, dk, dv, attn_mask=dq, strategy="usp"), contains="takes no attn_mask")
 
 
 def test_ring_attention_without_a_sequence_shard_is_the_plain_operator():

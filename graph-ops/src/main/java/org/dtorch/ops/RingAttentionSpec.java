@@ -62,7 +62,7 @@ public final class RingAttentionSpec implements OpSpec {
         Objects.requireNonNull(v, "ring attention: value is null");
         RingAttentionSpec spec = new RingAttentionSpec(causal);
         Sharding target = q.meta().sharding();
-        spec.inferOutputs(List.of(q.meta(), k.meta().withSharding(target), v.meta().withSharding(target)));
+        spec.check(q, k, v, target);
         List<DTensor> moved = new ArrayList<>(2);
         try {
             DTensor kq = like(k, target, moved);
@@ -71,6 +71,18 @@ public final class RingAttentionSpec implements OpSpec {
         } finally {
             moved.forEach(DTensor::close);
         }
+    }
+
+    /**
+     * Checks, without moving anything, that ring attention could take {@code q}, {@code k} and {@code v} once all three
+     * had {@code target}'s mesh and placements: for a caller that moves them there itself (Ulysses' all-to-all before the
+     * ring, for instance) and must refuse before communicating.
+     *
+     * @throws ShardingException        when {@code target}'s placements are not legal
+     * @throws IllegalArgumentException when the shapes or dtypes do not fit
+     */
+    public void check(DTensor q, DTensor k, DTensor v, Sharding target) {
+        inferOutputs(List.of(q.meta().withSharding(target), k.meta().withSharding(target), v.meta().withSharding(target)));
     }
 
     private static DTensor like(DTensor t, Sharding target, List<DTensor> moved) {

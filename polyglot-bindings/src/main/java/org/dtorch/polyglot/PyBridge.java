@@ -18,6 +18,7 @@ import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.ParallelConfig;
 import org.dtorch.core.distributed.Placement;
+import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.runtime.RuntimeOptions;
 import org.dtorch.core.tensor.TorchTensors;
 import org.dtorch.ops.BinarySpec;
@@ -480,6 +481,12 @@ public final class PyBridge {
     @HostAccess.Export
     public DTensor ringAttention(DTensor q, DTensor k, DTensor v, boolean causal) {
         return RingAttentionSpec.attend(q, k, v, causal);
+    }
+
+    /** Refuses, before anything moves, what ring attention could not take with {@code placements} on {@code mesh}. */
+    @HostAccess.Export
+    public void checkRingAttention(DTensor q, DTensor k, DTensor v, boolean causal, DeviceMesh mesh, Value placements) {
+        new RingAttentionSpec(causal).check(q, k, v, new Sharding(mesh, List.of(placementArray(placements))));
     }
 
     /** {@code dst.copy_(src)}. */
