@@ -36,7 +36,7 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(120)
 class HaloConvolutionTest extends FourDeviceRuntime {
     private static final Placement R = Placement.replicate();
-    private static final Placement ROWS = Placement.shard(2);
+    static final Placement ROWS = Placement.shard(2);
     private static final long HEIGHT = 7;
 
     /** One convolution: its call, the weight's shape, whether it takes a bias, and the halo it needs in rows. */
@@ -44,7 +44,7 @@ class HaloConvolutionTest extends FourDeviceRuntime {
     }
 
     /** A mesh and the input's placements on it. */
-    private record Layout(int[] mesh, Placement... placements) {
+    record Layout(int[] mesh, Placement... placements) {
         @Override
         public String toString() {
             return Arrays.toString(mesh) + " " + Arrays.toString(placements);
@@ -76,14 +76,12 @@ class HaloConvolutionTest extends FourDeviceRuntime {
     }
 
     /**
-     * Every halo case on 7 rows sharded over 2, 3 and 4 devices and over one dimension of a 2x2 mesh, against torch
-     * exactly; the output keeps the input's placements wherever the halo fits the smallest share (one row over 4
+     * Every halo case on 7 rows sharded as each of {@code layouts} says (over 2, 3 or 4 devices, or one dimension of a
+     * 2x2 mesh), against torch exactly; the output keeps the input's placements wherever the halo fits the smallest share (one row over 4
      * devices: a 2-row halo falls back to a gather there). With {@code counts}, the runtime's collective counter
      * (threads only) sees one point-to-point batch per device of a halo and no all-gather.
      */
-    static void checkHaloCases(DTorch runtime, boolean counts) {
-        List<Layout> layouts = List.of(new Layout(new int[] {2}, ROWS), new Layout(new int[] {3}, ROWS), new Layout(new int[] {4}, ROWS),
-            new Layout(new int[] {2, 2}, R, ROWS), new Layout(new int[] {2, 2}, ROWS, Placement.shard(0)));
+    static void checkHaloCases(DTorch runtime, boolean counts, Layout... layouts) {
         for (Layout layout : layouts) {
             DeviceMesh mesh = runtime.initDeviceMesh(layout.mesh());
             int ways = layout.mesh()[Arrays.asList(layout.placements()).indexOf(ROWS)];
@@ -142,7 +140,8 @@ class HaloConvolutionTest extends FourDeviceRuntime {
 
     @Test
     void shouldConvolveHeightShardsWithHalosLikeTorch() {
-        checkHaloCases(dt, true);
+        checkHaloCases(dt, true, new Layout(new int[] {2}, ROWS), new Layout(new int[] {3}, ROWS), new Layout(new int[] {4}, ROWS),
+            new Layout(new int[] {2, 2}, R, ROWS), new Layout(new int[] {2, 2}, ROWS, Placement.shard(0)));
     }
 
     @Test
