@@ -39,6 +39,10 @@ class HaloConvolutionTest extends FourDeviceRuntime {
     static final Placement ROWS = Placement.shard(2);
     private static final long HEIGHT = 7;
 
+    /** Rows over 2, 3 and 4 devices, and over either dimension of a 2x2 mesh (with the batch on the other). */
+    static final Layout[] LAYOUTS = {new Layout(new int[] {2}, ROWS), new Layout(new int[] {3}, ROWS), new Layout(new int[] {4}, ROWS),
+        new Layout(new int[] {2, 2}, R, ROWS), new Layout(new int[] {2, 2}, ROWS, Placement.shard(0))};
+
     /** One convolution: its call, the weight's shape, whether it takes a bias, and the halo it needs in rows. */
     private record Conv(String what, AtenCall call, long[] weight, boolean bias, int halo) {
     }
@@ -51,7 +55,7 @@ class HaloConvolutionTest extends FourDeviceRuntime {
         }
     }
 
-    /** {@code [lo, hi]} integers as float32, so that every convolution here is exact. */
+    /** Small integers as float32 (rounded normal samples times 3), so that every convolution here is exact. */
     private static Tensor integers(long... shape) {
         try (Tensor r = torch.randn(shape); Scalar three = new Scalar(3.0); Tensor scaled = r.mul(three)) {
             return scaled.round();
@@ -140,8 +144,7 @@ class HaloConvolutionTest extends FourDeviceRuntime {
 
     @Test
     void shouldConvolveHeightShardsWithHalosLikeTorch() {
-        checkHaloCases(dt, true, new Layout(new int[] {2}, ROWS), new Layout(new int[] {3}, ROWS), new Layout(new int[] {4}, ROWS),
-            new Layout(new int[] {2, 2}, R, ROWS), new Layout(new int[] {2, 2}, ROWS, Placement.shard(0)));
+        checkHaloCases(dt, true, LAYOUTS);
     }
 
     @Test
