@@ -14,6 +14,7 @@ import org.bytedeco.pytorch.global.torch;
 import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
 import org.dtorch.core.communication.ReduceOpType;
+import org.dtorch.core.communication.group.CollectiveKind;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.ParallelConfig;
@@ -507,6 +508,16 @@ public final class PyBridge {
     @HostAccess.Export
     public void sync() {
         runtime.sync();
+    }
+
+    /**
+     * The runtime's collective calls of {@code kind} so far ({@code ALL_GATHER}, {@code POINT_TO_POINT}, ...: a
+     * {@link CollectiveKind}), one per device and call, for tests that assert what an operation communicated. In
+     * per-device-process mode the groups live in the workers and the count stays 0.
+     */
+    @HostAccess.Export
+    public long collectiveCount(String kind) {
+        return runtime.runtime().groups().collectiveCounter().count(CollectiveKind.valueOf(kind));
     }
 
     /** The JVM's monotonic clock, in nanoseconds (for measuring from Python against Java). */
