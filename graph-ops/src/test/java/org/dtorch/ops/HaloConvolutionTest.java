@@ -17,11 +17,6 @@ import org.dtorch.api.DTorch;
 import org.dtorch.core.communication.group.CollectiveKind;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
-import org.dtorch.core.graph.DeviceKernel;
-import org.dtorch.core.graph.OpSpec;
-import org.dtorch.core.graph.Operator;
-import org.dtorch.core.graph.TensorMeta;
-import org.dtorch.core.kernel.KernelContext;
 import org.dtorch.ops.aten.AtenCall;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -192,37 +187,10 @@ class HaloConvolutionTest extends FourDeviceRuntime {
              DTensor contiguous = dt.tensor(x, mesh, ROWS); DTensor rows = dt.aten(channelsLast, contiguous).getFirst();
              DTensor weight = dt.tensor(w, mesh, R); DTensor bias = dt.tensor(b, mesh, R);
              DTensor out = dt.aten(haloCases().getFirst().call(), rows, weight, bias).getFirst();
-             DTensor checked = dt.apply(ChannelsLastProbe.INSTANCE, out); Tensor value = checked.toTorch();
+             DTensor checked = dt.apply(new TestOps.RequireChannelsLast(), out); Tensor value = checked.toTorch();
              Tensor want = haloCases().getFirst().call().call(List.of(x, w, b)).getFirst()) {
             assertEquals(List.of(ROWS), out.placements());
             assertTrue(torch.equal(value, want), "channels-last: got " + value + "\nwant " + want);
-        }
-    }
-
-    /** The identity, which fails on a device whose local tensor is not channels-last. */
-    private static final class ChannelsLastProbe implements OpSpec {
-        static final ChannelsLastProbe INSTANCE = new ChannelsLastProbe();
-
-        @Override
-        public String name() {
-            return "channels_last_probe";
-        }
-
-        @Override
-        public List<TensorMeta> inferOutputs(List<TensorMeta> inputs) {
-            return List.of(inputs.getFirst());
-        }
-
-        @Override
-        public DeviceKernel kernel(Operator op, long deviceId) {
-            return (KernelContext ctx, List<Tensor> inputs) -> {
-                Tensor t = inputs.getFirst();
-                if (!t.is_contiguous(torch.MemoryFormat.ChannelsLast) || t.is_contiguous()) {
-                    throw new IllegalStateException("device " + deviceId + "'s shard " + Arrays.toString(t.sizes().vec().get())
-                        + " is not channels-last");
-                }
-                return List.of(t.clone());
-            };
         }
     }
 }
