@@ -78,6 +78,9 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """torch's conv2d on distributed tensors. An input sharded on its height (Shard(2)) keeps that shard where the output
+    height is the input's (stride 1 and padding dilation * (kernel - 1) / 2 in height): each device gets the rows it
+    needs from its neighbours (a halo exchange) instead of the whole input (decisions 355-359)."""
     return _run("conv2d", (input, weight, bias, stride, padding, dilation, groups))
 
 
