@@ -2,6 +2,7 @@ package org.dtorch.ops;
 
 import static org.dtorch.ops.GenericOpsTest.call;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
@@ -15,6 +16,7 @@ import org.bytedeco.pytorch.global.torch;
 import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
 import org.dtorch.core.communication.group.CollectiveKind;
+import org.dtorch.core.communication.promise.FutureFailedException;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.ops.aten.AtenCall;
@@ -177,6 +179,27 @@ class HaloConvolutionTest extends FourDeviceRuntime {
             assertTrue(!new AtenSpec(call("conv1d", "T,T", null, null)).communicates(), "a 1-D convolution never does");
             assertTrue(spec.strategy().legal().contains("S(2) (height"), spec.strategy().legal());
         }
+    }
+
+    /**
+     * A device whose input failed upstream still joins the halo exchange (on placeholders), so its neighbours, already
+     * waiting in the exchange (device 1 fails a second late), fail with the cause at once instead of at the group's
+     * deadline, and the runtime stays usable.
+     */
+    @Test
+    void shouldFailPromptlyWhenOneDevicesInputFailedUpstream() {
+        DeviceMesh mesh = dt.initDeviceMesh(new int[] {3});
+        Conv c = haloCases().getFirst();
+        try (Tensor x = integers(2, 4, HEIGHT, 6); Tensor w = integers(c.weight()); Tensor b = integers(c.weight()[0]);
+             DTensor rows = dt.tensor(x, mesh, ROWS); DTensor weight = dt.tensor(w, mesh, R); DTensor bias = dt.tensor(b, mesh, R);
+             DTensor late = dt.apply(new TestOps.StallOn(1, 1000, false), rows); DTensor broken = dt.apply(new TestOps.FailOn(1), late);
+             DTensor out = dt.aten(c.call(), broken, weight, bias).getFirst()) {
+            long start = System.nanoTime();
+            FutureFailedException e = assertThrows(FutureFailedException.class, () -> out.toTorchAsync().get());
+            long seconds = (System.nanoTime() - start) / 1_000_000_000L;
+            assertTrue(seconds < 20 && e.getMessage().contains("boom on purpose"), seconds + " s: " + e.getMessage());
+        }
+        checkHaloCases(dt, true, new Layout(new int[] {3}, ROWS));
     }
 
     @Test
