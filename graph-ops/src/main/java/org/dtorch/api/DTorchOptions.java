@@ -147,7 +147,7 @@ public final class DTorchOptions {
         /**
          * When a device warns, once, that the bytes of its tensors grow without bound: after they rose at each of
          * {@code syncs} consecutive {@code sync()}s and reached {@code floorBytes} ({@link MemoryWatch}); default 10
-         * syncs and 256 MiB, {@code syncs} 0 never warns.
+         * syncs and 1 GiB, {@code syncs} 0 never warns.
          *
          * @throws IllegalArgumentException if {@code syncs} or {@code floorBytes} is negative
          */

@@ -14,8 +14,12 @@ package org.dtorch.core.runtime;
 public record MemoryWatch(int growthSyncs, long floorBytes) {
     /** The default number of consecutive growths: a training loop that keeps every step's loss gets there in 10 steps. */
     public static final int DEFAULT_GROWTH_SYNCS = 10;
-    /** The default floor, 256 MiB: small programs that legitimately accumulate tensors are not worth a warning. */
-    public static final long DEFAULT_FLOOR_BYTES = 256L << 20;
+    /**
+     * The default floor, 1 GiB: twice the native-memory budget at which the runtime requests a garbage collection
+     * ({@code dtorch.memory.gcBudgetMiB}, 512 MiB), so handles a program dropped without closing them are collected
+     * before they can reach it, and small programs that keep tensors on purpose are not worth a warning.
+     */
+    public static final long DEFAULT_FLOOR_BYTES = 1L << 30;
     /** The defaults. */
     public static final MemoryWatch DEFAULTS = new MemoryWatch(DEFAULT_GROWTH_SYNCS, DEFAULT_FLOOR_BYTES);
     /** Never warns. */
