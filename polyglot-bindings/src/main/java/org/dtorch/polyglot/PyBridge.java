@@ -18,12 +18,14 @@ import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.ParallelConfig;
 import org.dtorch.core.distributed.Placement;
+import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.runtime.MemoryStats;
 import org.dtorch.core.runtime.RuntimeOptions;
 import org.dtorch.core.tensor.TorchTensors;
 import org.dtorch.ops.BinarySpec;
 import org.dtorch.ops.FactorySpec;
 import org.dtorch.ops.ReduceSpec;
+import org.dtorch.ops.RingAttentionSpec;
 import org.dtorch.ops.ScalarSpec;
 import org.dtorch.ops.Shapes;
 import org.dtorch.ops.UnarySpec;
@@ -474,6 +476,18 @@ public final class PyBridge {
     @HostAccess.Export
     public DTensor redistribute(DTensor t, DeviceMesh mesh, Value placements) {
         return t.redistribute(mesh, placementArray(placements));
+    }
+
+    /** Ring attention of {@code q} against {@code k} and {@code v} moved to its placements ({@link RingAttentionSpec#attend}). */
+    @HostAccess.Export
+    public DTensor ringAttention(DTensor q, DTensor k, DTensor v, boolean causal) {
+        return RingAttentionSpec.attend(q, k, v, causal);
+    }
+
+    /** Refuses, before anything moves, what ring attention could not take with {@code placements} on {@code mesh}. */
+    @HostAccess.Export
+    public void checkRingAttention(DTensor q, DTensor k, DTensor v, boolean causal, DeviceMesh mesh, Value placements) {
+        new RingAttentionSpec(causal).check(q, k, v, new Sharding(mesh, List.of(placementArray(placements))));
     }
 
     /** {@code dst.copy_(src)}. */

@@ -46,8 +46,8 @@ import org.dtorch.core.runtime.RuntimeOptions;
  * --same-device BOOL}, and optionally {@code --device-kind cpu|cuda} (default {@code cpu}),
  * {@code --physical-device N} (default: the {@code --device} index), the device the kernels run on
  * ({@link RuntimeOptions#physicalDevice}), and {@code --memory-growth-syncs N --memory-growth-floor BYTES}
- * ({@link MemoryWatch}, default {@link MemoryWatch#DEFAULTS}). A CUDA worker makes its physical device current before anything else
- * touches CUDA, and sees the host's GPUs numbered as its controller does (it inherits the environment).
+ * ({@link MemoryWatch}, default {@link MemoryWatch#DEFAULTS}). A CUDA worker makes its physical device current before
+ * anything else touches CUDA, and sees the host's GPUs numbered as its controller does (it inherits the environment).
  *
  * <p>Not thread-safe: a process entry point.
  */
