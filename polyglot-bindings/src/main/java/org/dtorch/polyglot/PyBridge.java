@@ -20,6 +20,7 @@ import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.ParallelConfig;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.distributed.Sharding;
+import org.dtorch.core.runtime.MemoryStats;
 import org.dtorch.core.runtime.RuntimeOptions;
 import org.dtorch.core.tensor.TorchTensors;
 import org.dtorch.ops.BinarySpec;
@@ -518,6 +519,26 @@ public final class PyBridge {
     @HostAccess.Export
     public long collectiveCount(String kind) {
         return runtime.runtime().groups().collectiveCounter().count(CollectiveKind.valueOf(kind));
+    }
+
+    // ---- memory statistics ------------------------------------------------------------------------------------
+
+    /** The names of {@link #memoryStats}'s values, in their order ({@link MemoryStats#KEYS}). */
+    @HostAccess.Export
+    public String[] memoryStatKeys() {
+        return MemoryStats.KEYS.toArray(String[]::new);
+    }
+
+    /** Device {@code device}'s {@link MemoryStats} once it ran everything issued so far, in the order of {@link #memoryStatKeys}. */
+    @HostAccess.Export
+    public long[] memoryStats(long device) {
+        return runtime.memoryStats(device).values();
+    }
+
+    /** Restarts device {@code device}'s peaks from the live values; its statistics after that, as {@link #memoryStats}. */
+    @HostAccess.Export
+    public long[] resetPeakMemoryStats(long device) {
+        return runtime.resetPeakMemoryStats(device).values();
     }
 
     /** The JVM's monotonic clock, in nanoseconds (for measuring from Python against Java). */
