@@ -1,0 +1,35 @@
+package org.dtorch.core.communication.channel;
+
+import org.bytedeco.pytorch.Tensor;
+
+/**
+ * The storage of one profile's {@value ChannelLayout#SLOTS} slots, the seam between the channel's protocol (profiles,
+ * generations, ACKs, ref order: {@link ChannelProducer}, {@link ChannelConsumer}) and where the bytes live. CPU
+ * tensors use {@link ShmChannelSlots}. A CUDA pool implements the same two calls over one device allocation with an
+ * IPC handle made once: {@code stage} copies on the producer's stream and records the slot's reusable ready event,
+ * {@code copyOut} waits on that event only if it is not complete, copies on the consumer's stream and records the
+ * consumer's completion event before the caller publishes its ACK.
+ *
+ * <p>Not thread-safe: one producer thread stages, one thread per consumer rank copies out, each through its own
+ * instance.
+ */
+interface ChannelSlots extends AutoCloseable {
+    /** The name of the storage, as a ref carries it ({@link WorkerTensorRef.Leaf#region()}). */
+    String name();
+
+    /** The first byte of {@code slot}. */
+    long slotOffset(int slot);
+
+    /** Producer: copies {@code source} into {@code slot}; the consumers may copy it out once the ref is published. */
+    void stage(int slot, Tensor source);
+
+    /**
+     * Consumer: a fresh tensor with consumer {@code rank}'s part of {@code leaf} (all of it unless the leaf has a
+     * shard dimension), the slot's bytes no longer needed once this returns.
+     */
+    Tensor copyOut(WorkerTensorRef.Leaf leaf, int rank, int world);
+
+    /** Releases this side's mapping (the producer also removes the name). Idempotent. */
+    @Override
+    void close();
+}
