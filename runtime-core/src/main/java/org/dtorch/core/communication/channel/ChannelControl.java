@@ -269,6 +269,9 @@ final class ChannelControl implements AutoCloseable {
     /** Why the producer can no longer publish, or null if it may still. */
     String producerGone() {
         int pid = buffer.getIntAcquire((int) ChannelLayout.PRODUCER_PID_OFFSET);
+        if (pid < 0) {
+            return "the producer (pid " + -pid + ") detached; no more refs will come";
+        }
         if (pid > 0 && Processes.hasExited(pid, buffer.getLong((int) ChannelLayout.PRODUCER_TICKS_OFFSET))) {
             return "the producer (pid " + pid + ") exited without closing";
         }

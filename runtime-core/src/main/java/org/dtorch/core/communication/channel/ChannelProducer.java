@@ -9,6 +9,7 @@ import java.util.concurrent.locks.LockSupport;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
 import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.communication.CommException;
 import org.dtorch.core.communication.Deadline;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.shm.ShmTensors;
@@ -113,8 +114,15 @@ public final class ChannelProducer implements AutoCloseable {
         long seq = sequence + 1;
         Deadline deadline = Deadline.after(control.options().timeout());
         List<WorkerTensorRef.Leaf> leaves = new ArrayList<>();
-        for (int i = 0; i < flat.leaves().size(); i++) {
-            leaves.add(stageLeaf(seq, i, flat.leaves().get(i), shapes.get(i), dims.get(i), deadline));
+        try {
+            for (int i = 0; i < flat.leaves().size(); i++) {
+                leaves.add(stageLeaf(seq, i, flat.leaves().get(i), shapes.get(i), dims.get(i), deadline));
+            }
+        } catch (CommException e) {
+            throw e;
+        } catch (RuntimeException e) {
+            // Some leaves took a generation no ref will carry: no consumer would ever acknowledge it.
+            throw control.fail(control.label() + ": publish #" + seq + " failed after staging began: " + e, false);
         }
         sequence = seq;
         return new WorkerTensorRef(control.options().name(), seq, List.copyOf(leaves), flat.skeleton());
@@ -183,8 +191,9 @@ public final class ChannelProducer implements AutoCloseable {
     }
 
     /**
-     * Detaches the producer and removes its profile regions (consumers that still map one keep their mapping). Close
-     * the consumers first: refs not yet resolved become unresolvable. Idempotent.
+     * Detaches the producer and unmaps its profile regions here. The regions stay until the channel closes, so refs
+     * published before stay resolvable (a producer worker may finish before its consumers); a consumer waiting in
+     * {@link ChannelConsumer#receive()} on an empty queue then fails at once naming the detached producer. Idempotent.
      */
     @Override
     public void close() {

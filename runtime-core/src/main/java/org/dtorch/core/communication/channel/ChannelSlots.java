@@ -29,7 +29,7 @@ interface ChannelSlots extends AutoCloseable {
      */
     Tensor copyOut(WorkerTensorRef.Leaf leaf, int rank, int world);
 
-    /** Releases this side's mapping (the producer also removes the name). Idempotent. */
+    /** Releases this side's mapping; the storage itself lives until the channel closes. Idempotent. */
     @Override
     void close();
 }

@@ -10,7 +10,7 @@ import org.dtorch.core.tensor.TorchTensors;
 
 /**
  * A CPU profile's two slots in one persistent shared-memory region ({@code <control>-p<profile>}), made by the
- * producer once and mapped by each consumer once:
+ * producer once and mapped by each consumer once; the channel's close removes it:
  *
  * <pre>
  *  offset        size     field
@@ -23,12 +23,10 @@ import org.dtorch.core.tensor.TorchTensors;
 final class ShmChannelSlots implements ChannelSlots {
     private final SharedRegion region;
     private final long stride;
-    private final boolean owner;
 
-    private ShmChannelSlots(SharedRegion region, long stride, boolean owner) {
+    private ShmChannelSlots(SharedRegion region, long stride) {
         this.region = region;
         this.stride = stride;
-        this.owner = owner;
     }
 
     /** Producer: a new region for two slots of {@code bytes} each. */
@@ -37,14 +35,14 @@ final class ShmChannelSlots implements ChannelSlots {
         SharedRegion region = SharedRegion.create(name, ChannelLayout.SLOTS * stride)
             .orElseThrow(() -> new IllegalStateException("a channel profile region exists already: " + name
                 + " (a producer of this channel ran before and did not close)"));
-        return new ShmChannelSlots(region, stride, true);
+        return new ShmChannelSlots(region, stride);
     }
 
     /** Consumer: maps the region the producer made. */
     static ShmChannelSlots open(String name) {
         SharedRegion region = SharedRegion.open(name)
             .orElseThrow(() -> new IllegalStateException("the channel profile region " + name + " is gone (the producer closed?)"));
-        return new ShmChannelSlots(region, region.size() / ChannelLayout.SLOTS, false);
+        return new ShmChannelSlots(region, region.size() / ChannelLayout.SLOTS);
     }
 
     @Override
@@ -87,9 +85,6 @@ final class ShmChannelSlots implements ChannelSlots {
 
     @Override
     public void close() {
-        if (owner) {
-            region.unlink();
-        }
         region.close();
     }
 }
