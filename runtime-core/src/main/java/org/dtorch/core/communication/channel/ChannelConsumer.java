@@ -8,6 +8,8 @@ import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
 import org.bytedeco.pytorch.Tensor;
 import org.dtorch.core.communication.CommException;
 import org.dtorch.core.communication.Deadline;
+import org.dtorch.core.device.Device;
+import org.dtorch.core.tensor.TorchTensors;
 
 /**
  * One consumer rank of a {@link WorkerTensorChannel}: takes refs (from its queue, {@link #receive()}, or by hand),
@@ -81,7 +83,8 @@ public final class ChannelConsumer implements AutoCloseable {
     }
 
     /**
-     * The published structure with fresh CPU tensors holding this rank's part of each leaf (one tensor per distinct
+     * The published structure with fresh tensors (on the published tensor's device: the CPU, or the CUDA device of the
+     * same index in this process) holding this rank's part of each leaf (one tensor per distinct
      * leaf, in every place it appeared), acknowledged to the producer.
      *
      * @throws IllegalArgumentException if {@code ref} belongs to another channel
@@ -92,7 +95,14 @@ public final class ChannelConsumer implements AutoCloseable {
         List<Tensor> leaves = new ArrayList<>();
         for (WorkerTensorRef.Leaf leaf : ref.leaves()) {
             if (leaf.profile() == WorkerTensorRef.Leaf.FALLBACK) {
-                leaves.add(FallbackRegions.take(leaf, rank, control.layout().consumers(), true));
+                Tensor host = FallbackRegions.take(leaf, rank, control.layout().consumers(), true);
+                if (leaf.device() < 0) {
+                    leaves.add(host);
+                } else {
+                    try (host) {
+                        leaves.add(TorchTensors.to(host, Device.cuda(leaf.device())));
+                    }
+                }
             } else {
                 leaves.add(slots(leaf).copyOut(leaf, rank, control.layout().consumers()));
                 control.putAck(leaf.profile(), leaf.slot(), rank, leaf.generation());
@@ -136,7 +146,8 @@ public final class ChannelConsumer implements AutoCloseable {
     }
 
     private ChannelSlots slots(WorkerTensorRef.Leaf leaf) {
-        return profiles.computeIfAbsent(leaf.profile(), p -> ShmChannelSlots.open(leaf.region()));
+        return profiles.computeIfAbsent(leaf.profile(),
+            p -> leaf.device() >= 0 ? CudaChannelSlots.open(leaf, control.options().timeout()) : ShmChannelSlots.open(leaf.region()));
     }
 
     private void checkUsable(String operation) {

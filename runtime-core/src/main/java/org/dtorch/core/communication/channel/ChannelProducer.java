@@ -11,13 +11,15 @@ import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
 import org.bytedeco.pytorch.Tensor;
 import org.dtorch.core.communication.CommException;
 import org.dtorch.core.communication.Deadline;
+import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.shm.ShmTensors;
 import org.dtorch.core.tensor.TorchTensors;
 
 /**
  * The producer side of a {@link WorkerTensorChannel}: stages a structure's tensors in shared memory and returns the
- * {@link WorkerTensorRef} that names them. A leaf's profile is (its index in the structure, shape, dtype, device);
+ * {@link WorkerTensorRef} that names them: CPU tensors in shared memory ({@link ShmChannelSlots}), CUDA tensors in a
+ * pool lent through CUDA IPC ({@link CudaChannelSlots}). A leaf's profile is (its index in the structure, shape, dtype, device);
  * the first {@link ChannelOptions#maxProfiles()} profiles get a persistent region of two slots used round-robin, and
  * staging into a slot first waits until every consumer rank acknowledged the slot's previous generation, so the
  * producer runs at most two publishes of a profile ahead of its slowest consumer. Later profiles go through a region
@@ -82,7 +84,7 @@ public final class ChannelProducer implements AutoCloseable {
      * of a slot's previous generation.
      *
      * @throws IllegalArgumentException before anything is staged, for a structure the channel cannot carry, an
-     *                                  undefined or non-CPU tensor, or a shard dimension a tensor does not have
+     *                                  undefined tensor, or a shard dimension a tensor does not have
      * @throws org.dtorch.core.communication.CommException if the channel failed or closed, or the wait for ACKs
      *                                  failed (a consumer exited or detached, or the deadline passed; the channel is
      *                                  then failed)
@@ -98,9 +100,8 @@ public final class ChannelProducer implements AutoCloseable {
         List<Integer> dims = new ArrayList<>();
         for (int i = 0; i < flat.leaves().size(); i++) {
             Tensor t = flat.leaves().get(i);
-            if (t == null || !t.defined() || TorchTensors.deviceKind(t) != DeviceKind.CPU) {
-                throw new IllegalArgumentException(control.label() + ": publish takes defined CPU tensors (the CUDA pool is not built "
-                    + "yet), got " + (t == null || !t.defined() ? "an undefined tensor" : TorchTensors.describe(t)) + " as leaf " + i);
+            if (t == null || !t.defined()) {
+                throw new IllegalArgumentException(control.label() + ": publish takes defined tensors, got an undefined one as leaf " + i);
             }
             long[] shape = TorchTensors.shape(t);
             int dim = sharded ? shardDim < 0 ? shardDim + shape.length : shardDim : -1;
@@ -130,18 +131,25 @@ public final class ChannelProducer implements AutoCloseable {
 
     private WorkerTensorRef.Leaf stageLeaf(long seq, int index, Tensor t, long[] shape, int shardDim, Deadline deadline) {
         int dtype = TorchTensors.dtype(t).value;
-        ProfileKey key = new ProfileKey(index, Arrays.stream(shape).boxed().toList(), dtype, TorchTensors.device(t).toString());
+        Device device = TorchTensors.device(t);
+        int cudaIndex = device.kind() == DeviceKind.CUDA ? device.index() : -1;
+        ProfileKey key = new ProfileKey(index, Arrays.stream(shape).boxed().toList(), dtype, device.toString());
         Profile profile = profiles.get(key);
         if (profile == null && profiles.size() < control.options().maxProfiles()) {
             int n = profiles.size();
-            profile = new Profile(n, ShmChannelSlots.create(control.controlName() + "-p" + n, ShmTensors.byteSize(shape,
-                TorchTensors.dtype(t))));
+            String name = control.controlName() + "-p" + n;
+            long bytes = ShmTensors.byteSize(shape, TorchTensors.dtype(t));
+            profile = new Profile(n, cudaIndex >= 0 ? CudaChannelSlots.create(name, device, bytes) : ShmChannelSlots.create(name, bytes));
             profiles.put(key, profile);
         }
         if (profile == null) {
+            // Past the bound a CUDA leaf goes through host memory too; the consumer moves it back to the device.
             String name = control.controlName() + "-f" + seq + "-" + index;
-            FallbackRegions.stage(name, t, shape, control.layout().consumers());
-            return new WorkerTensorRef.Leaf(WorkerTensorRef.Leaf.FALLBACK, 0, 0, dtype, shape, FallbackRegions.DATA_OFFSET, shardDim, name);
+            try (Tensor host = TorchTensors.to(t, Device.cpu(0))) {
+                FallbackRegions.stage(name, host, shape, control.layout().consumers());
+            }
+            return new WorkerTensorRef.Leaf(WorkerTensorRef.Leaf.FALLBACK, 0, 0, dtype, shape, FallbackRegions.DATA_OFFSET, shardDim, name,
+                cudaIndex, new byte[0]);
         }
         long generation = profile.uses + 1;
         int slot = (int) ((generation - 1) % ChannelLayout.SLOTS);
@@ -151,7 +159,7 @@ public final class ChannelProducer implements AutoCloseable {
         profile.slots.stage(slot, t);
         profile.uses = generation;
         return new WorkerTensorRef.Leaf(profile.index, slot, generation, dtype, shape, profile.slots.slotOffset(slot), shardDim,
-            profile.slots.name());
+            profile.slots.name(), cudaIndex, profile.slots.handles(slot));
     }
 
     /**

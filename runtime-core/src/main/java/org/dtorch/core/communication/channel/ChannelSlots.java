@@ -1,6 +1,7 @@
 package org.dtorch.core.communication.channel;
 
 import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.tensor.BalancedSplit;
 
 /**
  * The storage of one profile's {@value ChannelLayout#SLOTS} slots, the seam between the channel's protocol (profiles,
@@ -20,6 +21,9 @@ interface ChannelSlots extends AutoCloseable {
     /** The first byte of {@code slot}. */
     long slotOffset(int slot);
 
+    /** What a consumer needs besides {@link #name()} to reach {@code slot} ({@link WorkerTensorRef.Leaf#handles()}). */
+    byte[] handles(int slot);
+
     /** Producer: copies {@code source} into {@code slot}; the consumers may copy it out once the ref is published. */
     void stage(int slot, Tensor source);
 
@@ -28,6 +32,18 @@ interface ChannelSlots extends AutoCloseable {
      * shard dimension), the slot's bytes no longer needed once this returns.
      */
     Tensor copyOut(WorkerTensorRef.Leaf leaf, int rank, int world);
+
+    /**
+     * The part of {@code whole} (a leaf's whole tensor, staged) that consumer {@code rank} of {@code world} takes: its
+     * {@link BalancedSplit} share of the shard dimension, or all of it; a new tensor handle either way.
+     */
+    static Tensor rankShare(Tensor whole, WorkerTensorRef.Leaf leaf, int rank, int world) {
+        if (leaf.shardDim() < 0) {
+            return new Tensor(whole);
+        }
+        long size = leaf.shape()[leaf.shardDim()];
+        return whole.narrow(leaf.shardDim(), BalancedSplit.offset(size, world, rank), BalancedSplit.size(size, world, rank));
+    }
 
     /** Releases this side's mapping; the storage itself lives until the channel closes. Idempotent. */
     @Override

@@ -5,7 +5,6 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.bytedeco.pytorch.Tensor;
 import org.dtorch.core.shm.SharedRegion;
 import org.dtorch.core.shm.ShmTensors;
-import org.dtorch.core.tensor.BalancedSplit;
 import org.dtorch.core.tensor.TorchTensors;
 
 /**
@@ -56,6 +55,11 @@ final class ShmChannelSlots implements ChannelSlots {
     }
 
     @Override
+    public byte[] handles(int slot) {
+        return new byte[0];
+    }
+
+    @Override
     public void stage(int slot, Tensor source) {
         ShmTensors.copyInto(source, region.segment().asSlice(slotOffset(slot), stride));
     }
@@ -74,9 +78,8 @@ final class ShmChannelSlots implements ChannelSlots {
         if (leaf.shardDim() < 0) {
             return ShmTensors.copyOut(region.segment().asSlice(leaf.offset()), leaf.shape(), dtype);
         }
-        long size = leaf.shape()[leaf.shardDim()];
         try (Tensor whole = ShmTensors.view(region, leaf.offset(), leaf.shape(), dtype);
-             Tensor part = whole.narrow(leaf.shardDim(), BalancedSplit.offset(size, world, rank), BalancedSplit.size(size, world, rank))) {
+             Tensor part = ChannelSlots.rankShare(whole, leaf, rank, world)) {
             Tensor out = ShmTensors.empty(TorchTensors.shape(part), dtype);
             out.copy_(part);
             return out;

@@ -37,15 +37,20 @@ public record WorkerTensorRef(String channel, long sequence, List<Leaf> leaves, 
      * @param offset     the first byte in its region
      * @param shardDim   the dimension each consumer rank takes its balanced share of, or -1 for the whole tensor
      * @param region     the region's name
+     * @param device     the CUDA device index of the published tensor, or -1 for a CPU tensor
+     * @param handles    what a consumer needs besides the name to reach the slot (a CUDA pool's IPC descriptor and
+     *                   the slot's ready event handle); empty for shared memory
      */
-    public record Leaf(int profile, int slot, long generation, int dtype, long[] shape, long offset, int shardDim, String region) {
+    public record Leaf(int profile, int slot, long generation, int dtype, long[] shape, long offset, int shardDim, String region,
+                       int device, byte[] handles) {
         /** The profile number of a leaf sent through a region of its own. */
         public static final int FALLBACK = -1;
 
         @Override
         public String toString() {
             return "Leaf(profile " + profile + ", slot " + slot + ", generation " + generation + ", dtype " + dtype + ", shape "
-                + Arrays.toString(shape) + ", shardDim " + shardDim + ", " + region + "+" + offset + ")";
+                + Arrays.toString(shape) + ", shardDim " + shardDim + ", " + region + "+" + offset + (device >= 0 ? ", cuda:" + device : "")
+                + ")";
         }
     }
 
@@ -69,6 +74,9 @@ public record WorkerTensorRef(String channel, long sequence, List<Leaf> leaves, 
                 out.writeLong(leaf.offset());
                 out.writeInt(leaf.shardDim());
                 out.writeUTF(leaf.region());
+                out.writeInt(leaf.device());
+                out.writeInt(leaf.handles().length);
+                out.write(leaf.handles());
             }
             out.writeInt(skeleton.length);
             out.write(skeleton);
@@ -101,7 +109,13 @@ public record WorkerTensorRef(String channel, long sequence, List<Leaf> leaves, 
                 for (int d = 0; d < shape.length; d++) {
                     shape[d] = in.readLong();
                 }
-                leaves.add(new Leaf(profile, slot, generation, dtype, shape, in.readLong(), in.readInt(), in.readUTF()));
+                long offset = in.readLong();
+                int shardDim = in.readInt();
+                String region = in.readUTF();
+                int device = in.readInt();
+                byte[] handles = new byte[in.readInt()];
+                in.readFully(handles);
+                leaves.add(new Leaf(profile, slot, generation, dtype, shape, offset, shardDim, region, device, handles));
             }
             byte[] skeleton = new byte[in.readInt()];
             in.readFully(skeleton);

@@ -3,6 +3,7 @@ package org.dtorch.core.communication.channel;
 import java.time.Duration;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.dtorch.core.device.Cuda;
 import org.dtorch.core.testing.TestTensors;
 
 /**
@@ -10,7 +11,8 @@ import org.dtorch.core.testing.TestTensors;
  * {@code READY}, then runs its scenario and prints what the test waits for; exits 0 when its checks passed.
  *
  * <p>Arguments: scenario ({@code consume}: receive and check n refs; {@code consume-and-hang}: the same, then print
- * {@code RESOLVED} and sleep until killed, without closing), instance id, channel name, consumer count, rank, n.
+ * {@code RESOLVED} and sleep until killed, without closing), instance id, channel name, consumer count, rank, n,
+ * and optionally {@code cuda}: the refs carry CUDA tensors, which must come back on {@code cuda:0}.
  */
 final class ChannelChild {
     private ChannelChild() {
@@ -23,6 +25,10 @@ final class ChannelChild {
 
     public static void main(String[] args) {
         try {
+            boolean cuda = args.length > 6 && args[6].equals("cuda");
+            if (cuda) {
+                Cuda.loadNatives(); // before any tensor: libtorch decides once whether it has CUDA
+            }
             ChannelOptions o = ChannelOptions.of(args[1], args[2], Integer.parseInt(args[3])).withTimeout(Duration.ofSeconds(60));
             int rank = Integer.parseInt(args[4]);
             int n = Integer.parseInt(args[5]);
@@ -30,8 +36,8 @@ final class ChannelChild {
                 System.out.println("READY");
                 for (int i = 1; i <= n; i++) {
                     WorkerTensorRef ref = c.receive();
-                    try (Tensor expected = payload(ref.sequence()); Tensor got = (Tensor) c.resolve(ref)) {
-                        if (ref.sequence() != i || !TestTensors.same(expected, got)) {
+                    try (Tensor expected = payload(ref.sequence()); Tensor got = (Tensor) c.resolve(ref); Tensor host = got.cpu()) {
+                        if (ref.sequence() != i || got.is_cuda() != cuda || !TestTensors.same(expected, host)) {
                             throw new AssertionError("rank " + rank + " ref " + ref + ": " + TestTensors.diff(expected, got));
                         }
                     }
