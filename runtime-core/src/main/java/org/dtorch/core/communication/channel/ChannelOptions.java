@@ -7,6 +7,8 @@ import org.dtorch.core.communication.CommOptions;
  * The settings of one {@link WorkerTensorChannel}, the same in the creator, the producer and every consumer: they
  * name the channel's shared memory and fix its layout.
  *
+ * <p>Thread-safe: an immutable value.
+ *
  * @param instanceId        the runtime's instance id ({@code GlobalCommInstanceId}); it prefixes every file
  * @param name              the channel's name, unique within the instance
  * @param consumerWorldSize the number of consumer ranks, fixed at creation

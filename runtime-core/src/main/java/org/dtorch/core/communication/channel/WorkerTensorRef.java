@@ -16,12 +16,12 @@ import java.util.List;
  * weigh; {@link #toBytes()} and {@link #fromBytes(byte[])} carry it over any control path (a worker's control
  * frames, a channel's own ref queues).
  *
+ * <p>Thread-safe: an immutable value (the arrays are not to be modified; equality is by identity for them).
+ *
  * @param channel  the channel's name
  * @param sequence the producer's publish count, from 1: every consumer resolves or discards refs in this order
  * @param leaves   the distinct tensor leaves, in the order of their first appearance in the structure
  * @param skeleton the structure with leaves replaced by their index ({@link ChannelStructure})
- *
- * <p>Thread-safe: an immutable value (the arrays are not to be modified).
  */
 public record WorkerTensorRef(String channel, long sequence, List<Leaf> leaves, byte[] skeleton) {
     private static final int MAGIC = 0x52435444; // "DTCR"
