@@ -173,6 +173,10 @@ class WorkerTensorChannelTest {
             WorkerTensorRef second = p.publish(b);
             IllegalStateException e = assertThrows(IllegalStateException.class, () -> c.resolve(second));
             assertTrue(e.getMessage().contains("ref #2 while #1 is next"), e.getMessage());
+            WorkerTensorRef foreign = new WorkerTensorRef("other", 1, first.leaves(), first.skeleton());
+            IllegalArgumentException other = assertThrows(IllegalArgumentException.class, () -> c.resolve(foreign));
+            assertTrue(other.getMessage().contains("a ref of another channel"), other.getMessage());
+            assertThrows(IllegalArgumentException.class, () -> WorkerTensorRef.fromBytes(new byte[] {1, 2, 3}));
             assertSameTensor(a, c.resolve(WorkerTensorRef.fromBytes(first.toBytes())));
             assertSameTensor(b, c.resolve(second));
         }
@@ -236,7 +240,9 @@ class WorkerTensorChannelTest {
             value.put("a", t);
             value.put("b", Arrays.asList(t, u, "x", 3, null));
             value.put("c", new Object[] {u, 2.5, true, Map.of(7L, "seven")});
-            WorkerTensorRef ref = WorkerTensorRef.fromBytes(p.publish(value).toBytes());
+            byte[] bytes = p.publish(value).toBytes();
+            assertTrue(bytes.length < 512, "a ref is metadata only, got " + bytes.length + " bytes");
+            WorkerTensorRef ref = WorkerTensorRef.fromBytes(bytes);
             assertEquals(2, ref.leaves().size(), "the repeated leaf is sent once");
             Map<?, ?> back = assertInstanceOf(Map.class, c.resolve(ref));
             assertEquals(List.of("a", "b", "c"), List.copyOf(back.keySet()));
