@@ -7,15 +7,18 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.bytedeco.pytorch.Tensor;
 import org.dtorch.core.communication.CommException;
 import org.dtorch.core.testing.ChildJvm;
 import org.dtorch.core.testing.ShmFiles;
+import org.dtorch.core.testing.TestTensors;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-/** The channel across real JVM processes: this JVM creates the channel and produces, child JVMs consume. */
+/** The channel across real JVM processes: this JVM creates the channel and produces, a child JVM consumes. */
 @Tag("multiprocess")
 @Timeout(120)
 class WorkerTensorChannelProcessTest {
@@ -35,18 +38,26 @@ class WorkerTensorChannelProcessTest {
     }
 
     /**
-     * Rank 0 takes every ref and exits cleanly; rank 1 takes the first {@code n}, stays attached and is killed. The
-     * producer keeps going while rank 1's ACKs are in (two slots: refs n + 1 and n + 2 need ACKs up to n), and its
-     * next wait names rank 1 as exited, well before the deadline.
+     * Rank 0, a thread of this JVM, takes every ref; rank 1, a child JVM, takes the first {@code n}, stays attached
+     * and is killed. The producer keeps going while rank 1's ACKs are in (two slots: refs n + 1 and n + 2 need ACKs
+     * up to n), and its next wait names rank 1 as exited, well before the deadline.
      */
     @Test
-    void shouldCollectAcksFromConsumerProcessesAndNameOneKilledMidTransfer() {
+    void shouldCollectAcksFromAConsumerProcessAndNameItKilledMidTransfer() {
         ChannelOptions o = ChannelOptions.of(instance, "procs", 2).withTimeout(Duration.ofSeconds(60));
         int n = 100;
         try (WorkerTensorChannel channel = WorkerTensorChannel.create(o);
-             ChildJvm survivor = consumer("consume", o, 0, n + 2);
              ChildJvm killed = consumer("consume-and-hang", o, 1, n);
              ChannelProducer p = WorkerTensorChannel.producer(o)) {
+            CompletableFuture<Void> survivor = CompletableFuture.runAsync(() -> {
+                try (ChannelConsumer c = WorkerTensorChannel.consumer(o, 0)) {
+                    for (int i = 1; i <= n + 2; i++) {
+                        try (Tensor expected = ChannelChild.payload(i); Tensor got = (Tensor) c.resolve(c.receive())) {
+                            assertTrue(TestTensors.same(expected, got), () -> TestTensors.diff(expected, got));
+                        }
+                    }
+                }
+            });
             for (int i = 1; i <= n; i++) {
                 publish(p, i);
             }
@@ -54,7 +65,7 @@ class WorkerTensorChannelProcessTest {
             killed.kill9();
             publish(p, n + 1);
             publish(p, n + 2);
-            survivor.awaitSuccess(STARTUP);
+            survivor.orTimeout(60, TimeUnit.SECONDS).join();
             long start = System.nanoTime();
             try (Tensor t = ChannelChild.payload(n + 3)) {
                 CommException e = assertThrows(CommException.class, () -> p.publish(t));
