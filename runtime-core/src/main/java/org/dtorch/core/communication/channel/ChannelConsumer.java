@@ -53,8 +53,9 @@ public final class ChannelConsumer implements AutoCloseable {
     /**
      * The next ref the producer enqueued for this rank, waiting up to the channel's timeout.
      *
-     * @throws CommException if the deadline passes (the channel is then failed), the producer exited, or the channel
-     *                       failed or closed
+     * @throws CommException if the queue is empty and the producer detached (nothing else changes), or the deadline
+     *                       passes or the producer exited without closing (the channel is then failed), or the
+     *                       channel failed or closed
      */
     public WorkerTensorRef receive() {
         checkUsable("receive");
@@ -71,6 +72,10 @@ public final class ChannelConsumer implements AutoCloseable {
             }
             control.checkOpen("receive on consumer rank " + rank);
             String what = control.label() + ": consumer rank " + rank + " waited for ref #" + expected;
+            if (control.producerDetached()) {
+                // A producer that closed after its last ref is the normal end, not a failure of the channel.
+                throw new CommException(what + ": the producer detached; no more refs will come");
+            }
             String gone = control.producerGone();
             if (gone != null) {
                 throw control.fail(what + ": " + gone, false);

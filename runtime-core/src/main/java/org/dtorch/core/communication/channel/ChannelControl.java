@@ -266,12 +266,14 @@ final class ChannelControl implements AutoCloseable {
         return null;
     }
 
-    /** Why the producer can no longer publish, or null if it may still. */
+    /** True once the producer closed. */
+    boolean producerDetached() {
+        return buffer.getIntAcquire((int) ChannelLayout.PRODUCER_PID_OFFSET) < 0;
+    }
+
+    /** Why the producer can no longer publish, if it exited without closing; null otherwise. */
     String producerGone() {
         int pid = buffer.getIntAcquire((int) ChannelLayout.PRODUCER_PID_OFFSET);
-        if (pid < 0) {
-            return "the producer (pid " + -pid + ") detached; no more refs will come";
-        }
         if (pid > 0 && Processes.hasExited(pid, buffer.getLong((int) ChannelLayout.PRODUCER_TICKS_OFFSET))) {
             return "the producer (pid " + pid + ") exited without closing";
         }
