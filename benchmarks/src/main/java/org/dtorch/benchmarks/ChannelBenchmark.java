@@ -49,12 +49,13 @@ final class ChannelBenchmark {
         int transfers = options.iterations(TRANSFERS);
         Path script = options.root().resolve("benchmarks/python/bench_shm_handoff.py");
         report.section("WorkerTensorChannel hand-off (CPU)", "channel",
-            "One " + Unit.size(bytes) + " int64 tensor from a producer JVM to a consumer JVM, " + Unit.count(transfers) + " transfers per run "
-                + "after " + WARMUP + " of warm-up, one at a time: latency from the producer's clock before it starts staging to the "
-                + "consumer holding a tensor of its own (the channel copies into a persistent slot and out of it: two copies). "
-                + "Baselines: a File store exchange between two JVMs (`srcSet`, `destGet`, a copy of the value, `destFinishGet`, "
-                + "`srcWaitUntilGetFinished`), and CPython 3's `multiprocessing.shared_memory` between two Python processes (copy "
-                + "into the block, a `Pipe` message, `bytearray` copy out, a `Pipe` answer). Ratio: baseline p50 over channel p50.");
+            "One " + Unit.size(bytes) + " int64 tensor from a producer JVM to a consumer JVM, " + Unit.count(transfers)
+                + " transfers per run after " + WARMUP + " of warm-up, one at a time: latency from the producer's clock before it "
+                + "starts staging to the consumer holding a tensor of its own (the channel copies into a persistent slot and out of "
+                + "it: two copies). Baselines: a File store exchange between two JVMs (`srcSet`, `destGet`, a copy of the value, "
+                + "`destFinishGet`, `srcWaitUntilGetFinished`), and CPython 3's `multiprocessing.shared_memory` between two Python "
+                + "processes (copy into the block, a `Pipe` message, `bytearray` copy out, a `Pipe` answer). Ratio: baseline p50 over "
+                + "channel p50.");
         Comparison vsStore = new Comparison(Unit.size(bytes) + " hand-off, channel vs File store", Goal.context("context"));
         Comparison vsPython = new Comparison(Unit.size(bytes) + " hand-off, channel vs Python shared_memory", Goal.context("context"));
         List<String> p95 = new ArrayList<>();
@@ -93,8 +94,9 @@ final class ChannelBenchmark {
                 if (block > 0) {
                     vsStore.add(viaChannel, viaStore);
                     vsPython.add(viaChannel, viaPython);
-                    p95.add(String.format(Locale.ROOT, "run %d: channel %s, File store %s, Python %s", block, Samples.format(viaChannel.percentile(95)),
-                        Samples.format(viaStore.percentile(95)), Samples.format(viaPython.percentile(95))));
+                    p95.add(String.format(Locale.ROOT, "run %d: channel %s, File store %s, Python %s", block,
+                        Samples.format(viaChannel.percentile(95)), Samples.format(viaStore.percentile(95)),
+                        Samples.format(viaPython.percentile(95))));
                 }
             }
             store.barrier();
@@ -119,12 +121,13 @@ final class ChannelBenchmark {
 
     /** One run of the Python baseline in a fresh pair of processes. */
     private static Samples python(Path script, int transfers, long bytes) throws IOException, InterruptedException {
-        Process process = new ProcessBuilder("python3", script.toString(), String.valueOf(transfers), String.valueOf(bytes), String.valueOf(WARMUP))
-            .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        Process process = new ProcessBuilder("python3", script.toString(), String.valueOf(transfers), String.valueOf(bytes),
+            String.valueOf(WARMUP)).redirectError(ProcessBuilder.Redirect.INHERIT).start();
         byte[] out = process.getInputStream().readAllBytes();
         if (!process.waitFor(PYTHON_TIMEOUT_SECONDS, TimeUnit.SECONDS) || process.exitValue() != 0) {
             process.destroyForcibly();
-            throw new IllegalStateException("channel benchmark: " + script + " failed or did not finish within " + PYTHON_TIMEOUT_SECONDS + " s");
+            throw new IllegalStateException("channel benchmark: " + script + " failed or did not finish within " + PYTHON_TIMEOUT_SECONDS
+                + " s");
         }
         Samples samples = new Samples("Python multiprocessing.shared_memory, 2 processes");
         String line = new String(out, StandardCharsets.UTF_8).lines().filter(l -> l.startsWith("SAMPLES ")).findFirst()
@@ -142,7 +145,7 @@ final class ChannelBenchmark {
     }
 
     private static TensorStoreCreateInfo storeInfo(String instance) {
-        return TensorStoreCreateInfo.builder().type(TensorStoreType.FILE).instanceId(instance).storeKey("bench/channel-baseline").worldSize(2)
-            .rank(0).timeout(Duration.ofSeconds(120)).build();
+        return TensorStoreCreateInfo.builder().type(TensorStoreType.FILE).instanceId(instance).storeKey("bench/channel-baseline")
+            .worldSize(2).rank(0).timeout(Duration.ofSeconds(120)).build();
     }
 }

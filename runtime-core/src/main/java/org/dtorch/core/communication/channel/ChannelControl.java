@@ -50,8 +50,9 @@ final class ChannelControl implements AutoCloseable {
             return buffer;
         } catch (IllegalAccessError | NoClassDefFoundError e) {
             region.close();
-            throw new IllegalStateException("a WorkerTensorChannel needs the JVM option --add-exports=java.base/jdk.internal.misc=ALL-UNNAMED "
-                + "(Agrona reaches the JDK's Unsafe there); README, Configuration", e);
+            throw new IllegalStateException("a WorkerTensorChannel needs the JVM option "
+                + "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED (Agrona reaches the JDK's Unsafe there); README, Configuration",
+                e);
         }
     }
 
@@ -92,7 +93,8 @@ final class ChannelControl implements AutoCloseable {
     }
 
     private void checkHeader() {
-        if (region.size() < ChannelLayout.MAGIC_OFFSET + 64 || buffer.getIntAcquire((int) ChannelLayout.MAGIC_OFFSET) != ChannelLayout.MAGIC) {
+        if (region.size() < ChannelLayout.MAGIC_OFFSET + 64
+            || buffer.getIntAcquire((int) ChannelLayout.MAGIC_OFFSET) != ChannelLayout.MAGIC) {
             throw new IllegalStateException("channel '" + options.name() + "': " + region + " is not a channel");
         }
         int consumers = buffer.getInt((int) ChannelLayout.CONSUMERS_OFFSET);
@@ -104,7 +106,8 @@ final class ChannelControl implements AutoCloseable {
                 + options.maxProfiles() + " and " + options.refQueueBytes());
         }
         if (region.size() < layout.size()) {
-            throw new IllegalStateException("channel '" + options.name() + "': " + region + " is smaller than its layout (" + layout.size() + " bytes)");
+            throw new IllegalStateException("channel '" + options.name() + "': " + region + " is smaller than its layout ("
+                + layout.size() + " bytes)");
         }
     }
 

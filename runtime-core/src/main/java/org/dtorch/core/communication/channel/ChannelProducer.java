@@ -173,8 +173,9 @@ public final class ChannelProducer implements AutoCloseable {
         checkUsable("enqueue");
         byte[] bytes = ref.toBytes();
         if (bytes.length > queues.getFirst().maxMsgLength()) {
-            throw new IllegalArgumentException(control.label() + ": " + ref + " takes " + bytes.length + " bytes, a ref queue message at most "
-                + queues.getFirst().maxMsgLength() + ": pass it by hand or make the queues larger");
+            throw new IllegalArgumentException(control.label() + ": " + ref + " takes " + bytes.length
+                + " bytes, a ref queue message at most " + queues.getFirst().maxMsgLength()
+                + ": pass it by hand or make the queues larger");
         }
         UnsafeBuffer message = new UnsafeBuffer(bytes);
         Deadline deadline = Deadline.after(control.options().timeout());

@@ -130,8 +130,8 @@ final class ChannelStructure {
                 out.writeByte(BOOLEAN);
                 out.writeBoolean(b);
             }
-            default -> throw new IllegalArgumentException("a channel carries maps, lists, arrays, tensors, strings, numbers and booleans; got "
-                + node.getClass().getName() + " at " + path + " (turn it into one of those first)");
+            default -> throw new IllegalArgumentException("a channel carries maps, lists, arrays, tensors, strings, numbers and "
+                + "booleans; got " + node.getClass().getName() + " at " + path + " (turn it into one of those first)");
         }
     }
 

@@ -71,7 +71,8 @@ class WorkerTensorChannelProcessTest {
                 CommException e = assertThrows(CommException.class, () -> p.publish(t));
                 long millis = (System.nanoTime() - start) / 1_000_000;
                 assertTrue(e.getMessage().contains("consumer rank 1 (pid " + killed.pid() + ") exited without closing")
-                    && e.getMessage().contains("generation " + (n + 1)) && e.getMessage().contains("ranks missing [1], seen [0]"), e.getMessage());
+                    && e.getMessage().contains("generation " + (n + 1)) && e.getMessage().contains("ranks missing [1], seen [0]"),
+                    e.getMessage());
                 assertTrue(millis < 5_000, "noticing the dead consumer took " + millis + " ms against a 60 s deadline");
             }
         }

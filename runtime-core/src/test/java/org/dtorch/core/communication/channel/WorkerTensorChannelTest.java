@@ -126,7 +126,8 @@ class WorkerTensorChannelTest {
                         p.enqueue(p.publish(t));
                     }
                 }
-                assertEquals(List.of((long) transfers, (long) transfers, (long) transfers), consumers.orTimeout(30, TimeUnit.SECONDS).join());
+                assertEquals(List.of((long) transfers, (long) transfers, (long) transfers),
+                    consumers.orTimeout(30, TimeUnit.SECONDS).join());
             }
         }
     }
@@ -199,7 +200,8 @@ class WorkerTensorChannelTest {
                     assertSameTensor(over, back.get(1));
                     assertSameTensor(beyond, back.get(2));
                 }
-                assertEquals(2, ShmFiles.of(instance).size(), "the fallback regions are removed by the last consumer: " + ShmFiles.of(instance));
+                assertEquals(2, ShmFiles.of(instance).size(),
+                    "the fallback regions are removed by the last consumer: " + ShmFiles.of(instance));
             }
             WorkerTensorRef dropped = p.publish(List.of(kept, over));
             c0.discard(List.of(dropped));
@@ -289,12 +291,14 @@ class WorkerTensorChannelTest {
             p.publish(t);
             c0.resolve(first);
             CommTimeoutException timeout = assertThrows(CommTimeoutException.class, () -> p.publish(t));
-            assertTrue(timeout.getMessage().contains("profile 0 slot 0 generation 1") && timeout.getMessage().contains("ranks missing [1], seen [0]"),
+            assertTrue(timeout.getMessage().contains("profile 0 slot 0 generation 1")
+                    && timeout.getMessage().contains("ranks missing [1], seen [0]"),
                 timeout.getMessage());
             long start = System.nanoTime();
             CommException later = assertThrows(CommException.class, c0::receive);
             assertTrue(System.nanoTime() - start < 1_000_000_000L, "a failed channel must fail at once, not wait out its deadline");
-            assertTrue(later.getMessage().contains("no longer usable") && later.getMessage().contains("ranks missing [1]"), later.getMessage());
+            assertTrue(later.getMessage().contains("no longer usable") && later.getMessage().contains("ranks missing [1]"),
+                later.getMessage());
         }
     }
 
@@ -309,7 +313,8 @@ class WorkerTensorChannelTest {
             c0.discard(List.of(p.publish(t), p.publish(t)));
             c1.close();
             CommException e = assertThrows(CommException.class, () -> p.publish(t));
-            assertTrue(e.getMessage().contains("consumer rank 1 (pid") && e.getMessage().contains("detached without acknowledging"), e.getMessage());
+            assertTrue(e.getMessage().contains("consumer rank 1 (pid") && e.getMessage().contains("detached without acknowledging"),
+                e.getMessage());
         }
     }
 
