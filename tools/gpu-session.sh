@@ -21,7 +21,7 @@ CLASSES="$CLASSES:python-facade/target/classes:examples/target/test-classes:exam
 export CP="$CLASSES:$CP"
 export THP_MEM_ALLOC_ENABLE=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT" /tmp/jtmp
-JVM=("$JAVA" --enable-native-access=ALL-UNNAMED -Dorg.bytedeco.javacpp.maxPhysicalBytes=0 -Djava.io.tmpdir=/tmp/jtmp -cp "$CP")
+JVM=("$JAVA" --enable-native-access=ALL-UNNAMED --add-exports=java.base/jdk.internal.misc=ALL-UNNAMED -Dorg.bytedeco.javacpp.maxPhysicalBytes=0 -Djava.io.tmpdir=/tmp/jtmp -cp "$CP")
 what="${1:-tests}"; shift || true
 case "$what" in
   tests)

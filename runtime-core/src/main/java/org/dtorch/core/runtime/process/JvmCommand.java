@@ -27,7 +27,8 @@ public final class JvmCommand {
     public static final String JVM_ARGS_PROPERTY = "dtorch.worker.jvmArgs";
 
     private static final List<String> BASE_OPTIONS = List.of("--enable-native-access=ALL-UNNAMED",
-        "--sun-misc-unsafe-memory-access=allow", "-XX:+UseSerialGC", "-Xss4m");
+        "--sun-misc-unsafe-memory-access=allow", "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED",
+        "-XX:+UseSerialGC", "-Xss4m");
     private static final List<String> INHERITED_PREFIXES = List.of("dtorch.", "org.bytedeco.");
 
     private final List<String> command;

@@ -1,0 +1,93 @@
+package org.dtorch.core.communication.channel;
+
+import org.agrona.BitUtil;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.shm.SharedRegion;
+import org.dtorch.core.shm.ShmTensors;
+import org.dtorch.core.tensor.TorchTensors;
+
+/**
+ * A CPU profile's two slots in one persistent shared-memory region ({@code <control>-p<profile>}), made by the
+ * producer once and mapped by each consumer once; the channel's close removes it:
+ *
+ * <pre>
+ *  offset        size     field
+ *  0             bytes    slot 0
+ *  stride        bytes    slot 1          (stride = bytes rounded up to 64)
+ * </pre>
+ *
+ * <p>Not thread-safe: one producer thread or one consumer thread per instance.
+ */
+final class ShmChannelSlots implements ChannelSlots {
+    private final SharedRegion region;
+    private final long stride;
+
+    private ShmChannelSlots(SharedRegion region, long stride) {
+        this.region = region;
+        this.stride = stride;
+    }
+
+    /** Producer: a new region for two slots of {@code bytes} each. */
+    static ShmChannelSlots create(String name, long bytes) {
+        long stride = Math.max(64, BitUtil.align(bytes, 64));
+        SharedRegion region = SharedRegion.create(name, ChannelLayout.SLOTS * stride)
+            .orElseThrow(() -> new IllegalStateException("a channel profile region exists already: " + name
+                + " (a producer of this channel ran before and did not close)"));
+        return new ShmChannelSlots(region, stride);
+    }
+
+    /** Consumer: maps the region the producer made. */
+    static ShmChannelSlots open(String name) {
+        SharedRegion region = SharedRegion.open(name)
+            .orElseThrow(() -> new IllegalStateException("the channel profile region " + name + " is gone (the producer closed?)"));
+        return new ShmChannelSlots(region, region.size() / ChannelLayout.SLOTS);
+    }
+
+    @Override
+    public String name() {
+        return region.name();
+    }
+
+    @Override
+    public long slotOffset(int slot) {
+        return slot * stride;
+    }
+
+    @Override
+    public byte[] handles(int slot) {
+        return new byte[0];
+    }
+
+    @Override
+    public void stage(int slot, Tensor source) {
+        ShmTensors.copyInto(source, region.segment().asSlice(slotOffset(slot), stride));
+    }
+
+    @Override
+    public Tensor copyOut(WorkerTensorRef.Leaf leaf, int rank, int world) {
+        return copyOut(region, leaf, rank, world);
+    }
+
+    /**
+     * A fresh CPU tensor with consumer {@code rank}'s part of the leaf at {@code leaf.offset()} of {@code region}: all
+     * of it, or its {@link BalancedSplit} share of the shard dimension, copied by libtorch from a view of the bytes.
+     */
+    static Tensor copyOut(SharedRegion region, WorkerTensorRef.Leaf leaf, int rank, int world) {
+        ScalarType dtype = ShmTensors.dtypeOf(leaf.dtype());
+        if (leaf.shardDim() < 0) {
+            return ShmTensors.copyOut(region.segment().asSlice(leaf.offset()), leaf.shape(), dtype);
+        }
+        try (Tensor whole = ShmTensors.view(region, leaf.offset(), leaf.shape(), dtype);
+             Tensor part = ChannelSlots.rankShare(whole, leaf, rank, world)) {
+            Tensor out = ShmTensors.empty(TorchTensors.shape(part), dtype);
+            out.copy_(part);
+            return out;
+        }
+    }
+
+    @Override
+    public void close() {
+        region.close();
+    }
+}
