@@ -173,7 +173,7 @@ public final class ChannelConsumer implements AutoCloseable {
         }
         closed = true;
         try {
-            profiles.values().forEach(ChannelSlots::close);
+            ChannelSlots.closeAll(profiles.values());
         } finally {
             profiles.clear();
             control.detachConsumer(rank);

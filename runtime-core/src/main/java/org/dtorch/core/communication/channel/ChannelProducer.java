@@ -218,7 +218,7 @@ public final class ChannelProducer implements AutoCloseable {
         closed = true;
         control.detachProducer();
         try {
-            profiles.values().forEach(p -> p.slots.close());
+            ChannelSlots.closeAll(profiles.values().stream().map(p -> p.slots).toList());
         } finally {
             profiles.clear();
             control.close();

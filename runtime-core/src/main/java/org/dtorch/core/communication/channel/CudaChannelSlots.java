@@ -162,7 +162,8 @@ final class CudaChannelSlots implements ChannelSlots {
         DeviceStream stream = DeviceStream.of(device);
         for (int r = 0; r < consumerCopies[slot].length; r++) {
             DeviceEvent copy = consumerCopy(slot, r);
-            if (copy != null && !copy.query()) {
+            // query() first: the liveness check reads /proc, and is only needed where the stream would wait.
+            if (copy != null && !copy.query() && control.consumerGone(r) == null) {
                 copy.streamWaitEvent(stream);
             }
         }
@@ -177,14 +178,18 @@ final class CudaChannelSlots implements ChannelSlots {
     /**
      * The completion event of rank {@code r}'s copy of {@code slot}'s previous generation, or null when there is
      * nothing to wait for: the slot was never staged, the rank discarded it (its event may never have been
-     * recorded), or the rank is gone (its close finished its copies, or its process exited).
+     * recorded), or it detached (its close finished its copies). Whether its process exited is the caller's check,
+     * made only where it would wait.
      */
     private DeviceEvent consumerCopy(int slot, int r) {
         long ack = control.ack(profile, slot, r);
-        if (ack <= 0 || control.consumerGone(r) != null) {
+        if (ack <= 0 || control.consumerPid(r) < 0) {
             return null;
         }
         if (consumerCopies[slot][r] == null) {
+            if (control.consumerGone(r) != null) {
+                return null; // its handle cannot be opened any more
+            }
             byte[] handle = control.eventHandle(profile, slot, r);
             if (Arrays.equals(handle, new byte[handle.length])) {
                 throw new IllegalStateException(control.label() + ": consumer rank " + r + " acknowledged generation " + ack + " of profile "
@@ -275,7 +280,7 @@ final class CudaChannelSlots implements ChannelSlots {
             }
             for (int r = 0; r < consumerCopies[s].length; r++) {
                 DeviceEvent copy = consumerCopy(s, r);
-                if (copy != null) {
+                if (copy != null && control.consumerGone(r) == null) {
                     copy.synchronize(left(deadline));
                 }
             }
