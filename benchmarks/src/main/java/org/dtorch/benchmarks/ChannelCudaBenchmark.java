@@ -48,7 +48,8 @@ final class ChannelCudaBenchmark {
         int transfers = options.iterations(TRANSFERS);
         long elements = GpuBenchmark.IPC_BYTES / Float.BYTES;
         GpuBenchmark.PyTorchSide python = GpuBenchmark.pytorch(options.root(),
-            List.of("--handoff", String.valueOf(transfers), String.valueOf(WARMUP)), List.of("ipc_p50_us", "ipc_p95_us", "ipc_copy_p50_us"));
+            List.of("--handoff", String.valueOf(transfers), String.valueOf(WARMUP)),
+            List.of("ipc_p50_us", "ipc_p95_us", "ipc_copy_p50_us"));
         Map<String, Double> py = python.figures();
         Samples samples = new Samples("WorkerTensorChannel CUDA, 2 JVMs");
         String instance = GlobalCommInstanceId.next();
@@ -89,7 +90,8 @@ final class ChannelCudaBenchmark {
         double p50 = samples.p50() / 1e3;
         double ratio = p50 / py.get("ipc_p50_us");
         report.sectionRunOnce(TITLE, "tools/gpu-session.sh bench",
-            python.device() + " (cuda:0), against PyTorch " + python.version() + " in the same call. One " + Unit.size(GpuBenchmark.IPC_BYTES)
+            python.device() + " (cuda:0), against PyTorch " + python.version() + " in the same call. One "
+                + Unit.size(GpuBenchmark.IPC_BYTES)
                 + " float32 CUDA tensor from a producer JVM to a consumer JVM, " + transfers + " transfers after " + WARMUP
                 + " of warm-up, one at a time: from the producer's clock before `publish` to the consumer's signal (a futex word) that "
                 + "its copy is done on its stream (`resolve`, then a stream synchronize). Baseline: `torch.multiprocessing` (spawn), "
@@ -103,7 +105,8 @@ final class ChannelCudaBenchmark {
             + "| device copies per hand-off | " + GpuBenchmark.f(copiesPerHandoff) + " (producer " + producerCopies + ", consumer "
             + consumerCopies + " over " + handoffs + ") | 1 (the consumer's copy out of the shared storage) | | 2: one into the slot, "
             + "one out per consumer rank |\n"
-            + "| floor: one device-to-device copy of the bytes, us | " + GpuBenchmark.f(GpuBenchmark.deviceCopyNanos(GpuBenchmark.IPC_BYTES) / 1e3)
+            + "| floor: one device-to-device copy of the bytes, us | "
+            + GpuBenchmark.f(GpuBenchmark.deviceCopyNanos(GpuBenchmark.IPC_BYTES) / 1e3)
             + " | | | |");
     }
 }

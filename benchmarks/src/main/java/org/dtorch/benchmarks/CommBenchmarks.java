@@ -3,8 +3,9 @@ package org.dtorch.benchmarks;
 /**
  * Runs the selected benchmarks and writes their tables to a Markdown report.
  *
- * <p>Usage: {@code CommBenchmarks [all|store,future,allreduce,redistribute,pipeline,process,python,channel|gpu|channelcuda|speed|gloocopy] [report.md]},
- * with the options of {@link BenchOptions} as system properties; docs/benchmarks.md gives the Maven command and
+ * <p>Usage: {@code CommBenchmarks [all|store,future,allreduce,redistribute,pipeline,process,python,channel|gpu|
+ * channelcuda|speed|gloocopy] [report.md]}, with the options of {@link BenchOptions} as system properties;
+ * docs/benchmarks.md gives the Maven command and
  * {@code benchmarks/run-all.sh} runs everything. A harness that fails is reported and the others still run;
  * the exit status is then 1.
  *

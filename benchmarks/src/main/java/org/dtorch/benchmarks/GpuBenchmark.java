@@ -69,8 +69,9 @@ final class GpuBenchmark {
     static void run(Report report, BenchOptions options) throws Exception {
         Cuda.require(GPU);
         boolean quick = options.quick();
-        PyTorchSide side = pytorch(options.root(), quick ? List.of("--quick") : List.of(), List.of("matmul_bf16_tflops", "add_us",
-            "stack_sum_gbps", "h2d_gbps", "d2h_gbps", "ipc_p50_us", "ipc_p99_us", "ipc_copy_p50_us", "ipc_write_p50_us", "ipc_write_p99_us"));
+        PyTorchSide side = pytorch(options.root(), quick ? List.of("--quick") : List.of(), List.of("matmul_bf16_tflops",
+            "add_us", "stack_sum_gbps", "h2d_gbps", "d2h_gbps", "ipc_p50_us", "ipc_p99_us", "ipc_copy_p50_us", "ipc_write_p50_us",
+            "ipc_write_p99_us"));
         Map<String, Double> py = side.figures();
         List<Row> rows = new ArrayList<>();
 

@@ -139,7 +139,9 @@ public final class ChannelProducer implements AutoCloseable {
             int n = profiles.size();
             String name = control.controlName() + "-p" + n;
             long bytes = ShmTensors.byteSize(shape, TorchTensors.dtype(t));
-            profile = new Profile(n, cudaIndex >= 0 ? CudaChannelSlots.create(name, device, bytes, control, n) : ShmChannelSlots.create(name, bytes));
+            profile = new Profile(n, cudaIndex >= 0
+                ? CudaChannelSlots.create(name, device, bytes, control, n)
+                : ShmChannelSlots.create(name, bytes));
             profiles.put(key, profile);
         }
         if (profile == null) {

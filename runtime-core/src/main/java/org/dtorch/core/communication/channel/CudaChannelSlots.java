@@ -192,8 +192,8 @@ final class CudaChannelSlots implements ChannelSlots {
             }
             byte[] handle = control.eventHandle(profile, slot, r);
             if (Arrays.equals(handle, new byte[handle.length])) {
-                throw new IllegalStateException(control.label() + ": consumer rank " + r + " acknowledged generation " + ack + " of profile "
-                    + profile + " slot " + slot + " as copied but published no completion event handle");
+                throw new IllegalStateException(control.label() + ": consumer rank " + r + " acknowledged generation " + ack
+                    + " of profile " + profile + " slot " + slot + " as copied but published no completion event handle");
             }
             consumerCopies[slot][r] = DeviceEvent.openIpcCached(device, handle, control.consumerPid(r));
         }

@@ -147,7 +147,8 @@ class WorkerTensorChannelCudaTest {
                 copier.orTimeout(120, TimeUnit.SECONDS).join();
                 discarder.orTimeout(120, TimeUnit.SECONDS).join();
                 for (int slot = 0; slot < ChannelLayout.SLOTS; slot++) {
-                    assertFalse(zero(control.eventHandle(0, slot, 0)), "rank 0 copied from slot " + slot + ": its completion event is published");
+                    assertFalse(zero(control.eventHandle(0, slot, 0)),
+                        "rank 0 copied from slot " + slot + ": its completion event is published");
                     assertTrue(zero(control.eventHandle(0, slot, 1)),
                         "rank 1 only discarded: it published no completion event for slot " + slot + " (the producer would have failed "
                             + "naming it had it tried to wait on one)");
