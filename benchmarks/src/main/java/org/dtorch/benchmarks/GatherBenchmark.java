@@ -24,8 +24,8 @@ import org.dtorch.core.device.DeviceKind;
  * 1 KiB, 1 MiB and 16 MiB of float32. On Gloo the baseline is c10d's {@code allgather} called directly on
  * {@code ProcessGroupGloo} (a fresh tensor per rank, then {@code torch.stack}); on the same-device backend, where
  * there is no c10d, it is the backend's own list form, {@code allGatherIntoVec} (each peer's tensor copied), then
- * {@code stack}. Variants alternate in rounds; every variant's inputs (rank {@code r} holds {@code r + 1}) are checked
- * unchanged afterwards, and one result of each is checked against the expected rows first.
+ * {@code stack}. Variants alternate in rounds, and so does which goes first; every variant's inputs (rank {@code r}
+ * holds {@code r + 1}) are checked unchanged afterwards, and one result of each against the expected rows first.
  */
 final class GatherBenchmark {
     private static final int WORLD = 4;
@@ -43,7 +43,8 @@ final class GatherBenchmark {
     static void run(Report report, BenchOptions options) throws Exception {
         report.section("allGatherStacked against per-rank all-gathers, 4 rank threads", "gathers",
             "Rank 0's time per gather of one float32 tensor per rank into a stacked `[4, n]` result, ranks released together by a "
-                + "barrier; per run " + options.rounds() * PER_ROUND + " samples per variant, alternating in rounds, after a warm-up round. "
+                + "barrier; per run " + options.rounds() * PER_ROUND + " samples per variant, alternating in rounds "
+                + "(which goes first alternates too), after a warm-up round. "
                 + "Baseline on Gloo: c10d `allgather` on `ProcessGroupGloo` directly into a list of 4 fresh per-rank tensors, then "
                 + "`torch.stack`; on the same-device backend: `allGatherIntoVec` (every peer's tensor copied), then `stack`. The ratio is "
                 + "baseline / `allGatherStacked`: above 1 when the stacked gather is the faster.");
@@ -90,17 +91,16 @@ final class GatherBenchmark {
             for (int run = 0; run < options.runs(); run++) {
                 Samples measured = new Samples("allGatherStacked");
                 Samples baseline = new Samples(baselineName);
-                for (int round = -1; round < options.rounds(); round++) { // round -1 warms up
-                    for (int i = 0; i < PER_ROUND; i++) {
-                        long t = pool.time(rank -> stacked.run(rank, stackedInputs.get(rank)).close());
-                        if (round >= 0) {
-                            measured.add(t);
-                        }
-                    }
-                    for (int i = 0; i < PER_ROUND; i++) {
-                        long t = pool.time(rank -> list.run(rank, listInputs.get(rank)).close());
-                        if (round >= 0) {
-                            baseline.add(t);
+                for (int round = -1; round < options.rounds(); round++) { // round -1 warms up; odd rounds take the baseline first
+                    for (int part = 0; part < 2; part++) {
+                        boolean isStacked = part == (round & 1);
+                        Gather gather = isStacked ? stacked : list;
+                        List<Tensor> inputs = isStacked ? stackedInputs : listInputs;
+                        for (int i = 0; i < PER_ROUND; i++) {
+                            long t = pool.time(rank -> gather.run(rank, inputs.get(rank)).close());
+                            if (round >= 0) {
+                                (isStacked ? measured : baseline).add(t);
+                            }
                         }
                     }
                 }

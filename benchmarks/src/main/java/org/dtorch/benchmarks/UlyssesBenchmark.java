@@ -21,8 +21,8 @@ import org.dtorch.core.tensor.BalancedSplit;
  * planner's one all-to-all step, issued by the client and run by the device threads, timed to {@code sync()}), against
  * the per-rank helper {@code UlyssesComm.ulyssesScatterHeads} on rank threads (rank 0's time from a common start). Both
  * run the same {@code ThreadGroup.allToAll(x, 1, 2, S)}, so the ratio is what the runtime adds around it. Gloo and the
- * same-device backend; variants alternate in rounds; each variant's results are checked against the whole tensor once,
- * and its inputs again at the end.
+ * same-device backend; variants alternate in rounds, and so does which goes first; each variant's results are checked
+ * against the whole tensor once, and its inputs again at the end.
  */
 final class UlyssesBenchmark {
     private static final int WORLD = 4;
@@ -40,7 +40,7 @@ final class UlyssesBenchmark {
                 + "`UlyssesComm.ulyssesScatterHeads` of each rank's sequence shard on 4 rank threads of a `ThreadGroupManager` of the "
                 + "same backend, rank 0's time from a common start. Both are one `ThreadGroup.allToAll`; the ratio (baseline / measured) "
                 + "is the share of the runtime's time that is the all-to-all itself. Per run " + options.rounds() * PER_ROUND
-                + " samples per variant, alternating in rounds, after a warm-up round.");
+                + " samples per variant, alternating in rounds (which goes first alternates too), after a warm-up round.");
         List<Comparison> rows = new ArrayList<>();
         for (boolean sameDevice : new boolean[] {false, true}) {
             for (long[] shape : SHAPES) {
@@ -76,19 +76,15 @@ final class UlyssesBenchmark {
                     for (int run = 0; run < options.runs(); run++) {
                         Samples measured = new Samples("DTensor.redistribute");
                         Samples baseline = new Samples("UlyssesComm.ulyssesScatterHeads");
-                        for (int round = -1; round < options.rounds(); round++) { // round -1 warms up
-                            for (int i = 0; i < PER_ROUND; i++) {
-                                long start = System.nanoTime();
-                                x.redistribute(Placement.shard(2)).close();
-                                dt.sync();
-                                if (round >= 0) {
-                                    measured.add(System.nanoTime() - start);
-                                }
-                            }
-                            for (int i = 0; i < PER_ROUND; i++) {
-                                long t = pool.time(rank -> comms.get(rank).ulyssesScatterHeads(locals.get(rank)).close());
-                                if (round >= 0) {
-                                    baseline.add(t);
+                        for (int round = -1; round < options.rounds(); round++) { // round -1 warms up; odd rounds take the baseline first
+                            for (int part = 0; part < 2; part++) {
+                                boolean runtime = part == (round & 1);
+                                for (int i = 0; i < PER_ROUND; i++) {
+                                    long t = runtime ? timeRedistribute(dt, x)
+                                        : pool.time(rank -> comms.get(rank).ulyssesScatterHeads(locals.get(rank)).close());
+                                    if (round >= 0) {
+                                        (runtime ? measured : baseline).add(t);
+                                    }
                                 }
                             }
                         }
@@ -101,6 +97,14 @@ final class UlyssesBenchmark {
             }
         }
         return row;
+    }
+
+    /** One {@code S(1) -> S(2)} of {@code x} through the runtime, from issue to {@code sync()}, in ns. */
+    private static long timeRedistribute(DTorch dt, DTensor x) {
+        long start = System.nanoTime();
+        x.redistribute(Placement.shard(2)).close();
+        dt.sync();
+        return System.nanoTime() - start;
     }
 
     /** Both variants give the heads shards of {@code whole}, and their inputs still hold it. */
