@@ -13,10 +13,14 @@ import org.dtorch.core.communication.GlobalCommInstanceId;
 import org.dtorch.core.communication.group.CollectiveKind;
 import org.dtorch.core.communication.group.ThreadGroup;
 import org.dtorch.core.communication.group.ThreadGroupManager;
+import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.tensor.BalancedSplit;
+import org.dtorch.core.tensor.TorchTensors;
+import org.dtorch.core.testing.GpuTest;
 import org.dtorch.core.testing.RankThreads;
 import org.dtorch.core.testing.TestTensors;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -25,7 +29,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * The S(d) to R step on four rank threads of both backends: every rank's result equals the whole tensor exactly, for
  * equal shares on the first, a middle and the last dim (the stacked gather) and uneven shares (the uneven gather), from
  * contiguous and non-contiguous shards; one all-gather per call; a shard of the wrong size is refused before anything
- * moves and the group stays usable.
+ * moves and the group stays usable. The gathers also run on {@code cuda:0} (GPU suite).
  */
 @Timeout(60)
 class RankOrderGatherTest {
@@ -36,19 +40,32 @@ class RankOrderGatherTest {
     @ParameterizedTest
     @ValueSource(booleans = {false, true})
     void shouldGatherEveryDimInRankOrder(boolean sameDevice) {
+        gatherEveryDim(sameDevice, DeviceKind.CPU, Device.cpu(0));
+    }
+
+    /** The same on {@code cuda:0} with the same-device backend: the view and reshape of a CUDA allocation. */
+    @Test
+    @GpuTest
+    void shouldGatherEveryDimInRankOrderOnCuda() {
+        gatherEveryDim(true, DeviceKind.CUDA, Device.cuda(0));
+    }
+
+    /** Every rank's gather of every dim, from contiguous and strided shards on {@code device}, against the whole tensor. */
+    private static void gatherEveryDim(boolean sameDevice, DeviceKind kind, Device device) {
         try (ThreadGroupManager groups = new ThreadGroupManager(sameDevice, GlobalCommInstanceId.next(), Duration.ofSeconds(20));
-             Tensor whole = TestTensors.pattern(SHAPE, ScalarType.Float, 0, 1000, 0)) {
+             Tensor whole = TestTensors.pattern(SHAPE, ScalarType.Float, 0, 1000, 0); Tensor placed = TorchTensors.to(whole, device)) {
             List<Long> ids = List.of(0L, 1L, 2L, 3L);
             List<List<String>> failures = RankThreads.run(WORLD, rank -> {
-                ThreadGroup group = groups.getThreadGroup(DeviceKind.CPU, ids, rank);
+                ThreadGroup group = groups.getThreadGroup(kind, ids, rank);
                 List<String> wrong = new ArrayList<>();
                 for (int dim = 0; dim < SHAPE.length; dim++) {
                     for (boolean strided : new boolean[] {false, true}) {
                         String what = "dim " + dim + (strided ? " strided" : "") + " rank " + rank;
-                        try (Tensor local = shard(whole, dim, rank, strided);
-                             Tensor gathered = RankOrderGather.gather(group, local, dim, SHAPE[dim])) {
-                            if (!TestTensors.same(whole, gathered) || !gathered.is_contiguous()) {
-                                wrong.add(what + ": " + TestTensors.diff(whole, gathered) + ", contiguous " + gathered.is_contiguous());
+                        try (Tensor local = shard(placed, dim, rank, strided);
+                             Tensor gathered = RankOrderGather.gather(group, local, dim, SHAPE[dim]);
+                             Tensor onHost = TorchTensors.to(gathered, Device.cpu(0))) {
+                            if (!TestTensors.same(whole, onHost) || !gathered.is_contiguous()) {
+                                wrong.add(what + ": " + TestTensors.diff(whole, onHost) + ", contiguous " + gathered.is_contiguous());
                             }
                         }
                     }
