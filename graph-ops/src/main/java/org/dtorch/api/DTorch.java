@@ -428,10 +428,9 @@ public final class DTorch implements AutoCloseable {
             actual[i] = inputs[i].redistribute(decision.inputs().get(i).toArray(Placement[]::new));
             moved.add(actual[i]);
         } else if (moving.size() > 1) {
-            List<Sharding> targets = moving.stream()
-                .map(i -> new Sharding(inputs[i].mesh(), placementsFor("redistribute", inputs[i].mesh(), decision.inputs().get(i).toArray(Placement[]::new))))
-                .toList();
-            List<DTensor> outputs = applyMulti(new RedistributeAllSpec(targets), moving.stream().map(i -> inputs[i]).toArray(DTensor[]::new));
+            List<Sharding> targets = moving.stream().map(i -> new Sharding(inputs[i].mesh(), decision.inputs().get(i))).toList();
+            DTensor[] sources = moving.stream().map(i -> inputs[i]).toArray(DTensor[]::new);
+            List<DTensor> outputs = applyMulti(new RedistributeAllSpec(targets), sources);
             for (int k = 0; k < moving.size(); k++) {
                 actual[moving.get(k)] = outputs.get(k);
             }

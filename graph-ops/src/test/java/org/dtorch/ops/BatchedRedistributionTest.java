@@ -28,7 +28,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 /**
  * An operator whose inputs all move before it runs moves them in one operator ({@link RedistributeAllSpec}): partial sums
  * on one group are reduced together ({@code allReduceSum_}), other moves as one by one. Results compared exactly with torch
- * on one device (integer-valued float32), on Gloo and the same-device backend, 1-D and 2x2 meshes.
+ * on one device (integer-valued float32), on Gloo and the same-device backend, 1-D and 2x2 meshes; one tensor passed as
+ * both inputs is moved twice, each move on its own copy.
  */
 @Timeout(120)
 class BatchedRedistributionTest {
@@ -48,23 +49,26 @@ class BatchedRedistributionTest {
     @ValueSource(booleans = {false, true})
     void shouldMatchTorchWhenSeveralInputsMove(boolean sameDevice) {
         try (DTorch dt = DTorch.init(DTorchOptions.builder().devices(4).sameDevice(sameDevice).build());
-             Tensor a = values(0); Tensor b = values(5); Tensor product = a.mul(b); Tensor quotientBase = b.abs();
+             Tensor a = values(0); Tensor b = values(5); Tensor product = a.mul(b); Tensor squared = a.mul(a);
+             Tensor quotientBase = b.abs();
              Scalar one = new Scalar(1f); Tensor positive = quotientBase.add(one); Tensor quotient = a.div(positive)) {
             DeviceMesh line = dt.initDeviceMesh(new int[] {4});
-            DeviceMesh square = dt.initDeviceMesh(new int[] {2, 2});
+            DeviceMesh grid = dt.initDeviceMesh(new int[] {2, 2});
             try (DTensor ra = dt.tensor(a, line, Placement.replicate()); DTensor rb = dt.tensor(b, line, Placement.replicate());
                  DTensor p = ra.redistribute(Placement.partial()); DTensor q = rb.redistribute(Placement.partial());
                  DTensor sb = dt.tensor(b, line, Placement.shard(1)); DTensor rPositive = dt.tensor(positive, line, Placement.replicate());
                  DTensor pPositive = rPositive.redistribute(Placement.partial());
                  DTensor pq = dt.aten(call("mul", "T,T", null, null), p, q).getFirst();
+                 DTensor square = dt.aten(call("mul", "T,T", null, null), p, p).getFirst();
                  DTensor ps = dt.aten(call("mul", "T,T", null, null), p, sb).getFirst();
                  DTensor pp = dt.aten(call("div", "T,T", null, null), p, pPositive).getFirst();
-                 DTensor ssa = dt.tensor(a, square, Placement.shard(0), Placement.replicate());
-                 DTensor ssb = dt.tensor(b, square, Placement.shard(0), Placement.replicate());
+                 DTensor ssa = dt.tensor(a, grid, Placement.shard(0), Placement.replicate());
+                 DTensor ssb = dt.tensor(b, grid, Placement.shard(0), Placement.replicate());
                  DTensor sa = ssa.redistribute(Placement.shard(0), Placement.partial());
                  DTensor sq = ssb.redistribute(Placement.shard(0), Placement.partial());
                  DTensor nested = dt.aten(call("mul", "T,T", null, null), sa, sq).getFirst()) {
                 assertSame(product, pq, "partial * partial");
+                assertSame(squared, square, "one partial sum as both inputs");
                 assertSame(product, ps, "partial * shard");
                 try (Tensor got = pp.toTorch()) {
                     assertTrue(torch.allclose(quotient, got), "partial / partial: " + TestTensors.diff(quotient, got));
