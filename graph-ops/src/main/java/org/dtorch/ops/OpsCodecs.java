@@ -74,6 +74,8 @@ public final class OpsCodecs implements OpSpecCodecProvider {
                 return new RedistributeAllSpec(targets);
             }),
             new Codec<>(CopySpec.class, "ops.copy", (s, out) -> { }, in -> CopySpec.INSTANCE),
+            new Codec<>(RingAttentionSpec.class, "ops.ring_attention", (s, out) -> out.wire().putBoolean(s.causal()),
+                in -> new RingAttentionSpec(in.wire().getBoolean("ring attention causal"))),
             new Codec<>(AtenSpec.class, "ops.aten", (s, out) -> AtenCallCodec.write(s.call(), out.wire()),
                 in -> new AtenSpec(AtenCallCodec.read(in.wire()))),
             new Codec<>(FactorySpec.class, "ops.factory", (s, out) -> {
