@@ -34,6 +34,7 @@ import org.dtorch.core.distributed.RedistributionPlanner;
 import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.ops.AtenSpec;
 import org.dtorch.ops.FallbackWarnings;
+import org.dtorch.ops.RedistributeAllSpec;
 import org.dtorch.ops.ShardingStrategy;
 import org.dtorch.ops.StrategyTable;
 import org.dtorch.ops.aten.AtenCall;
@@ -416,12 +417,10 @@ public final class DTorch implements AutoCloseable {
         List<DTensor> moved = new ArrayList<>();
         List<String> costs = new ArrayList<>();
         try {
+            redistributeInputs(inputs, metas, decision, actual, moved);
             for (int i = 0; i < inputs.length; i++) {
-                List<Placement> target = decision.inputs().get(i);
-                if (!metas.get(i).placements().equals(target)) {
-                    actual[i] = inputs[i].redistribute(target.toArray(Placement[]::new));
-                    moved.add(actual[i]);
-                    costs.add("input " + i + " " + metas.get(i).placements() + " -> " + target + " ("
+                if (actual[i] != inputs[i]) {
+                    costs.add("input " + i + " " + metas.get(i).placements() + " -> " + decision.inputs().get(i) + " ("
                         + RedistributionPlanner.plan(metas.get(i).sharding(), actual[i].meta().sharding(), metas.get(i).shape()) + ")");
                 }
             }
@@ -431,6 +430,33 @@ public final class DTorch implements AutoCloseable {
             return applyMulti(spec, actual);
         } finally {
             moved.forEach(DTensor::close);
+        }
+    }
+
+    /**
+     * Moves the inputs whose placements differ from the decision's into {@code actual} (and {@code moved}): one
+     * redistribution, or one operator for several, whose partial sums on one group are reduced together (decision 361).
+     */
+    private void redistributeInputs(DTensor[] inputs, List<TensorMeta> metas, ShardingStrategy.Decision decision, DTensor[] actual,
+        List<DTensor> moved) {
+        List<Integer> moving = new ArrayList<>();
+        for (int i = 0; i < inputs.length; i++) {
+            if (!metas.get(i).placements().equals(decision.inputs().get(i))) {
+                moving.add(i);
+            }
+        }
+        if (moving.size() == 1) {
+            int i = moving.getFirst();
+            actual[i] = inputs[i].redistribute(decision.inputs().get(i).toArray(Placement[]::new));
+            moved.add(actual[i]);
+        } else if (moving.size() > 1) {
+            List<Sharding> targets = moving.stream().map(i -> new Sharding(inputs[i].mesh(), decision.inputs().get(i))).toList();
+            DTensor[] sources = moving.stream().map(i -> inputs[i]).toArray(DTensor[]::new);
+            List<DTensor> outputs = applyMulti(new RedistributeAllSpec(targets), sources);
+            for (int k = 0; k < moving.size(); k++) {
+                actual[moving.get(k)] = outputs.get(k);
+            }
+            moved.addAll(outputs);
         }
     }
 
