@@ -15,6 +15,7 @@ import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.PipelineStages;
 import org.dtorch.core.kernel.KernelContext;
 import org.dtorch.core.tensor.TorchTensors;
+import org.dtorch.core.trace.Tracer;
 
 /**
  * Runs operators on one device (the seed's {@code NaiveRunner}): builds the operator's kernel, binds its
@@ -113,7 +114,9 @@ final class NaiveRunner {
         List<Tensor> outputs;
         try {
             long started = timeKernels ? System.nanoTime() : 0;
+            long traced = Tracer.now();
             outputs = kernel.run(ctx, inputs);
+            Tracer.kernel(op.id(), op.spec().name(), deviceId, traced);
             if (timeKernels) {
                 PipelineStages.add(PipelineStages.Stage.KERNEL, System.nanoTime() - started, 1);
             }

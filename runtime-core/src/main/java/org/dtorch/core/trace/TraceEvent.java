@@ -1,0 +1,55 @@
+package org.dtorch.core.trace;
+
+/**
+ * One recorded event: a span from {@code start} to {@code end} (equal for an instant), in {@link System#nanoTime()}
+ * units. The meaning of {@code id}, {@code count}, {@code a} and {@code b} depends on the {@link Kind}; they hold
+ * objects the caller already had (an operator's name and metadata, a group's device list), so recording allocates
+ * nothing but the event, and rendering waits for the export.
+ *
+ * <p>Thread-safe: immutable.
+ */
+final class TraceEvent {
+    /** What an event is, and what its fields hold. */
+    enum Kind {
+        /** Client: an operator enqueued. id: operator id; a: the outputs' {@code TensorMeta}s; b: its devices. */
+        ENQUEUE("client"),
+        /** Controller: an operator dispatched to its devices. id: operator id. */
+        DISPATCH("controller"),
+        /** Worker: a kernel ran. id: operator id; count: the device id. */
+        KERNEL("kernel"),
+        /** Worker: a collective. count: bytes this rank contributed; a: {@code CollectiveKind} (null: the completion of an issued one); b: group devices, c: backend. */
+        COLLECTIVE("collective"),
+        /** A store wait. a: the store key; name: the call. */
+        STORE_WAIT("store"),
+        /** An instant: a promise completed. name: the promise kind. */
+        PROMISE("promise");
+
+        final String category;
+
+        Kind(String category) {
+            this.category = category;
+        }
+    }
+
+    final Kind kind;
+    final String name;
+    final long start;
+    final long end;
+    final long id;
+    final long count;
+    final Object a;
+    final Object b;
+    final Object c;
+
+    TraceEvent(Kind kind, String name, long start, long end, long id, long count, Object a, Object b, Object c) {
+        this.kind = kind;
+        this.name = name;
+        this.start = start;
+        this.end = end;
+        this.id = id;
+        this.count = count;
+        this.a = a;
+        this.b = b;
+        this.c = c;
+    }
+}
