@@ -26,9 +26,10 @@ record BenchOptions(List<String> selected, Path report, Path root, int runs, int
      * Harnesses that {@code all} leaves out: {@code gpu} needs a CUDA device and the {@code -Pgpu} build; {@code speed}
      * repeats rows of {@code allreduce}, {@code pipeline}, {@code future} and {@code process} (issue 11's goals in one run);
      * {@code gloocopy} compares ways of filling the Gloo all-reduce's result buffer (a probe, decision 203); {@code matmul}
-     * takes seconds per 4096 x 4096 product on 2 cores, minutes per run at the default runs and rounds.
+     * takes seconds per 4096 x 4096 product on 2 cores, minutes per run at the default runs and rounds; {@code trace} repeats
+     * {@code pipeline}'s small {@code add} with tracing off and on.
      */
-    static final List<String> ON_REQUEST = List.of("gpu", "speed", "gloocopy", "matmul");
+    static final List<String> ON_REQUEST = List.of("gpu", "speed", "gloocopy", "matmul", "trace");
 
     /** System property: how many runs; default {@value #DEFAULT_RUNS}. */
     static final String RUNS_PROPERTY = "bench.runs";

@@ -3,7 +3,7 @@ package org.dtorch.benchmarks;
 /**
  * Runs the selected benchmarks and writes their tables to a Markdown report.
  *
- * <p>Usage: {@code CommBenchmarks [all|store,future,allreduce,redistribute,pipeline,process,python|gpu|speed|gloocopy] [report.md]},
+ * <p>Usage: {@code CommBenchmarks [all|store,future,allreduce,redistribute,pipeline,process,python|gpu|speed|gloocopy|trace] [report.md]},
  * with the options of {@link BenchOptions} as system properties; docs/benchmarks.md gives the Maven command and
  * {@code benchmarks/run-all.sh} runs everything. A harness that fails is reported and the others still run;
  * the exit status is then 1.
@@ -51,6 +51,7 @@ public final class CommBenchmarks {
             case "gpu" -> GpuBenchmark::run;
             case "speed" -> SpeedBenchmark::run;
             case "gloocopy" -> GlooCopyBenchmark::run;
+            case "trace" -> TraceBenchmark::run;
             default -> throw new IllegalArgumentException("no harness named " + name + "; choose from " + BenchOptions.BENCHMARKS);
         };
     }

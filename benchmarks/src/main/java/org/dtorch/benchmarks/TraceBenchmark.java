@@ -1,0 +1,114 @@
+package org.dtorch.benchmarks;
+
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.util.List;
+import org.dtorch.api.DTensor;
+import org.dtorch.api.DTorch;
+import org.dtorch.api.DTorchOptions;
+import org.dtorch.core.distributed.DeviceMesh;
+import org.dtorch.core.trace.Tracer;
+
+/**
+ * What the tracer costs per operator (docs/observability.md): {@code add} of shape (1,) through the whole pipeline on a
+ * one-device mesh with tracing off and on, rounds alternating in one runtime (each "on" round records a session of its
+ * own, stopped and dropped after the round's {@code sync()}); and the off path's hooks alone, as an operator meets them
+ * (a start time and a record call each for the enqueue, the dispatch and the kernel), against an empty loop.
+ *
+ * <p>Thread-safe: stateless; one harness runs at a time.
+ */
+final class TraceBenchmark {
+    private static final int WARMUP_ROUNDS = 2;
+    /** Calls of the off path's hooks per run, many so that a nanosecond shows. */
+    private static final int HOOK_LOOPS = 20_000_000;
+
+    private TraceBenchmark() {
+    }
+
+    static void run(Report report, BenchOptions options) {
+        int rounds = options.rounds() * 2;
+        int perRound = options.iterations(PipelineBenchmark.SMALL_OPS_PER_ROUND);
+        report.section("tracing's cost per operator", "trace",
+            "Mean time per `add` (1,) over a round of " + Unit.count(perRound) + " operators (each result's handle closed at once), then `sync()`, "
+                + "with tracing off and on; " + rounds + " rounds of each per run, alternating, after " + WARMUP_ROUNDS + " warm-up rounds. The "
+                + "ratio is off / on. The client's CPU time per `add` issued is measured in the same rounds.");
+        Comparison wall = new Comparison("add (1,) through the pipeline, tracing on (baseline: off)", Goal.context("the difference below is the goal's"));
+        Figure wallCost = new Figure("pipeline wall time per operator, on minus off (p50 of the rounds)", Unit.NANOS, Goal.atMost(1_000, Unit.NANOS));
+        Figure clientCost = new Figure("client thread's CPU time per `add` issued, on minus off (p50 of the rounds)", Unit.NANOS,
+            Goal.atMost(1_000, Unit.NANOS));
+        Figure hooks = new Figure("tracing off: an operator's three hooks alone, minus an empty loop", Unit.NANOS,
+            Goal.context("nothing measurable next to the operator"));
+        try (DTorch dt = DTorch.init(DTorchOptions.builder().devices(1).build())) {
+            DeviceMesh mesh = dt.defaultMesh();
+            for (int run = 0; run < options.runs(); run++) {
+                Samples off = new Samples("tracing off");
+                Samples on = new Samples("tracing on");
+                Samples offCpu = new Samples("client CPU, off");
+                Samples onCpu = new Samples("client CPU, on");
+                measure(dt, mesh, perRound, rounds, off, on, offCpu, onCpu);
+                wall.add(on, off);
+                wallCost.add(on.p50() - off.p50());
+                clientCost.add(onCpu.p50() - offCpu.p50());
+                hooks.add(offHooksNanos());
+            }
+        }
+        report.comparisons(List.of(wall));
+        report.figures(List.of(wallCost, clientCost, hooks));
+    }
+
+    private static void measure(DTorch dt, DeviceMesh mesh, int perRound, int rounds, Samples off, Samples on, Samples offCpu,
+                                Samples onCpu) {
+        ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+        try (DTensor a = dt.ones(new long[] {1}, mesh); DTensor b = dt.ones(new long[] {1}, mesh)) {
+            dt.sync();
+            for (int round = -WARMUP_ROUNDS; round < rounds; round++) {
+                for (boolean traced : new boolean[] {false, true}) {
+                    if (traced) {
+                        Tracer.start();
+                    }
+                    long cpuStart = threads.getCurrentThreadCpuTime();
+                    long start = System.nanoTime();
+                    for (int i = 0; i < perRound; i++) {
+                        a.add(b).close();
+                    }
+                    long cpuNanos = threads.getCurrentThreadCpuTime() - cpuStart;
+                    dt.sync();
+                    long wallNanos = System.nanoTime() - start;
+                    if (traced) {
+                        Tracer.stop();
+                    }
+                    if (round >= 0) {
+                        (traced ? on : off).add(wallNanos / perRound);
+                        (traced ? onCpu : offCpu).add(cpuNanos / perRound);
+                    }
+                }
+            }
+        }
+    }
+
+    /** Nanoseconds per operator of the off path's hooks (the tracer must be off), beyond an empty loop's. */
+    private static double offHooksNanos() {
+        List<Long> devices = List.of(0L);
+        long sink = 0;
+        long start = System.nanoTime();
+        for (int i = 0; i < HOOK_LOOPS; i++) {
+            sink += i;
+        }
+        long empty = System.nanoTime() - start;
+        start = System.nanoTime();
+        for (int i = 0; i < HOOK_LOOPS; i++) {
+            long enqueued = Tracer.now();
+            Tracer.enqueue(i, "add", devices, devices, enqueued);
+            long dispatched = Tracer.now();
+            Tracer.dispatch(i, "add", dispatched);
+            long ran = Tracer.now();
+            Tracer.kernel(i, "add", 0, ran);
+            sink += i + enqueued + dispatched + ran;
+        }
+        long hooked = System.nanoTime() - start;
+        if (sink == 42) {
+            System.out.print(""); // keeps sink alive
+        }
+        return (double) (hooked - empty) / HOOK_LOOPS;
+    }
+}
