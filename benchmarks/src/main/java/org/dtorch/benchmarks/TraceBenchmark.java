@@ -12,8 +12,9 @@ import org.dtorch.core.trace.Tracer;
 /**
  * What the tracer costs per operator (docs/observability.md): {@code add} of shape (1,) through the whole pipeline on a
  * one-device mesh with tracing off and on, rounds alternating in one runtime (each "on" round records a session of its
- * own, stopped and dropped after the round's {@code sync()}); and the off path's hooks alone, as an operator meets them
- * (a start time and a record call each for the enqueue, the dispatch and the kernel), against an empty loop.
+ * own, stopped and dropped after the round's {@code sync()}); and an operator's hooks alone (a start time and a record
+ * call each for the enqueue, the dispatch and the kernel) against an empty loop, off and on: figures that the load of a
+ * shared machine does not blur as much as the pipeline's.
  *
  * <p>Thread-safe: stateless; one harness runs at a time.
  */
@@ -21,6 +22,8 @@ final class TraceBenchmark {
     private static final int WARMUP_ROUNDS = 2;
     /** Calls of the off path's hooks per run, many so that a nanosecond shows. */
     private static final int HOOK_LOOPS = 20_000_000;
+    /** Calls of the hooks per run with tracing on: each records three events, kept until the session stops. */
+    private static final int RECORDING_LOOPS = 200_000;
 
     private TraceBenchmark() {
     }
@@ -38,6 +41,8 @@ final class TraceBenchmark {
             Goal.atMost(1_000, Unit.NANOS));
         Figure hooks = new Figure("tracing off: an operator's three hooks alone, minus an empty loop", Unit.NANOS,
             Goal.context("nothing measurable next to the operator"));
+        Figure recording = new Figure("tracing on: an operator's three hooks alone (three events recorded), minus an empty loop",
+            Unit.NANOS, Goal.atMost(1_000, Unit.NANOS));
         try (DTorch dt = DTorch.init(DTorchOptions.builder().devices(1).build())) {
             DeviceMesh mesh = dt.defaultMesh();
             for (int run = 0; run < options.runs(); run++) {
@@ -49,11 +54,17 @@ final class TraceBenchmark {
                 wall.add(on, off);
                 wallCost.add(on.p50() - off.p50());
                 clientCost.add(onCpu.p50() - offCpu.p50());
-                hooks.add(offHooksNanos());
+                hooks.add(hooksNanos(HOOK_LOOPS));
+                Tracer.start();
+                try {
+                    recording.add(hooksNanos(RECORDING_LOOPS));
+                } finally {
+                    Tracer.stop();
+                }
             }
         }
         report.comparisons(List.of(wall));
-        report.figures(List.of(wallCost, clientCost, hooks));
+        report.figures(List.of(wallCost, clientCost, hooks, recording));
     }
 
     private static void measure(DTorch dt, DeviceMesh mesh, int perRound, int rounds, Samples off, Samples on, Samples offCpu,
@@ -86,17 +97,17 @@ final class TraceBenchmark {
         }
     }
 
-    /** Nanoseconds per operator of the off path's hooks (the tracer must be off), beyond an empty loop's. */
-    private static double offHooksNanos() {
+    /** Nanoseconds per operator of an operator's hooks, over {@code loops} operators, beyond an empty loop's. */
+    private static double hooksNanos(int loops) {
         List<Long> devices = List.of(0L);
         long sink = 0;
         long start = System.nanoTime();
-        for (int i = 0; i < HOOK_LOOPS; i++) {
+        for (int i = 0; i < loops; i++) {
             sink += i;
         }
         long empty = System.nanoTime() - start;
         start = System.nanoTime();
-        for (int i = 0; i < HOOK_LOOPS; i++) {
+        for (int i = 0; i < loops; i++) {
             long enqueued = Tracer.now();
             Tracer.enqueue(i, "add", devices, devices, enqueued);
             long dispatched = Tracer.now();
@@ -109,6 +120,6 @@ final class TraceBenchmark {
         if (sink == 42) {
             System.out.print(""); // keeps sink alive
         }
-        return (double) (hooked - empty) / HOOK_LOOPS;
+        return (double) (hooked - empty) / loops;
     }
 }
