@@ -1,10 +1,11 @@
 package org.dtorch.core.trace;
 
 /**
- * One recorded event: a span from {@code start} to {@code end} (equal for an instant), in {@link System#nanoTime()}
- * units. The meaning of {@code id}, {@code count}, {@code a} and {@code b} depends on the {@link Kind}; they hold
- * objects the caller already had (an operator's name and metadata, a group's device list), so recording allocates
- * nothing but the event, and rendering waits for the export.
+ * One recorded event, as {@link TraceBuffer#drainTo} hands it to a {@link Trace}: a span from {@code start} to
+ * {@code end} (equal for an instant), in {@link System#nanoTime()} units. The meaning of {@code id}, {@code count},
+ * {@code a}, {@code b} and {@code c} depends on the {@link Kind}; they hold objects the caller already had (an
+ * operator's name and metadata, a group's device list), so recording allocates nothing, and rendering waits for the
+ * export.
  *
  * <p>Thread-safe: immutable.
  */
