@@ -44,8 +44,8 @@ final class ChromeTraceWriter {
         for (Trace.Track track : trace.tracks()) {
             for (TraceEvent e : track.events()) {
                 writeEvent(track, e);
-                if (e.kind == TraceEvent.Kind.ENQUEUE) {
-                    enqueues.put(e.id, new Placed(track, e));
+                if (e.kind() == TraceEvent.Kind.ENQUEUE) {
+                    enqueues.put(e.id(), new Placed(track, e));
                 }
             }
         }
@@ -63,7 +63,8 @@ final class ChromeTraceWriter {
             metadata("process_sort_index", p.getKey(), 0).name("sort_index").value(p.getKey()).endObject().endObject();
         }
         for (Trace.Track track : trace.tracks()) {
-            metadata("thread_name", track.row().pid(), track.tid()).name("name").value(track.threadName()).endObject().endObject();
+            metadata("thread_name", track.row().pid(), track.tid()).name("name").value(track.threadName())
+                .endObject().endObject();
         }
     }
 
@@ -74,40 +75,42 @@ final class ChromeTraceWriter {
     }
 
     private void writeEvent(Trace.Track track, TraceEvent e) throws IOException {
-        json.beginObject().name("name").value(e.name).name("cat").value(e.kind.category);
-        if (e.kind == TraceEvent.Kind.PROMISE) {
+        json.beginObject().name("name").value(e.name()).name("cat").value(e.kind().category);
+        if (e.kind() == TraceEvent.Kind.PROMISE) {
             json.name("ph").value("i").name("s").value("t");
         } else {
-            json.name("ph").value("X").name("dur").micros(e.end - e.start);
+            json.name("ph").value("X").name("dur").micros(e.end() - e.start());
         }
-        json.name("ts").micros(e.start - trace.origin()).name("pid").value(track.row().pid()).name("tid").value(track.tid());
+        json.name("ts").micros(e.start() - trace.origin()).name("pid").value(track.row().pid()).name("tid").value(track.tid());
         json.name("args").beginObject();
         writeArgs(e);
         json.endObject().endObject();
     }
 
     private void writeArgs(TraceEvent e) throws IOException {
-        switch (e.kind) {
+        switch (e.kind()) {
             case ENQUEUE -> {
-                json.name("op").value(e.id).name("devices").beginArray();
-                for (Object device : (List<?>) e.b) {
+                json.name("op").value(e.id()).name("devices").beginArray();
+                for (Object device : (List<?>) e.b()) {
                     json.value(((Number) device).longValue());
                 }
                 json.endArray();
-                if (e.a instanceof List<?> metas && !metas.isEmpty() && metas.getFirst() instanceof TensorMeta meta) {
+                if (e.a() instanceof List<?> metas && !metas.isEmpty() && metas.getFirst() instanceof TensorMeta meta) {
                     json.name("shape").beginArray();
                     for (long s : meta.shape()) {
                         json.value(s);
                     }
                     json.endArray().name("dtype").value(TorchTensors.dtypeName(meta.dtype()))
-                        .name("placements").value(meta.placements().toString()).name("mesh").value(meta.sharding().mesh().toString());
+                        .name("placements").value(meta.placements().toString())
+                        .name("mesh").value(meta.sharding().mesh().toString());
                 }
             }
-            case DISPATCH -> json.name("op").value(e.id);
-            case KERNEL -> json.name("op").value(e.id).name("device").value(e.count);
-            case COLLECTIVE -> json.name("kind").value(e.a == null ? "completion" : e.a.toString()).name("backend").value(String.valueOf(e.c))
-                .name("bytes").value(e.count).name("group").value(String.valueOf(e.b));
-            case STORE_WAIT -> json.name("key").value(String.valueOf(e.a));
+            case DISPATCH -> json.name("op").value(e.id());
+            case KERNEL -> json.name("op").value(e.id()).name("device").value(e.count());
+            case COLLECTIVE -> json.name("kind").value(e.a() == null ? "completion" : e.a().toString())
+                .name("backend").value(String.valueOf(e.c()))
+                .name("bytes").value(e.count()).name("group").value(String.valueOf(e.b()));
+            case STORE_WAIT -> json.name("key").value(String.valueOf(e.a()));
             case PROMISE -> {
             }
         }
@@ -117,7 +120,7 @@ final class ChromeTraceWriter {
         long flowId = 0;
         for (Trace.Track track : trace.tracks()) {
             for (TraceEvent kernel : track.events()) {
-                Placed enqueue = kernel.kind == TraceEvent.Kind.KERNEL ? enqueues.get(kernel.id) : null;
+                Placed enqueue = kernel.kind() == TraceEvent.Kind.KERNEL ? enqueues.get(kernel.id()) : null;
                 if (enqueue == null) {
                     continue;
                 }
@@ -129,11 +132,11 @@ final class ChromeTraceWriter {
     }
 
     private void flow(String phase, long id, Trace.Track track, TraceEvent at) throws IOException {
-        json.beginObject().name("name").value(at.name).name("cat").value("flow").name("ph").value(phase).name("id").value(id);
+        json.beginObject().name("name").value(at.name()).name("cat").value("flow").name("ph").value(phase).name("id").value(id);
         if (phase.equals("f")) {
             json.name("bp").value("e");
         }
-        json.name("ts").micros(at.start - trace.origin()).name("pid").value(track.row().pid()).name("tid").value(track.tid())
+        json.name("ts").micros(at.start() - trace.origin()).name("pid").value(track.row().pid()).name("tid").value(track.tid())
             .endObject();
     }
 }

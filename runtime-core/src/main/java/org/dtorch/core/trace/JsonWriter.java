@@ -21,27 +21,30 @@ final class JsonWriter {
     }
 
     JsonWriter beginObject() throws IOException {
-        comma();
-        out.write('{');
-        needComma = false;
-        return this;
+        return open('{');
     }
 
     JsonWriter endObject() throws IOException {
-        out.write('}');
-        needComma = true;
-        return this;
+        return close('}');
     }
 
     JsonWriter beginArray() throws IOException {
+        return open('[');
+    }
+
+    JsonWriter endArray() throws IOException {
+        return close(']');
+    }
+
+    private JsonWriter open(char bracket) throws IOException {
         comma();
-        out.write('[');
+        out.write(bracket);
         needComma = false;
         return this;
     }
 
-    JsonWriter endArray() throws IOException {
-        out.write(']');
+    private JsonWriter close(char bracket) throws IOException {
+        out.write(bracket);
         needComma = true;
         return this;
     }

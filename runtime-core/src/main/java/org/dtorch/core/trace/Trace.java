@@ -79,15 +79,15 @@ public final class Trace {
         Map<String, String[]> keys = new LinkedHashMap<>();
         for (Track track : tracks) {
             for (TraceEvent e : track.events()) {
-                if (e.kind == TraceEvent.Kind.PROMISE) {
+                if (e.kind() == TraceEvent.Kind.PROMISE) {
                     continue;
                 }
-                String key = e.kind.category + '\0' + e.name;
-                keys.putIfAbsent(key, new String[] {e.kind.category, e.name});
+                String key = e.kind().category + '\0' + e.name();
+                keys.putIfAbsent(key, new String[] {e.kind().category, e.name()});
                 long[] sum = sums.computeIfAbsent(key, k -> new long[3]);
                 sum[0]++;
-                sum[1] += e.end - e.start;
-                sum[2] += e.kind == TraceEvent.Kind.COLLECTIVE ? e.count : 0;
+                sum[1] += e.end() - e.start();
+                sum[2] += e.kind() == TraceEvent.Kind.COLLECTIVE ? e.count() : 0;
             }
         }
         List<Summary> out = new ArrayList<>();

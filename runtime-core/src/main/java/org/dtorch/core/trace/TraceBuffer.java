@@ -81,8 +81,8 @@ final class TraceBuffer {
         for (Chunk c = head; c != null; c = c.next.getAcquire()) {
             int n = c.count.getAcquire();
             for (int i = 0; i < n; i++) {
-                out.add(new TraceEvent(KINDS[c.kinds[i]], (String) c.refs[4 * i], c.times[2 * i], c.times[2 * i + 1], c.numbers[2 * i],
-                    c.numbers[2 * i + 1], c.refs[4 * i + 1], c.refs[4 * i + 2], c.refs[4 * i + 3]));
+                out.add(new TraceEvent(KINDS[c.kinds[i]], (String) c.refs[4 * i], c.times[2 * i], c.times[2 * i + 1],
+                    c.numbers[2 * i], c.numbers[2 * i + 1], c.refs[4 * i + 1], c.refs[4 * i + 2], c.refs[4 * i + 3]));
             }
         }
     }

@@ -9,7 +9,7 @@ package org.dtorch.core.trace;
  *
  * <p>Thread-safe: immutable.
  */
-final class TraceEvent {
+record TraceEvent(TraceEvent.Kind kind, String name, long start, long end, long id, long count, Object a, Object b, Object c) {
     /** What an event is, and what its fields hold. */
     enum Kind {
         /** Client: an operator enqueued. id: operator id; a: the outputs' {@code TensorMeta}s; b: its devices. */
@@ -18,7 +18,10 @@ final class TraceEvent {
         DISPATCH("controller"),
         /** Worker: a kernel ran. id: operator id; count: the device id. */
         KERNEL("kernel"),
-        /** Worker: a collective. count: bytes this rank contributed; a: {@code CollectiveKind} (null: the completion of an issued one); b: group devices, c: backend. */
+        /**
+         * Worker: a collective. count: bytes this rank contributed; a: {@code CollectiveKind} (null: the completion of an
+         * issued one); b: the group's device ids; c: the backend's name.
+         */
         COLLECTIVE("collective"),
         /** A store wait. a: the store key; name: the call. */
         STORE_WAIT("store"),
@@ -30,27 +33,5 @@ final class TraceEvent {
         Kind(String category) {
             this.category = category;
         }
-    }
-
-    final Kind kind;
-    final String name;
-    final long start;
-    final long end;
-    final long id;
-    final long count;
-    final Object a;
-    final Object b;
-    final Object c;
-
-    TraceEvent(Kind kind, String name, long start, long end, long id, long count, Object a, Object b, Object c) {
-        this.kind = kind;
-        this.name = name;
-        this.start = start;
-        this.end = end;
-        this.id = id;
-        this.count = count;
-        this.a = a;
-        this.b = b;
-        this.c = c;
     }
 }
