@@ -66,6 +66,46 @@ class TracerTest {
     }
 
     @Test
+    void shouldStopWhileThreadsRecordAndExportEveryEventPublishedBeforeIt() throws Exception {
+        int threads = 4;
+        java.util.concurrent.CountDownLatch recording = new java.util.concurrent.CountDownLatch(threads);
+        java.util.concurrent.atomic.AtomicBoolean done = new java.util.concurrent.atomic.AtomicBoolean();
+        long[] recorded = new long[threads];
+        List<Thread> recorders = new ArrayList<>();
+        Tracer.start();
+        for (int t = 0; t < threads; t++) {
+            int index = t;
+            recorders.add(Thread.ofPlatform().name("recorder-" + t).start(() -> {
+                for (long i = 0; !done.get(); i++) {
+                    Tracer.kernel(i, "op", index, Tracer.now());
+                    recorded[index] = i;
+                    if (i == 1500) {
+                        recording.countDown();
+                    }
+                }
+            }));
+        }
+        assertTrue(recording.await(20, java.util.concurrent.TimeUnit.SECONDS), "every recorder passed its first chunk");
+        Trace trace = Tracer.stop();
+        done.set(true);
+        for (Thread t : recorders) {
+            t.join();
+        }
+        // Each recorder's events are a prefix of what it recorded: ids 0, 1, 2, ... without a gap or a torn event.
+        for (Trace.Track track : trace.tracks()) {
+            List<TraceEvent> events = track.events();
+            assertTrue(events.size() > 1500 && events.size() <= recorded[Math.toIntExact(events.getFirst().count())] + 1,
+                track.threadName() + ": " + events.size());
+            for (int i = 0; i < events.size(); i++) {
+                assertEquals(i, events.get(i).id(), track.threadName());
+                assertEquals("op", events.get(i).name());
+                assertTrue(events.get(i).end() >= events.get(i).start());
+            }
+        }
+        assertEquals(threads, trace.tracks().size());
+    }
+
+    @Test
     void shouldRecordNothingWhileOffNorAStartTimeTakenInAnEarlierSession() {
         assertEquals(0, Tracer.now());
         Tracer.storeWait("destGet", "off", Tracer.now());
