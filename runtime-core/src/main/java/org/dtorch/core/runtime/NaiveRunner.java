@@ -114,9 +114,7 @@ final class NaiveRunner {
         List<Tensor> outputs;
         try {
             long started = timeKernels ? System.nanoTime() : 0;
-            long traced = Tracer.now();
-            outputs = kernel.run(ctx, inputs);
-            Tracer.kernel(op.id(), op.spec().name(), deviceId, traced);
+            outputs = runTraced(op, kernel, ctx, inputs);
             if (timeKernels) {
                 PipelineStages.add(PipelineStages.Stage.KERNEL, System.nanoTime() - started, 1);
             }
@@ -134,6 +132,19 @@ final class NaiveRunner {
             return;
         }
         store(op, outputs, inputs);
+    }
+
+    /**
+     * Runs {@code kernel}, traced as one span whether it returns or throws ({@link Tracer#kernel}: host time; a CUDA
+     * device would time the kernel with events on its stream there).
+     */
+    private List<Tensor> runTraced(Operator op, DeviceKernel kernel, KernelContext ctx, List<Tensor> inputs) {
+        long traced = Tracer.now();
+        try {
+            return kernel.run(ctx, inputs);
+        } finally {
+            Tracer.kernel(op.id(), op.spec().name(), deviceId, traced);
+        }
     }
 
     /** The runtime is closing: fails the operator without running it. */

@@ -8,7 +8,7 @@ import java.nio.file.Path;
  * {@link #stop()}, then {@link #export(Path)} the timeline or print the {@link #table()}. The tracer is one per
  * process, so one profiler records at a time.
  *
- * <p>Not thread-safe: one thread starts, stops and exports.
+ * <p>Thread-safe: its methods are serialized (a runtime's {@code close()} may stop it from another thread).
  */
 public final class Profiler {
     private Trace last;
@@ -19,13 +19,13 @@ public final class Profiler {
      *
      * @throws IllegalStateException if this or another profiler of the process already records
      */
-    public void start() {
+    public synchronized void start() {
         Tracer.start();
         recording = true;
     }
 
     /** True between {@link #start()} and {@link #stop()}. */
-    public boolean isRecording() {
+    public synchronized boolean isRecording() {
         return recording;
     }
 
@@ -34,7 +34,7 @@ public final class Profiler {
      *
      * @throws IllegalStateException if this profiler does not record
      */
-    public Trace stop() {
+    public synchronized Trace stop() {
         if (!recording) {
             throw new IllegalStateException("Profiler.stop: this profiler is not recording (call start() first)");
         }
@@ -44,7 +44,7 @@ public final class Profiler {
     }
 
     /** The last trace stopped. @throws IllegalStateException before the first {@link #stop()} */
-    public Trace trace() {
+    public synchronized Trace trace() {
         if (last == null) {
             throw new IllegalStateException("Profiler: no trace yet (start() and stop() first)");
         }
@@ -52,12 +52,12 @@ public final class Profiler {
     }
 
     /** Writes the last trace to {@code path} as Chrome trace event JSON ({@link Trace#writeChromeJson}). */
-    public void export(Path path) throws IOException {
+    public synchronized void export(Path path) throws IOException {
         trace().writeChromeJson(path);
     }
 
     /** The last trace's time per operator and per collective, as a table ({@link Trace#table()}). */
-    public String table() {
+    public synchronized String table() {
         return trace().table();
     }
 }
