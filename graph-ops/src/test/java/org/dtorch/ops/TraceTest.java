@@ -44,7 +44,7 @@ class TraceTest {
     Path dir;
 
     /** A row-sharded [4, 8] of ones times a column-sharded [8, 6] of twos: a partial sum, all-reduced to every device. */
-    private static void runMatmulAndRedistribute(DTorch dt) {
+    static void runMatmulAndRedistribute(DTorch dt) {
         DeviceMesh mesh = dt.defaultMesh();
         DTensor a = dt.ones(new long[] {4, 8}, mesh, Placement.shard(1));
         DTensor b = dt.full(2.0, new long[] {8, 6}, mesh, Placement.shard(0));
@@ -61,6 +61,15 @@ class TraceTest {
         try (DTorch dt = DTorch.init(DTorchOptions.builder().devices(devices).trace(file).build())) {
             runMatmulAndRedistribute(dt);
         }
+        assertTraceOfMatmulAndRedistribute(file, devices);
+    }
+
+    /**
+     * The trace of {@link #runMatmulAndRedistribute} on {@code devices} devices: rows named, a kernel on every device
+     * for every operator, which starts after the operator was enqueued (one clock), the all-reduce's bytes, every
+     * track well nested, and flows that pair up.
+     */
+    static void assertTraceOfMatmulAndRedistribute(Path file, int devices) throws Exception {
         JsonNode root = JSON.readTree(file.toFile());
         List<JsonNode> events = new ArrayList<>();
         root.get("traceEvents").forEach(events::add);
@@ -98,9 +107,11 @@ class TraceTest {
             for (JsonNode device : enqueue.get("args").get("devices")) {
                 expectedKernels++;
                 long d = device.asLong();
-                long found = kernels.stream().filter(k -> k.get("args").get("op").asLong() == op
-                    && k.get("args").get("device").asLong() == d && k.get("pid").asLong() == d + 1).count();
-                assertEquals(1, found, "kernels of " + enqueue.get("name").asText() + " #" + op + " on device " + d);
+                List<JsonNode> found = kernels.stream().filter(k -> k.get("args").get("op").asLong() == op
+                    && k.get("args").get("device").asLong() == d && k.get("pid").asLong() == d + 1).toList();
+                assertEquals(1, found.size(), "kernels of " + enqueue.get("name").asText() + " #" + op + " on device " + d);
+                assertTrue(found.getFirst().get("ts").decimalValue().compareTo(enqueue.get("ts").decimalValue()) > 0,
+                    "the kernel of #" + op + " on device " + d + " starts before its enqueue: " + found.getFirst() + " " + enqueue);
             }
         }
         assertEquals(expectedKernels, kernels.size(), "every kernel belongs to an enqueued operator");

@@ -1,5 +1,7 @@
 package org.dtorch.core.trace;
 
+import java.io.IOException;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -27,10 +29,11 @@ public final class Tracer {
     record Row(int pid, String name) {
     }
 
-    /** One recording: its clock origin and the buffers of the threads that recorded. Thread-safe. */
+    /** One recording: its clock origin, its threads' buffers and other processes' tracks. Thread-safe. */
     static final class Session {
         final long origin = System.nanoTime();
         final ConcurrentLinkedQueue<TraceBuffer> buffers = new ConcurrentLinkedQueue<>();
+        final ConcurrentLinkedQueue<Trace.Track> parts = new ConcurrentLinkedQueue<>();
     }
 
     private static final Row HOST_ROW = new Row(HOST_PID, "host (client, controller)");
@@ -89,7 +92,21 @@ public final class Tracer {
             buffer.drainTo(events);
             tracks.add(new Trace.Track(buffer.row, buffer.tid, buffer.threadName, events));
         }
+        tracks.addAll(s.parts);
         return new Trace(s.origin, tracks);
+    }
+
+    /**
+     * Adds the tracks of a worker process's part ({@link TracePart}) to the open session, their times moved to this
+     * process's clock; nothing when no session is open.
+     *
+     * @throws IOException if the part cannot be read (the session is left as it was)
+     */
+    public static void addPart(Path file) throws IOException {
+        Session s = session;
+        if (s != null) {
+            s.parts.addAll(TracePart.read(file));
+        }
     }
 
     /**
