@@ -173,6 +173,18 @@ class TraceTest {
         }
     }
 
+    @Test
+    void shouldCloseTheRuntimeAndNameThePathWhenTheTraceCannotBeWritten() {
+        Path nowhere = dir.resolve("missing").resolve("trace.json");
+        DTorch dt = DTorch.init(DTorchOptions.builder().devices(2).trace(nowhere).build());
+        runMatmulAndRedistribute(dt);
+        java.io.UncheckedIOException failed = assertThrows(java.io.UncheckedIOException.class, dt::close);
+        assertTrue(failed.getMessage().contains(nowhere.toString()), failed.getMessage());
+        assertFalse(Tracer.enabled(), "the recording was stopped");
+        assertFalse(dt.runtime().graph().isOpen(), "the runtime was closed first");
+        dt.close(); // idempotent: the trace is not written twice
+    }
+
     private static List<JsonNode> spans(List<JsonNode> events, String category) {
         return events.stream().filter(e -> e.get("ph").asText().equals("X") && e.get("cat").asText().equals(category)).toList();
     }
