@@ -22,7 +22,7 @@ import java.util.concurrent.atomic.AtomicReference;
  *                       refs[4i] = name, refs[4i+1] = a, refs[4i+2] = b, refs[4i+3] = c
  * </pre>
  *
- * <p>Thread-safe for one writer (the owning thread) and any number of readers.
+ * <p>Thread-safe for one writer (the owning thread, through its {@link Appender}) and any number of readers.
  */
 final class TraceBuffer {
     private static final int CHUNK = 1024;
@@ -37,43 +37,60 @@ final class TraceBuffer {
         final AtomicReference<Chunk> next = new AtomicReference<>();
     }
 
-    /** The session this buffer belongs to; a thread whose buffer is from an older session registers a new one. */
-    final Tracer.Session session;
     final Tracer.Row row;
     final long tid;
     final String threadName;
     private final Chunk head = new Chunk();
-    /** The chunk being filled; the owning thread's alone. */
-    private Chunk tail = head;
-    private int tailCount;
 
-    TraceBuffer(Tracer.Session session, Tracer.Row row, Thread thread) {
-        this.session = session;
+    TraceBuffer(Tracer.Row row, Thread thread) {
         this.row = row;
         this.tid = thread.threadId();
         this.threadName = thread.getName();
     }
 
-    /** Appends one event (fields as in {@link TraceEvent}); owning thread only. */
-    void add(TraceEvent.Kind kind, String name, long start, long end, long id, long count, Object a, Object b, Object c) {
-        if (tailCount == CHUNK) {
-            Chunk next = new Chunk();
-            tail.next.lazySet(next);
-            tail = next;
-            tailCount = 0;
+    /** The owning thread's end of this buffer, for session {@code session}. */
+    Appender appender(long session) {
+        return new Appender(session, head);
+    }
+
+    /**
+     * The writing end of a buffer, which the owning thread keeps: it holds only the chunk being filled (chunks link
+     * forward), so once the session is over a thread that records no more keeps one chunk alive, not its whole trace.
+     *
+     * <p>Not thread-safe: the owning thread only.
+     */
+    static final class Appender {
+        /** The session it writes for; a thread whose appender is from an older session registers a new buffer. */
+        final long session;
+        private Chunk tail;
+        private int tailCount;
+
+        private Appender(long session, Chunk head) {
+            this.session = session;
+            this.tail = head;
         }
-        Chunk t = tail;
-        int i = tailCount;
-        t.kinds[i] = (byte) kind.ordinal();
-        t.times[2 * i] = start;
-        t.times[2 * i + 1] = end;
-        t.numbers[2 * i] = id;
-        t.numbers[2 * i + 1] = count;
-        t.refs[4 * i] = name;
-        t.refs[4 * i + 1] = a;
-        t.refs[4 * i + 2] = b;
-        t.refs[4 * i + 3] = c;
-        t.count.lazySet(++tailCount);
+
+        /** Appends one event (fields as in {@link TraceEvent}). */
+        void add(TraceEvent.Kind kind, String name, long start, long end, long id, long count, Object a, Object b, Object c) {
+            if (tailCount == CHUNK) {
+                Chunk next = new Chunk();
+                tail.next.lazySet(next);
+                tail = next;
+                tailCount = 0;
+            }
+            Chunk t = tail;
+            int i = tailCount;
+            t.kinds[i] = (byte) kind.ordinal();
+            t.times[2 * i] = start;
+            t.times[2 * i + 1] = end;
+            t.numbers[2 * i] = id;
+            t.numbers[2 * i + 1] = count;
+            t.refs[4 * i] = name;
+            t.refs[4 * i + 1] = a;
+            t.refs[4 * i + 2] = b;
+            t.refs[4 * i + 3] = c;
+            t.count.lazySet(++tailCount);
+        }
     }
 
     /** Adds the events published so far to {@code out}, in recording order; any thread. */

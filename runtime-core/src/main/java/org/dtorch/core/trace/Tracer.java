@@ -31,14 +31,21 @@ public final class Tracer {
 
     /** One recording: its clock origin, its threads' buffers and other processes' tracks. Thread-safe. */
     static final class Session {
+        final long id;
         final long origin = System.nanoTime();
         final ConcurrentLinkedQueue<TraceBuffer> buffers = new ConcurrentLinkedQueue<>();
         final ConcurrentLinkedQueue<Trace.Track> parts = new ConcurrentLinkedQueue<>();
+
+        Session(long id) {
+            this.id = id;
+        }
     }
 
     private static final Row HOST_ROW = new Row(HOST_PID, "host (client, controller)");
     private static final ThreadLocal<Row> ROWS = new ThreadLocal<>();
-    private static final ThreadLocal<TraceBuffer> BUFFERS = new ThreadLocal<>();
+    private static final ThreadLocal<TraceBuffer.Appender> APPENDERS = new ThreadLocal<>();
+    /** Numbers the sessions; guarded by the class's monitor. */
+    private static long sessions;
     /** The open session, or null while off. */
     private static volatile Session session;
 
@@ -72,7 +79,7 @@ public final class Tracer {
         if (session != null) {
             throw new IllegalStateException("Tracer.start: a trace is already being recorded in this process; stop it first");
         }
-        session = new Session();
+        session = new Session(++sessions);
     }
 
     /**
@@ -167,13 +174,14 @@ public final class Tracer {
         if (s == null || start - s.origin < 0) {
             return; // stopped since the start time was taken, or taken in an earlier session
         }
-        TraceBuffer buffer = BUFFERS.get();
-        if (buffer == null || buffer.session != s) {
+        TraceBuffer.Appender appender = APPENDERS.get();
+        if (appender == null || appender.session != s.id) {
             Row row = ROWS.get();
-            buffer = new TraceBuffer(s, row == null ? HOST_ROW : row, Thread.currentThread());
-            BUFFERS.set(buffer);
+            TraceBuffer buffer = new TraceBuffer(row == null ? HOST_ROW : row, Thread.currentThread());
             s.buffers.add(buffer);
+            appender = buffer.appender(s.id);
+            APPENDERS.set(appender);
         }
-        buffer.add(kind, name, start, end, id, count, a, b, c);
+        appender.add(kind, name, start, end, id, count, a, b, c);
     }
 }
