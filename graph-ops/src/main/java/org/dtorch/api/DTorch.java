@@ -31,6 +31,7 @@ import org.dtorch.core.graph.GraphConstructor;
 import org.dtorch.core.graph.OpSpec;
 import org.dtorch.core.graph.Operand;
 import org.dtorch.core.runtime.EagerRuntime;
+import org.dtorch.core.runtime.MemoryStats;
 import org.dtorch.core.runtime.PromiseSpec;
 import org.dtorch.core.trace.Profiler;
 import org.dtorch.core.distributed.RedistributionPlanner;
@@ -381,6 +382,27 @@ public final class DTorch implements AutoCloseable {
     /** Blocks until every device has run everything queued so far, up to the runtime's timeout. */
     public void sync() {
         syncFuture().get();
+    }
+
+    // ---- memory ------------------------------------------------------------------------------------------------
+
+    /**
+     * The memory of device {@code device} (an id of this runtime) once it ran everything queued so far: live and peak
+     * bytes of its tensors, of shared memory and of CUDA memory ({@link MemoryStats}, docs/observability.md). Waits up
+     * to the runtime's timeout.
+     *
+     * @throws IllegalArgumentException if the runtime has no such device
+     */
+    public MemoryStats memoryStats(long device) {
+        return runtime.memoryStats(device);
+    }
+
+    /**
+     * Starts the peaks of {@link #memoryStats} of {@code device} again from the live values and returns the statistics
+     * after that; the shared-memory and CUDA IPC peaks belong to the process, so in thread mode every device's restart.
+     */
+    public MemoryStats resetPeakMemoryStats(long device) {
+        return runtime.resetPeakMemoryStats(device);
     }
 
     // ---- any ATen operator ------------------------------------------------------------------------------

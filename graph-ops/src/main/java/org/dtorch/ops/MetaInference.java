@@ -152,11 +152,6 @@ final class MetaInference {
         }
     }
 
-    private static IllegalArgumentException notTaken(AtenCall call, List<TensorMeta> inputs, RuntimeException e) {
-        return new IllegalArgumentException(call.qualifiedName() + " does not take these inputs " + inputs + ": "
-            + firstLine(String.valueOf(e.getMessage())), e);
-    }
-
     private static String firstLine(String message) {
         int cut = message.indexOf('\n');
         String line = cut < 0 ? message : message.substring(0, cut);

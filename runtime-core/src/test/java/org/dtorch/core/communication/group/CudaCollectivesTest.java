@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.stream.Stream;
+import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.communication.GlobalCommInstanceId;
 import org.dtorch.core.device.Device;
@@ -69,6 +70,32 @@ class CudaCollectivesTest {
                 return all;
             });
             assertEquals(List.of(), failures.stream().flatMap(List::stream).toList(), "world " + world);
+        }
+    }
+
+    @ParameterizedTest(name = "TeleFuser's helpers, same-device on cuda:0, world={0}")
+    @org.junit.jupiter.params.provider.ValueSource(ints = {2, 3})
+    void sameDeviceBackendShouldRunRingUlyssesHaloAndPipelineHelpers(int world) {
+        // Convolutions of integer-valued float32 are compared exactly, so not in TF32 (cuDNN's default).
+        boolean tf32 = torch.globalContext().allowTF32CuDNN();
+        torch.globalContext().setAllowTF32CuDNN(false);
+        try (ThreadGroupManager manager = new ThreadGroupManager(true, GlobalCommInstanceId.next(), Duration.ofSeconds(60))) {
+            List<List<String>> failures = RankThreads.run(world, Duration.ofSeconds(120), rank -> {
+                ThreadGroup group = manager.getThreadGroup(DeviceKind.CUDA, GroupFixtures.ids(world), rank);
+                List<String> all = new ArrayList<>();
+                for (boolean causal : new boolean[] {false, true}) {
+                    all.addAll(RingAttentionTest.equalsFullAttention(group, causal, Device.cuda(0)));
+                }
+                all.addAll(UlyssesCommTest.scatterAndGatherMatch(group, Device.cuda(0)));
+                for (boolean channelsLast : new boolean[] {false, true}) {
+                    all.addAll(HaloExchangeTest.haloedConvolutionsMatch(group, channelsLast, Device.cuda(0)));
+                }
+                all.addAll(PipelineP2PCommTest.bothWaysInOneBatch(new PipelineP2PComm(group), Device.cuda(0)));
+                return all;
+            });
+            assertEquals(List.of(), failures.stream().flatMap(List::stream).toList(), "world " + world);
+        } finally {
+            torch.globalContext().setAllowTF32CuDNN(tf32);
         }
     }
 

@@ -12,8 +12,10 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptional;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.tensor.BalancedSplit;
+import org.dtorch.core.tensor.TorchTensors;
 import org.dtorch.core.testing.RankThreads;
 import org.dtorch.core.testing.TestTensors;
 import org.junit.jupiter.api.Timeout;
@@ -37,32 +39,39 @@ class HaloExchangeTest {
     @CsvSource({"GLOO, 2, false", "GLOO, 3, true", "SAME_DEVICE, 2, true", "SAME_DEVICE, 3, false", "GLOO, 1, true"})
     void shouldGiveEveryRankTheRowsOfItsNeighboursSoThatConvolutionsMatchTorch(Backend backend, int world, boolean channelsLast) {
         try (ThreadGroupManager manager = GroupFixtures.manager(backend, Duration.ofSeconds(20))) {
-            List<List<String>> failures = RankThreads.run(world, rank -> {
-                ThreadGroup group = manager.getThreadGroup(DeviceKind.CPU, GroupFixtures.ids(world), rank);
-                List<String> failed = new ArrayList<>();
-                try (HaloExchange halos = new HaloExchange(group);
-                     Tensor full = TestTensors.pattern(SHAPE, ScalarType.Float, 3, 7, -3);
-                     Tensor shard = ThreadGroupCollectivesTest.shardOf(full, 2, world, rank);
-                     Tensor local = channelsLast ? shard.contiguous(torch.MemoryFormat.ChannelsLast) : shard.clone()) {
-                    // Kernel 5 (halo 2), then kernel 3 (halo 1) twice: the second halo-1 call reuses the buffers.
-                    for (int kernel : new int[] {5, 3, 3}) {
-                        int halo = kernel / 2;
-                        try (Tensor haloed = halos.exchange(local, HEIGHT, halo)) {
-                            checkHaloed(failed, full, haloed, world, rank, halo, channelsLast);
-                            checkConvolution(failed, group, full, haloed, kernel);
-                        }
-                    }
-                    long expected = world == 1 ? 0 : 2;
-                    if (halos.allocations() != expected) {
-                        failed.add("rank " + rank + ": buffers allocated " + halos.allocations() + " times, expected " + expected);
-                    }
-                }
-                return failed;
-            });
+            List<List<String>> failures = RankThreads.run(world,
+                rank -> haloedConvolutionsMatch(manager.getThreadGroup(DeviceKind.CPU, GroupFixtures.ids(world), rank), channelsLast, Device.cpu(0)));
             assertEquals(List.of(), failures.stream().flatMap(List::stream).toList());
             // One batch per exchange on a rank with neighbours; checkConvolution's allGatherCat counts as gathers.
             assertEquals(world == 1 ? 0 : 3L * world, manager.collectiveCounter().count(CollectiveKind.POINT_TO_POINT));
         }
+    }
+
+    /**
+     * One rank's halo exchanges on {@code device} (kernel 5, then kernel 3 twice, so the second halo-1 call reuses the
+     * buffers): every haloed shard and the convolution of the shards against torch on the whole tensor on the CPU.
+     */
+    static List<String> haloedConvolutionsMatch(ThreadGroup group, boolean channelsLast, Device device) {
+        int world = group.getWorldSize();
+        int rank = group.getRank();
+        List<String> failed = new ArrayList<>();
+        try (HaloExchange halos = new HaloExchange(group);
+             Tensor full = TestTensors.pattern(SHAPE, ScalarType.Float, 3, 7, -3);
+             Tensor shard = ThreadGroupCollectivesTest.onDevice(ThreadGroupCollectivesTest.shardOf(full, 2, world, rank), device);
+             Tensor local = channelsLast ? shard.contiguous(torch.MemoryFormat.ChannelsLast) : shard.clone()) {
+            for (int kernel : new int[] {5, 3, 3}) {
+                int halo = kernel / 2;
+                try (Tensor haloed = halos.exchange(local, HEIGHT, halo)) {
+                    checkHaloed(failed, full, haloed, world, rank, halo, channelsLast);
+                    checkConvolution(failed, group, full, haloed, kernel);
+                }
+            }
+            long expected = world == 1 ? 0 : 2;
+            if (halos.allocations() != expected) {
+                failed.add("rank " + rank + ": buffers allocated " + halos.allocations() + " times, expected " + expected);
+            }
+        }
+        return failed;
     }
 
     /** {@code haloed} is rank {@code rank}'s rows of the whole tensor zero-padded by {@code halo}, in the input's format. */
@@ -70,9 +79,10 @@ class HaloExchangeTest {
         String what = "rank " + rank + " halo " + halo;
         long rows = BalancedSplit.size(HEIGHT, world, rank) + 2L * halo;
         try (Tensor padded = torch.constant_pad_nd(full, 0, 0, halo, halo);
-             Tensor expected = padded.narrow(2, BalancedSplit.offset(HEIGHT, world, rank), rows)) {
-            if (!TestTensors.same(expected, haloed)) {
-                failed.add(what + ": " + TestTensors.diff(expected, haloed));
+             Tensor expected = padded.narrow(2, BalancedSplit.offset(HEIGHT, world, rank), rows);
+             Tensor host = TorchTensors.to(haloed, Device.cpu(0))) {
+            if (!TestTensors.same(expected, host)) {
+                failed.add(what + ": " + TestTensors.diff(expected, host));
             }
         }
         boolean isChannelsLast = haloed.is_contiguous(torch.MemoryFormat.ChannelsLast);
@@ -86,12 +96,15 @@ class HaloExchangeTest {
         int pad = kernel / 2;
         long[] stride = {1, 1};
         long[] dilation = {1, 1};
+        Device device = TorchTensors.device(haloed);
         try (Tensor weight = TestTensors.pattern(new long[] {3, 2, kernel, kernel}, ScalarType.Float, 1, 5, -2);
              Tensor bias = TestTensors.pattern(new long[] {3}, ScalarType.Float, 0, 3, 0);
              TensorOptional biasOpt = new TensorOptional(bias);
              Tensor expected = torch.conv2d(full, weight, biasOpt, stride, new long[] {pad, pad}, dilation, 1);
-             Tensor local = torch.conv2d(haloed, weight, biasOpt, stride, new long[] {0, pad}, dilation, 1);
-             Tensor gathered = group.allGatherCat(local, 2)) {
+             Tensor deviceWeight = TorchTensors.to(weight, device); Tensor deviceBias = TorchTensors.to(bias, device);
+             TensorOptional deviceBiasOpt = new TensorOptional(deviceBias);
+             Tensor local = torch.conv2d(haloed, deviceWeight, deviceBiasOpt, stride, new long[] {0, pad}, dilation, 1);
+             Tensor gatheredOnDevice = group.allGatherCat(local, 2); Tensor gathered = TorchTensors.to(gatheredOnDevice, Device.cpu(0))) {
             if (!TestTensors.same(expected, gathered)) {
                 failed.add("rank " + group.getRank() + " conv2d kernel " + kernel + ": " + TestTensors.diff(expected, gathered));
             }

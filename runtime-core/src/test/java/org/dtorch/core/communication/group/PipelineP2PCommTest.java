@@ -11,6 +11,7 @@ import java.util.function.Function;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.distributed.ParallelConfig;
 import org.dtorch.core.testing.RankThreads;
@@ -67,24 +68,28 @@ class PipelineP2PCommTest {
     @ParameterizedTest(name = "{0} stages={1}")
     @CsvSource({"GLOO, 2", "GLOO, 3", "SAME_DEVICE, 2", "SAME_DEVICE, 3"})
     void shouldSendAndReceiveBothWaysInOneBatch(Backend backend, int stages) {
-        runStages(backend, stages, 2L * (stages - 1), pipe -> {
-            int stage = pipe.stage();
-            List<String> failed = new ArrayList<>();
-            // Stage s sends the activation input + s forward and the gradient input - 10 s backward.
-            try (Tensor input = TestTensors.pattern(SHAPE, ScalarType.Float, 0, 11, 0);
-                 Tensor activation = input.add(new Scalar(stage)); Tensor gradient = input.sub(new Scalar(10L * stage));
-                 Tensor fromPrevious = TestTensors.full(-1f, SHAPE); Tensor fromNext = TestTensors.full(-1f, SHAPE)) {
-                if (!pipe.isFirstStage()) {
-                    pipe.sendBackwardRecvForward(gradient, fromPrevious);
-                    expect(failed, "stage " + stage + " sendBackwardRecvForward", input, stage - 1, fromPrevious);
-                }
-                if (!pipe.isLastStage()) {
-                    pipe.sendForwardRecvBackward(activation, fromNext);
-                    expect(failed, "stage " + stage + " sendForwardRecvBackward", input, -10L * (stage + 1), fromNext);
-                }
+        runStages(backend, stages, 2L * (stages - 1), pipe -> bothWaysInOneBatch(pipe, Device.cpu(0)));
+    }
+
+    /** One stage's exchange in both directions in one batch, on {@code device}; the mismatches found. */
+    static List<String> bothWaysInOneBatch(PipelineP2PComm pipe, Device device) {
+        int stage = pipe.stage();
+        List<String> failed = new ArrayList<>();
+        // Stage s sends the activation input + s forward and the gradient input - 10 s backward.
+        try (Tensor input = ThreadGroupCollectivesTest.onDevice(TestTensors.pattern(SHAPE, ScalarType.Float, 0, 11, 0), device);
+             Tensor activation = input.add(new Scalar(stage)); Tensor gradient = input.sub(new Scalar(10L * stage));
+             Tensor fromPrevious = ThreadGroupCollectivesTest.onDevice(TestTensors.full(-1f, SHAPE), device);
+             Tensor fromNext = ThreadGroupCollectivesTest.onDevice(TestTensors.full(-1f, SHAPE), device)) {
+            if (!pipe.isFirstStage()) {
+                pipe.sendBackwardRecvForward(gradient, fromPrevious);
+                expect(failed, "stage " + stage + " sendBackwardRecvForward", input, stage - 1, fromPrevious);
             }
-            return failed;
-        });
+            if (!pipe.isLastStage()) {
+                pipe.sendForwardRecvBackward(activation, fromNext);
+                expect(failed, "stage " + stage + " sendForwardRecvBackward", input, -10L * (stage + 1), fromNext);
+            }
+        }
+        return failed;
     }
 
     @ParameterizedTest(name = "{0}")

@@ -14,8 +14,10 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptional;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.distributed.ParallelConfig;
+import org.dtorch.core.tensor.TorchTensors;
 import org.dtorch.core.testing.RankThreads;
 import org.dtorch.core.testing.TestTensors;
 import org.junit.jupiter.api.Timeout;
@@ -44,40 +46,48 @@ class RingAttentionTest {
     @CsvSource({"GLOO, 2, false", "GLOO, 2, true", "GLOO, 4, false", "GLOO, 4, true",
         "SAME_DEVICE, 2, false", "SAME_DEVICE, 2, true", "SAME_DEVICE, 4, false", "SAME_DEVICE, 4, true", "GLOO, 1, true"})
     void shouldEqualFullAttention(Backend backend, int world, boolean causal) {
-        // Non-causal: a key block shorter than the query block and values wider than the keys.
+        try (ThreadGroupManager manager = GroupFixtures.manager(backend, Duration.ofSeconds(20))) {
+            List<List<String>> failures = RankThreads.run(world, Duration.ofSeconds(60),
+                rank -> equalsFullAttention(manager.getThreadGroup(DeviceKind.CPU, GroupFixtures.ids(world), rank), causal, Device.cpu(0)));
+            assertEquals(List.of(), failures.stream().flatMap(List::stream).toList());
+            // One batch per rotation step and rank, two calls.
+            assertEquals(2L * world * (world - 1), manager.collectiveCounter().count(CollectiveKind.POINT_TO_POINT));
+        }
+    }
+
+    /**
+     * One rank's ring attention on {@code device}, called twice on one {@link RingAttention} (the second call reuses the
+     * receive buffers), against its rows of torch's attention of the whole sequence on the CPU; the failures found.
+     * Non-causal: a key block shorter than the query block and values wider than the keys.
+     */
+    static List<String> equalsFullAttention(ThreadGroup group, boolean causal, Device device) {
+        int world = group.getWorldSize();
+        int rank = group.getRank();
         long seq = 3;
         long keySeq = causal ? seq : 2;
         long[] qShape = {2, 2, seq * world, 4};
         long[] kShape = {2, 2, keySeq * world, 4};
         long[] vShape = {2, 2, keySeq * world, causal ? 4 : 5};
-        try (ThreadGroupManager manager = GroupFixtures.manager(backend, Duration.ofSeconds(20))) {
-            List<List<String>> failures = RankThreads.run(world, Duration.ofSeconds(60), rank -> {
-                List<String> failed = new ArrayList<>();
-                try (RingAttention attention = new RingAttention(manager.getThreadGroup(DeviceKind.CPU, GroupFixtures.ids(world), rank));
-                     Tensor q = values(qShape, 0, 97); Tensor k = values(kShape, 5, 89); Tensor v = values(vShape, 11, 83);
-                     Tensor full = torch.scaled_dot_product_attention(q, k, v, new TensorOptional(), 0.0, causal, new DoubleOptional(), false);
-                     Tensor expected = ThreadGroupCollectivesTest.shardOf(full, 2, world, rank);
-                     Tensor localQ = ThreadGroupCollectivesTest.shardOf(q, 2, world, rank);
-                     Tensor localK = ThreadGroupCollectivesTest.shardOf(k, 2, world, rank);
-                     Tensor localV = ThreadGroupCollectivesTest.shardOf(v, 2, world, rank)) {
-                    // Twice: the second call reuses the receive buffers of the first.
-                    for (int call = 0; call < 2; call++) {
-                        try (Tensor out = attention.forward(localQ, localK, localV, causal); Tensor diff = out.sub(expected);
-                             Tensor abs = diff.abs(); Tensor max = abs.max()) {
-                            if (!java.util.Arrays.equals(expected.sizes().vec().get(), out.sizes().vec().get())
-                                || !out.allclose(expected, RTOL, ATOL, false)) {
-                                failed.add("rank " + rank + " call " + call + ": max |diff| " + max.item_double() + "\n"
-                                    + TestTensors.diff(expected, out));
-                            }
-                        }
+        List<String> failed = new ArrayList<>();
+        try (RingAttention attention = new RingAttention(group);
+             Tensor q = values(qShape, 0, 97); Tensor k = values(kShape, 5, 89); Tensor v = values(vShape, 11, 83);
+             Tensor full = torch.scaled_dot_product_attention(q, k, v, new TensorOptional(), 0.0, causal, new DoubleOptional(), false);
+             Tensor expected = ThreadGroupCollectivesTest.shardOf(full, 2, world, rank);
+             Tensor localQ = ThreadGroupCollectivesTest.onDevice(ThreadGroupCollectivesTest.shardOf(q, 2, world, rank), device);
+             Tensor localK = ThreadGroupCollectivesTest.onDevice(ThreadGroupCollectivesTest.shardOf(k, 2, world, rank), device);
+             Tensor localV = ThreadGroupCollectivesTest.onDevice(ThreadGroupCollectivesTest.shardOf(v, 2, world, rank), device)) {
+            for (int call = 0; call < 2; call++) {
+                try (Tensor onDevice = attention.forward(localQ, localK, localV, causal); Tensor out = TorchTensors.to(onDevice, Device.cpu(0));
+                     Tensor diff = out.sub(expected); Tensor abs = diff.abs(); Tensor max = abs.max()) {
+                    if (!java.util.Arrays.equals(expected.sizes().vec().get(), out.sizes().vec().get())
+                        || !out.allclose(expected, RTOL, ATOL, false)) {
+                        failed.add("rank " + rank + " call " + call + ": max |diff| " + max.item_double() + "\n"
+                            + TestTensors.diff(expected, out));
                     }
                 }
-                return failed;
-            });
-            assertEquals(List.of(), failures.stream().flatMap(List::stream).toList());
-            // One batch per rotation step and rank, two calls.
-            assertEquals(2L * world * (world - 1), manager.collectiveCounter().count(CollectiveKind.POINT_TO_POINT));
+            }
         }
+        return failed;
     }
 
     @ParameterizedTest(name = "{0}")

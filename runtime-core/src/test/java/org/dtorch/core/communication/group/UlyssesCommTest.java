@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.distributed.ParallelConfig;
 import org.dtorch.core.testing.RankThreads;
@@ -29,35 +30,42 @@ class UlyssesCommTest {
     @ParameterizedTest(name = "{0} world={1}")
     @CsvSource({"GLOO, 2", "GLOO, 4", "SAME_DEVICE, 2", "SAME_DEVICE, 4", "GLOO, 1"})
     void shouldScatterHeadsAndGatherThemBack(Backend backend, int world) {
-        long seq = 2L * world;
-        long heads = 2L * world;
-        long[] shape = {BATCH, seq, heads, HEAD_DIM};
         try (ThreadGroupManager manager = GroupFixtures.manager(backend, Duration.ofSeconds(30))) {
-            List<List<String>> failures = RankThreads.run(world, Duration.ofSeconds(60), rank -> {
-                UlyssesComm comm = new UlyssesComm(manager.getThreadGroup(DeviceKind.CPU, GroupFixtures.ids(world), rank));
-                List<String> failed = new ArrayList<>();
-                try (Tensor q = TestTensors.pattern(shape, ScalarType.Float, 0, 97, 0);
-                     Tensor k = TestTensors.pattern(shape, ScalarType.Float, 5, 89, 1);
-                     Tensor v = TestTensors.pattern(shape, ScalarType.Float, 11, 83, 2);
-                     Tensor localQ = ThreadGroupCollectivesTest.shardOf(q, 1, world, rank);
-                     Tensor localK = ThreadGroupCollectivesTest.shardOf(k, 1, world, rank);
-                     Tensor localV = ThreadGroupCollectivesTest.shardOf(v, 1, world, rank);
-                     Tensor expectedQ = ThreadGroupCollectivesTest.shardOf(q, 2, world, rank);
-                     Tensor expectedK = ThreadGroupCollectivesTest.shardOf(k, 2, world, rank);
-                     Tensor expectedV = ThreadGroupCollectivesTest.shardOf(v, 2, world, rank);
-                     Tensor scattered = comm.ulyssesScatterHeads(localQ);
-                     Tensor back = comm.ulyssesGatherHeads(scattered);
-                     UlyssesComm.HeadShards qkv = comm.scatterHeads(localQ, localK, localV)) {
-                    expectSame(failed, "ulyssesScatterHeads(q)", expectedQ, scattered);
-                    expectSame(failed, "ulyssesGatherHeads(scattered q)", localQ, back);
-                    expectSame(failed, "scatterHeads q", expectedQ, qkv.q());
-                    expectSame(failed, "scatterHeads k", expectedK, qkv.k());
-                    expectSame(failed, "scatterHeads v", expectedV, qkv.v());
-                }
-                return failed;
-            });
+            List<List<String>> failures = RankThreads.run(world, Duration.ofSeconds(60),
+                rank -> scatterAndGatherMatch(manager.getThreadGroup(DeviceKind.CPU, GroupFixtures.ids(world), rank), Device.cpu(0)));
             assertEquals(List.of(), failures.stream().flatMap(List::stream).toList());
         }
+    }
+
+    /**
+     * One rank's Ulysses exchanges on {@code device} (2 heads and 2 sequence rows per rank): scatter equals the heads
+     * slice of the whole sequence, gather of the scatter is the input, the packed Q/K/V equal each one's reshuffle.
+     */
+    static List<String> scatterAndGatherMatch(ThreadGroup group, Device device) {
+        int world = group.getWorldSize();
+        int rank = group.getRank();
+        long[] shape = {BATCH, 2L * world, 2L * world, HEAD_DIM};
+        UlyssesComm comm = new UlyssesComm(group);
+        List<String> failed = new ArrayList<>();
+        try (Tensor q = TestTensors.pattern(shape, ScalarType.Float, 0, 97, 0);
+             Tensor k = TestTensors.pattern(shape, ScalarType.Float, 5, 89, 1);
+             Tensor v = TestTensors.pattern(shape, ScalarType.Float, 11, 83, 2);
+             Tensor localQ = ThreadGroupCollectivesTest.onDevice(ThreadGroupCollectivesTest.shardOf(q, 1, world, rank), device);
+             Tensor localK = ThreadGroupCollectivesTest.onDevice(ThreadGroupCollectivesTest.shardOf(k, 1, world, rank), device);
+             Tensor localV = ThreadGroupCollectivesTest.onDevice(ThreadGroupCollectivesTest.shardOf(v, 1, world, rank), device);
+             Tensor expectedQ = ThreadGroupCollectivesTest.onDevice(ThreadGroupCollectivesTest.shardOf(q, 2, world, rank), device);
+             Tensor expectedK = ThreadGroupCollectivesTest.onDevice(ThreadGroupCollectivesTest.shardOf(k, 2, world, rank), device);
+             Tensor expectedV = ThreadGroupCollectivesTest.onDevice(ThreadGroupCollectivesTest.shardOf(v, 2, world, rank), device);
+             Tensor scattered = comm.ulyssesScatterHeads(localQ);
+             Tensor back = comm.ulyssesGatherHeads(scattered);
+             UlyssesComm.HeadShards qkv = comm.scatterHeads(localQ, localK, localV)) {
+            expectSame(failed, "ulyssesScatterHeads(q)", expectedQ, scattered);
+            expectSame(failed, "ulyssesGatherHeads(scattered q)", localQ, back);
+            expectSame(failed, "scatterHeads q", expectedQ, qkv.q());
+            expectSame(failed, "scatterHeads k", expectedK, qkv.k());
+            expectSame(failed, "scatterHeads v", expectedV, qkv.v());
+        }
+        return failed;
     }
 
     @ParameterizedTest(name = "{0}")
