@@ -1,5 +1,8 @@
 package org.dtorch.api;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -30,6 +33,7 @@ import org.dtorch.core.graph.Operand;
 import org.dtorch.core.runtime.EagerRuntime;
 import org.dtorch.core.runtime.MemoryStats;
 import org.dtorch.core.runtime.PromiseSpec;
+import org.dtorch.core.trace.Profiler;
 import org.dtorch.core.distributed.RedistributionPlanner;
 import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.ops.AtenSpec;
@@ -60,14 +64,28 @@ import org.dtorch.ops.Shapes;
 public final class DTorch implements AutoCloseable {
     private final EagerRuntime runtime;
     private final DeviceMesh defaultMesh;
+    private final Profiler profiler = new Profiler();
+    /** Where {@link #close()} writes the trace, or null; set to null once written. */
+    private Path tracePath;
 
     private DTorch(DTorchOptions options) {
-        this.runtime = EagerRuntime.start(options.runtime());
+        this.tracePath = options.trace().orElse(null);
+        if (tracePath != null) {
+            profiler.start();
+        }
         DeviceMesh mesh;
         try {
-            mesh = DeviceMesh.initDeviceMesh(options.runtime().deviceKind(), options.meshShape(), options.meshDimNames());
+            this.runtime = EagerRuntime.start(options.runtime());
+            try {
+                mesh = DeviceMesh.initDeviceMesh(options.runtime().deviceKind(), options.meshShape(), options.meshDimNames());
+            } catch (RuntimeException e) {
+                runtime.close();
+                throw e;
+            }
         } catch (RuntimeException e) {
-            runtime.close();
+            if (profiler.isRecording()) {
+                profiler.stop();
+            }
             throw e;
         }
         this.defaultMesh = mesh;
@@ -527,6 +545,33 @@ public final class DTorch implements AutoCloseable {
     @Override
     public void close() {
         runtime.close();
+        writeTrace();
+    }
+
+    /**
+     * The profiler of this runtime: {@code start()}, run, {@code stop()}, then {@code export(path)} or {@code table()}
+     * (docs/observability.md). It records the whole process, and one profiler records at a time. With
+     * {@link DTorchOptions.Builder#trace} it is already recording, until {@link #close()}.
+     */
+    public Profiler profiler() {
+        return profiler;
+    }
+
+    /** Stops the recording {@link DTorchOptions.Builder#trace} started, once, and writes it. */
+    private synchronized void writeTrace() {
+        Path path = tracePath;
+        if (path == null) {
+            return;
+        }
+        tracePath = null;
+        if (profiler.isRecording()) {
+            profiler.stop();
+        }
+        try {
+            profiler.export(path);
+        } catch (IOException e) {
+            throw new UncheckedIOException("DTorch.close: cannot write the trace to " + path + ": " + e.getMessage(), e);
+        }
     }
 
     /** The device kind of this runtime. */

@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
+import org.dtorch.core.trace.Tracer;
 
 /**
  * The client's side of the pipeline: turns a call into an {@link Operator} with inferred outputs and sends
@@ -34,6 +35,7 @@ public final class GraphConstructor {
      */
     public List<Operand> add(OpSpec spec, List<Operand> inputs) {
         long started = PipelineStages.start();
+        long traced = Tracer.now();
         ensureOpen(spec.name());
         List<TensorMeta> metas = new ArrayList<>(inputs.size());
         for (Operand input : inputs) {
@@ -58,6 +60,7 @@ public final class GraphConstructor {
             return rejectedOutputs(outputs, rejected);
         }
         PipelineStages.end(PipelineStages.Stage.CLIENT_ADD, started);
+        Tracer.enqueue(op.id(), spec.name(), outputMetas, op.devices(), traced);
         return outputs;
     }
 
