@@ -495,6 +495,12 @@ public final class PyBridge {
         runtime.sync();
     }
 
+    /** Writes the operators issued since the runtime started or the last dump as Graphviz DOT ({@link DTorch#dumpGraph}). */
+    @HostAccess.Export
+    public void dumpGraph(String path) {
+        runtime.dumpGraph(java.nio.file.Path.of(path));
+    }
+
     /** The JVM's monotonic clock, in nanoseconds (for measuring from Python against Java). */
     @HostAccess.Export
     public long nanoTime() {
