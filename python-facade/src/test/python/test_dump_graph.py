@@ -10,19 +10,15 @@ import dtorch
 from dtorch import Shard, Replicate
 from _testing import raises, run
 
-# A quoted string may hold \" \\ and \n escapes and no raw quote or newline.
-_TOKEN = re.compile(r'\s+|//[^\n]*\n|"(?:[^"\\\n]|\\["\\n])*"|->|[{}\[\]=;,]|[A-Za-z_][A-Za-z_0-9]*')
+# Comments, quoted strings (whose only escapes are \" \\ and \n, no raw quote or newline), arrows, punctuation, ids.
+_TOKEN = re.compile(r'\s+|//[^\n]*\n|"(?:[^"\\\n]|\\["\\n])*"|->|[{}\[\]=;,]|\w+')
 
 
 def check_dot(text):
     """The node ids of a DOT digraph in the dump's subset, in order; AssertionError naming the first problem."""
-    tokens, at = [], 0
-    while at < len(text):
-        m = _TOKEN.match(text, at)
-        assert m, "cannot read the DOT text at %r (a raw quote or a bad escape?)" % text[at:at + 30]
-        if not m.group().isspace() and not m.group().startswith("//"):
-            tokens.append(m.group())
-        at = m.end()
+    pieces = _TOKEN.findall(text)
+    assert sum(map(len, pieces)) == len(text), "unreadable DOT text (a raw quote or a bad escape?)"
+    tokens = [p for p in pieces if not p.isspace() and not p.startswith("//")]
     assert tokens[:3] == ["digraph", "dtorch", "{"], "not a digraph: %r" % tokens[:3]
     nodes, i = [], 3
     try:
@@ -36,8 +32,8 @@ def check_dot(text):
                 nodes.append(first)
             if tokens[i] == "[":
                 end = tokens.index("]", i)
-                pairs = " ".join(tokens[i + 1:end]).split(" , ")
-                assert all(re.fullmatch(r'\w+ = (\w+|".*")', p) for p in pairs), "bad attributes %r" % pairs
+                attributes = tokens[i + 1:end]  # name = value, name = value
+                assert attributes[1::4] == ["="] * len(attributes[1::4]) and set(attributes[3::4]) <= {","}, attributes
                 i = end + 1
             assert tokens[i] == ";", "expected ; after a statement, got %r" % tokens[i]
             i += 1
@@ -54,23 +50,15 @@ HEADER = ("// The logical graph of a DTorch program: the %d operators added sinc
           "  edge [fontname=\"monospace\"];\n")
 
 
-def dump(directory, name):
-    path = os.path.join(directory, name)
-    dtorch.dump_graph(path)
-    with open(path) as f:
-        text = f.read()
-    check_dot(text)
-    return text
-
-
 def test_dump_graph_shows_placements_on_edges_and_the_plan_of_a_redistribute():
-    directory = tempfile.mkdtemp()
-    dump(directory, "before.dot")  # nothing ran before in this script's runtime; the window starts here anyway
     pair = dtorch.DeviceMesh("cpu", [0, 1])
     a = dtorch.ones(4, 3, device_mesh=pair, placements=[Shard(0)])
     b = dtorch.ones(3, 4, device_mesh=pair, placements=[Replicate()])
     total = (a @ b).redistribute(pair, [Replicate()]).sum()
-    text = dump(directory, "program.dot")
+    path = os.path.join(tempfile.mkdtemp(), "program.dot")
+    dtorch.dump_graph(path)  # the operators since the runtime started: this script's runtime ran nothing before
+    with open(path) as f:
+        text = f.read()
     assert text == (HEADER % 5
                     + '  op1 [label="ones#1\\nfloat32[4, 3]\\nDeviceMesh(cpu, [0, 1])"];\n'
                     + '  op2 [label="ones#2\\nfloat32[3, 4]\\nDeviceMesh(cpu, [0, 1])"];\n'
@@ -85,9 +73,12 @@ def test_dump_graph_shows_placements_on_edges_and_the_plan_of_a_redistribute():
                     + '}\n'), text
     assert check_dot(text) == ["op1", "op2", "op3", "op4", "op5"]
     assert total.to_torch().item() == 48.0
+    dtorch.dump_graph(path)  # a new window: what to_torch() added
+    with open(path) as f:
+        later = f.read()
+    assert later.startswith(HEADER % 2) and '  op6 -> op7 [label="R"];\n' in later, later
     raises(AssertionError, check_dot, text.replace("\\nS(0)->R", '"S(0)->R'), contains="raw quote")
     raises(AssertionError, check_dot, text.replace("op4 -> op5", "op4 -> op9"), contains="undeclared")
-    raises(AssertionError, check_dot, text[:-2], contains="closing brace")
 
 
 run(globals())
