@@ -26,6 +26,8 @@ public final class GraphHistory {
     /**
      * One operator as the client added it.
      *
+     * <p>Thread-safe: immutable (operands are).
+     *
      * @param id      the operator's id ({@link Operator#id()})
      * @param name    its name ({@link OpSpec#name()})
      * @param inputs  the operands it reads
@@ -44,6 +46,8 @@ public final class GraphHistory {
 
     /**
      * What a {@link #drain} returns.
+     *
+     * <p>Thread-safe: immutable.
      *
      * @param operators the operators kept, oldest first (topological order)
      * @param dropped   how many older operators of the window were overwritten
