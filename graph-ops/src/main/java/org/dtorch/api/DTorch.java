@@ -34,6 +34,7 @@ import org.dtorch.core.graph.GraphHistory;
 import org.dtorch.core.graph.OpSpec;
 import org.dtorch.core.graph.Operand;
 import org.dtorch.core.runtime.EagerRuntime;
+import org.dtorch.core.runtime.MemoryStats;
 import org.dtorch.core.runtime.PromiseSpec;
 import org.dtorch.core.distributed.RedistributionPlanner;
 import org.dtorch.core.graph.TensorMeta;
@@ -387,6 +388,27 @@ public final class DTorch implements AutoCloseable {
         } catch (IOException e) {
             throw new UncheckedIOException("dumpGraph: cannot write " + path + ": " + e.getMessage(), e);
         }
+    }
+
+    // ---- memory ------------------------------------------------------------------------------------------------
+
+    /**
+     * The memory of device {@code device} (an id of this runtime) once it ran everything queued so far: live and peak
+     * bytes of its tensors, of shared memory and of CUDA memory ({@link MemoryStats}, docs/observability.md). Waits up
+     * to the runtime's timeout.
+     *
+     * @throws IllegalArgumentException if the runtime has no such device
+     */
+    public MemoryStats memoryStats(long device) {
+        return runtime.memoryStats(device);
+    }
+
+    /**
+     * Starts the peaks of {@link #memoryStats} of {@code device} again from the live values and returns the statistics
+     * after that; the shared-memory and CUDA IPC peaks belong to the process, so in thread mode every device's restart.
+     */
+    public MemoryStats resetPeakMemoryStats(long device) {
+        return runtime.resetPeakMemoryStats(device);
     }
 
     // ---- any ATen operator ------------------------------------------------------------------------------

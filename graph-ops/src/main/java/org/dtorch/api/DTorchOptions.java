@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Objects;
 import org.dtorch.core.communication.CommOptions;
 import org.dtorch.core.device.DeviceKind;
+import org.dtorch.core.runtime.MemoryWatch;
 import org.dtorch.core.runtime.RuntimeOptions;
 
 /**
@@ -21,7 +22,8 @@ public final class DTorchOptions {
     private final List<String> meshDimNames;
 
     private DTorchOptions(Builder b) {
-        this.runtime = new RuntimeOptions(b.kind, b.devices, b.sameDevice, b.perDevicePerProcess, b.timeout, b.shutdownTimeout);
+        this.runtime = new RuntimeOptions(b.kind, b.devices, b.sameDevice, b.perDevicePerProcess, b.timeout, b.shutdownTimeout,
+            b.memoryWatch);
         this.meshShape = b.meshShape == null ? new int[] {b.devices} : b.meshShape.clone();
         this.meshDimNames = List.copyOf(b.meshDimNames);
         long count = 1;
@@ -71,6 +73,7 @@ public final class DTorchOptions {
         private boolean perDevicePerProcess;
         private Duration timeout = CommOptions.global().timeout();
         private Duration shutdownTimeout = RuntimeOptions.DEFAULT_SHUTDOWN_TIMEOUT;
+        private MemoryWatch memoryWatch = MemoryWatch.DEFAULTS;
         private int[] meshShape;
         private List<String> meshDimNames = List.of();
 
@@ -138,6 +141,18 @@ public final class DTorchOptions {
          */
         public Builder shutdownTimeout(Duration value) {
             this.shutdownTimeout = Objects.requireNonNull(value, "shutdownTimeout: value is null");
+            return this;
+        }
+
+        /**
+         * When a device warns, once, that the bytes of its tensors grow without bound: after they rose at each of
+         * {@code syncs} consecutive {@code sync()}s and reached {@code floorBytes} ({@link MemoryWatch}); default 10
+         * syncs and 1 GiB, {@code syncs} 0 never warns.
+         *
+         * @throws IllegalArgumentException if {@code syncs} or {@code floorBytes} is negative
+         */
+        public Builder memoryGrowthWarning(int syncs, long floorBytes) {
+            this.memoryWatch = new MemoryWatch(syncs, floorBytes);
             return this;
         }
 

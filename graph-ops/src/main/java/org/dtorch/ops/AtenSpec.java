@@ -17,7 +17,8 @@ import org.dtorch.ops.aten.AtenCall;
 
 /**
  * Any ATen operator on distributed tensors: each device runs the call ({@link AtenCall}) on its local shards through
- * libtorch's dispatcher, with no communication. The output shapes and dtypes are the operator's own, inferred on meta
+ * libtorch's dispatcher, with no communication (except where the strategy's own kernel exchanges halo rows: a
+ * height-sharded convolution, {@link HaloConvolution}). The output shapes and dtypes are the operator's own, inferred on meta
  * tensors ({@link MetaInference}); the placements come from the operator's {@link ShardingStrategy}, which also says
  * which input placements this works for. The inputs must already have them: {@link org.dtorch.api.DTorch#aten} moves
  * them there first, and {@link #inferOutputs} refuses others, listing what the strategy accepts.
@@ -112,6 +113,12 @@ public final class AtenSpec implements OpSpec {
     public DeviceKernel kernel(Operator op, long deviceId) {
         DeviceKernel own = strategy.kernel(call, op, deviceId);
         return own != null ? own : kernel;
+    }
+
+    /** True where the strategy's kernels may communicate (a convolution's halo exchange). */
+    @Override
+    public boolean communicates() {
+        return strategy.communicates(call);
     }
 
     @Override

@@ -6,6 +6,9 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Set;
 import org.dtorch.core.distributed.Placement;
+import org.dtorch.core.graph.DeviceKernel;
+import org.dtorch.core.graph.Operand;
+import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.ops.aten.AtenCall;
 
@@ -17,6 +20,9 @@ import org.dtorch.ops.aten.AtenCall;
  * that the inputs' placements select:
  * <ul>
  *   <li>batch: input {@code S(0)} (batched) stays; weight and bias {@code R}; the output is {@code S(0)};</li>
+ *   <li>height (2-D, where the output height is the input's): input {@code S(2)} on one mesh dimension stays, weight and
+ *       bias {@code R}; each device exchanges halo rows with its neighbours ({@link HaloConvolution}); the output is
+ *       {@code S(2)};</li>
  *   <li>output channels ({@code groups == 1}): weight sharded on its output-channel dimension stays, bias {@code S(0)},
  *       input {@code R}; the output is sharded on its channel dimension;</li>
  *   <li>input channels ({@code groups == 1}, no bias): input sharded on its channel dimension, or weight on its
@@ -24,7 +30,7 @@ import org.dtorch.ops.aten.AtenCall;
  *       {@code P(sum)}. With a bias the sum would count the bias once per device, so that case gathers instead;</li>
  *   <li>partial sums (no bias): a {@code P(sum)} input with an {@code R} weight, or the reverse, stays: a convolution
  *       without bias is linear in each of them;</li>
- *   <li>otherwise everything {@code R}: spatial shards are gathered (no halo exchange).</li>
+ *   <li>otherwise everything {@code R}: other spatial shards are gathered.</li>
  * </ul>
  * libtorch has no meta kernel for convolutions ({@code convolution_overrideable} on the meta device), so the output
  * shape is the convolution's formula ({@link #outputShape}), which checks what libtorch would; the dtype comes from a
@@ -49,7 +55,8 @@ final class ConvolutionStrategy implements ShardingStrategy {
 
     @Override
     public String legal() {
-        return "per mesh dimension: R for all inputs; input S(0) (batch) with weight and bias R; weight S on its output-channel "
+        return "per mesh dimension: R for all inputs; input S(0) (batch) with weight and bias R; input S(2) (height, 2-D, stride 1, "
+            + "padding = dilation * (kernel - 1) / 2 in height, on one mesh dimension) with weight and bias R; weight S on its output-channel "
             + "dimension with bias S(0) and input R (groups=1); input S on its channel dimension with weight S on its input-channel "
             + "dimension, without bias (groups=1; gives P(sum)); input or weight P(sum) with the other R, without bias";
     }
@@ -85,9 +92,13 @@ final class ConvolutionStrategy implements ShardingStrategy {
         int w = names.indexOf("weight");
         int b = names.indexOf("bias");
         Object groups = call.constant("groups");
-        boolean transposed = call.overload().name().startsWith("conv_transpose") || Boolean.TRUE.equals(call.constant("transposed"));
-        return new Conv(inputs.get(x), inputs.get(w), b < 0 ? null : inputs.get(b), x, w, b, transposed,
+        return new Conv(inputs.get(x), inputs.get(w), b < 0 ? null : inputs.get(b), x, w, b, transposed(call),
             groups == null ? 1 : ((Number) groups).longValue());
+    }
+
+    /** True for a transposed convolution: by its name, or by {@code convolution}'s {@code transposed} flag. */
+    static boolean transposed(AtenCall call) {
+        return call.overload().name().startsWith("conv_transpose") || Boolean.TRUE.equals(call.constant("transposed"));
     }
 
     @Override
@@ -96,6 +107,7 @@ final class ConvolutionStrategy implements ShardingStrategy {
         int meshDims = inputs.getFirst().placements().size();
         List<List<Placement>> in = ShardingStrategy.replicatedInputs(inputs.size(), meshDims);
         List<Placement> out = new ArrayList<>();
+        HaloConvolution.Plan halo = HaloConvolution.plan(call, inputs);
         for (int m = 0; m < meshDims; m++) {
             Placement px = c.input().placement(m);
             Placement pw = c.weight().placement(m);
@@ -104,6 +116,9 @@ final class ConvolutionStrategy implements ShardingStrategy {
             boolean noBias = c.bias() == null;
             Placement output = Placement.replicate();
             if (c.batched() && dx == 0) {
+                in.get(c.inputIndex()).set(m, px);
+                output = px;
+            } else if (halo != null && halo.meshDim() == m) {
                 in.get(c.inputIndex()).set(m, px);
                 output = px;
             } else if (c.groups() == 1 && dw == c.weightOutDim()) {
@@ -124,6 +139,19 @@ final class ConvolutionStrategy implements ShardingStrategy {
             out.add(output);
         }
         return new Decision(in, Collections.nCopies(outputs, out));
+    }
+
+    /** A height-sharded input that a halo serves ({@link HaloConvolution}) runs the halo exchange, then the convolution. */
+    @Override
+    public DeviceKernel kernel(AtenCall call, Operator op, long deviceId) {
+        List<TensorMeta> inputs = op.inputs().stream().map(Operand::meta).toList();
+        HaloConvolution.Plan halo = HaloConvolution.plan(call, inputs);
+        return halo == null ? null : HaloConvolution.kernel(call, inputs, halo);
+    }
+
+    @Override
+    public boolean communicates(AtenCall call) {
+        return HaloConvolution.mayExchange(call);
     }
 
     /**

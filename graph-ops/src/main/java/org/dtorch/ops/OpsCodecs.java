@@ -59,6 +59,8 @@ public final class OpsCodecs implements OpSpecCodecProvider {
             new Codec<>(RedistributeSpec.class, "ops.redistribute", (s, out) -> out.sharding(s.target()),
                 in -> new RedistributeSpec(in.sharding("redistribute target"))),
             new Codec<>(CopySpec.class, "ops.copy", (s, out) -> { }, in -> CopySpec.INSTANCE),
+            new Codec<>(RingAttentionSpec.class, "ops.ring_attention", (s, out) -> out.wire().putBoolean(s.causal()),
+                in -> new RingAttentionSpec(in.wire().getBoolean("ring attention causal"))),
             new Codec<>(AtenSpec.class, "ops.aten", (s, out) -> AtenCallCodec.write(s.call(), out.wire()),
                 in -> new AtenSpec(AtenCallCodec.read(in.wire()))),
             new Codec<>(FactorySpec.class, "ops.factory", (s, out) -> {

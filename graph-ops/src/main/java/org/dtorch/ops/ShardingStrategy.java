@@ -87,6 +87,14 @@ public interface ShardingStrategy {
         return null;
     }
 
+    /**
+     * True when a {@link #kernel} of {@code call} may communicate with other devices ({@link AtenSpec#communicates}), as
+     * a convolution's halo exchange does; false (the default) when every kernel is local.
+     */
+    default boolean communicates(AtenCall call) {
+        return false;
+    }
+
     /** The input placements the strategy runs without communication, in words, for error messages. */
     String legal();
 }

@@ -28,7 +28,7 @@ import org.junit.jupiter.api.Timeout;
  * pointwise operator and every reduction of the table, {@link ConcatSplitOpsTest}'s over the concat-split family, the
  * walks of the other families on a 2x2 mesh (the view family's reshapes and expand make their own call on each worker,
  * with the sizes of its shard), then focused checks: a pointwise operator with broadcasting, linear uses of partial sums,
- * reductions with keepdim, the replicated fallback, and strings, dtypes and lists among the arguments.
+ * reductions with keepdim, the replicated fallback, strings, dtypes and lists among the arguments, and halo convolutions.
  */
 @Tag("multiprocess")
 @Timeout(300)
@@ -98,6 +98,13 @@ class GenericOpsInProcessesTest {
         ConvolutionOpsTest.walkConvolutions(dt, 1);
         ConvolutionOpsTest.walkPoolingAndInterpolation(dt, 1);
         ConvolutionOpsTest.walkAttention(dt, 2);
+    }
+
+    /** Height-sharded convolutions exchange halo rows between the worker processes' groups (the counts stay in the workers). */
+    @Test
+    void shouldConvolveHeightShardsWithHalos() {
+        HaloConvolutionTest.checkHaloCases(dt, false, new HaloConvolutionTest.Layout(new int[] {3}, HaloConvolutionTest.ROWS),
+            new HaloConvolutionTest.Layout(new int[] {2, 2}, R, HaloConvolutionTest.ROWS));
     }
 
     @Test

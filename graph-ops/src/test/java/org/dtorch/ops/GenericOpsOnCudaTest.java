@@ -67,4 +67,10 @@ class GenericOpsOnCudaTest {
         ConvolutionOpsTest.walkPoolingAndInterpolation(dt, 1);
         ConvolutionOpsTest.walkAttention(dt, 2);
     }
+
+    /** Height-sharded convolutions with halo rows exchanged on the same-device CUDA backend, exactly as torch on the CPU. */
+    @Test
+    void shouldConvolveHeightShardsWithHalosLikeTorch() {
+        HaloConvolutionTest.checkHaloCases(dt, true, HaloConvolutionTest.LAYOUTS);
+    }
 }

@@ -3,7 +3,10 @@ package org.dtorch.ops;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
 import org.dtorch.api.DTorch;
 import org.dtorch.api.DTorchOptions;
 import org.dtorch.core.graph.DeviceKernel;
@@ -142,6 +145,31 @@ final class TestOps {
                     throw new IllegalStateException("device " + deviceId + " holds its shard on " + actual + ", expected " + where);
                 }
                 return in.getFirst().clone();
+            });
+        }
+    }
+
+    /** Passes its input through if every device's shard is channels-last (and not also contiguous); its kernel throws otherwise. */
+    record RequireChannelsLast() implements OpSpec {
+        @Override
+        public String name() {
+            return "require_channels_last";
+        }
+
+        @Override
+        public List<TensorMeta> inferOutputs(List<TensorMeta> inputs) {
+            return List.of(inputs.getFirst());
+        }
+
+        @Override
+        public DeviceKernel kernel(Operator op, long deviceId) {
+            return new LocalKernel(in -> {
+                Tensor t = in.getFirst();
+                if (!t.is_contiguous(torch.MemoryFormat.ChannelsLast) || t.is_contiguous()) {
+                    throw new IllegalStateException("device " + deviceId + "'s shard " + Arrays.toString(t.sizes().vec().get())
+                        + " is not channels-last");
+                }
+                return t.clone();
             });
         }
     }

@@ -14,15 +14,19 @@ import org.bytedeco.pytorch.global.torch;
 import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
 import org.dtorch.core.communication.ReduceOpType;
+import org.dtorch.core.communication.group.CollectiveKind;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.ParallelConfig;
 import org.dtorch.core.distributed.Placement;
+import org.dtorch.core.distributed.Sharding;
+import org.dtorch.core.runtime.MemoryStats;
 import org.dtorch.core.runtime.RuntimeOptions;
 import org.dtorch.core.tensor.TorchTensors;
 import org.dtorch.ops.BinarySpec;
 import org.dtorch.ops.FactorySpec;
 import org.dtorch.ops.ReduceSpec;
+import org.dtorch.ops.RingAttentionSpec;
 import org.dtorch.ops.ScalarSpec;
 import org.dtorch.ops.Shapes;
 import org.dtorch.ops.UnarySpec;
@@ -482,6 +486,18 @@ public final class PyBridge {
         return t.redistribute(mesh, placementArray(placements));
     }
 
+    /** Ring attention of {@code q} against {@code k} and {@code v} moved to its placements ({@link RingAttentionSpec#attend}). */
+    @HostAccess.Export
+    public DTensor ringAttention(DTensor q, DTensor k, DTensor v, boolean causal) {
+        return RingAttentionSpec.attend(q, k, v, causal);
+    }
+
+    /** Refuses, before anything moves, what ring attention could not take with {@code placements} on {@code mesh}. */
+    @HostAccess.Export
+    public void checkRingAttention(DTensor q, DTensor k, DTensor v, boolean causal, DeviceMesh mesh, Value placements) {
+        new RingAttentionSpec(causal).check(q, k, v, new Sharding(mesh, List.of(placementArray(placements))));
+    }
+
     /** {@code dst.copy_(src)}. */
     @HostAccess.Export
     public void copyInto(DTensor dst, DTensor src) {
@@ -509,6 +525,36 @@ public final class PyBridge {
             throw new SecurityException("dump_graph: a script run with --isolated may write no file, and the dump writes " + path);
         }
         runtime.dumpGraph(java.nio.file.Path.of(path));
+    }
+
+    /**
+     * The runtime's collective calls of {@code kind} so far ({@code ALL_GATHER}, {@code POINT_TO_POINT}, ...: a
+     * {@link CollectiveKind}), one per device and call, for tests that assert what an operation communicated. In
+     * per-device-process mode the groups live in the workers and the count stays 0.
+     */
+    @HostAccess.Export
+    public long collectiveCount(String kind) {
+        return runtime.runtime().groups().collectiveCounter().count(CollectiveKind.valueOf(kind));
+    }
+
+    // ---- memory statistics ------------------------------------------------------------------------------------
+
+    /** The names of {@link #memoryStats}'s values, in their order ({@link MemoryStats#KEYS}). */
+    @HostAccess.Export
+    public String[] memoryStatKeys() {
+        return MemoryStats.KEYS.toArray(String[]::new);
+    }
+
+    /** Device {@code device}'s {@link MemoryStats} once it ran everything issued so far, in the order of {@link #memoryStatKeys}. */
+    @HostAccess.Export
+    public long[] memoryStats(long device) {
+        return runtime.memoryStats(device).values();
+    }
+
+    /** Restarts device {@code device}'s peaks from the live values; its statistics after that, as {@link #memoryStats}. */
+    @HostAccess.Export
+    public long[] resetPeakMemoryStats(long device) {
+        return runtime.resetPeakMemoryStats(device).values();
     }
 
     /** The JVM's monotonic clock, in nanoseconds (for measuring from Python against Java). */

@@ -21,6 +21,7 @@ from .distributed_spec import DeviceMesh, init_device_mesh, Placement, Shard, Re
 from ._tensor import aten
 from ._tensor import zeros_like, ones_like, empty_like, full_like, rand_like, randn_like
 from ._graph import dump_graph
+from ._memory import memory_stats, reset_peak_memory_stats
 from . import _isolation, nn
 
 _isolation.install()
@@ -44,5 +45,6 @@ __all__ = [
     "empty", "full", "rand", "randn", "arange", "tensor", "manual_seed", "linear", "matmul", "cat", "relu", "silu", "gelu",
     "softmax", "redistribute", "distribute_tensor", "_GetTensorAsync", "get_tensor_async", "sync", "device_count", "device_type",
     "DeviceMesh", "init_device_mesh", "Placement", "Shard", "Replicate", "Partial", "aten", "nn",
-    "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "einsum", "dump_graph",
+    "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "einsum",
+    "memory_stats", "reset_peak_memory_stats", "dump_graph",
 ]

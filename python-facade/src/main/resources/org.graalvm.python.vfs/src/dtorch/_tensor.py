@@ -647,6 +647,12 @@ def device_count():
     return _b().deviceCount()
 
 
+def _collective_count(kind):
+    """The runtime's collectives of `kind` ("all_gather", "point_to_point", ...) so far, one per device and call, for
+    tests that assert what an operation communicated (thread mode: worker processes count their own)."""
+    return _bridge.call(_b().collectiveCount, kind.upper())
+
+
 def device_type():
     """The runtime's device type, "cpu" or "cuda" (./dtorch run --devices cpu:N or cuda:N): the first argument its
     meshes take, e.g. init_device_mesh(dtorch.device_type(), (2, 2))."""

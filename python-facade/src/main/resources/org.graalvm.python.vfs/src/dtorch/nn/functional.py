@@ -5,10 +5,12 @@ below take torch's signatures where they differ from the operator's (the argumen
 helpers; pooling and interpolate are bound by torch.nn._spatial, as torch.nn.functional's are), and convolutions and
 scaled_dot_product_attention name torch's signatures."""
 
+import math
+
 from torch.nn import _spatial
 
-from .. import _tensor
-from ..distributed_spec import Partial, Replicate, Shard
+from .. import _bridge, _tensor
+from ..distributed_spec import Partial, Replicate, Shard, _specs
 from torch.nn import functional as _F
 
 
@@ -76,6 +78,9 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """torch's conv2d on distributed tensors. An input sharded on its height (Shard(2)) keeps that shard where the output
+    height is the input's (stride 1 and padding dilation * (kernel - 1) / 2 in height): each device gets the rows it
+    needs from its neighbours (a halo exchange) instead of the whole input (decisions 355-359)."""
     return _run("conv2d", (input, weight, bias, stride, padding, dilation, groups))
 
 
@@ -88,7 +93,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     heads (query, key and value alike) and gathers a sharded sequence first. strategy="ulysses" keeps a
     sequence-sharded input's communication to two all-to-alls: query, key and value move from their sequence shards
     to head shards, each device attends its heads over the whole sequence, and the output moves back to the query's
-    sequence shards (DeepSpeed-Ulysses; decision 258). The result equals single-device attention."""
+    sequence shards (DeepSpeed-Ulysses; decision 258). strategy="ring" keeps every device's query rows and rotates key
+    and value blocks around the devices that shard the sequence, merging by log-sum-exp (ring attention, decision 350):
+    key and value move to the query's placements first; the sequences must divide evenly over those devices; no
+    attn_mask, dropout or enable_gqa; the output is sharded like the query. strategy="usp" combines them (unified
+    sequence parallelism): the sequence shards of the mesh dimensions named "ulysses" (else of the innermost one that
+    shards it) move to head shards, the ring runs over the others, and the output moves back. Every strategy runs the
+    plain operator when the query's sequence is not sharded. The result equals single-device attention."""
     args = (query, key, value, attn_mask, float(dropout_p), is_causal)
     kwargs = {"scale": scale, "enable_gqa": enable_gqa}
     if strategy is None:
@@ -96,40 +107,84 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if strategy == "ulysses":
         return _ulysses_attention(args, kwargs)
     if strategy == "ring":
-        raise NotImplementedError("scaled_dot_product_attention(strategy='ring') is not built yet on distributed tensors; "
-                                  "use strategy='ulysses' or None")
-    raise ValueError("scaled_dot_product_attention: strategy must be None, 'ulysses' or 'ring', got %r" % (strategy,))
+        return _ring_attention(args, kwargs)
+    if strategy == "usp":
+        return _ulysses_attention(args, kwargs, "usp")
+    raise ValueError("scaled_dot_product_attention: strategy must be None, 'ulysses', 'ring' or 'usp', got %r"
+                     % (strategy,))
 
 
-def _ulysses_attention(args, kwargs):
-    query, key, value = args[:3]
-    for t in (query, key, value):
+def _check_tensors(strategy, tensors):
+    for t in tensors:
         if not isinstance(t, _tensor.Tensor):
-            raise TypeError("scaled_dot_product_attention(strategy='ulysses') takes dtorch.Tensors, got %r" % (t,))
+            raise TypeError("scaled_dot_product_attention(strategy=%r) takes dtorch.Tensors, got %r" % (strategy, t))
+
+
+def _check_ring_options(strategy, args, kwargs):
+    if args[3] is not None or args[4] != 0.0 or kwargs["enable_gqa"]:
+        raise ValueError("scaled_dot_product_attention(strategy=%r) takes no attn_mask, dropout_p or enable_gqa; use "
+                         "strategy='ulysses' or None for them" % (strategy,))
+
+
+def _ring_attention(args, kwargs):
+    query, key, value = args[:3]
+    _check_tensors("ring", (query, key, value))
+    _check_ring_options("ring", args, kwargs)
+    if query.ndim < 2 or not any(p.is_shard(query.ndim - 2) for p in query.placements):
+        return _run("scaled_dot_product_attention", args, kwargs)
+    scale = kwargs["scale"]
+    # The ring scales by 1/sqrt(E), torch's default; another scale is folded into the query.
+    scaled = query if scale is None else query * (float(scale) * math.sqrt(query.shape[-1]))
+    try:
+        return _tensor.Tensor(_bridge.call(_tensor._b().ringAttention, scaled._java, key._java, value._java, bool(args[5])))
+    finally:
+        if scaled is not query:
+            scaled.close()
+
+
+def _ulysses_dims(mesh, sharded):
+    """The mesh dimensions of `sharded` that strategy="usp" turns into head shards: those named "ulysses", else the
+    innermost; the others ring."""
+    names = mesh.mesh_dim_names or ()
+    named = [m for m in sharded if m < len(names) and names[m] == "ulysses"]
+    return named or sharded[-1:]
+
+
+def _ulysses_attention(args, kwargs, strategy="ulysses"):
+    query, key, value = args[:3]
+    _check_tensors(strategy, (query, key, value))
     if query.ndim < 4:
-        raise ValueError("scaled_dot_product_attention(strategy='ulysses') needs [..., heads, sequence, dim] inputs, got "
-                         "a query of shape %s" % (tuple(query.shape),))
+        raise ValueError("scaled_dot_product_attention(strategy=%r) needs [..., heads, sequence, dim] inputs, got "
+                         "a query of shape %s" % (strategy, tuple(query.shape)))
     mesh, placements = query.device_mesh, list(query.placements)
     for name, t in (("key", key), ("value", value)):
         if t.ndim != query.ndim or t.device_mesh != mesh or list(t.placements) != placements:
-            raise ValueError("scaled_dot_product_attention(strategy='ulysses'): %s must have the query's number of "
-                             "dimensions, mesh and placements %s, got %s on %r" % (name, placements, list(t.placements),
-                                                                                  t.device_mesh))
+            raise ValueError("scaled_dot_product_attention(strategy=%r): %s must have the query's number of "
+                             "dimensions, mesh and placements %s, got %s on %r" % (strategy, name, placements,
+                                                                                  list(t.placements), t.device_mesh))
     seq, heads = query.ndim - 2, query.ndim - 3
-    moved = [m for m, p in enumerate(placements) if p.is_shard(seq) or p.is_shard(seq - query.ndim)]
+    sharded = [m for m, p in enumerate(placements) if p.is_shard(seq) or p.is_shard(seq - query.ndim)]
+    moved = sharded if strategy == "ulysses" else _ulysses_dims(mesh, sharded)
+    # On head shards: the plain operator (every device holds whole sequences) or, for "usp", the ring over what is left.
+    attend = _run if strategy == "ulysses" else lambda _, a, k: _ring_attention(a, k)
     if not moved:
-        return _run("scaled_dot_product_attention", args, kwargs)
+        return attend("scaled_dot_product_attention", args, kwargs)
     ways = 1
     for m in moved:
         ways *= mesh.shape[m]
     for name, t in (("query", query), ("key", key), ("value", value)):
         if t.shape[heads] % ways:
-            raise ValueError("scaled_dot_product_attention(strategy='ulysses'): the %s's %d heads do not divide over the %d "
-                             "devices its sequence is sharded on" % (name, t.shape[heads], ways))
+            raise ValueError("scaled_dot_product_attention(strategy=%r): the %s's %d heads do not divide over the %d "
+                             "devices its sequence is moved from" % (strategy, name, t.shape[heads], ways))
     to_heads = [Shard(heads) if m in moved else p for m, p in enumerate(placements)]
+    if strategy == "usp":
+        _check_ring_options(strategy, args, kwargs)
+        if len(moved) < len(sharded):
+            _bridge.call(_tensor._b().checkRingAttention, query._java, key._java, value._java, bool(args[5]), mesh._java,
+                         _specs(to_heads, query.ndim))
     by_heads = [t.redistribute(mesh, to_heads) for t in (query, key, value)]
     try:
-        out = _run("scaled_dot_product_attention", tuple(by_heads) + args[3:], kwargs)
+        out = attend("scaled_dot_product_attention", tuple(by_heads) + args[3:], kwargs)
     finally:
         for t in by_heads:
             t.close()

@@ -223,12 +223,16 @@ public final class DeviceMesh {
         return result;
     }
 
-    private DeviceMesh subMesh(long deviceId, int[] dims) {
+    /** The sub-mesh over dimensions {@code dims} (in the given order) that contains {@code deviceId}. */
+    public DeviceMesh subMesh(long deviceId, int[] dims) {
         if (dims.length == 0) {
             throw new IllegalArgumentException("a sub-mesh needs at least one dimension");
         }
         if (Arrays.stream(dims).distinct().count() != dims.length) {
             throw new IllegalArgumentException("sub-mesh dimensions must be distinct, got " + Arrays.toString(dims));
+        }
+        for (int d : dims) {
+            checkDim(d);
         }
         int[] base = coordinates(deviceId);
         int[] subShape = new int[dims.length];

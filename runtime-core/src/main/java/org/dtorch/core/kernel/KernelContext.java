@@ -50,7 +50,20 @@ public record KernelContext(Device device, DeviceStream stream, ThreadGroupManag
 
     /** This device's group along mesh dimension {@code meshDim}, bound to this context's stream. */
     ThreadGroup groupAlong(DeviceMesh mesh, int meshDim) {
-        ThreadGroup group = groups.getThreadGroup(mesh.kind(), mesh.groupAlong(meshDim, deviceId()), deviceId());
+        return bound(mesh, mesh.groupAlong(meshDim, deviceId()));
+    }
+
+    /**
+     * This device's group over mesh dimensions {@code meshDims} together (ranks row-major in the given order, as
+     * {@link DeviceMesh#subMesh(long, int[])}), bound to this context's stream: the group of a step that spans several
+     * mesh dimensions, such as a ring over a sequence sharded on two of them.
+     */
+    public ThreadGroup groupOver(DeviceMesh mesh, int[] meshDims) {
+        return bound(mesh, mesh.subMesh(deviceId(), meshDims).deviceIds());
+    }
+
+    private ThreadGroup bound(DeviceMesh mesh, List<Long> ranks) {
+        ThreadGroup group = groups.getThreadGroup(mesh.kind(), ranks, deviceId());
         group.setStream(stream);
         return group;
     }

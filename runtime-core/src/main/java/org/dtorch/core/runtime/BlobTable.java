@@ -2,10 +2,12 @@ package org.dtorch.core.runtime;
 
 import java.util.concurrent.atomic.AtomicInteger;
 import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.memory.ByteGauge;
 
 /**
  * One device's local tensors by operand id: the worker owns every tensor in it and closes it when the
- * client releases the operand (or at shutdown). A failed operand has a failure instead of a tensor.
+ * client releases the operand (or at shutdown). A failed operand has a failure instead of a tensor. The bytes of the
+ * tensors it holds ({@code nbytes}, each tensor counted whole even where two share storage) are in {@link #bytes()}.
  *
  * <p>Not thread-safe: only its worker thread touches it, except {@link #size()}.
  */
@@ -14,14 +16,20 @@ final class BlobTable {
     private final LongKeyedMap<Throwable> failures = new LongKeyedMap<>();
     /** Live tensors: written by the worker thread alone (a release store, no atomic update), read by any. */
     private final AtomicInteger live = new AtomicInteger();
+    private final ByteGauge bytes = new ByteGauge();
 
     void put(long operandId, Tensor tensor) {
         Tensor previous = tensors.put(operandId, tensor);
+        if (previous == tensor) {
+            return;
+        }
         if (previous == null) {
             live.setRelease(live.getPlain() + 1);
-        } else if (previous != tensor) {
+        } else {
+            bytes.subtract(previous.nbytes());
             previous.close();
         }
+        bytes.add(tensor.nbytes());
     }
 
     Tensor get(long operandId) {
@@ -34,6 +42,7 @@ final class BlobTable {
         }
         Tensor dropped = tensors.remove(operandId);
         if (dropped != null) {
+            bytes.subtract(dropped.nbytes());
             dropped.close();
             live.setRelease(live.getPlain() - 1);
         }
@@ -53,6 +62,7 @@ final class BlobTable {
         }
         Tensor tensor = tensors.remove(operandId);
         if (tensor != null) {
+            bytes.subtract(tensor.nbytes());
             tensor.close();
             live.setRelease(live.getPlain() - 1);
         }
@@ -63,10 +73,16 @@ final class BlobTable {
         return live.get();
     }
 
+    /** Live and peak bytes of the tensors held. */
+    ByteGauge bytes() {
+        return bytes;
+    }
+
     void clear() {
         tensors.forEachValue(Tensor::close);
         tensors.clear();
         failures.clear();
         live.set(0);
+        bytes.clearLive();
     }
 }

@@ -65,11 +65,12 @@ public final class DeviceLoop {
 
     /**
      * The loop of logical device {@code device}, whose kernels run on {@code physical}
-     * ({@link RuntimeOptions#physicalDevice}).
+     * ({@link RuntimeOptions#physicalDevice}), watching its memory at syncs as {@code watch} says.
      */
-    public DeviceLoop(Device device, Device physical, FailureRegistry failures, ThreadGroupManager groups, Duration timeout) {
+    public DeviceLoop(Device device, Device physical, FailureRegistry failures, ThreadGroupManager groups, Duration timeout,
+                      MemoryWatch watch) {
         this.device = device;
-        this.runner = new NaiveRunner(device, physical, failures, groups, timeout);
+        this.runner = new NaiveRunner(device, physical, failures, groups, timeout, watch);
     }
 
     /** Queues {@code op}. */

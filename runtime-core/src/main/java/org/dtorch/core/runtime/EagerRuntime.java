@@ -6,11 +6,16 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.communication.CommException;
 import org.dtorch.core.communication.Deadline;
 import org.dtorch.core.communication.FailureKind;
 import org.dtorch.core.communication.GlobalCommInstanceId;
 import org.dtorch.core.communication.group.ThreadGroupManager;
+import org.dtorch.core.communication.promise.ExpectedValue;
+import org.dtorch.core.communication.promise.TensorFuture;
+import org.dtorch.core.communication.promise.TensorPromise;
 import org.dtorch.core.communication.promise.TensorPromiseType;
 import org.dtorch.core.communication.promise.TensorPromises;
 import org.dtorch.core.communication.promise.VoidFuture;
@@ -217,6 +222,39 @@ public final class EagerRuntime implements AutoCloseable {
     public int liveBlobCount() {
         fleet.awaitReported(options.timeout());
         return nodes.values().stream().mapToInt(DeviceNode::liveBlobs).sum();
+    }
+
+    /**
+     * The memory of {@code device} once it ran everything queued to it so far (an operator that runs there); waits
+     * up to the runtime's timeout.
+     *
+     * @throws IllegalArgumentException if the runtime has no such device
+     */
+    public MemoryStats memoryStats(long device) {
+        return queryMemory(device, false);
+    }
+
+    /**
+     * Starts the peaks of {@link #memoryStats} of {@code device} again from the live values, in order with the work
+     * queued before, and returns the statistics after it. The shared-memory and CUDA IPC peaks are the process's:
+     * in thread mode this resets them for every device.
+     */
+    public MemoryStats resetPeakMemoryStats(long device) {
+        return queryMemory(device, true);
+    }
+
+    private MemoryStats queryMemory(long device, boolean resetPeaks) {
+        if (device < 0 || device >= devices.size()) {
+            throw new IllegalArgumentException("memory statistics: device " + device + " is not one of this runtime's "
+                + options.deviceKind().shortName() + " devices 0.." + (devices.size() - 1));
+        }
+        TensorPromise promise = TensorPromises.create(promiseType(), options.timeout(),
+            new ExpectedValue(new long[] {MemoryStats.KEYS.size()}, ScalarType.Long));
+        TensorFuture future = promise.getFuture();
+        constructor.add(PromiseSpec.memoryStats(promise, device, resetPeaks), List.of());
+        try (Tensor values = future.get()) {
+            return MemoryStats.of(devices.get((int) device), values);
+        }
     }
 
     /** Operators queued or running; for diagnostics. */

@@ -33,6 +33,7 @@ final class NaiveRunner {
     private final long deviceId;
     private final KernelStream stream;
     private final BlobTable blobs = new BlobTable();
+    private final DeviceMemory memory;
     private final FailureRegistry failures;
     private final ThreadGroupManager groups;
     private final Duration timeout;
@@ -44,8 +45,10 @@ final class NaiveRunner {
      * A runner for logical device {@code device}, whose kernels run on {@code physical} (the same device except
      * for several ranks on one GPU, see {@link RuntimeOptions#physicalDevice}).
      */
-    NaiveRunner(Device device, Device physical, FailureRegistry failures, ThreadGroupManager groups, Duration timeout) {
+    NaiveRunner(Device device, Device physical, FailureRegistry failures, ThreadGroupManager groups, Duration timeout,
+                MemoryWatch watch) {
         this.device = device;
+        this.memory = new DeviceMemory(device, physical, blobs, watch);
         this.deviceId = device.index();
         this.stream = new KernelStream(physical);
         this.failures = failures;
@@ -57,9 +60,13 @@ final class NaiveRunner {
     /** Whether to time kernels for {@link PipelineStages}: the loop sets it once per batch of work. */
     private boolean timeKernels;
 
-    /** Binds the device's stream to the calling thread: the worker thread calls it once, before the first operator. */
+    /**
+     * Binds the device's stream and its {@link DeviceMemory} to the calling thread: the worker thread calls it once,
+     * before the first operator.
+     */
     void bindToThisThread() {
         stream.bindToThisThread();
+        memory.bindToThisThread();
     }
 
     /** Times the kernels of the operators that follow for {@link PipelineStages}, or stops timing them. */

@@ -20,8 +20,8 @@ final class PerDeviceThreadNodeRunner implements DeviceNode {
     private final Thread thread;
 
     PerDeviceThreadNodeRunner(Device device, Device physical, LogicalGraph graph, FailureRegistry failures, ThreadGroupManager groups,
-                              Duration timeout) {
-        this.loop = new DeviceLoop(device, physical, failures, groups, timeout);
+                              Duration timeout, MemoryWatch watch) {
+        this.loop = new DeviceLoop(device, physical, failures, groups, timeout, watch);
         DeviceLoop.Listener completion = new DeviceLoop.Listener() {
             private final List<Operator> done = new ArrayList<>();
 

@@ -26,6 +26,8 @@ import org.dtorch.core.kernel.KernelContext;
  *   <li>{@link #sync} (the seed's {@code SyncFuture}, one per device, joined by a
  *   {@link org.dtorch.core.communication.promise.VoidFutureCollect}): completes a {@link VoidPromise} once
  *   everything queued to its device before it has run.</li>
+ *   <li>{@link #memoryStats}: completes a {@link TensorPromise} with its device's {@link MemoryStats} once everything
+ *   queued there before it has run, after resetting the peaks if asked.</li>
  * </ul>
  *
  * <p>A failure goes to the promise, or, for a spec rebuilt in a worker process, to the sink its codec gave
@@ -40,7 +42,11 @@ public final class PromiseSpec implements OpSpec {
         /** The input's value, as a host tensor. */
         GET_TENSOR("get_tensor"),
         /** Nothing: the device ran everything queued before. */
-        SYNC("sync");
+        SYNC("sync"),
+        /** The device's {@link MemoryStats} ({@link MemoryStats#toTensor()}). */
+        MEMORY_STATS("memory_stats"),
+        /** The device's {@link MemoryStats} after its peaks were reset. */
+        RESET_PEAK_MEMORY_STATS("reset_peak_memory_stats");
 
         private final String opName;
 
@@ -81,13 +87,33 @@ public final class PromiseSpec implements OpSpec {
         @Override
         public void complete(KernelContext ctx, List<Tensor> inputs) {
             ctx.stream().synchronize();
+            DeviceMemory memory = DeviceMemory.current();
+            if (memory != null) {
+                memory.atSync(); // before the client's sync() returns: a warning it causes is out by then
+            }
             promise.setValue();
+        }
+    }
+
+    private record MemoryCompletion(TensorPromise promise, boolean resetPeaks) implements Completion {
+        @Override
+        public void complete(KernelContext ctx, List<Tensor> inputs) {
+            DeviceMemory memory = DeviceMemory.current();
+            if (memory == null) {
+                throw new IllegalStateException("memory statistics are read on a device's worker thread, not on " + Thread.currentThread());
+            }
+            if (resetPeaks) {
+                memory.resetPeaks();
+            }
+            try (Tensor values = memory.stats().toTensor()) {
+                promise.setValue(values);
+            }
         }
     }
 
     private final Kind kind;
     private final Completion completion;
-    /** The device a sync marks; -1 for get_tensor, which runs where its input is. */
+    /** The device a sync or memory query runs on; -1 for get_tensor, which runs where its input is. */
     private final long device;
     /** Where failures go instead of the promise (in a worker process), or null. */
     private final Consumer<Throwable> failureSink;
@@ -113,6 +139,18 @@ public final class PromiseSpec implements OpSpec {
     }
 
     /**
+     * An operator for {@code device} that completes {@code promise} with the device's {@link MemoryStats} once everything
+     * before it ran there, resetting the peaks first if {@code resetPeaks}.
+     */
+    public static PromiseSpec memoryStats(TensorPromise promise, long device, boolean resetPeaks) {
+        if (device < 0) {
+            throw new IllegalArgumentException("memory_stats: device must be >= 0, got " + device);
+        }
+        return new PromiseSpec(resetPeaks ? Kind.RESET_PEAK_MEMORY_STATS : Kind.MEMORY_STATS,
+            new MemoryCompletion(Objects.requireNonNull(promise, "promise"), resetPeaks), device, null);
+    }
+
+    /**
      * The same operator, which hands a failure (its kernel's, or an abandonment) to {@code sink} instead of setting
      * it on the promise.
      */
@@ -125,12 +163,12 @@ public final class PromiseSpec implements OpSpec {
         return kind;
     }
 
-    /** The device a {@link Kind#SYNC} marks; -1 for {@link Kind#GET_TENSOR}. */
+    /** The device a {@link Kind#SYNC} or a memory query runs on; -1 for {@link Kind#GET_TENSOR}. */
     public long device() {
         return device;
     }
 
-    /** The promise: a {@link TensorPromise} for {@link Kind#GET_TENSOR}, a {@link VoidPromise} for {@link Kind#SYNC}. */
+    /** The promise: a {@link VoidPromise} for {@link Kind#SYNC}, else a {@link TensorPromise}. */
     public Promise promise() {
         return completion.promise();
     }
@@ -162,9 +200,9 @@ public final class PromiseSpec implements OpSpec {
                         + " is distributed: redistribute it to one device first");
                 }
             }
-            case SYNC -> {
+            case SYNC, MEMORY_STATS, RESET_PEAK_MEMORY_STATS -> {
                 if (!inputs.isEmpty()) {
-                    throw new IllegalArgumentException("sync takes no input");
+                    throw new IllegalArgumentException(kind.opName() + " takes no input");
                 }
             }
         }
@@ -173,7 +211,7 @@ public final class PromiseSpec implements OpSpec {
 
     @Override
     public List<Long> devices(Operator op) {
-        return kind == Kind.SYNC ? List.of(device) : OpSpec.super.devices(op);
+        return device >= 0 ? List.of(device) : OpSpec.super.devices(op);
     }
 
     @Override

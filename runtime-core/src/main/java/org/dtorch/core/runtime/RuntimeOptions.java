@@ -20,9 +20,10 @@ import org.dtorch.core.device.DeviceKind;
  * @param timeout             deadline of every blocking call of the runtime's kernels
  * @param shutdownTimeout     how long {@code close()} waits for queued work before cancelling it; the teardown
  *                            after that is bounded too, so {@code close()} returns within this plus 2 s
+ * @param memoryWatch         when a device warns that its tensors grow at every sync ({@link MemoryWatch#DEFAULTS})
  */
 public record RuntimeOptions(DeviceKind deviceKind, int deviceCount, boolean sameDevice, boolean perDevicePerProcess,
-                             Duration timeout, Duration shutdownTimeout) {
+                             Duration timeout, Duration shutdownTimeout, MemoryWatch memoryWatch) {
 
     /**
      * How long {@code close()} lets queued work run by default: enough for what a script queued last, short
@@ -39,6 +40,13 @@ public record RuntimeOptions(DeviceKind deviceKind, int deviceCount, boolean sam
         }
         CommOptions.validateTimeout(timeout);
         CommOptions.validateTimeout(shutdownTimeout);
+        Objects.requireNonNull(memoryWatch, "memoryWatch");
+    }
+
+    /** The options with the default {@link MemoryWatch}. */
+    public RuntimeOptions(DeviceKind deviceKind, int deviceCount, boolean sameDevice, boolean perDevicePerProcess, Duration timeout,
+                          Duration shutdownTimeout) {
+        this(deviceKind, deviceCount, sameDevice, perDevicePerProcess, timeout, shutdownTimeout, MemoryWatch.DEFAULTS);
     }
 
     /**
@@ -59,26 +67,31 @@ public record RuntimeOptions(DeviceKind deviceKind, int deviceCount, boolean sam
 
     /** A copy with another device count. */
     public RuntimeOptions withDeviceCount(int count) {
-        return new RuntimeOptions(deviceKind, count, sameDevice, perDevicePerProcess, timeout, shutdownTimeout);
+        return new RuntimeOptions(deviceKind, count, sameDevice, perDevicePerProcess, timeout, shutdownTimeout, memoryWatch);
     }
 
     /** A copy with the same-device simulation on or off. */
     public RuntimeOptions withSameDevice(boolean value) {
-        return new RuntimeOptions(deviceKind, deviceCount, value, perDevicePerProcess, timeout, shutdownTimeout);
+        return new RuntimeOptions(deviceKind, deviceCount, value, perDevicePerProcess, timeout, shutdownTimeout, memoryWatch);
     }
 
     /** A copy with per-device-process mode on or off. */
     public RuntimeOptions withPerDevicePerProcess(boolean value) {
-        return new RuntimeOptions(deviceKind, deviceCount, sameDevice, value, timeout, shutdownTimeout);
+        return new RuntimeOptions(deviceKind, deviceCount, sameDevice, value, timeout, shutdownTimeout, memoryWatch);
     }
 
     /** A copy with another kernel timeout. */
     public RuntimeOptions withTimeout(Duration value) {
-        return new RuntimeOptions(deviceKind, deviceCount, sameDevice, perDevicePerProcess, value, shutdownTimeout);
+        return new RuntimeOptions(deviceKind, deviceCount, sameDevice, perDevicePerProcess, value, shutdownTimeout, memoryWatch);
     }
 
     /** A copy with another shutdown timeout. */
     public RuntimeOptions withShutdownTimeout(Duration value) {
-        return new RuntimeOptions(deviceKind, deviceCount, sameDevice, perDevicePerProcess, timeout, value);
+        return new RuntimeOptions(deviceKind, deviceCount, sameDevice, perDevicePerProcess, timeout, value, memoryWatch);
+    }
+
+    /** A copy with another memory watch. */
+    public RuntimeOptions withMemoryWatch(MemoryWatch value) {
+        return new RuntimeOptions(deviceKind, deviceCount, sameDevice, perDevicePerProcess, timeout, shutdownTimeout, value);
     }
 }

@@ -37,7 +37,7 @@ final class ThreadFleet implements DeviceFleet {
     public Map<Long, DeviceNode> createNodes(LogicalGraph graph, Owner owner) {
         for (Device device : devices) {
             nodes.put((long) device.index(), new PerDeviceThreadNodeRunner(device, options.physicalDevice(device), graph, failures, groups,
-                options.timeout()));
+                options.timeout(), options.memoryWatch()));
         }
         return nodes;
     }

@@ -30,6 +30,7 @@ import org.dtorch.core.device.CudaIpcHandleKey;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceEvent;
 import org.dtorch.core.device.DeviceStream;
+import org.dtorch.core.memory.ProcessMemory;
 import org.dtorch.core.tensor.TorchTensors;
 
 /**
@@ -91,13 +92,16 @@ public final class CudaIpcTensors {
         final int producerPid;
         final long base;
         final boolean imported;
+        /** The allocation's size: what an imported mapping counts in {@link ProcessMemory#CUDA_IPC_MAPPINGS}. */
+        final long bytes;
         int views;
 
-        Mapping(int device, int producerPid, long base, boolean imported) {
+        Mapping(int device, int producerPid, long base, boolean imported, long bytes) {
             this.device = device;
             this.producerPid = producerPid;
             this.base = base;
             this.imported = imported;
+            this.bytes = bytes;
         }
     }
 
@@ -331,7 +335,7 @@ public final class CudaIpcTensors {
     /** The mapping of the descriptor's allocation, opening it if this process has none. LOCK held. */
     private static Mapping acquire(CudaIpcDescriptor descriptor) {
         if (descriptor.producerPid() == Processes.currentPid()) {
-            return new Mapping(descriptor.device(), descriptor.producerPid(), descriptor.allocationBase(), false);
+            return new Mapping(descriptor.device(), descriptor.producerPid(), descriptor.allocationBase(), false, descriptor.allocationSize());
         }
         CudaIpcHandleKey key = new CudaIpcHandleKey(descriptor.device(), descriptor.memHandle());
         Mapping mapping = MAPPINGS.get(key);
@@ -339,7 +343,8 @@ public final class CudaIpcTensors {
             return mapping;
         }
         long base = open(descriptor);
-        mapping = new Mapping(descriptor.device(), descriptor.producerPid(), base, true);
+        mapping = new Mapping(descriptor.device(), descriptor.producerPid(), base, true, descriptor.allocationSize());
+        ProcessMemory.CUDA_IPC_MAPPINGS.add(mapping.bytes);
         MAPPINGS.put(key, mapping);
         trim(mapping);
         return mapping;
@@ -464,6 +469,7 @@ public final class CudaIpcTensors {
             int previous = makeCurrent(m.device);
             try (RawPointer at = new RawPointer(m.base)) {
                 int result = cudart.cudaIpcCloseMemHandle(at);
+                ProcessMemory.CUDA_IPC_MAPPINGS.subtract(m.bytes);
                 if (result != cudart.cudaSuccess) {
                     cudart.cudaGetLastError();
                     LOG.log(System.Logger.Level.WARNING, "cudaIpcCloseMemHandle of an allocation of pid " + m.producerPid + " on cuda:"

@@ -6,6 +6,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Optional;
+import org.dtorch.core.memory.ProcessMemory;
 
 /**
  * A named region of shared memory: a file under {@link #directory()} (readable and writable by its owner
@@ -48,6 +49,7 @@ public final class SharedRegion implements AutoCloseable {
         this.name = name;
         this.address = address;
         this.segment = MemorySegment.ofAddress(address).reinterpret(size);
+        ProcessMemory.SHARED_REGIONS.add(size);
     }
 
     /** The directory of shared-memory files. */
@@ -195,6 +197,7 @@ public final class SharedRegion implements AutoCloseable {
         }
         if (unmap) {
             Libc.munmap(address, segment.byteSize(), name);
+            ProcessMemory.SHARED_REGIONS.subtract(segment.byteSize());
             if (unlinkWhenUnmapped) {
                 unlink();
             }

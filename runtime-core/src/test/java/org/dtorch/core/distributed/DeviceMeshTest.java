@@ -42,6 +42,16 @@ class DeviceMeshTest {
     }
 
     @Test
+    void shouldSliceSubMeshesByIndexWithoutNames() {
+        DeviceMesh unnamed = DeviceMesh.initDeviceMesh(DeviceKind.CPU, new int[] {2, 3}, List.of());
+        assertEquals(List.of(3L, 4L, 5L), unnamed.subMesh(4, new int[] {1}).deviceIds());
+        assertEquals(List.of(0L, 3L, 1L, 4L, 2L, 5L), unnamed.subMesh(0, new int[] {1, 0}).deviceIds());
+        assertEquals(MESH.subMesh(2, "dp", "tp").deviceIds(), MESH.subMesh(2, new int[] {0, 1}).deviceIds());
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> unnamed.subMesh(0, new int[] {2})).getMessage()
+            .contains("mesh dimension 2 is out of range"));
+    }
+
+    @Test
     void shouldAcceptExplicitIdsAndRejectBadMeshes() {
         DeviceMesh custom = DeviceMesh.of(DeviceKind.CUDA, new int[] {2, 2}, new long[] {7, 5, 3, 1}, List.of());
         assertEquals(List.of(3L, 1L), custom.groupAlong(1, 1));

@@ -12,7 +12,7 @@ import org.dtorch.core.communication.promise.VoidPromise;
 import org.dtorch.core.runtime.PromiseSpec;
 
 /**
- * Every {@link OpSpecCodec} of this JVM: the runtime's own ({@code get_tensor}, {@code sync}) and those
+ * Every {@link OpSpecCodec} of this JVM: the runtime's own ({@code get_tensor}, {@code sync}, the memory queries) and those
  * that modules register through {@link OpSpecCodecProvider}s, found once with {@link ServiceLoader}.
  *
  * <p>Thread-safe: built once, then read-only.
@@ -48,10 +48,17 @@ public final class OpSpecCodecs {
                 }
                 PromiseSpec spec = switch (PromiseSpec.Kind.values()[ordinal]) {
                     case GET_TENSOR -> {
-                        TensorPromise promise = in.promise("get_tensor promise", name -> TensorPromises.fromSerialized(TensorPromiseType.FILE, name),
-                            () -> TensorPromises.create(TensorPromiseType.MEMORY));
+                        TensorPromise promise = tensorPromise(in, "get_tensor promise");
                         in.wire().getLong("get_tensor device");
                         yield PromiseSpec.getTensor(promise);
+                    }
+                    case MEMORY_STATS, RESET_PEAK_MEMORY_STATS -> {
+                        TensorPromise promise = tensorPromise(in, "memory_stats promise");
+                        long device = in.wire().getLong("memory_stats device");
+                        if (device < 0) {
+                            throw new ProtocolException("memory_stats device " + device + " is negative");
+                        }
+                        yield PromiseSpec.memoryStats(promise, device, PromiseSpec.Kind.values()[ordinal] == PromiseSpec.Kind.RESET_PEAK_MEMORY_STATS);
                     }
                     case SYNC -> {
                         VoidPromise promise = in.promise("sync promise", name -> TensorPromises.voidFromSerialized(TensorPromiseType.FILE, name),
@@ -68,6 +75,12 @@ public final class OpSpecCodecs {
     }
 
     private OpSpecCodecs() {
+    }
+
+    /** A tensor promise as {@link SpecWriter#promise} wrote it. */
+    private static TensorPromise tensorPromise(SpecReader in, String what) {
+        return in.promise(what, name -> TensorPromises.fromSerialized(TensorPromiseType.FILE, name),
+            () -> TensorPromises.create(TensorPromiseType.MEMORY));
     }
 
     private static void register(OpSpecCodec<?> codec) {

@@ -20,6 +20,7 @@ import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.graph.Operator;
 import org.dtorch.core.runtime.DeviceLoop;
+import org.dtorch.core.runtime.MemoryWatch;
 import org.dtorch.core.runtime.RuntimeOptions;
 
 
@@ -42,10 +43,11 @@ import org.dtorch.core.runtime.RuntimeOptions;
  * worker cancels what is queued and exits.
  *
  * <p>Arguments: {@code --socket PATH --device N --devices N --instance ID --failures NAME --timeout-ms MS
- * --same-device BOOL}, and optionally {@code --device-kind cpu|cuda} (default {@code cpu}) and
+ * --same-device BOOL}, and optionally {@code --device-kind cpu|cuda} (default {@code cpu}),
  * {@code --physical-device N} (default: the {@code --device} index), the device the kernels run on
- * ({@link RuntimeOptions#physicalDevice}). A CUDA worker makes its physical device current before anything else
- * touches CUDA, and sees the host's GPUs numbered as its controller does (it inherits the environment).
+ * ({@link RuntimeOptions#physicalDevice}), and {@code --memory-growth-syncs N --memory-growth-floor BYTES}
+ * ({@link MemoryWatch}, default {@link MemoryWatch#DEFAULTS}). A CUDA worker makes its physical device current before
+ * anything else touches CUDA, and sees the host's GPUs numbered as its controller does (it inherits the environment).
  *
  * <p>Not thread-safe: a process entry point.
  */
@@ -71,12 +73,13 @@ public final class WorkerMain {
     /** Guarded by {@link #writeSignal}. */
     private boolean writerStopping;
 
-    private WorkerMain(Devices devices, ControlChannel channel, SharedFailureBoard failures, ThreadGroupManager groups, Duration timeout) {
+    private WorkerMain(Devices devices, ControlChannel channel, SharedFailureBoard failures, ThreadGroupManager groups, Duration timeout,
+                       MemoryWatch watch) {
         this.device = devices.logical();
         this.channel = channel;
         this.failures = failures;
         this.groups = groups;
-        this.loop = new DeviceLoop(devices.logical(), devices.physical(), failures, groups, timeout);
+        this.loop = new DeviceLoop(devices.logical(), devices.physical(), failures, groups, timeout, watch);
     }
 
     /**
@@ -132,7 +135,7 @@ public final class WorkerMain {
                 .putLong(ProcessHandle.current().pid()).toByteArray());
             ThreadGroupManager groups = new ThreadGroupManager(Boolean.parseBoolean(options.get("same-device")), options.get("instance"),
                 timeout, ThreadGroupManager.Role.WORKER);
-            worker = new WorkerMain(devices, channel, SharedFailureBoard.open(options.get("failures")), groups, timeout);
+            worker = new WorkerMain(devices, channel, SharedFailureBoard.open(options.get("failures")), groups, timeout, memoryWatch(options));
         } catch (Throwable e) {
             System.err.println("worker could not start: " + e);
             e.printStackTrace();
@@ -161,6 +164,12 @@ public final class WorkerMain {
             throw new IllegalArgumentException(THREADS_PROPERTY + " must be at least 1, got " + threads);
         }
         org.bytedeco.pytorch.global.torch.set_num_threads(threads);
+    }
+
+    /** The {@code --memory-growth-syncs} and {@code --memory-growth-floor} arguments; {@link MemoryWatch#DEFAULTS} where absent. */
+    static MemoryWatch memoryWatch(Map<String, String> options) {
+        return new MemoryWatch(Integer.parseInt(options.getOrDefault("memory-growth-syncs", String.valueOf(MemoryWatch.DEFAULT_GROWTH_SYNCS))),
+            Long.parseLong(options.getOrDefault("memory-growth-floor", String.valueOf(MemoryWatch.DEFAULT_FLOOR_BYTES))));
     }
 
     /** The {@code --name value} pairs of the command line, the required ones checked present. */

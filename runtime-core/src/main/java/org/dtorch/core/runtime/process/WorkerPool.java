@@ -101,7 +101,8 @@ final class WorkerPool {
         return List.of("--socket", socket.toString(), "--device", String.valueOf(device.index()), "--device-kind",
             device.kind().shortName(), "--physical-device", String.valueOf(physical.index()), "--devices",
             String.valueOf(options.deviceCount()), "--instance", instanceId, "--failures", failureBoard, "--timeout-ms",
-            String.valueOf(options.timeout().toMillis()), "--same-device", String.valueOf(options.sameDevice()));
+            String.valueOf(options.timeout().toMillis()), "--same-device", String.valueOf(options.sameDevice()), "--memory-growth-syncs",
+            String.valueOf(options.memoryWatch().growthSyncs()), "--memory-growth-floor", String.valueOf(options.memoryWatch().floorBytes()));
     }
 
     private static Process spawn(RuntimeOptions options, Device device, String instanceId, String failureBoard, Path socket) {
