@@ -18,7 +18,7 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * {@code DTorch.dumpGraph} on a 2-device mesh in thread mode: the DOT text of small programs compared exactly (operator
  * ids count from 1 in a fresh runtime) and checked by {@link DotSyntax}; explicit and implicit redistributions show
- * their plans; each dump starts a new window.
+ * their plans (a copy between shardings too); each dump starts a new window.
  */
 @Timeout(120)
 class GraphDumpTest {
@@ -78,14 +78,15 @@ class GraphDumpTest {
     }
 
     @Test
-    void shouldShowTheRedistributionAStrategyInsertsAndThePartialSumItLeaves() throws Exception {
+    void shouldShowTheRedistributionsAStrategyAndACopyMakeAndThePartialSumLeft() throws Exception {
         try (DTorch dt = twoDevices()) {
             DTensor x = dt.ones(new long[] {4, 4}, dt.defaultMesh(), Placement.shard(1));
             DTensor y = dt.ones(new long[] {4, 4}, dt.defaultMesh(), Placement.shard(1));
             x.matmul(y).mul(2.0);
+            x.copy_(dt.ones(new long[] {4, 4}, dt.defaultMesh(), Placement.replicate()));
 
             String dot = dump(dt, "implicit.dot");
-            assertEquals(header(5)
+            assertEquals(header(7)
                 + "  op1 [label=\"ones#1\\nfloat32[4, 4]\\nDeviceMesh(cpu, [0, 1])\"];\n"
                 + "  op2 [label=\"ones#2\\nfloat32[4, 4]\\nDeviceMesh(cpu, [0, 1])\"];\n"
                 + "  op3 [label=\"redistribute#3\\nfloat32[4, 4]\\nDeviceMesh(cpu, [0, 1])\\nS(1)->S(0): all-to-all on mesh dim 0\","
@@ -96,8 +97,12 @@ class GraphDumpTest {
                 + "  op3 -> op4 [label=\"S(0)\"];\n"
                 + "  op5 [label=\"mul#5\\nfloat32[4, 4]\\nDeviceMesh(cpu, [0, 1])\"];\n"
                 + "  op4 -> op5 [label=\"P(sum)\"];\n"
+                + "  op6 [label=\"ones#6\\nfloat32[4, 4]\\nDeviceMesh(cpu, [0, 1])\"];\n"
+                + "  op7 [label=\"copy_#7\\nDeviceMesh(cpu, [0, 1])\\nR->S(1): local slice on mesh dim 0\"];\n"
+                + "  op1 -> op7 [label=\"S(1)\"];\n"
+                + "  op6 -> op7 [label=\"R\"];\n"
                 + "}\n", dot);
-            assertEquals(List.of("op1", "op2", "op3", "op4", "op5"), DotSyntax.check(dot));
+            assertEquals(List.of("op1", "op2", "op3", "op4", "op5", "op6", "op7"), DotSyntax.check(dot));
         }
     }
 }
