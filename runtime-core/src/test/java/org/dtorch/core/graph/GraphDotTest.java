@@ -89,27 +89,30 @@ class GraphDotTest {
             "and an edge to an undeclared node");
     }
 
+    private static List<String> steps(Sharding from, Sharding to) {
+        return GraphDot.steps(RedistributionPlanner.plan(from, to, new long[] {8, 4}));
+    }
+
+    private static Sharding onPair(Placement placement) {
+        return Sharding.of(PAIR, placement);
+    }
+
     @Test
     void shouldNameEveryStepOfAPlanWithItsCollective() {
         DeviceMesh square = DeviceMesh.initDeviceMesh(DeviceKind.CPU, new int[] {2, 2}, List.of());
-        long[] shape = {8, 4};
         assertEquals(List.of("S(0)->S(1): all-to-all on mesh dim 0", "P(sum)->S(0): reduce-scatter on mesh dim 1",
                 "S(1)->R: all-gather on mesh dim 0"),
-            GraphDot.steps(RedistributionPlanner.plan(Sharding.of(square, Placement.shard(0), Placement.partial()),
-                Sharding.of(square, Placement.replicate(), Placement.shard(0)), shape)));
+            steps(Sharding.of(square, Placement.shard(0), Placement.partial()),
+                Sharding.of(square, Placement.replicate(), Placement.shard(0))));
         assertEquals(List.of("P(sum)->R: all-reduce on mesh dim 0", "transfer to DeviceMesh(cpu, [2, 3]): 2 pieces",
                 "R->P(sum): local (one coordinate keeps the values) on mesh dim 0 of the target"),
-            GraphDot.steps(RedistributionPlanner.plan(Sharding.of(PAIR, Placement.partial()),
-                Sharding.of(DeviceMesh.of(DeviceKind.CPU, 2, 3), Placement.partial()), shape)));
+            steps(onPair(Placement.partial()), Sharding.of(DeviceMesh.of(DeviceKind.CPU, 2, 3), Placement.partial())));
         assertEquals(List.of("S(0)->P(sum): local (shards padded with the identity) on mesh dim 0"),
-            GraphDot.steps(RedistributionPlanner.plan(Sharding.of(PAIR, Placement.shard(0)), Sharding.of(PAIR, Placement.partial()), shape)));
-        assertEquals(List.of("R->S(1): local slice on mesh dim 0"),
-            GraphDot.steps(RedistributionPlanner.plan(Sharding.of(PAIR, Placement.replicate()), Sharding.of(PAIR, Placement.shard(1)), shape)));
-        assertEquals(List.of("R->R: no change"),
-            GraphDot.steps(RedistributionPlanner.plan(Sharding.of(PAIR, Placement.replicate()), Sharding.of(PAIR, Placement.replicate()), shape)));
+            steps(onPair(Placement.shard(0)), onPair(Placement.partial())));
+        assertEquals(List.of("R->S(1): local slice on mesh dim 0"), steps(onPair(Placement.replicate()), onPair(Placement.shard(1))));
+        assertEquals(List.of("R->R: no change"), steps(onPair(Placement.replicate()), onPair(Placement.replicate())));
         assertEquals(List.of("cpu->cuda: through the cuda devices of the same ids", "S(0)->R: all-gather on mesh dim 0"),
-            GraphDot.steps(RedistributionPlanner.plan(Sharding.of(PAIR, Placement.shard(0)),
-                Sharding.of(PAIR.withKind(DeviceKind.CUDA), Placement.replicate()), shape)));
+            steps(onPair(Placement.shard(0)), Sharding.of(PAIR.withKind(DeviceKind.CUDA), Placement.replicate())));
         assertEquals("S(0)RP(max)", GraphDot.placements(List.of(Placement.shard(0), Placement.replicate(),
             Placement.partial(org.dtorch.core.communication.ReduceOpType.MAX))));
     }
