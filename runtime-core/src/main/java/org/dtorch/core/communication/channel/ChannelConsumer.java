@@ -61,6 +61,7 @@ public final class ChannelConsumer implements AutoCloseable {
         checkUsable("receive");
         Deadline deadline = Deadline.after(control.options().timeout());
         byte[][] message = new byte[1][];
+        boolean quiet = false;
         while (true) {
             int seen = control.refCounter(rank);
             queue.read((type, buffer, index, length) -> {
@@ -76,14 +77,15 @@ public final class ChannelConsumer implements AutoCloseable {
                 // A producer that closed after its last ref is the normal end, not a failure of the channel.
                 throw new CommException(what + ": the producer detached; no more refs will come");
             }
-            String gone = control.producerGone();
+            // The liveness check reads /proc: only after a tick without a ref, never on the way to a ref's wake-up.
+            String gone = quiet ? control.producerGone() : null;
             if (gone != null) {
                 throw control.fail(what + ": " + gone, false);
             }
             if (deadline.expired()) {
                 throw control.fail(what + ": " + deadline.timedOutAfter(), true);
             }
-            control.awaitRefSignal(rank, seen, deadline);
+            quiet = !control.awaitRefSignal(rank, seen, deadline);
         }
     }
 

@@ -220,6 +220,7 @@ final class ChannelControl implements AutoCloseable {
      *                       channel failed or closed meanwhile
      */
     void awaitAcks(int profile, int slot, long generation, Deadline deadline) {
+        boolean quiet = false;
         while (true) {
             int counter = buffer.getIntAcquire((int) ChannelLayout.ACK_COUNTER_OFFSET);
             List<Integer> missing = missingAcks(profile, slot, generation);
@@ -229,16 +230,19 @@ final class ChannelControl implements AutoCloseable {
             checkOpen("waiting for the ACKs of profile " + profile + " slot " + slot + " generation " + generation);
             String what = label() + ": the producer waited for the ACKs of profile " + profile + " slot " + slot + " generation "
                 + generation + " before reusing the slot; ranks missing " + missing + ", seen " + seenRanks(missing);
-            for (int r : missing) {
-                String gone = consumerGone(r);
-                if (gone != null) {
-                    throw fail(what + ": " + gone, false);
+            // The liveness check reads /proc: only after a tick without any ACK, never between a wake and its ACK.
+            if (quiet) {
+                for (int r : missing) {
+                    String gone = consumerGone(r);
+                    if (gone != null) {
+                        throw fail(what + ": " + gone, false);
+                    }
                 }
             }
             if (deadline.expired()) {
                 throw fail(what + ": " + deadline.timedOutAfter(), true);
             }
-            awaitAckSignal(counter, deadline);
+            quiet = !awaitAckSignal(counter, deadline);
         }
     }
 
@@ -268,8 +272,10 @@ final class ChannelControl implements AutoCloseable {
         }
     }
 
-    private void awaitAckSignal(int counter, Deadline deadline) {
-        Futex.await(region.segment(), ChannelLayout.ACK_COUNTER_OFFSET, counter, Math.min(POLL_NANOS, deadline.remainingNanos()));
+    /** Sleeps until the ACK counter changes from {@code counter}, for at most a poll tick; false if the tick passed. */
+    private boolean awaitAckSignal(int counter, Deadline deadline) {
+        return Futex.await(region.segment(), ChannelLayout.ACK_COUNTER_OFFSET, counter, Math.min(POLL_NANOS, deadline.remainingNanos()))
+            == Futex.Wake.CHANGED;
     }
 
     /** The ranks whose ACK of {@code slot} of {@code profile}, copied or discarded, is below {@code generation}. */
@@ -366,9 +372,13 @@ final class ChannelControl implements AutoCloseable {
         return buffer.getIntAcquire((int) layout.refCounterOffset(rank));
     }
 
-    /** Sleeps until rank {@code rank}'s ref counter changes from {@code seen}, for at most a poll tick. */
-    void awaitRefSignal(int rank, int seen, Deadline deadline) {
-        Futex.await(region.segment(), layout.refCounterOffset(rank), seen, Math.min(POLL_NANOS, deadline.remainingNanos()));
+    /**
+     * Sleeps until rank {@code rank}'s ref counter changes from {@code seen}, for at most a poll tick; false if the
+     * tick passed.
+     */
+    boolean awaitRefSignal(int rank, int seen, Deadline deadline) {
+        return Futex.await(region.segment(), layout.refCounterOffset(rank), seen, Math.min(POLL_NANOS, deadline.remainingNanos()))
+            == Futex.Wake.CHANGED;
     }
 
     /** Unmaps the control region. Idempotent. */

@@ -70,6 +70,15 @@ final class CudaChannelSlots implements ChannelSlots {
     /** Producer only: the generation last staged in each slot (0: none). */
     private final long[] staged = new long[ChannelLayout.SLOTS];
     private long stages;
+    /** Producer only: each slot's handles, built at its first publish (the descriptor and event handle never change). */
+    private final byte[][] slotHandles = new byte[ChannelLayout.SLOTS][];
+    /**
+     * Each slot's bytes as a tensor of the profile's shape and dtype (fixed per profile), made at the slot's first use
+     * on either side and closed with the pool, so the hot path builds no views.
+     */
+    private final Tensor[] slotViews = new Tensor[ChannelLayout.SLOTS];
+    /** Consumer only: the options of its copies out (the profile's dtype on this device), made at the first copy. */
+    private TensorOptions outOptions;
     /** Consumer only: its rank, the slots' ready events as opened here, and its own completion events. */
     private final int rank;
     private final DeviceEvent[] readyOpened = new DeviceEvent[ChannelLayout.SLOTS];
@@ -146,6 +155,9 @@ final class CudaChannelSlots implements ChannelSlots {
 
     @Override
     public byte[] handles(int slot) {
+        if (slotHandles[slot] != null) {
+            return slotHandles[slot];
+        }
         byte[] out = new byte[HANDLES];
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment descriptor = arena.allocate(CudaIpcDescriptor.SIZE);
@@ -153,6 +165,7 @@ final class CudaChannelSlots implements ChannelSlots {
             MemorySegment.copy(descriptor, ValueLayout.JAVA_BYTE, 0, out, 0, CudaIpcDescriptor.SIZE);
         }
         System.arraycopy(ready[slot].ipcHandle(), 0, out, CudaIpcDescriptor.SIZE, DeviceEvent.IPC_HANDLE_BYTES);
+        slotHandles[slot] = out;
         return out;
     }
 
@@ -167,9 +180,10 @@ final class CudaChannelSlots implements ChannelSlots {
                 copy.streamWaitEvent(stream);
             }
         }
-        try (Tensor target = typedView(slotOffset(slot), TorchTensors.shape(source), TorchTensors.dtype(source))) {
-            target.copy_(source);
+        if (slotViews[slot] == null) {
+            makeSlotView(slot, slotOffset(slot), TorchTensors.shape(source), TorchTensors.dtype(source));
         }
+        slotViews[slot].copy_(source);
         WorkerTensorChannel.countDeviceCopy();
         ready[slot].record(stream);
         staged[slot] = ++stages;
@@ -212,12 +226,22 @@ final class CudaChannelSlots implements ChannelSlots {
         if (!readyOpened[slot].query()) {
             readyOpened[slot].streamWaitEvent(stream);
         }
+        if (outOptions == null) {
+            outOptions = TorchTensors.options(dtype, device);
+        }
+        if (slotViews[slot] == null) {
+            makeSlotView(slot, leaf.offset(), leaf.shape(), dtype);
+        }
+        Tensor whole = slotViews[slot];
         Tensor out;
-        try (Tensor whole = typedView(leaf.offset(), leaf.shape(), dtype);
-             Tensor part = ChannelSlots.rankShare(whole, leaf, rank, world);
-             TensorOptions options = TorchTensors.options(dtype, device)) {
-            out = torch.empty(TorchTensors.shape(part), options, NO_MEMORY_FORMAT);
-            out.copy_(part);
+        if (leaf.shardDim() < 0) {
+            out = torch.empty(leaf.shape(), outOptions, NO_MEMORY_FORMAT);
+            out.copy_(whole);
+        } else {
+            try (Tensor part = ChannelSlots.rankShare(whole, leaf, rank, world)) {
+                out = torch.empty(TorchTensors.shape(part), outOptions, NO_MEMORY_FORMAT);
+                out.copy_(part);
+            }
         }
         WorkerTensorChannel.countDeviceCopy();
         boolean first = copied[slot] == null;
@@ -231,10 +255,10 @@ final class CudaChannelSlots implements ChannelSlots {
         return out;
     }
 
-    /** A tensor of {@code shape} and {@code dtype} over the pool's bytes from {@code offset}. */
-    private Tensor typedView(long offset, long[] shape, ScalarType dtype) {
+    /** Keeps {@code slot}'s bytes from {@code offset} as a tensor of the profile's {@code shape} and {@code dtype}. */
+    private void makeSlotView(int slot, long offset, long[] shape, ScalarType dtype) {
         try (Tensor slice = pool.narrow(0, offset, ShmTensors.byteSize(shape, dtype)); Tensor typed = slice.view(dtype)) {
-            return typed.view(shape);
+            slotViews[slot] = typed.view(shape);
         }
     }
 
@@ -292,6 +316,10 @@ final class CudaChannelSlots implements ChannelSlots {
     }
 
     private void release() {
+        Arrays.stream(slotViews).filter(v -> v != null).forEach(Tensor::close);
+        if (outOptions != null) {
+            outOptions.close();
+        }
         if (loan != null) {
             Arrays.stream(ready).forEach(DeviceEvent::close);
             Arrays.stream(consumerCopies).flatMap(Arrays::stream).filter(e -> e != null).forEach(DeviceEvent::close);

@@ -17,9 +17,16 @@ import org.dtorch.core.tensor.TorchTensors;
  *  stride        bytes    slot 1          (stride = bytes rounded up to 64)
  * </pre>
  *
+ * <p>Copies of at least {@value #PARALLEL_COPY_BYTES} bytes go through libtorch's {@code copy_} between the tensor and a
+ * view of the slot, which cuts a large copy over libtorch's intra-op threads; smaller ones stay one plain memcpy, which
+ * needs no view (decision 380).
+ *
  * <p>Not thread-safe: one producer thread or one consumer thread per instance.
  */
 final class ShmChannelSlots implements ChannelSlots {
+    /** From this many bytes a copy in or out is libtorch's parallel {@code copy_}; below, one memcpy. */
+    static final long PARALLEL_COPY_BYTES = 1L << 20;
+
     private final SharedRegion region;
     private final long stride;
 
@@ -61,7 +68,15 @@ final class ShmChannelSlots implements ChannelSlots {
 
     @Override
     public void stage(int slot, Tensor source) {
-        ShmTensors.copyInto(source, region.segment().asSlice(slotOffset(slot), stride));
+        long[] shape = TorchTensors.shape(source);
+        ScalarType dtype = TorchTensors.dtype(source);
+        if (ShmTensors.byteSize(shape, dtype) < PARALLEL_COPY_BYTES) {
+            ShmTensors.copyInto(source, shape, dtype, region.segment().asSlice(slotOffset(slot), stride));
+            return;
+        }
+        try (Tensor target = ShmTensors.view(region, slotOffset(slot), shape, dtype)) {
+            target.copy_(source);
+        }
     }
 
     @Override
@@ -71,11 +86,12 @@ final class ShmChannelSlots implements ChannelSlots {
 
     /**
      * A fresh CPU tensor with consumer {@code rank}'s part of the leaf at {@code leaf.offset()} of {@code region}: all
-     * of it, or its {@link BalancedSplit} share of the shard dimension, copied by libtorch from a view of the bytes.
+     * of it, or its {@link BalancedSplit} share of the shard dimension, copied by libtorch from a view of the bytes (a
+     * whole leaf under {@value #PARALLEL_COPY_BYTES} bytes by one memcpy).
      */
     static Tensor copyOut(SharedRegion region, WorkerTensorRef.Leaf leaf, int rank, int world) {
         ScalarType dtype = ShmTensors.dtypeOf(leaf.dtype());
-        if (leaf.shardDim() < 0) {
+        if (leaf.shardDim() < 0 && ShmTensors.byteSize(leaf.shape(), dtype) < PARALLEL_COPY_BYTES) {
             return ShmTensors.copyOut(region.segment().asSlice(leaf.offset()), leaf.shape(), dtype);
         }
         try (Tensor whole = ShmTensors.view(region, leaf.offset(), leaf.shape(), dtype);
