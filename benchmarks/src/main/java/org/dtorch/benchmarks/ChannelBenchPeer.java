@@ -1,16 +1,21 @@
 package org.dtorch.benchmarks;
 
 import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import org.bytedeco.javacpp.LongPointer;
 import org.bytedeco.pytorch.Tensor;
 import org.dtorch.core.communication.channel.ChannelConsumer;
 import org.dtorch.core.communication.channel.ChannelOptions;
+import org.dtorch.core.communication.channel.ChannelPhases;
 import org.dtorch.core.communication.channel.WorkerTensorChannel;
+import org.dtorch.core.communication.channel.WorkerTensorRef;
 import org.dtorch.core.communication.store.TensorStore;
 import org.dtorch.core.communication.store.TensorStoreCreateInfo;
 import org.dtorch.core.communication.store.TensorStoreType;
 import org.dtorch.core.device.Cuda;
 import org.dtorch.core.device.Device;
+import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.device.DeviceStream;
 import org.dtorch.core.shm.Futex;
 import org.dtorch.core.shm.SharedRegion;
@@ -47,6 +52,8 @@ public final class ChannelBenchPeer {
         int blocks = Integer.parseInt(args[4]);
         if (mode.equals("channelcuda")) {
             consumeOnGpu(args[1], args[2], n * blocks, args[5]);
+        } else if (mode.equals("probe")) {
+            probe(args[1], args[2], n, blocks, args[5], args[6].equals("cuda") ? Device.cuda(0) : Device.cpu(0));
         } else if (mode.equals("channel")) {
             ChannelOptions o = ChannelOptions.of(args[1], args[2], 1).withTimeout(Duration.ofSeconds(120));
             try (SharedRegion flags = SharedRegion.open(args[5]).orElseThrow();
@@ -84,6 +91,55 @@ public final class ChannelBenchPeer {
             }
         }
         System.exit(0);
+    }
+
+    /**
+     * {@link ChannelCudaProbe}'s consumer: takes {@code warmup + transfers} hand-offs as {@link #consumeOnGpu} does and
+     * prints its side's samples after the warm-up, one {@code PROBE name nanos...} line per measure, then {@code PROBE END}.
+     */
+    private static void probe(String instance, String name, int warmup, int transfers, String flagName, Device device) {
+        if (device.kind() == DeviceKind.CUDA) {
+            Cuda.loadNatives();
+        }
+        DeviceStream stream = DeviceStream.of(device);
+        ChannelOptions o = ChannelOptions.of(instance, name, 1).withTimeout(Duration.ofSeconds(120));
+        Map<String, StringBuilder> lines = new LinkedHashMap<>();
+        try (SharedRegion flags = SharedRegion.open(flagName).orElseThrow();
+             ChannelConsumer consumer = WorkerTensorChannel.consumer(o, 0)) {
+            System.out.println("READY");
+            for (int i = 1; i <= warmup + transfers; i++) {
+                if (i == warmup + 1) {
+                    ChannelPhases.clear();
+                    ChannelPhases.enable(true);
+                }
+                WorkerTensorRef ref = consumer.receive();
+                long received = System.nanoTime();
+                long wake = received - Shm.getLongAcquire(flags.segment(), ChannelCudaProbe.ENQUEUE_CLOCK_OFFSET);
+                try (Tensor got = (Tensor) consumer.resolve(ref)) {
+                    long resolved = System.nanoTime();
+                    stream.synchronize();
+                    if (i > warmup) {
+                        sample(lines, "consumer wake (enqueue begun to receive returned)", wake);
+                        sample(lines, "resolve", resolved - received);
+                        sample(lines, "consumer stream synchronize", System.nanoTime() - resolved);
+                    }
+                }
+                Shm.putIntRelease(flags.segment(), ChannelCudaProbe.DONE_OFFSET, i);
+                Futex.wakeAll(flags.segment(), ChannelCudaProbe.DONE_OFFSET);
+            }
+            ChannelPhases.enable(false);
+        }
+        for (ChannelPhases.Phase phase : ChannelPhases.Phase.values()) {
+            for (long nanos : ChannelPhases.drain(phase)) {
+                sample(lines, ChannelCudaProbe.phaseName(phase), nanos);
+            }
+        }
+        lines.forEach((measure, values) -> System.out.println("PROBE " + measure.replace(' ', '_') + values));
+        System.out.println("PROBE END");
+    }
+
+    private static void sample(Map<String, StringBuilder> lines, String measure, long nanos) {
+        lines.computeIfAbsent(measure, m -> new StringBuilder()).append(' ').append(nanos);
     }
 
     private static void consumeOnGpu(String instance, String name, int n, String flagName) {

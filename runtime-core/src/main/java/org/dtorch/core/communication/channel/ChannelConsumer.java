@@ -112,8 +112,13 @@ public final class ChannelConsumer implements AutoCloseable {
                     WorkerTensorChannel.countDeviceCopy();
                 }
             } else {
-                leaves.add(slots(leaf).copyOut(leaf, rank, control.layout().consumers()));
+                long clock = ChannelPhases.start();
+                ChannelSlots slots = slots(leaf);
+                ChannelPhases.end(ChannelPhases.Phase.OPEN, clock);
+                leaves.add(slots.copyOut(leaf, rank, control.layout().consumers()));
+                clock = ChannelPhases.start();
                 control.putAck(leaf.profile(), leaf.slot(), rank, leaf.generation());
+                ChannelPhases.end(ChannelPhases.Phase.ACK, clock);
             }
         }
         expected++;

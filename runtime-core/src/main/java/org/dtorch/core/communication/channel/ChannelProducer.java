@@ -158,13 +158,18 @@ public final class ChannelProducer implements AutoCloseable {
         }
         long generation = profile.uses + 1;
         int slot = (int) ((generation - 1) % ChannelLayout.SLOTS);
+        long clock = ChannelPhases.start();
         if (generation > ChannelLayout.SLOTS) {
             control.awaitAcks(profile.index, slot, generation - ChannelLayout.SLOTS, deadline);
         }
+        ChannelPhases.end(ChannelPhases.Phase.ACK_WAIT, clock);
         profile.slots.stage(slot, t);
         profile.uses = generation;
-        return new WorkerTensorRef.Leaf(profile.index, slot, generation, dtype, shape, profile.slots.slotOffset(slot), shardDim,
-            profile.slots.name(), cudaIndex, profile.slots.handles(slot));
+        clock = ChannelPhases.start();
+        WorkerTensorRef.Leaf leaf = new WorkerTensorRef.Leaf(profile.index, slot, generation, dtype, shape, profile.slots.slotOffset(slot),
+            shardDim, profile.slots.name(), cudaIndex, profile.slots.handles(slot));
+        ChannelPhases.end(ChannelPhases.Phase.HANDLES, clock);
+        return leaf;
     }
 
     /**
@@ -176,6 +181,7 @@ public final class ChannelProducer implements AutoCloseable {
      */
     public void enqueue(WorkerTensorRef ref) {
         checkUsable("enqueue");
+        long clock = ChannelPhases.start();
         byte[] bytes = ref.toBytes();
         if (bytes.length > queues.getFirst().maxMsgLength()) {
             throw new IllegalArgumentException(control.label() + ": " + ref + " takes " + bytes.length
@@ -195,6 +201,7 @@ public final class ChannelProducer implements AutoCloseable {
             }
             control.signalRef(r);
         }
+        ChannelPhases.end(ChannelPhases.Phase.ENQUEUE, clock);
     }
 
     private void checkUsable(String operation) {

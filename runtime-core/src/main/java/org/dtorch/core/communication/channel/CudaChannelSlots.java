@@ -172,6 +172,7 @@ final class CudaChannelSlots implements ChannelSlots {
     /** Producer: called once every rank acknowledged the slot's previous generation ({@link ChannelControl#awaitAcks}). */
     @Override
     public void stage(int slot, Tensor source) {
+        long clock = ChannelPhases.start();
         DeviceStream stream = DeviceStream.of(device);
         for (int r = 0; r < consumerCopies[slot].length; r++) {
             DeviceEvent copy = consumerCopy(slot, r);
@@ -180,12 +181,15 @@ final class CudaChannelSlots implements ChannelSlots {
                 copy.streamWaitEvent(stream);
             }
         }
+        clock = ChannelPhases.end(ChannelPhases.Phase.CONSUMER_EVENTS, clock);
         if (slotViews[slot] == null) {
             makeSlotView(slot, slotOffset(slot), TorchTensors.shape(source), TorchTensors.dtype(source));
         }
         slotViews[slot].copy_(source);
         WorkerTensorChannel.countDeviceCopy();
+        clock = ChannelPhases.end(ChannelPhases.Phase.STAGE_COPY, clock);
         ready[slot].record(stream);
+        ChannelPhases.end(ChannelPhases.Phase.READY_RECORD, clock);
         staged[slot] = ++stages;
     }
 
@@ -217,6 +221,7 @@ final class CudaChannelSlots implements ChannelSlots {
     @Override
     public Tensor copyOut(WorkerTensorRef.Leaf leaf, int rank, int world) {
         int slot = leaf.slot();
+        long clock = ChannelPhases.start();
         ScalarType dtype = ShmTensors.dtypeOf(leaf.dtype());
         DeviceStream stream = DeviceStream.of(device);
         if (readyOpened[slot] == null) {
@@ -226,24 +231,21 @@ final class CudaChannelSlots implements ChannelSlots {
         if (!readyOpened[slot].query()) {
             readyOpened[slot].streamWaitEvent(stream);
         }
+        clock = ChannelPhases.end(ChannelPhases.Phase.READY_WAIT, clock);
         if (outOptions == null) {
             outOptions = TorchTensors.options(dtype, device);
         }
         if (slotViews[slot] == null) {
             makeSlotView(slot, leaf.offset(), leaf.shape(), dtype);
         }
-        Tensor whole = slotViews[slot];
         Tensor out;
-        if (leaf.shardDim() < 0) {
-            out = torch.empty(leaf.shape(), outOptions, NO_MEMORY_FORMAT);
-            out.copy_(whole);
-        } else {
-            try (Tensor part = ChannelSlots.rankShare(whole, leaf, rank, world)) {
-                out = torch.empty(TorchTensors.shape(part), outOptions, NO_MEMORY_FORMAT);
-                out.copy_(part);
-            }
+        try (Tensor part = ChannelSlots.rankShare(slotViews[slot], leaf, rank, world)) {
+            out = torch.empty(leaf.shardDim() < 0 ? leaf.shape() : TorchTensors.shape(part), outOptions, NO_MEMORY_FORMAT);
+            clock = ChannelPhases.end(ChannelPhases.Phase.EMPTY, clock);
+            out.copy_(part);
         }
         WorkerTensorChannel.countDeviceCopy();
+        clock = ChannelPhases.end(ChannelPhases.Phase.COPY_OUT, clock);
         boolean first = copied[slot] == null;
         if (first) {
             copied[slot] = DeviceEvent.takePooledInterprocess(device);
@@ -252,6 +254,7 @@ final class CudaChannelSlots implements ChannelSlots {
         if (first) {
             control.putEventHandle(leaf.profile(), slot, rank, copied[slot].ipcHandle());
         }
+        ChannelPhases.end(ChannelPhases.Phase.COMPLETION_RECORD, clock);
         return out;
     }
 

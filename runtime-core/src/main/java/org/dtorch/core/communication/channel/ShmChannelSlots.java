@@ -3,6 +3,7 @@ package org.dtorch.core.communication.channel;
 import org.agrona.BitUtil;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
 import org.dtorch.core.shm.SharedRegion;
 import org.dtorch.core.shm.ShmTensors;
 import org.dtorch.core.tensor.TorchTensors;
@@ -17,15 +18,19 @@ import org.dtorch.core.tensor.TorchTensors;
  *  stride        bytes    slot 1          (stride = bytes rounded up to 64)
  * </pre>
  *
- * <p>Copies of at least {@value #PARALLEL_COPY_BYTES} bytes go through libtorch's {@code copy_} between the tensor and a
- * view of the slot, which cuts a large copy over libtorch's intra-op threads; smaller ones stay one plain memcpy, which
- * needs no view (decision 380).
+ * <p>Where libtorch has at least {@value #PARALLEL_COPY_MIN_THREADS} intra-op threads, copies of at least
+ * {@value #PARALLEL_COPY_BYTES} bytes go through libtorch's {@code copy_} between the tensor and a view of the slot, which
+ * cuts a large copy over those threads; smaller ones, and every copy on a machine with fewer threads (where the
+ * producer's and the consumer's copies would contend for the same cores), stay one plain memcpy (decision 380).
  *
  * <p>Not thread-safe: one producer thread or one consumer thread per instance.
  */
 final class ShmChannelSlots implements ChannelSlots {
     /** From this many bytes a copy in or out is libtorch's parallel {@code copy_}; below, one memcpy. */
     static final long PARALLEL_COPY_BYTES = 1L << 20;
+    /** Below this many intra-op threads every copy is one memcpy. */
+    static final int PARALLEL_COPY_MIN_THREADS = 4;
+    private static final boolean PARALLEL_COPIES = torch.get_num_threads() >= PARALLEL_COPY_MIN_THREADS;
 
     private final SharedRegion region;
     private final long stride;
@@ -68,9 +73,15 @@ final class ShmChannelSlots implements ChannelSlots {
 
     @Override
     public void stage(int slot, Tensor source) {
+        long clock = ChannelPhases.start();
+        stageCopy(slot, source);
+        ChannelPhases.end(ChannelPhases.Phase.STAGE_COPY, clock);
+    }
+
+    private void stageCopy(int slot, Tensor source) {
         long[] shape = TorchTensors.shape(source);
         ScalarType dtype = TorchTensors.dtype(source);
-        if (ShmTensors.byteSize(shape, dtype) < PARALLEL_COPY_BYTES) {
+        if (!parallel(ShmTensors.byteSize(shape, dtype))) {
             ShmTensors.copyInto(source, shape, dtype, region.segment().asSlice(slotOffset(slot), stride));
             return;
         }
@@ -81,17 +92,20 @@ final class ShmChannelSlots implements ChannelSlots {
 
     @Override
     public Tensor copyOut(WorkerTensorRef.Leaf leaf, int rank, int world) {
-        return copyOut(region, leaf, rank, world);
+        long clock = ChannelPhases.start();
+        Tensor out = copyOut(region, leaf, rank, world);
+        ChannelPhases.end(ChannelPhases.Phase.COPY_OUT, clock);
+        return out;
     }
 
     /**
      * A fresh CPU tensor with consumer {@code rank}'s part of the leaf at {@code leaf.offset()} of {@code region}: all
      * of it, or its {@link BalancedSplit} share of the shard dimension, copied by libtorch from a view of the bytes (a
-     * whole leaf under {@value #PARALLEL_COPY_BYTES} bytes by one memcpy).
+     * whole leaf by one memcpy unless the copy is {@linkplain #parallel parallel}).
      */
     static Tensor copyOut(SharedRegion region, WorkerTensorRef.Leaf leaf, int rank, int world) {
         ScalarType dtype = ShmTensors.dtypeOf(leaf.dtype());
-        if (leaf.shardDim() < 0 && ShmTensors.byteSize(leaf.shape(), dtype) < PARALLEL_COPY_BYTES) {
+        if (leaf.shardDim() < 0 && !parallel(ShmTensors.byteSize(leaf.shape(), dtype))) {
             return ShmTensors.copyOut(region.segment().asSlice(leaf.offset()), leaf.shape(), dtype);
         }
         try (Tensor whole = ShmTensors.view(region, leaf.offset(), leaf.shape(), dtype);
@@ -100,6 +114,11 @@ final class ShmChannelSlots implements ChannelSlots {
             out.copy_(part);
             return out;
         }
+    }
+
+    /** True if a copy of {@code bytes} goes through libtorch's parallel {@code copy_}. */
+    private static boolean parallel(long bytes) {
+        return PARALLEL_COPIES && bytes >= PARALLEL_COPY_BYTES;
     }
 
     @Override
