@@ -119,9 +119,10 @@ public final class ChannelBenchPeer {
                     long resolved = System.nanoTime();
                     stream.synchronize();
                     if (i > warmup) {
-                        sample(lines, "consumer wake (enqueue begun to receive returned)", wake);
-                        sample(lines, "resolve", resolved - received);
-                        sample(lines, "consumer stream synchronize", System.nanoTime() - resolved);
+                        long[] measures = {wake, resolved - received, System.nanoTime() - resolved};
+                        for (int m = 0; m < measures.length; m++) {
+                            sample(lines, ChannelCudaProbe.CONSUMER_MEASURES.get(m), measures[m]);
+                        }
                     }
                 }
                 Shm.putIntRelease(flags.segment(), ChannelCudaProbe.DONE_OFFSET, i);

@@ -10,6 +10,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.function.LongConsumer;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
@@ -20,6 +21,7 @@ import org.dtorch.core.communication.channel.ChannelOptions;
 import org.dtorch.core.communication.channel.ChannelPhases;
 import org.dtorch.core.communication.channel.ChannelProducer;
 import org.dtorch.core.communication.channel.WorkerTensorChannel;
+import org.dtorch.core.communication.channel.WorkerTensorRef;
 import org.dtorch.core.device.Cuda;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
@@ -48,6 +50,9 @@ public final class ChannelCudaProbe {
     /** The flags region's words: the consumer's count of finished hand-offs (int), the producer's clock before enqueue. */
     static final long DONE_OFFSET = 0;
     static final long ENQUEUE_CLOCK_OFFSET = 8;
+    /** The consumer's measures, as both harnesses name them. */
+    static final List<String> CONSUMER_MEASURES = List.of("consumer wake (enqueue begun to receive returned)", "resolve",
+        "consumer stream synchronize");
 
     private ChannelCudaProbe() {
     }
@@ -106,7 +111,7 @@ public final class ChannelCudaProbe {
                 DeviceStream stream = DeviceStream.of(device);
                 try (ChannelConsumer consumer = WorkerTensorChannel.consumer(options, 0)) {
                     for (int i = 0; i < WARMUP + TRANSFERS; i++) {
-                        var ref = consumer.receive();
+                        WorkerTensorRef ref = consumer.receive();
                         long received = System.nanoTime();
                         long wake;
                         synchronized (enqueueClock) {
@@ -123,35 +128,18 @@ public final class ChannelCudaProbe {
                 }
             });
             DeviceStream.of(device).synchronize();
-            for (int i = 0; i < WARMUP + TRANSFERS; i++) {
-                if (i == WARMUP) {
-                    ChannelPhases.clear();
-                    ChannelPhases.enable(true);
-                }
-                long start = System.nanoTime();
-                var ref = producer.publish(value);
-                long published = System.nanoTime();
+            produce(producer, value, samples, clock -> {
                 synchronized (enqueueClock) {
-                    enqueueClock[0] = published;
+                    enqueueClock[0] = clock;
                 }
-                producer.enqueue(ref);
-                long enqueued = System.nanoTime();
+            }, i -> {
                 long[] consumer = done.poll(120, TimeUnit.SECONDS);
                 if (consumer == null) {
                     throw new IllegalStateException("channel probe: the consumer thread did not finish hand-off " + i + " within 120 s");
                 }
-                if (i >= WARMUP) {
-                    add(samples, "hand-off total", System.nanoTime() - start);
-                    add(samples, "publish", published - start);
-                    add(samples, "enqueue", enqueued - published);
-                    add(samples, "consumer wake (enqueue begun to receive returned)", consumer[0]);
-                    add(samples, "resolve", consumer[1]);
-                    add(samples, "consumer stream synchronize", consumer[2]);
-                }
-            }
-            ChannelPhases.enable(false);
+                return consumer;
+            });
             consumerThread.join(TimeUnit.SECONDS.toMillis(120));
-            addPhases(samples);
         }
         return samples;
     }
@@ -172,26 +160,10 @@ public final class ChannelCudaProbe {
              Tensor value = torch.ones(new long[] {bytes / Float.BYTES}, tensorOptions)) {
             peer.awaitLine("READY");
             DeviceStream.of(device).synchronize();
-            for (int i = 0; i < WARMUP + TRANSFERS; i++) {
-                if (i == WARMUP) {
-                    ChannelPhases.clear();
-                    ChannelPhases.enable(true);
-                }
-                long start = System.nanoTime();
-                var ref = producer.publish(value);
-                long published = System.nanoTime();
-                Shm.putLongRelease(flags.segment(), ENQUEUE_CLOCK_OFFSET, published);
-                producer.enqueue(ref);
-                long enqueued = System.nanoTime();
+            produce(producer, value, samples, clock -> Shm.putLongRelease(flags.segment(), ENQUEUE_CLOCK_OFFSET, clock), i -> {
                 ChannelBenchmark.awaitFlag(flags, i + 1);
-                if (i >= WARMUP) {
-                    add(samples, "hand-off total", System.nanoTime() - start);
-                    add(samples, "publish", published - start);
-                    add(samples, "enqueue", enqueued - published);
-                }
-            }
-            ChannelPhases.enable(false);
-            addPhases(samples);
+                return new long[0]; // the consumer JVM reports its side at the end
+            });
             String line;
             while (!(line = peer.valueOf("PROBE")).equals("END")) {
                 String[] parts = line.split(" ");
@@ -204,6 +176,44 @@ public final class ChannelCudaProbe {
             SharedRegion.unlink(flagName);
         }
         return samples;
+    }
+
+    /** Waits until the consumer finished hand-off {@code i}; returns its samples, in {@link #CONSUMER_MEASURES}' order. */
+    @FunctionalInterface
+    private interface HandOffDone {
+        long[] await(int i) throws Exception;
+    }
+
+    /**
+     * The producer's side of {@value #WARMUP} + {@value #TRANSFERS} hand-offs of {@code value}, one at a time; records
+     * its own samples, the consumer's that {@code done} returns, and then this process's {@link ChannelPhases}.
+     * {@code enqueueClock} gets the clock before each {@code enqueue}.
+     */
+    private static void produce(ChannelProducer producer, Tensor value, Map<String, Samples> samples, LongConsumer enqueueClock,
+                                HandOffDone done) throws Exception {
+        for (int i = 0; i < WARMUP + TRANSFERS; i++) {
+            if (i == WARMUP) {
+                ChannelPhases.clear();
+                ChannelPhases.enable(true);
+            }
+            long start = System.nanoTime();
+            WorkerTensorRef ref = producer.publish(value);
+            long published = System.nanoTime();
+            enqueueClock.accept(published);
+            producer.enqueue(ref);
+            long enqueued = System.nanoTime();
+            long[] consumer = done.await(i);
+            if (i >= WARMUP) {
+                add(samples, "hand-off total", System.nanoTime() - start);
+                add(samples, "publish", published - start);
+                add(samples, "enqueue", enqueued - published);
+                for (int m = 0; m < consumer.length; m++) {
+                    add(samples, CONSUMER_MEASURES.get(m), consumer[m]);
+                }
+            }
+        }
+        ChannelPhases.enable(false);
+        addPhases(samples);
     }
 
     private static void add(Map<String, Samples> samples, String name, long nanos) {

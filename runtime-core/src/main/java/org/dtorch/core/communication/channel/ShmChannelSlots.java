@@ -30,7 +30,6 @@ final class ShmChannelSlots implements ChannelSlots {
     static final long PARALLEL_COPY_BYTES = 1L << 20;
     /** Below this many intra-op threads every copy is one memcpy. */
     static final int PARALLEL_COPY_MIN_THREADS = 4;
-    private static final boolean PARALLEL_COPIES = torch.get_num_threads() >= PARALLEL_COPY_MIN_THREADS;
 
     private final SharedRegion region;
     private final long stride;
@@ -116,9 +115,12 @@ final class ShmChannelSlots implements ChannelSlots {
         }
     }
 
-    /** True if a copy of {@code bytes} goes through libtorch's parallel {@code copy_}. */
+    /**
+     * True if a copy of {@code bytes} goes through libtorch's parallel {@code copy_}; the pool's size is read per copy,
+     * since a worker sets it after start-up ({@code WorkerMain}).
+     */
     private static boolean parallel(long bytes) {
-        return PARALLEL_COPIES && bytes >= PARALLEL_COPY_BYTES;
+        return bytes >= PARALLEL_COPY_BYTES && torch.get_num_threads() >= PARALLEL_COPY_MIN_THREADS;
     }
 
     @Override

@@ -16,6 +16,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.communication.CommException;
 import org.dtorch.core.communication.CommTimeoutException;
@@ -78,6 +79,25 @@ class WorkerTensorChannelTest {
                 }
                 consumer.orTimeout(30, TimeUnit.SECONDS).join();
             }
+        }
+    }
+
+    @Test
+    void shouldCopyLargeTensorsThroughLibtorchsThreadsWhereItHasEnough() {
+        int threads = torch.get_num_threads();
+        torch.set_num_threads(ShmChannelSlots.PARALLEL_COPY_MIN_THREADS);
+        ChannelOptions o = options(1);
+        long elements = ShmChannelSlots.PARALLEL_COPY_BYTES; // float32: 4 times the parallel copy's floor
+        try (WorkerTensorChannel channel = WorkerTensorChannel.create(o);
+             ChannelConsumer c = WorkerTensorChannel.consumer(o, 0);
+             ChannelProducer p = WorkerTensorChannel.producer(o)) {
+            for (int i = 1; i <= 3; i++) {
+                try (Tensor t = pattern(i, elements)) {
+                    assertSameTensor(t, c.resolve(p.publish(t)));
+                }
+            }
+        } finally {
+            torch.set_num_threads(threads);
         }
     }
 
