@@ -156,7 +156,7 @@ final class CudaChannelSlots implements ChannelSlots {
     @Override
     public byte[] handles(int slot) {
         if (slotHandles[slot] != null) {
-            return slotHandles[slot];
+            return slotHandles[slot].clone(); // a ref's leaf is public: no caller may change the next ref's handles
         }
         byte[] out = new byte[HANDLES];
         try (Arena arena = Arena.ofConfined()) {
@@ -165,7 +165,7 @@ final class CudaChannelSlots implements ChannelSlots {
             MemorySegment.copy(descriptor, ValueLayout.JAVA_BYTE, 0, out, 0, CudaIpcDescriptor.SIZE);
         }
         System.arraycopy(ready[slot].ipcHandle(), 0, out, CudaIpcDescriptor.SIZE, DeviceEvent.IPC_HANDLE_BYTES);
-        slotHandles[slot] = out;
+        slotHandles[slot] = out.clone();
         return out;
     }
 
