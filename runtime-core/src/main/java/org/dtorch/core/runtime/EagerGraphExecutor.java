@@ -81,6 +81,25 @@ final class EagerGraphExecutor {
     }
 
     /**
+     * Runs {@code action} on the controller after the messages accepted before it and before those after it (now,
+     * under the dispatch lock, when callers dispatch themselves); dropped after {@link #shutdown}.
+     */
+    void runInOrder(Runnable action) {
+        if (thread != null) {
+            inbox.offer(action);
+            return;
+        }
+        dispatching.lock();
+        try {
+            if (!stopped) {
+                action.run();
+            }
+        } finally {
+            dispatching.unlock();
+        }
+    }
+
+    /**
      * Processes everything queued so far, then stops; true once done, false at the timeout. Messages that come
      * after it are dropped.
      */
@@ -126,6 +145,7 @@ final class EagerGraphExecutor {
             switch (message) {
                 case GraphMessage.AddOperator add -> dispatch(add.operator());
                 case GraphMessage.ReleaseOperand release -> release(release.operand());
+                case Runnable action -> action.run();
                 case null, default -> {
                 }
             }

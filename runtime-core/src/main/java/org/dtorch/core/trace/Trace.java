@@ -40,6 +40,9 @@ public final class Trace {
         }
     }
 
+    /** A trace with no events. */
+    public static final Trace EMPTY = new Trace(0, List.of());
+
     private final long origin;
     private final List<Track> tracks;
 
@@ -79,7 +82,7 @@ public final class Trace {
         Map<String, String[]> keys = new LinkedHashMap<>();
         for (Track track : tracks) {
             for (TraceEvent e : track.events()) {
-                if (e.kind() == TraceEvent.Kind.PROMISE) {
+                if (e.kind().instant) {
                     continue;
                 }
                 String key = e.kind().category + '\0' + e.name();

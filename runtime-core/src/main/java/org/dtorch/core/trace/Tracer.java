@@ -4,6 +4,8 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import org.dtorch.core.trace.TraceEvent.Kind;
 
@@ -41,6 +43,26 @@ public final class Tracer {
         }
     }
 
+    /**
+     * Processes that record for this process's sessions (a runtime's worker processes, in per-device-process mode),
+     * told when a session opens and closes.
+     *
+     * <p>Thread-safe: called under the tracer's lock, from the thread that starts or stops the session.
+     */
+    public interface Remote {
+        /** A session opened: start recording there, in order with the work sent to them from now on. */
+        void traceStarted();
+
+        /**
+         * The session closed: stop recording there once the work sent before has run, and return each process's events
+         * as a part ({@link TracePart#encode}), within the remote's deadline.
+         *
+         * @throws IllegalStateException naming the processes whose events did not come
+         */
+        List<byte[]> traceStopped();
+    }
+
+    private static final Set<Remote> REMOTES = ConcurrentHashMap.newKeySet();
     private static final Row HOST_ROW = new Row(HOST_PID, "host (client, controller)");
     private static final ThreadLocal<Row> ROWS = new ThreadLocal<>();
     private static final ThreadLocal<TraceBuffer.Appender> APPENDERS = new ThreadLocal<>();
@@ -70,8 +92,18 @@ public final class Tracer {
         ROWS.set(new Row(pid, processName));
     }
 
+    /** Tells {@code remote} when sessions open and close, until {@link #unregister}. */
+    public static void register(Remote remote) {
+        REMOTES.add(remote);
+    }
+
+    /** Stops telling {@code remote} about sessions. */
+    public static void unregister(Remote remote) {
+        REMOTES.remove(remote);
+    }
+
     /**
-     * Opens a session.
+     * Opens a session, and tells the registered {@link Remote}s.
      *
      * @throws IllegalStateException if one is already open (one recording per process at a time)
      */
@@ -80,12 +112,15 @@ public final class Tracer {
             throw new IllegalStateException("Tracer.start: a trace is already being recorded in this process; stop it first");
         }
         session = new Session(++sessions);
+        REMOTES.forEach(Remote::traceStarted);
     }
 
     /**
-     * Closes the session and returns what it recorded. An event a thread records while this runs may be left out.
+     * Closes the session and returns what it recorded, with the events of the registered {@link Remote}s (waited for
+     * within their deadlines). An event a thread records while this runs may be left out.
      *
-     * @throws IllegalStateException if no session is open
+     * @throws IllegalStateException if no session is open, or (the session closed all the same) if a remote's events
+     *                               did not come: its message names the processes
      */
     public static synchronized Trace stop() {
         Session s = session;
@@ -100,19 +135,41 @@ public final class Tracer {
             tracks.add(new Trace.Track(buffer.row, buffer.tid, buffer.threadName, events));
         }
         tracks.addAll(s.parts);
+        RuntimeException failed = null;
+        for (Remote remote : REMOTES) {
+            try {
+                for (byte[] part : remote.traceStopped()) {
+                    tracks.addAll(TracePart.decode(part, "a worker's trace events"));
+                }
+            } catch (IOException | RuntimeException e) {
+                RuntimeException error = e instanceof RuntimeException r ? r : new IllegalStateException("Tracer.stop: " + e, e);
+                if (failed == null) {
+                    failed = error;
+                } else {
+                    failed.addSuppressed(error);
+                }
+            }
+        }
+        if (failed != null) {
+            throw failed;
+        }
         return new Trace(s.origin, tracks);
     }
 
     /**
      * Adds the tracks of a worker process's part ({@link TracePart}) to the open session, their times moved to this
-     * process's clock; nothing when no session is open.
+     * process's clock, less the events that started before the session (a part the worker began for an earlier one);
+     * nothing when no session is open.
      *
      * @throws IOException if the part cannot be read (the session is left as it was)
      */
     public static void addPart(Path file) throws IOException {
         Session s = session;
         if (s != null) {
-            s.parts.addAll(TracePart.read(file));
+            for (Trace.Track track : TracePart.read(file)) {
+                List<TraceEvent> events = track.events().stream().filter(e -> e.start() - s.origin >= 0).toList();
+                s.parts.add(new Trace.Track(track.row(), track.tid(), track.threadName(), events));
+            }
         }
     }
 
@@ -158,6 +215,17 @@ public final class Tracer {
     public static void storeWait(String call, String key, long start) {
         if (start != 0) {
             record(Kind.STORE_WAIT, call, start, System.nanoTime(), 0, 0, key, null, null);
+        }
+    }
+
+    /**
+     * A control frame ({@code name}: its type and direction) to or from {@code peer}, the {@code seq}-th of its type and
+     * direction on that channel, of {@code bytes} bytes, passed now (an instant); nothing while off.
+     */
+    public static void controlFrame(String name, String peer, long seq, long bytes) {
+        if (session != null) {
+            long t = System.nanoTime();
+            record(Kind.CONTROL, name, t, t, seq, bytes, peer, null, null);
         }
     }
 
