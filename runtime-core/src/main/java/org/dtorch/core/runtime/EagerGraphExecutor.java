@@ -65,6 +65,19 @@ final class EagerGraphExecutor {
 
     /** Queues a message from the client, or dispatches it now when callers dispatch themselves. */
     void accept(GraphMessage message) {
+        take(message);
+    }
+
+    /**
+     * Runs {@code action} on the controller after the messages accepted before it and before those after it (now,
+     * under the dispatch lock, when callers dispatch themselves); dropped after {@link #shutdown}.
+     */
+    void runInOrder(Runnable action) {
+        take(action);
+    }
+
+    /** Queues a {@link GraphMessage} or a {@link Runnable}, or handles it now when callers dispatch themselves. */
+    private void take(Object message) {
         if (thread != null) {
             inbox.offer(message);
             return;
@@ -73,26 +86,9 @@ final class EagerGraphExecutor {
         try {
             if (!stopped) {
                 handle(message);
-                flush(message);
-            }
-        } finally {
-            dispatching.unlock();
-        }
-    }
-
-    /**
-     * Runs {@code action} on the controller after the messages accepted before it and before those after it (now,
-     * under the dispatch lock, when callers dispatch themselves); dropped after {@link #shutdown}.
-     */
-    void runInOrder(Runnable action) {
-        if (thread != null) {
-            inbox.offer(action);
-            return;
-        }
-        dispatching.lock();
-        try {
-            if (!stopped) {
-                action.run();
+                if (message instanceof GraphMessage m) {
+                    flush(m);
+                }
             }
         } finally {
             dispatching.unlock();

@@ -99,13 +99,14 @@ public final class ControlChannel implements AutoCloseable {
         sendCrc.reset();
         sendCrc.update(out.array(), start + 4, frame - 8);
         out.putInt((int) sendCrc.getValue());
-        traced(type, " sent", ++queued[type], payload.length);
+        traced(type, true, ++queued[type], payload.length);
     }
 
-    /** Records a traced frame's passing (its type and direction, its number, its payload's bytes). */
-    private void traced(byte type, String direction, long seq, int bytes) {
-        if (type == OPERATOR || type == DONE) {
-            Tracer.controlFrame((type == OPERATOR ? "OPERATOR" : "DONE") + direction, peer, seq, bytes);
+    /** Records a traced frame's passing (its type and direction, its number, its payload's bytes); nothing while off. */
+    private void traced(byte type, boolean sent, long seq, int bytes) {
+        if ((type == OPERATOR || type == DONE) && Tracer.enabled()) {
+            Tracer.controlFrame(type == OPERATOR ? (sent ? "OPERATOR sent" : "OPERATOR received") : (sent ? "DONE sent" : "DONE received"),
+                peer, seq, bytes);
         }
     }
 
@@ -171,7 +172,7 @@ public final class ControlChannel implements AutoCloseable {
         if (type < HELLO || type > LAST_TYPE) {
             throw new ProtocolException("frame from " + peer + " has unknown type " + type);
         }
-        traced(type, " received", ++received[type], length - 9);
+        traced(type, false, ++received[type], length - 9);
         return new Frame(type, bytes, 5, length - 9);
     }
 

@@ -44,6 +44,9 @@ import org.dtorch.core.trace.Tracer;
  * of a kind that {@link FailureKind#mayHideADeadPeer may hide a dead peer}: that one waits {@value #DEATH_GRACE_MILLIS}
  * ms for news of a death, so that the future names the dead device rather than the broken connection (decision 163).
  *
+ * <p>The workers record this process's trace sessions: a session open when they start, through a part file each writes
+ * at its end (decision 409), and profiler windows through control frames (decisions 425 to 429).
+ *
  * <p>Thread-safe: {@link #createNodes} once; worker reports and exits arrive on their threads; the rest from any thread.
  */
 public final class ProcessFleet implements DeviceFleet {

@@ -51,9 +51,10 @@ import org.dtorch.core.trace.Tracer;
  * {@code --physical-device N} (default: the {@code --device} index), the device the kernels run on
  * ({@link RuntimeOptions#physicalDevice}), and {@code --memory-growth-syncs N --memory-growth-floor BYTES}
  * ({@link MemoryWatch}, default {@link MemoryWatch#DEFAULTS}); with {@code --trace-from-start true} it records a trace
- * from its start, and with {@code --trace-part FILE} it writes what it still records at its end there ({@link TracePart}). {@code TRACE_START} and {@code TRACE_STOP} frames open and
- * close a recording in order with the operators, and the trace goes back as {@code TRACE_EVENTS} frames. A CUDA worker makes its physical device current before
- * anything else touches CUDA, and sees the host's GPUs numbered as its controller does (it inherits the environment).
+ * from its start, and with {@code --trace-part FILE} it writes what it still records at its end there
+ * ({@link TracePart}). {@code TRACE_START} and {@code TRACE_STOP} frames open and close a recording in order with the
+ * operators, and the trace goes back as {@code TRACE_EVENTS} frames. A CUDA worker makes its physical device current
+ * before anything else touches CUDA, and sees the host's GPUs numbered as its controller does (it inherits the environment).
  *
  * <p>Not thread-safe: a process entry point.
  */
@@ -298,7 +299,6 @@ public final class WorkerMain {
     }
 
     private void writeControl() {
-        nameTraceRow();
         while (true) {
             synchronized (writeSignal) {
                 while (!writePending && !writerStopping) {
@@ -365,13 +365,8 @@ public final class WorkerMain {
         System.err.println("worker of " + device + ": " + text);
     }
 
-    /** Puts the calling control thread's trace events in the device's row, beside its loop's. */
-    private void nameTraceRow() {
-        Tracer.nameThisThread(device.index() + 1, "device " + device);
-    }
-
     private void readControl() {
-        nameTraceRow();
+        Tracer.nameThisThread(device.index() + 1, "device " + device); // its frames in the device's row, beside its loop
         try {
             while (true) {
                 ControlChannel.Frame frame = channel.receive();

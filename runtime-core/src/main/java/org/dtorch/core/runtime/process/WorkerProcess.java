@@ -27,7 +27,8 @@ import org.dtorch.core.runtime.DeviceNode;
 /**
  * The controller's handle on the worker process of one device (per-device-process mode): sends it
  * operators and releases over the {@link ControlChannel}, and on a reader thread takes its reports: which
- * operators it ran ({@code DONE}), which failed ({@code FAILED}), and unrecoverable errors ({@code FATAL}).
+ * operators it ran ({@code DONE}), which failed ({@code FAILED}), unrecoverable errors ({@code FATAL}), and the trace
+ * a profiler window's stop asked for ({@code TRACE_EVENTS}).
  * The worker's output is forwarded to this process's standard error, prefixed with the device; its last
  * lines go into error messages.
  *
