@@ -69,6 +69,7 @@ class TraceInProcessesTest {
             dt.profiler().start();
             TraceTest.runMatmulAndRedistribute(dt);
             dt.sync();
+            dt.runtime().liveBlobCount(); // waits for the workers' DONE reports, so the window has them at both ends
             dt.profiler().stop();
             dt.ones(new long[] {4, 4}, dt.defaultMesh(), Placement.shard(0)); // after it
             dt.sync();
