@@ -30,35 +30,42 @@ final class StageChannelBenchmark {
         long rows = options.quick() ? 64 : ROWS;
         report.section("Pipeline-stage hand-off through the runtime", "stagechannel",
             "Four worker processes; stage one on devices [0, 1] and stage two on [2, 3]. A step: `x * 2` on stage one (a "
-                + rows + " x " + COLUMNS + " float32 tensor, `S(0)`), `redistribute` onto stage two (`S(0)`), `relu` there. "
+                + rows + " x " + COLUMNS + " float32 tensor, `S(0)` or `R`), `redistribute` onto stage two (`S(0)`), `relu` there. "
                 + steps + " steps per round, then `sync()`; the sample is the round's time per step. Measured: with the edge "
                 + "declared (`dt.channel(stage1, stage2)`); baseline: without (the ordinary cross-mesh path). " + options.rounds()
                 + " rounds per variant and run, alternating, after " + WARMUP_ROUNDS + " warm-up rounds. Ratio: baseline p50 over "
                 + "channel p50.");
-        Comparison comparison = new Comparison("two-stage step, channel vs ordinary path", Goal.context("context"));
+        Comparison sharded = new Comparison("two-stage step from `S(0)`, channel vs ordinary path", Goal.context("context"));
+        Comparison replicated = new Comparison("two-stage step from `R`, channel vs ordinary path", Goal.context("context"));
         try (DTorch dt = DTorch.init(DTorchOptions.builder().devices(4).perDevicePerProcess(true).build())) {
             DeviceMesh first = dt.mesh(0, 1);
             DeviceMesh second = dt.mesh(2, 3);
-            try (DTensor a = dt.randn(1, new long[] {rows, COLUMNS}, first, S0)) {
+            try (DTensor a = dt.randn(1, new long[] {rows, COLUMNS}, first, S0); DTensor r = dt.randn(1, new long[] {rows, COLUMNS}, first)) {
                 for (int run = 0; run < options.runs(); run++) {
-                    Samples viaChannel = new Samples("declared edge (WorkerTensorChannel)");
-                    Samples ordinary = new Samples("ordinary cross-mesh path");
-                    for (int round = -WARMUP_ROUNDS; round < options.rounds(); round++) {
-                        long withEdge;
-                        try (ChannelEdge edge = dt.channel(first, second)) {
-                            withEdge = round(dt, a, second, steps);
-                        }
-                        long without = round(dt, a, second, steps);
-                        if (round >= 0) {
-                            viaChannel.add(withEdge);
-                            ordinary.add(without);
-                        }
-                    }
-                    comparison.add(viaChannel, ordinary);
+                    measure(dt, a, second, steps, options.rounds(), sharded);
+                    measure(dt, r, second, steps, options.rounds(), replicated);
                 }
             }
         }
-        report.comparisons(List.of(comparison));
+        report.comparisons(List.of(sharded, replicated));
+    }
+
+    /** One run of {@code rounds} rounds per variant, alternating, after the warm-up, into {@code comparison}. */
+    private static void measure(DTorch dt, DTensor a, DeviceMesh second, int steps, int rounds, Comparison comparison) {
+        Samples viaChannel = new Samples("declared edge (WorkerTensorChannel)");
+        Samples ordinary = new Samples("ordinary cross-mesh path");
+        for (int round = -WARMUP_ROUNDS; round < rounds; round++) {
+            long withEdge;
+            try (ChannelEdge edge = dt.channel(a.mesh(), second)) {
+                withEdge = round(dt, a, second, steps);
+            }
+            long without = round(dt, a, second, steps);
+            if (round >= 0) {
+                viaChannel.add(withEdge);
+                ordinary.add(without);
+            }
+        }
+        comparison.add(viaChannel, ordinary);
     }
 
     /** One round: {@code steps} steps issued, then {@code sync()}; the time per step in nanoseconds. */
