@@ -1,5 +1,9 @@
 package org.dtorch.api;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -31,11 +35,14 @@ import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.graph.GraphConstructor;
+import org.dtorch.core.graph.GraphDot;
+import org.dtorch.core.graph.GraphHistory;
 import org.dtorch.core.graph.OpSpec;
 import org.dtorch.core.graph.Operand;
 import org.dtorch.core.runtime.EagerRuntime;
 import org.dtorch.core.runtime.MemoryStats;
 import org.dtorch.core.runtime.PromiseSpec;
+import org.dtorch.core.trace.Profiler;
 import org.dtorch.core.distributed.RedistributionPlanner;
 import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.core.kernel.ChannelEnds;
@@ -43,6 +50,7 @@ import org.dtorch.core.kernel.ChannelTransferKernel;
 import org.dtorch.ops.AtenSpec;
 import org.dtorch.ops.ChannelDetachSpec;
 import org.dtorch.ops.FallbackWarnings;
+import org.dtorch.ops.RedistributeAllSpec;
 import org.dtorch.ops.ShardingStrategy;
 import org.dtorch.ops.StrategyTable;
 import org.dtorch.ops.aten.AtenCall;
@@ -72,14 +80,28 @@ public final class DTorch implements AutoCloseable {
     /** The declared edges by (source, destination) mesh, in declaration order. */
     private final Map<List<DeviceMesh>, ChannelEdge> channels = new LinkedHashMap<>();
     private int channelsDeclared;
+    private final Profiler profiler = new Profiler();
+    /** Where {@link #close()} writes the trace, or null; set to null once written. */
+    private Path tracePath;
 
     private DTorch(DTorchOptions options) {
-        this.runtime = EagerRuntime.start(options.runtime());
+        this.tracePath = options.trace().orElse(null);
+        if (tracePath != null) {
+            profiler.start();
+        }
         DeviceMesh mesh;
         try {
-            mesh = DeviceMesh.initDeviceMesh(options.runtime().deviceKind(), options.meshShape(), options.meshDimNames());
+            this.runtime = EagerRuntime.start(options.runtime());
+            try {
+                mesh = DeviceMesh.initDeviceMesh(options.runtime().deviceKind(), options.meshShape(), options.meshDimNames());
+            } catch (RuntimeException e) {
+                runtime.close();
+                throw e;
+            }
         } catch (RuntimeException e) {
-            runtime.close();
+            if (profiler.isRecording()) {
+                profiler.stop();
+            }
             throw e;
         }
         this.defaultMesh = mesh;
@@ -436,6 +458,24 @@ public final class DTorch implements AutoCloseable {
         syncFuture().get();
     }
 
+    /**
+     * Writes the logical graph of the operators added since the runtime started or the last dump (the latest
+     * {@value GraphHistory#DEFAULT_CAPACITY} of them) to {@code path} as Graphviz DOT: operators with their outputs' shapes
+     * and mesh, edges with the placements of the tensors they pass, and the steps of every redistribution
+     * (docs/observability.md). The next dump starts where this one ends, so two dumps bracket a part of the program.
+     *
+     * @throws UncheckedIOException if the file cannot be written (the operators of this window are not kept)
+     */
+    public void dumpGraph(Path path) {
+        Objects.requireNonNull(path, "dumpGraph: path is null");
+        String dot = GraphDot.format(graph().history().drain());
+        try {
+            Files.writeString(path, dot);
+        } catch (IOException e) {
+            throw new UncheckedIOException("dumpGraph: cannot write " + path + ": " + e.getMessage(), e);
+        }
+    }
+
     // ---- memory ------------------------------------------------------------------------------------------------
 
     /**
@@ -486,12 +526,10 @@ public final class DTorch implements AutoCloseable {
         List<DTensor> moved = new ArrayList<>();
         List<String> costs = new ArrayList<>();
         try {
+            redistributeInputs(inputs, metas, decision, actual, moved);
             for (int i = 0; i < inputs.length; i++) {
-                List<Placement> target = decision.inputs().get(i);
-                if (!metas.get(i).placements().equals(target)) {
-                    actual[i] = inputs[i].redistribute(target.toArray(Placement[]::new));
-                    moved.add(actual[i]);
-                    costs.add("input " + i + " " + metas.get(i).placements() + " -> " + target + " ("
+                if (actual[i] != inputs[i]) {
+                    costs.add("input " + i + " " + metas.get(i).placements() + " -> " + decision.inputs().get(i) + " ("
                         + RedistributionPlanner.plan(metas.get(i).sharding(), actual[i].meta().sharding(), metas.get(i).shape()) + ")");
                 }
             }
@@ -501,6 +539,33 @@ public final class DTorch implements AutoCloseable {
             return applyMulti(spec, actual);
         } finally {
             moved.forEach(DTensor::close);
+        }
+    }
+
+    /**
+     * Moves the inputs whose placements differ from the decision's into {@code actual} (and {@code moved}): one
+     * redistribution, or one operator for several, whose partial sums on one group are reduced together (decision 361).
+     */
+    private void redistributeInputs(DTensor[] inputs, List<TensorMeta> metas, ShardingStrategy.Decision decision, DTensor[] actual,
+        List<DTensor> moved) {
+        List<Integer> moving = new ArrayList<>();
+        for (int i = 0; i < inputs.length; i++) {
+            if (!metas.get(i).placements().equals(decision.inputs().get(i))) {
+                moving.add(i);
+            }
+        }
+        if (moving.size() == 1) {
+            int i = moving.getFirst();
+            actual[i] = inputs[i].redistribute(decision.inputs().get(i).toArray(Placement[]::new));
+            moved.add(actual[i]);
+        } else if (moving.size() > 1) {
+            List<Sharding> targets = moving.stream().map(i -> new Sharding(inputs[i].mesh(), decision.inputs().get(i))).toList();
+            DTensor[] sources = moving.stream().map(i -> inputs[i]).toArray(DTensor[]::new);
+            List<DTensor> outputs = applyMulti(new RedistributeAllSpec(targets), sources);
+            for (int k = 0; k < moving.size(); k++) {
+                actual[moving.get(k)] = outputs.get(k);
+            }
+            moved.addAll(outputs);
         }
     }
 
@@ -586,6 +651,33 @@ public final class DTorch implements AutoCloseable {
         }
         runtime.close();
         ChannelEnds.closeAll(runtime.instanceId());
+        writeTrace();
+    }
+
+    /**
+     * The profiler of this runtime: {@code start()}, run, {@code stop()}, then {@code export(path)} or {@code table()}
+     * (docs/observability.md). It records the whole process, and one profiler records at a time. With
+     * {@link DTorchOptions.Builder#trace} it is already recording, until {@link #close()}.
+     */
+    public Profiler profiler() {
+        return profiler;
+    }
+
+    /** Stops the recording {@link DTorchOptions.Builder#trace} started, once, and writes it. */
+    private synchronized void writeTrace() {
+        Path path = tracePath;
+        if (path == null) {
+            return;
+        }
+        tracePath = null;
+        if (profiler.isRecording()) {
+            profiler.stop();
+        }
+        try {
+            profiler.export(path);
+        } catch (IOException e) {
+            throw new UncheckedIOException("DTorch.close: cannot write the trace to " + path + ": " + e.getMessage(), e);
+        }
     }
 
     /** The device kind of this runtime. */

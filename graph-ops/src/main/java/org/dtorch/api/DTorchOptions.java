@@ -1,8 +1,10 @@
 package org.dtorch.api;
 
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import org.dtorch.core.communication.CommOptions;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.runtime.MemoryWatch;
@@ -20,8 +22,10 @@ public final class DTorchOptions {
     private final RuntimeOptions runtime;
     private final int[] meshShape;
     private final List<String> meshDimNames;
+    private final Path trace;
 
     private DTorchOptions(Builder b) {
+        this.trace = b.trace;
         this.runtime = new RuntimeOptions(b.kind, b.devices, b.sameDevice, b.perDevicePerProcess, b.timeout, b.shutdownTimeout,
             b.memoryWatch);
         this.meshShape = b.meshShape == null ? new int[] {b.devices} : b.meshShape.clone();
@@ -61,6 +65,11 @@ public final class DTorchOptions {
         return meshDimNames;
     }
 
+    /** Where the runtime writes its trace when it closes ({@link Builder#trace}), if anywhere. */
+    public Optional<Path> trace() {
+        return Optional.ofNullable(trace);
+    }
+
     /**
      * Builds {@link DTorchOptions}.
      *
@@ -76,8 +85,18 @@ public final class DTorchOptions {
         private MemoryWatch memoryWatch = MemoryWatch.DEFAULTS;
         private int[] meshShape;
         private List<String> meshDimNames = List.of();
+        private Path trace;
 
         private Builder() {
+        }
+
+        /**
+         * Records a timeline of the whole run ({@link DTorch#profiler()}) and writes it to {@code path} as Chrome
+         * trace event JSON when the runtime closes (docs/observability.md); default none.
+         */
+        public Builder trace(Path path) {
+            this.trace = Objects.requireNonNull(path, "trace: path is null");
+            return this;
         }
 
         /** The number of devices; default 4. */

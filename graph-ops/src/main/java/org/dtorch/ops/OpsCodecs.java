@@ -1,11 +1,13 @@
 package org.dtorch.ops;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.function.BiConsumer;
 import java.util.function.Function;
 import org.dtorch.core.communication.channel.ChannelOptions;
+import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.graph.OpSpec;
 import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.core.runtime.process.OpSpecCodec;
@@ -23,6 +25,8 @@ import org.dtorch.core.runtime.process.WireWriter;
  * <p>Thread-safe: stateless.
  */
 public final class OpsCodecs implements OpSpecCodecProvider {
+    /** The most inputs one {@link RedistributeAllSpec} read from the wire may move (an operator's inputs are few). */
+    private static final int MAX_MOVES = 4096;
 
     /** A codec from a writer and a reader function. */
     private record Codec<S extends OpSpec>(Class<S> specClass, String tag, BiConsumer<S, SpecWriter> writer,
@@ -84,6 +88,17 @@ public final class OpsCodecs implements OpSpecCodecProvider {
                 out.wire().putBoolean(s.producer()).putLongs(s.ranks().stream().mapToLong(Long::longValue).toArray());
             }, in -> new ChannelDetachSpec(readChannel(in.wire()), in.wire().getBoolean("channel detach side"),
                 Arrays.stream(in.wire().getLongs("channel detach devices")).boxed().toList())),
+            new Codec<>(RedistributeAllSpec.class, "ops.redistributeAll", (s, out) -> {
+                out.wire().putInt(s.targets().size());
+                s.targets().forEach(out::sharding);
+            }, in -> {
+                int count = in.wire().getIntIn("redistribute count", 1, MAX_MOVES);
+                List<Sharding> targets = new ArrayList<>(count);
+                for (int i = 0; i < count; i++) {
+                    targets.add(in.sharding("redistribute target " + i));
+                }
+                return new RedistributeAllSpec(targets);
+            }),
             new Codec<>(CopySpec.class, "ops.copy", (s, out) -> { }, in -> CopySpec.INSTANCE),
             new Codec<>(RingAttentionSpec.class, "ops.ring_attention", (s, out) -> out.wire().putBoolean(s.causal()),
                 in -> new RingAttentionSpec(in.wire().getBoolean("ring attention causal"))),

@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Objects;
 import org.bytedeco.pytorch.Tensor;
 import org.dtorch.core.communication.channel.ChannelOptions;
+import org.dtorch.core.distributed.RedistributionPlan;
 import org.dtorch.core.distributed.RedistributionPlanner;
 import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.graph.DeviceKernel;
@@ -78,6 +79,12 @@ public final class RedistributeSpec implements OpSpec {
         }
         ConvertKernel convert = ConvertKernel.of(input.sharding(), target, input.shape());
         return (ctx, inputs) -> Collections.singletonList(convert.run(ctx, inputs.getFirst()));
+    }
+
+    @Override
+    public List<RedistributionPlan> redistributions(Operator op) {
+        TensorMeta input = op.inputs().getFirst().meta();
+        return List.of(RedistributionPlanner.plan(input.sharding(), target, input.shape()));
     }
 
     Sharding target() {

@@ -147,6 +147,20 @@ class GenericOpsInProcessesTest {
         }
     }
 
+    /** Two partial sums moved to R in one operator ({@link RedistributeAllSpec} through its codec), reduced together. */
+    @Test
+    void shouldReplicateTwoPartialSumInputsInOneOperator() {
+        DeviceMesh mesh = dt.initDeviceMesh(new int[] {4});
+        AtenCall mul = call("mul", "T,T", null, null);
+        try (Tensor a = torch.rand(10, 6); Tensor b = torch.rand(10, 6); Tensor want = want(mul, a, b);
+             DTensor da = dt.tensor(a, mesh, R); DTensor db = dt.tensor(b, mesh, R);
+             DTensor p = da.redistribute(Placement.partial()); DTensor q = db.redistribute(Placement.partial());
+             DTensor pq = dt.aten(mul, p, q).getFirst()) {
+            assertEquals(List.of(R), pq.placements());
+            assertClose(want, pq, "partial * partial");
+        }
+    }
+
     @Test
     void shouldReduceWithKeepdimToPartialsAndKeptShards() {
         DeviceMesh mesh = dt.initDeviceMesh(new int[] {2, 2});

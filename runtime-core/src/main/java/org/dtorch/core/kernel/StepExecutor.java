@@ -48,7 +48,7 @@ final class StepExecutor {
         return switch (step.kind()) {
             case ALL_GATHER -> {
                 int dim = ((Shard) step.from()).dim();
-                yield ctx.groupAlong(mesh, meshDim).allGather(x, dim, after[dim]);
+                yield RankOrderGather.gather(ctx.groupAlong(mesh, meshDim), x, dim, after[dim]);
             }
             case ALL_TO_ALL -> {
                 int src = ((Shard) step.from()).dim();

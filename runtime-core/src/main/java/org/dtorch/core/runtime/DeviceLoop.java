@@ -7,6 +7,7 @@ import org.dtorch.core.device.Device;
 import org.dtorch.core.graph.Operand;
 import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.PipelineStages;
+import org.dtorch.core.trace.Tracer;
 
 /**
  * The run loop of one device, the same whether the device is a thread of the controller's JVM
@@ -120,6 +121,7 @@ public final class DeviceLoop {
     public RuntimeException run(Listener listener) {
         // A cancel that came before this line finds no thread to interrupt; its cause is read before every operator.
         thread = Thread.currentThread();
+        Tracer.nameThisThread(device.index() + 1, "device " + device);
         try {
             runner.bindToThisThread();
             while (true) {

@@ -10,6 +10,7 @@ import org.dtorch.core.graph.LogicalGraph;
 import org.dtorch.core.graph.Operand;
 import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.PipelineStages;
+import org.dtorch.core.trace.Tracer;
 
 /**
  * The controller (the seed's {@code EagerGraphExecutor}): it takes the client's messages in order, adds each
@@ -135,6 +136,7 @@ final class EagerGraphExecutor {
 
     private void dispatch(Operator op) {
         long started = PipelineStages.start();
+        long traced = Tracer.now();
         graph.add(op);
         List<Long> devices = op.devices();
         for (int i = 0, n = devices.size(); i < n; i++) {
@@ -142,6 +144,7 @@ final class EagerGraphExecutor {
         }
         fleet.dispatched(op);
         PipelineStages.end(PipelineStages.Stage.CONTROLLER_DISPATCH, started);
+        Tracer.dispatch(op.id(), op.spec().name(), traced);
     }
 
     private void release(Operand operand) {

@@ -15,6 +15,7 @@ import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.PipelineStages;
 import org.dtorch.core.kernel.KernelContext;
 import org.dtorch.core.tensor.TorchTensors;
+import org.dtorch.core.trace.Tracer;
 
 /**
  * Runs operators on one device (the seed's {@code NaiveRunner}): builds the operator's kernel, binds its
@@ -120,7 +121,7 @@ final class NaiveRunner {
         List<Tensor> outputs;
         try {
             long started = timeKernels ? System.nanoTime() : 0;
-            outputs = kernel.run(ctx, inputs);
+            outputs = runTraced(op, kernel, ctx, inputs);
             if (timeKernels) {
                 PipelineStages.add(PipelineStages.Stage.KERNEL, System.nanoTime() - started, 1);
             }
@@ -138,6 +139,19 @@ final class NaiveRunner {
             return;
         }
         store(op, outputs, inputs);
+    }
+
+    /**
+     * Runs {@code kernel}, traced as one span whether it returns or throws ({@link Tracer#kernel}: host time; a CUDA
+     * device would time the kernel with events on its stream there).
+     */
+    private List<Tensor> runTraced(Operator op, DeviceKernel kernel, KernelContext ctx, List<Tensor> inputs) {
+        long traced = Tracer.now();
+        try {
+            return kernel.run(ctx, inputs);
+        } finally {
+            Tracer.kernel(op.id(), op.spec().name(), deviceId, traced);
+        }
     }
 
     /** The runtime is closing: fails the operator without running it. */

@@ -24,6 +24,7 @@ import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.device.DeviceStream;
 import org.dtorch.core.tensor.BalancedSplit;
 import org.dtorch.core.tensor.TorchTensors;
+import org.dtorch.core.trace.Tracer;
 
 /**
  * Collectives over a group of devices, one instance per rank (docs/communication-core.md, "ThreadGroup"). The kernels of the
@@ -220,7 +221,7 @@ public final class ThreadGroup implements AutoCloseable {
         if (size == 1) {
             return localCopy(input, op0);
         }
-        return communicate(op0, CollectiveKind.ALL_REDUCE, () -> backend.allReduce(input, op));
+        return communicate(op0, CollectiveKind.ALL_REDUCE, input, () -> backend.allReduce(input, op));
     }
 
     /** Gathers equal-shaped inputs along dim 0: the result has {@code size * input.size(0)} rows. */
@@ -233,7 +234,7 @@ public final class ThreadGroup implements AutoCloseable {
         if (size == 1) {
             return localCopy(input, op);
         }
-        return communicate(op, CollectiveKind.ALL_GATHER, () -> backend.allGather(input, 0, sizes));
+        return communicate(op, CollectiveKind.ALL_GATHER, input, () -> backend.allGather(input, 0, sizes));
     }
 
     /** S(0) to R: gathers balanced shards of a dimension of {@code gatheredDimSize} rows along dim 0. */
@@ -251,7 +252,7 @@ public final class ThreadGroup implements AutoCloseable {
         if (size == 1) {
             return localCopy(input, op);
         }
-        return communicate(op, CollectiveKind.ALL_GATHER, () -> backend.allGather(input, shardDim, sizes));
+        return communicate(op, CollectiveKind.ALL_GATHER, input, () -> backend.allGather(input, shardDim, sizes));
     }
 
     /** S(d) to R, keeping the shards apart: every rank's shard, in rank order. */
@@ -261,7 +262,7 @@ public final class ThreadGroup implements AutoCloseable {
         if (size == 1) {
             return List.of(localCopy(input, op));
         }
-        return communicate(op, CollectiveKind.ALL_GATHER, () -> backend.allGatherIntoVec(input, shardDim, sizes));
+        return communicate(op, CollectiveKind.ALL_GATHER, input, () -> backend.allGatherIntoVec(input, shardDim, sizes));
     }
 
     /** P to S(0): the reduction of all inputs, of which this rank keeps its balanced share of dim 0. */
@@ -279,7 +280,7 @@ public final class ThreadGroup implements AutoCloseable {
         if (size == 1) {
             return localCopy(input, op0);
         }
-        return communicate(op0, CollectiveKind.REDUCE_SCATTER, () -> backend.reduceScatter(input, scatterDim, sizes, op));
+        return communicate(op0, CollectiveKind.REDUCE_SCATTER, input, () -> backend.reduceScatter(input, scatterDim, sizes, op));
     }
 
     /**
@@ -297,7 +298,7 @@ public final class ThreadGroup implements AutoCloseable {
         if (size == 1) {
             return localCopy(input, op);
         }
-        return communicate(op, CollectiveKind.ALL_TO_ALL, () -> backend.allToAll(input, srcDim, destDim, srcSizes, destSizes));
+        return communicate(op, CollectiveKind.ALL_TO_ALL, input, () -> backend.allToAll(input, srcDim, destDim, srcSizes, destSizes));
     }
 
     /** R to S(d): this rank's balanced share of {@code shardDim}, copied. No communication. */
@@ -329,7 +330,7 @@ public final class ThreadGroup implements AutoCloseable {
                 return one.clone(new MemoryFormatOptional(torch.MemoryFormat.Contiguous));
             }
         }
-        return communicate(op, CollectiveKind.ALL_GATHER, () -> backend.allGatherStacked(local));
+        return communicate(op, CollectiveKind.ALL_GATHER, local, () -> backend.allGatherStacked(local));
     }
 
     /**
@@ -349,9 +350,9 @@ public final class ThreadGroup implements AutoCloseable {
         long[] sizes;
         try (Tensor description = PeerShapes.describe(where(op), local)) {
             sizes = PeerShapes.sizesOnDim(where(op), local, d,
-                communicate(op, CollectiveKind.ALL_GATHER, () -> backend.allGatherStacked(description)));
+                communicate(op, CollectiveKind.ALL_GATHER, description, () -> backend.allGatherStacked(description)));
         }
-        return communicate(op, CollectiveKind.ALL_GATHER, () -> backend.allGather(local, d, sizes));
+        return communicate(op, CollectiveKind.ALL_GATHER, local, () -> backend.allGather(local, d, sizes));
     }
 
     /**
@@ -485,18 +486,28 @@ public final class ThreadGroup implements AutoCloseable {
         return "ThreadGroup{" + key + ", rank " + rank + " of " + size + ", " + backend.name() + "}";
     }
 
-    /**
-     * Runs one collective, counted as {@code kind} (null: the completion of one already counted); a communication
-     * failure gets the group's context and poisons the group.
-     */
+    /** {@link #communicate(String, CollectiveKind, Tensor, Supplier)} with no input to count the bytes of. */
     private <T> T communicate(String op, CollectiveKind kind, Supplier<T> body) {
+        return communicate(op, kind, null, body);
+    }
+
+    /**
+     * Runs one collective, counted as {@code kind} (null: the completion of one already counted) and traced with the
+     * bytes of this rank's {@code input} (null: 0); a communication failure gets the group's context and poisons the group.
+     */
+    private <T> T communicate(String op, CollectiveKind kind, Tensor input, Supplier<T> body) {
         inUse.lock();
         try {
             ensureUsable(op);
             if (kind != null) {
                 counter.record(kind);
             }
-            return runNamed(op, body);
+            long traced = Tracer.now();
+            T result = runNamed(op, body);
+            if (traced != 0) {
+                Tracer.collective(op, kind, backend.name(), input == null ? 0 : input.nbytes(), key.deviceIds(), traced);
+            }
+            return result;
         } finally {
             inUse.unlock();
         }

@@ -5,6 +5,7 @@ import org.dtorch.core.communication.CommOptions;
 import java.lang.ref.Cleaner;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.dtorch.core.trace.Tracer;
 
 /**
  * What the File tensor and void promises share: the region, the one future, serialization, and the
@@ -54,6 +55,7 @@ abstract class FilePromise {
 
     /** After a completion: a rebuilt promise has nothing left to do with the mapping. */
     final void completed() {
+        Tracer.promiseCompleted(name);
         if (!creator) {
             cleanable.clean();
         }

@@ -5,6 +5,7 @@ import org.dtorch.core.communication.CommOptions;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.dtorch.core.trace.Tracer;
 
 /**
  * What the in-process promises share: a {@link CompletableFuture} completed exactly once, a future that
@@ -28,6 +29,7 @@ abstract class MemoryPromise<T> {
 
     /** Completes with {@code value}; false if already completed. */
     final boolean completeWith(T value) {
+        Tracer.promiseCompleted(name);
         return completion.complete(value);
     }
 

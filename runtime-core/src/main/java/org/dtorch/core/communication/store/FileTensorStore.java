@@ -22,6 +22,7 @@ import org.dtorch.core.shm.SharedRegion;
 import org.dtorch.core.shm.ShmMonitor;
 import org.dtorch.core.shm.ShmTensors;
 import org.dtorch.core.tensor.TorchTensors;
+import org.dtorch.core.trace.Tracer;
 
 /**
  * The {@link TensorStore} for participants in several processes of one host (docs/process-mode.md,
@@ -335,6 +336,7 @@ public final class FileTensorStore extends TensorStore {
             long keyHash = FileStoreEntries.hash(keyBytes);
             FileStoreWait.Waiter waiter = waits.waiter(op, deadline);
             CudaIpcTensors.Loan loan;
+            long traced = Tracer.now();
             monitor.lock();
             try {
                 ensureOpen(op);
@@ -350,6 +352,7 @@ public final class FileTensorStore extends TensorStore {
                     waiter.step(() -> entries.finishes(index) + " of " + entries.getCount(index)
                         + " consumers finished (" + entries.gets(index) + " took the tensor)");
                 }
+                Tracer.storeWait("srcWaitUntilGetFinished", key, traced);
                 loan = cudaExchanges.endLoan(key);
                 entries.putStateRelease(index, FREE);
                 monitor.signalAll();
@@ -386,6 +389,7 @@ public final class FileTensorStore extends TensorStore {
             CudaIpcDescriptor cuda = null;
             Tensor inlineCopy = null;
             int index;
+            long traced = Tracer.now();
             monitor.lock();
             try {
                 while (true) {
@@ -400,6 +404,7 @@ public final class FileTensorStore extends TensorStore {
                             : "the key is " + entries.counts(live) + "; no producer set it again";
                     });
                 }
+                Tracer.storeWait("destGet", key, traced);
                 placement = entries.placement(index);
                 if (placement == CUDA_IPC) {
                     cuda = entries.cudaIpc(index);

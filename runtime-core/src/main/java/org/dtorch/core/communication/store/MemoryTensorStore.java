@@ -1,5 +1,6 @@
 package org.dtorch.core.communication.store;
 
+import java.util.List;
 import java.util.Objects;
 import org.bytedeco.pytorch.Tensor;
 import org.dtorch.core.communication.CommOptions;
@@ -7,6 +8,7 @@ import org.dtorch.core.communication.Deadline;
 import org.dtorch.core.device.DeviceEvent;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.device.DeviceStream;
+import org.dtorch.core.trace.Tracer;
 
 /**
  * The {@link TensorStore} for participants that are threads of one process
@@ -58,7 +60,10 @@ public final class MemoryTensorStore extends TensorStore {
         checkKey(key, "srcWaitUntilGetFinished");
         Objects.requireNonNull(stream, "stream");
         // The producer's stream may reuse the memory only after every consumer's stream is done with it.
-        for (DeviceEvent event : state.srcWaitUntilGetFinished(this, key, Deadline.after(timeout()))) {
+        long traced = Tracer.now();
+        List<DeviceEvent> finished = state.srcWaitUntilGetFinished(this, key, Deadline.after(timeout()));
+        Tracer.storeWait("srcWaitUntilGetFinished", key, traced);
+        for (DeviceEvent event : finished) {
             event.streamWaitEvent(stream);
             event.close();
         }
@@ -68,7 +73,9 @@ public final class MemoryTensorStore extends TensorStore {
     public Tensor destGet(String key, DeviceStream stream) {
         checkKey(key, "destGet");
         Objects.requireNonNull(stream, "stream");
+        long traced = Tracer.now();
         MemoryTensorStoreState.Taken taken = state.destGet(this, key, Deadline.after(timeout()));
+        Tracer.storeWait("destGet", key, traced);
         taken.setEvent().streamWaitEvent(stream);
         return taken.tensor();
     }

@@ -1,5 +1,8 @@
 package org.dtorch.core.runtime.process;
 
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -21,6 +24,7 @@ import org.dtorch.core.runtime.DeviceNode;
 import org.dtorch.core.runtime.FailureRegistry;
 import org.dtorch.core.runtime.RuntimeOptions;
 import org.dtorch.core.shm.SharedRegion;
+import org.dtorch.core.trace.Tracer;
 
 /**
  * Per-device-process mode's fleet: one worker JVM per device ({@link WorkerPool} starts them, {@link WorkerProcess}
@@ -172,6 +176,7 @@ public final class ProcessFleet implements DeviceFleet {
     public void release() {
         try {
             killWorkers();
+            mergeTraceParts();
             failureTimer.shutdownNow();
             encoder.releaseAll();
             board.unlink();
@@ -183,6 +188,25 @@ public final class ProcessFleet implements DeviceFleet {
             }
         } finally {
             groups.close();
+        }
+    }
+
+    /**
+     * Hands the trace each worker wrote at its end (a runtime started while the tracer recorded) to the tracer, and
+     * removes it; a worker killed before it finished writing leaves a part that is skipped with a warning.
+     */
+    private void mergeTraceParts() {
+        for (WorkerProcess worker : workers.values()) {
+            Path part = WorkerPool.tracePart(instanceId, worker.device());
+            try {
+                if (Files.exists(part) && worker.join(Duration.ofSeconds(2))) {
+                    Tracer.addPart(part);
+                }
+            } catch (IOException e) {
+                LOG.log(System.Logger.Level.WARNING, "cannot read the trace of " + worker.device() + "'s worker: " + e);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 

@@ -22,6 +22,8 @@ import org.dtorch.core.graph.Operator;
 import org.dtorch.core.runtime.DeviceLoop;
 import org.dtorch.core.runtime.MemoryWatch;
 import org.dtorch.core.runtime.RuntimeOptions;
+import org.dtorch.core.trace.TracePart;
+import org.dtorch.core.trace.Tracer;
 
 
 
@@ -46,7 +48,8 @@ import org.dtorch.core.runtime.RuntimeOptions;
  * --same-device BOOL}, and optionally {@code --device-kind cpu|cuda} (default {@code cpu}),
  * {@code --physical-device N} (default: the {@code --device} index), the device the kernels run on
  * ({@link RuntimeOptions#physicalDevice}), and {@code --memory-growth-syncs N --memory-growth-floor BYTES}
- * ({@link MemoryWatch}, default {@link MemoryWatch#DEFAULTS}). A CUDA worker makes its physical device current before
+ * ({@link MemoryWatch}, default {@link MemoryWatch#DEFAULTS}); with {@code --trace-part FILE} it records a trace from its
+ * start and writes it there at its end ({@link TracePart}). A CUDA worker makes its physical device current before
  * anything else touches CUDA, and sees the host's GPUs numbered as its controller does (it inherits the environment).
  *
  * <p>Not thread-safe: a process entry point.
@@ -118,6 +121,10 @@ public final class WorkerMain {
 
     public static void main(String[] args) {
         Map<String, String> options = parse(args);
+        String tracePart = options.get("trace-part");
+        if (tracePart != null) {
+            Tracer.start(); // the controller records: so does this worker, until it exits
+        }
         WorkerMain worker;
         Cuda.loadNatives(); // before the first tensor of this JVM: libtorch decides once whether it has CUDA
         try {
@@ -142,7 +149,20 @@ public final class WorkerMain {
             System.exit(EXIT_STARTUP);
             return;
         }
-        System.exit(worker.run());
+        int status = worker.run();
+        writeTracePart(tracePart);
+        System.exit(status);
+    }
+
+    /** Writes this worker's trace to {@code part}, which the controller merges once the worker exited; null: none. */
+    private static void writeTracePart(String part) {
+        if (part != null) {
+            try {
+                TracePart.write(Tracer.stop(), Path.of(part));
+            } catch (IOException | RuntimeException e) {
+                System.err.println("worker could not write its trace to " + part + ": " + e);
+            }
+        }
     }
 
     /** System property: libtorch's intra-op threads per worker; default the CPUs divided among the devices. */

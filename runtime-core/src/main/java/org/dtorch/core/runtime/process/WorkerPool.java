@@ -9,6 +9,7 @@ import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -24,6 +25,7 @@ import org.dtorch.core.runtime.RuntimeOptions;
 
 import org.dtorch.core.shm.OwnedPaths;
 import org.dtorch.core.shm.SharedRegion;
+import org.dtorch.core.trace.Tracer;
 
 /**
  * Starts the worker processes of a per-device-process runtime and connects them: a Unix-domain socket in
@@ -105,8 +107,19 @@ final class WorkerPool {
             String.valueOf(options.memoryWatch().growthSyncs()), "--memory-growth-floor", String.valueOf(options.memoryWatch().floorBytes()));
     }
 
+    /**
+     * Where {@code device}'s worker writes its trace when the runtime started while the tracer recorded: beside the
+     * runtime's shared memory, whose clean-up removes what a killed worker left.
+     */
+    static Path tracePart(String instanceId, Device device) {
+        return SharedRegion.pathOf(SharedRegion.PREFIX + instanceId + "-trace-" + device.index());
+    }
+
     private static Process spawn(RuntimeOptions options, Device device, String instanceId, String failureBoard, Path socket) {
-        List<String> args = arguments(options, device, instanceId, failureBoard, socket);
+        List<String> args = new ArrayList<>(arguments(options, device, instanceId, failureBoard, socket));
+        if (Tracer.enabled()) {
+            args.addAll(List.of("--trace-part", tracePart(instanceId, device).toString()));
+        }
         ProcessBuilder builder = JvmCommand.of(WorkerMain.class.getName(), args, Map.of(GlobalCommInstanceId.PROPERTY, instanceId),
             List.of("-Xmx" + System.getProperty("dtorch.worker.heap", "1g"))).processBuilder();
         builder.redirectErrorStream(true);

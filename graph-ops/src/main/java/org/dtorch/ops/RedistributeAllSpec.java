@@ -1,0 +1,85 @@
+package org.dtorch.ops;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.distributed.RedistributionPlanner;
+import org.dtorch.core.distributed.Sharding;
+import org.dtorch.core.graph.DeviceKernel;
+import org.dtorch.core.graph.OpSpec;
+import org.dtorch.core.graph.Operator;
+import org.dtorch.core.graph.TensorMeta;
+import org.dtorch.core.kernel.BatchedConvert;
+import org.dtorch.core.kernel.ConvertKernel;
+import org.dtorch.core.kernel.KernelContext;
+
+/**
+ * Several inputs moved in one operator, input {@code i} to {@code targets[i]}: the moves an operator needs before it
+ * runs. Run by {@link BatchedConvert}, which submits the {@code P(sum) -> R} all-reduces on one group together
+ * ({@code ThreadGroup.allReduceSum_}) and runs the other moves as {@link RedistributeSpec} would. Plans are checked
+ * when the operator is created, in the client's thread.
+ *
+ * <p>Thread-safe: immutable.
+ */
+public final class RedistributeAllSpec implements OpSpec {
+    private final List<Sharding> targets;
+
+    /** Moves of as many inputs as {@code targets}, in order. */
+    public RedistributeAllSpec(List<Sharding> targets) {
+        this.targets = List.copyOf(Objects.requireNonNull(targets, "targets"));
+    }
+
+    @Override
+    public String name() {
+        return "redistribute";
+    }
+
+    @Override
+    public boolean communicates() {
+        return true;
+    }
+
+    @Override
+    public List<TensorMeta> inferOutputs(List<TensorMeta> inputs) {
+        Rules.arity(name(), inputs, targets.size());
+        List<TensorMeta> outputs = new ArrayList<>(inputs.size());
+        for (int i = 0; i < inputs.size(); i++) {
+            TensorMeta t = inputs.get(i);
+            RedistributionPlanner.plan(t.sharding(), targets.get(i), t.shape());
+            outputs.add(t.withSharding(targets.get(i)));
+        }
+        return outputs;
+    }
+
+    /** As {@link RedistributeSpec#runsOnHostMeshes}, for every input. */
+    @Override
+    public boolean runsOnHostMeshes(Operator op) {
+        for (int i = 0; i < targets.size(); i++) {
+            if (!HostMeshes.movesBetweenKindsOrStays(op.inputs().get(i).meta().sharding(), targets.get(i))) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    @Override
+    public DeviceKernel kernel(Operator op, long deviceId) {
+        List<ConvertKernel> kernels = new ArrayList<>(targets.size());
+        for (int i = 0; i < targets.size(); i++) {
+            TensorMeta input = op.inputs().get(i).meta();
+            kernels.add(ConvertKernel.of(input.sharding(), targets.get(i), input.shape()));
+        }
+        BatchedConvert batched = new BatchedConvert(kernels);
+        return new DeviceKernel() {
+            @Override
+            public List<Tensor> run(KernelContext ctx, List<Tensor> inputs) {
+                return batched.run(ctx, inputs);
+            }
+        };
+    }
+
+    List<Sharding> targets() {
+        return targets;
+    }
+}

@@ -1,0 +1,37 @@
+package org.dtorch.core.trace;
+
+/**
+ * One recorded event, as {@link TraceBuffer#drainTo} hands it to a {@link Trace}: a span from {@code start} to
+ * {@code end} (equal for an instant), in {@link System#nanoTime()} units. The meaning of {@code id}, {@code count},
+ * {@code a}, {@code b} and {@code c} depends on the {@link Kind}; they hold objects the caller already had (an
+ * operator's name and metadata, a group's device list), so recording allocates nothing, and rendering waits for the
+ * export.
+ *
+ * <p>Thread-safe: immutable.
+ */
+record TraceEvent(TraceEvent.Kind kind, String name, long start, long end, long id, long count, Object a, Object b, Object c) {
+    /** What an event is, and what its fields hold. */
+    enum Kind {
+        /** Client: an operator enqueued. id: operator id; a: the outputs' {@code TensorMeta}s; b: its devices. */
+        ENQUEUE("client"),
+        /** Controller: an operator dispatched to its devices. id: operator id. */
+        DISPATCH("controller"),
+        /** Worker: a kernel ran. id: operator id; count: the device id. */
+        KERNEL("kernel"),
+        /**
+         * Worker: a collective. count: bytes this rank contributed; a: {@code CollectiveKind} (null: the completion of an
+         * issued one); b: the group's device ids; c: the backend's name.
+         */
+        COLLECTIVE("collective"),
+        /** A store wait. a: the store key; name: the call. */
+        STORE_WAIT("store"),
+        /** An instant: a promise completed. name: the promise kind. */
+        PROMISE("promise");
+
+        final String category;
+
+        Kind(String category) {
+            this.category = category;
+        }
+    }
+}

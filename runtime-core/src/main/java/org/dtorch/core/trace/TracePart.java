@@ -1,0 +1,152 @@
+package org.dtorch.core.trace;
+
+import java.io.BufferedInputStream;
+import java.io.BufferedOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A worker process's trace, written to a file when the worker ends and merged into the controller's session
+ * ({@link Tracer#addPart}); docs/observability.md, "Per-device-process mode".
+ *
+ * <p>Monotonic clocks of two JVMs have unrelated origins, but processes of one host share the wall clock. Both sides
+ * measure {@code wall - nano} (the worker when it writes, the controller when it reads), and a worker time {@code t}
+ * becomes {@code t + (wall - nano)_worker - (wall - nano)_controller} on the controller's clock: exact to the spacing of
+ * the reads and to any step of the wall clock between the two measurements.
+ *
+ * <pre>
+ *   part   := magic:int(DTP1)  wallMinusNano:long  tracks:int  track*
+ *   track  := pid:int  rowName:str  tid:long  threadName:str  events:int  event*
+ *   event  := kind:byte  name:str  start:long  end:long  id:long  count:long  a:opt  b:opt  c:opt
+ *   str    := length:int  UTF-8 bytes          opt := present:boolean  [str]   (arguments travel as their strings)
+ * </pre>
+ *
+ * <p>Thread-safe: stateless.
+ */
+public final class TracePart {
+    private static final int MAGIC = 0x44545031;
+    private static final int MAX_STRING = 1 << 20;
+    private static final TraceEvent.Kind[] KINDS = TraceEvent.Kind.values();
+
+    private TracePart() {
+    }
+
+    /** Writes {@code trace} to {@code file}, created new and readable by this user only. */
+    public static void write(Trace trace, Path file) throws IOException {
+        try (DataOutputStream out = new DataOutputStream(new BufferedOutputStream(Files.newOutputStream(
+                Files.createFile(file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------"))),
+                StandardOpenOption.WRITE)))) {
+            out.writeInt(MAGIC);
+            out.writeLong(wallMinusNano());
+            out.writeInt(trace.tracks().size());
+            for (Trace.Track track : trace.tracks()) {
+                out.writeInt(track.row().pid());
+                string(out, track.row().name());
+                out.writeLong(track.tid());
+                string(out, track.threadName());
+                out.writeInt(track.events().size());
+                for (TraceEvent e : track.events()) {
+                    out.writeByte(e.kind().ordinal());
+                    string(out, e.name());
+                    out.writeLong(e.start());
+                    out.writeLong(e.end());
+                    out.writeLong(e.id());
+                    out.writeLong(e.count());
+                    optional(out, e.a());
+                    optional(out, e.b());
+                    optional(out, e.c());
+                }
+            }
+        }
+    }
+
+    /** The tracks of the part at {@code file}, their times moved to this process's {@link System#nanoTime()}. */
+    static List<Trace.Track> read(Path file) throws IOException {
+        try (DataInputStream in = new DataInputStream(new BufferedInputStream(Files.newInputStream(file)))) {
+            if (in.readInt() != MAGIC) {
+                throw new IOException(file + " is not a trace part");
+            }
+            long shift = in.readLong() - wallMinusNano();
+            int tracks = count(in, file);
+            List<Trace.Track> out = new ArrayList<>(tracks);
+            for (int t = 0; t < tracks; t++) {
+                Tracer.Row row = new Tracer.Row(in.readInt(), string(in, file));
+                long tid = in.readLong();
+                String threadName = string(in, file);
+                int events = count(in, file);
+                List<TraceEvent> list = new ArrayList<>(events);
+                for (int i = 0; i < events; i++) {
+                    int kind = in.readUnsignedByte();
+                    if (kind >= KINDS.length) {
+                        throw new IOException(file + ": unknown event kind " + kind);
+                    }
+                    list.add(new TraceEvent(KINDS[kind], string(in, file), in.readLong() - shift, in.readLong() - shift,
+                        in.readLong(), in.readLong(), optional(in, file), optional(in, file), optional(in, file)));
+                }
+                out.add(new Trace.Track(row, tid, threadName, list));
+            }
+            return out;
+        }
+    }
+
+    /**
+     * The wall clock minus {@link System#nanoTime()}, in nanoseconds: of a few tries, the one whose wall-clock read lies
+     * between the closest pair of monotonic reads (a thread preempted between the reads would skew the difference).
+     */
+    private static long wallMinusNano() {
+        long best = 0;
+        long narrowest = Long.MAX_VALUE;
+        for (int i = 0; i < 5; i++) {
+            long before = System.nanoTime();
+            Instant wall = Instant.now();
+            long after = System.nanoTime();
+            if (after - before < narrowest) {
+                narrowest = after - before;
+                best = wall.getEpochSecond() * 1_000_000_000L + wall.getNano() - (before + (after - before) / 2);
+            }
+        }
+        return best;
+    }
+
+    private static void string(DataOutputStream out, String s) throws IOException {
+        byte[] bytes = s.getBytes(StandardCharsets.UTF_8);
+        out.writeInt(bytes.length);
+        out.write(bytes);
+    }
+
+    private static void optional(DataOutputStream out, Object value) throws IOException {
+        out.writeBoolean(value != null);
+        if (value != null) {
+            string(out, value.toString());
+        }
+    }
+
+    private static String string(DataInputStream in, Path file) throws IOException {
+        int length = in.readInt();
+        if (length < 0 || length > MAX_STRING) {
+            throw new IOException(file + ": a string of " + length + " bytes");
+        }
+        return new String(in.readNBytes(length), StandardCharsets.UTF_8);
+    }
+
+    private static String optional(DataInputStream in, Path file) throws IOException {
+        return in.readBoolean() ? string(in, file) : null;
+    }
+
+    private static int count(DataInputStream in, Path file) throws IOException {
+        int n = in.readInt();
+        if (n < 0) {
+            throw new IOException(file + ": a count of " + n);
+        }
+        return n;
+    }
+}
