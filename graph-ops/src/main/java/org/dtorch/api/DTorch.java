@@ -23,6 +23,8 @@ import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.bytedeco.pytorch.global.torch;
 import org.dtorch.core.communication.CommOptions;
+import org.dtorch.core.communication.CommTimeoutException;
+import org.dtorch.core.communication.Deadline;
 import org.dtorch.core.communication.channel.ChannelOptions;
 import org.dtorch.core.communication.channel.WorkerTensorChannel;
 import org.dtorch.core.communication.promise.TensorFuture;
@@ -45,7 +47,6 @@ import org.dtorch.core.runtime.PromiseSpec;
 import org.dtorch.core.trace.Profiler;
 import org.dtorch.core.distributed.RedistributionPlanner;
 import org.dtorch.core.graph.TensorMeta;
-import org.dtorch.core.kernel.ChannelEnds;
 import org.dtorch.core.kernel.ChannelTransferKernel;
 import org.dtorch.ops.AtenSpec;
 import org.dtorch.ops.ChannelDetachSpec;
@@ -395,6 +396,14 @@ public final class DTorch implements AutoCloseable {
 
     /** {@link ChannelEdge#close()}: consumers detach, then the producer, then the channel closes. */
     void closeChannel(ChannelEdge edge) {
+        closeChannel(edge, runtime.options().timeout());
+    }
+
+    /**
+     * Closes {@code edge}, waiting at most {@code drainLimit} for each side's detach to run everywhere; past it the channel
+     * closes anyway, which wakes any device waiting in it, and the timeout is thrown.
+     */
+    private void closeChannel(ChannelEdge edge, Duration drainLimit) {
         synchronized (this) {
             if (channels.get(List.of(edge.source(), edge.target())) != edge) {
                 return;
@@ -404,11 +413,18 @@ public final class DTorch implements AutoCloseable {
         ChannelOptions options = edge.options();
         try {
             graph().add(new ChannelDetachSpec(options, false, edge.target().deviceIds()), List.of());
-            sync();
+            drain(edge, "the consumers' detach", drainLimit);
             graph().add(new ChannelDetachSpec(options, true, List.of(edge.source().deviceIds().getFirst())), List.of());
-            sync();
+            drain(edge, "the producer's detach", drainLimit);
         } finally {
             edge.channel().close();
+        }
+    }
+
+    private void drain(ChannelEdge edge, String what, Duration limit) {
+        if (!runtime.syncFuture().waitFor(limit)) {
+            throw new CommTimeoutException("closing " + edge + ": " + what + " did not run on every device within " + Deadline.format(limit)
+                + "; the channel was closed anyway");
         }
     }
 
@@ -633,8 +649,8 @@ public final class DTorch implements AutoCloseable {
     }
 
     /**
-     * Stops the runtime: the edges still open close first ({@link ChannelEdge#close()}), queued work runs (up to the
-     * shutdown timeout), then every thread stops. Idempotent.
+     * Stops the runtime: the edges still open close first ({@link ChannelEdge#close()}, each side's detach given the
+     * shutdown timeout), queued work runs (up to the shutdown timeout), then every thread stops. Idempotent.
      */
     @Override
     public void close() {
@@ -644,13 +660,12 @@ public final class DTorch implements AutoCloseable {
         }
         for (ChannelEdge edge : open) {
             try {
-                edge.close();
+                closeChannel(edge, runtime.options().shutdownTimeout());
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "closing " + edge + " while the runtime closes: " + e);
             }
         }
         runtime.close();
-        ChannelEnds.closeAll(runtime.instanceId());
         writeTrace();
     }
 

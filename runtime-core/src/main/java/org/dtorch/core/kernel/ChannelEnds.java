@@ -10,9 +10,11 @@ import org.dtorch.core.communication.channel.WorkerTensorChannel;
 /**
  * This process's attachments to runtime channels: the producer of a channel (on its source mesh's first device) and
  * one consumer per destination device, attached on first use and kept, by channel, until the runtime detaches them
- * with an operator ({@link #closeProducer}, {@link #closeConsumer}) or, in thread mode, after its devices stopped
- * ({@link #closeAll}). A worker process holds only its own device's ends; in thread mode every device's ends live
- * here, each used by its device's worker thread only.
+ * with an operator ({@link #closeProducer}, {@link #closeConsumer}) on the thread that uses the end. A worker process
+ * holds only its own device's ends; in thread mode every device's ends live here, each used by its device's worker
+ * thread only. Nothing else closes an end: its mapping may be in use by that thread (an end whose detach never ran,
+ * because the runtime closed while its device was stuck, keeps its mapping until the process exits; the channel's
+ * files are removed all the same).
  *
  * <p>Thread-safe: the map is concurrent; each end is used by one worker thread.
  */
@@ -57,15 +59,5 @@ public final class ChannelEnds {
                     + " of channel '" + end.options.name() + "' failed: " + e, e);
             }
         }
-    }
-
-    /**
-     * Detaches every end of runtime instance {@code instanceId}'s channels still attached in this process (consumers
-     * first): for a runtime whose devices stopped before the detach operators ran. Call it only once those threads
-     * are gone.
-     */
-    public static void closeAll(String instanceId) {
-        ENDS.keySet().stream().filter(e -> e.options.instanceId().equals(instanceId)).sorted((a, b) -> Integer.compare(b.rank, a.rank))
-            .forEach(ChannelEnds::close);
     }
 }
