@@ -27,8 +27,9 @@ class ChannelEdgeShutdownTest {
         DeviceMesh dst = dt.mesh(1);
         dt.channel(src, dst);
         DTensor held = dt.zeros(new long[] {2}, dst);
-        DTensor stuck = dt.apply(new TestOps.Gate(tmp.resolve("never").toString(), 8_000), held);
         DTensor x = dt.arange(0, 4, 1, torch.ScalarType.Long, src, Placement.replicate());
+        dt.sync(); // both devices past libtorch's first load, so that only the gate holds device 1
+        DTensor stuck = dt.apply(new TestOps.Gate(tmp.resolve("never").toString(), 8_000), held);
         DTensor moved = x.redistribute(dst, Placement.shard(0));
         long start = System.nanoTime();
         dt.close();
