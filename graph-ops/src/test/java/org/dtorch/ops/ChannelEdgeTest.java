@@ -30,7 +30,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Declared pipeline edges ({@link DTorch#channel}) between a 2-device source mesh and a 2-device destination mesh of a
- * 4-device runtime: values exactly torch's and the ordinary path's, the source running two transfers ahead of a held
+ * 4-device runtime: values exactly torch's and the ordinary path's (a partial target too), the source running two transfers ahead of a held
  * destination and no further, 50 transfers in a row, undeclared edges on the ordinary path, a channel timeout failing
  * the operators with the channel's message, the refusals, and no shared memory left by a closed edge or runtime.
  */
@@ -90,7 +90,8 @@ class ChannelEdgeTest {
         DeviceMesh dst = dt.mesh(2, 3);
         torch.manual_seed(7);
         List<Placement[]> sources = List.of(new Placement[] {S0}, new Placement[] {S1}, new Placement[] {R});
-        List<Placement[]> targets = List.of(new Placement[] {S0}, new Placement[] {S1}, new Placement[] {R});
+        List<Placement[]> targets = List.of(new Placement[] {S0}, new Placement[] {S1}, new Placement[] {R},
+            new Placement[] {Placement.partial()});
         try (Tensor whole = torch.randn(5, 3)) {
             List<DTensor> ordinary = new ArrayList<>();
             for (Placement[] s : sources) {
@@ -112,7 +113,7 @@ class ChannelEdgeTest {
                         }
                     }
                 }
-                assertEquals(9, edge.transfers());
+                assertEquals(12, edge.transfers());
             }
             // One device to three, each consumer copying its share of dimension 1.
             DeviceMesh one = dt.mesh(0);
