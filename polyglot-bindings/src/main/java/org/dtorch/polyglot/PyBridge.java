@@ -11,6 +11,7 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.bytedeco.pytorch.global.torch;
+import org.dtorch.api.ChannelEdge;
 import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
 import org.dtorch.core.communication.ReduceOpType;
@@ -502,6 +503,33 @@ public final class PyBridge {
     @HostAccess.Export
     public void copyInto(DTensor dst, DTensor src) {
         dst.copy_(src);
+    }
+
+    // ---- pipeline edges -----------------------------------------------------------------------------------------
+
+    /** Declares the edge from {@code src} to {@code dst} ({@link DTorch#channel}); {@code timeoutSeconds} 0 means the runtime's. */
+    @HostAccess.Export
+    public ChannelEdge channel(DeviceMesh src, DeviceMesh dst, double timeoutSeconds) {
+        return timeoutSeconds == 0 ? runtime.channel(src, dst)
+            : runtime.channel(src, dst, java.time.Duration.ofNanos(Math.round(timeoutSeconds * 1e9)));
+    }
+
+    /** Closes {@code edge}: consumers, producer, then the channel ({@link ChannelEdge#close()}). */
+    @HostAccess.Export
+    public void closeChannel(ChannelEdge edge) {
+        edge.close();
+    }
+
+    /** The redistributions routed through {@code edge} so far. */
+    @HostAccess.Export
+    public long channelTransfers(ChannelEdge edge) {
+        return edge.transfers();
+    }
+
+    /** The name of {@code edge}'s channel. */
+    @HostAccess.Export
+    public String channelName(ChannelEdge edge) {
+        return edge.options().name();
     }
 
     // ---- values -----------------------------------------------------------------------------------------------
