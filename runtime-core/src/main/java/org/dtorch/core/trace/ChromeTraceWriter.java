@@ -106,7 +106,7 @@ final class ChromeTraceWriter {
                 }
             }
             case DISPATCH -> json.name("op").value(e.id());
-            case KERNEL -> json.name("op").value(e.id()).name("device").value(e.count());
+            case KERNEL, DEVICE_KERNEL -> json.name("op").value(e.id()).name("device").value(e.count());
             case COLLECTIVE -> json.name("kind").value(e.a() == null ? "completion" : e.a().toString())
                 .name("backend").value(String.valueOf(e.c()))
                 .name("bytes").value(e.count()).name("group").value(String.valueOf(e.b()));

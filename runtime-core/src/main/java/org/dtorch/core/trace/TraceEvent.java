@@ -26,7 +26,12 @@ record TraceEvent(TraceEvent.Kind kind, String name, long start, long end, long 
         /** A store wait. a: the store key; name: the call. */
         STORE_WAIT("store"),
         /** An instant: a promise completed. name: the promise kind. */
-        PROMISE("promise");
+        PROMISE("promise"),
+        /**
+         * A kernel's device time, measured by events on the device's stream ({@link StreamTimeline}) and placed on the
+         * host clock. id: operator id; count: the device id. Last, so the kinds' numbers in {@link TracePart} stay.
+         */
+        DEVICE_KERNEL("device");
 
         final String category;
 

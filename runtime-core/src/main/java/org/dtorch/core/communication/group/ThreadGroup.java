@@ -22,6 +22,7 @@ import org.dtorch.core.device.Cuda;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.device.DeviceStream;
+import org.dtorch.core.device.Nvtx;
 import org.dtorch.core.tensor.BalancedSplit;
 import org.dtorch.core.tensor.TorchTensors;
 import org.dtorch.core.trace.Tracer;
@@ -503,7 +504,18 @@ public final class ThreadGroup implements AutoCloseable {
                 counter.record(kind);
             }
             long traced = Tracer.now();
-            T result = runNamed(op, body);
+            boolean nvtx = traced != 0 && key.kind() == DeviceKind.CUDA;
+            if (nvtx) {
+                Nvtx.rangePush(op);
+            }
+            T result;
+            try {
+                result = runNamed(op, body);
+            } finally {
+                if (nvtx) {
+                    Nvtx.rangePop();
+                }
+            }
             if (traced != 0) {
                 Tracer.collective(op, kind, backend.name(), input == null ? 0 : input.nbytes(), key.deviceIds(), traced);
             }
