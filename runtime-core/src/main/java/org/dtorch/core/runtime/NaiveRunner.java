@@ -178,9 +178,12 @@ final class NaiveRunner {
         try {
             return kernel.run(ctx, inputs);
         } finally {
-            timeline.end(span, op.id(), name);
-            Nvtx.rangePop();
-            Tracer.kernel(op.id(), name, deviceId, traced);
+            try {
+                timeline.end(span, op.id(), name);
+            } finally {
+                Nvtx.rangePop();
+                Tracer.kernel(op.id(), name, deviceId, traced);
+            }
         }
     }
 

@@ -1,5 +1,6 @@
 package org.dtorch.core.runtime;
 
+import java.time.Duration;
 import org.dtorch.core.device.DeviceEvent;
 import org.dtorch.core.device.DeviceStream;
 import org.dtorch.core.trace.StreamTimeline;
@@ -47,8 +48,13 @@ final class TimedEventPair implements StreamTimeline.EventPair {
     }
 
     @Override
-    public void awaitEnd() {
-        end.synchronize();
+    public boolean awaitEnd(Duration timeout) {
+        try {
+            end.synchronize(timeout);
+            return true;
+        } catch (RuntimeException e) { // timed out, or interrupted by the runtime's cancel
+            return false;
+        }
     }
 
     @Override

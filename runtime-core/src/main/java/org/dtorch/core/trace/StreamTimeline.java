@@ -1,5 +1,6 @@
 package org.dtorch.core.trace;
 
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.Objects;
 import java.util.function.Supplier;
@@ -12,7 +13,7 @@ import java.util.function.Supplier;
  * <p>Nothing waits for the device: completed pairs are reported, in stream order, when the worker begins its next
  * traced kernel, after each one ends, and when the tracer stops ({@link Tracer#stop()} asks every timeline that began a
  * kernel in its session). A pair still running then is reported in the next session that is open when it is seen
- * complete, or dropped when none is; {@link #close()} waits for the pairs in flight and reports them.
+ * complete, or dropped when none is; {@link #close()} waits a little for the pairs in flight and reports them.
  *
  * <p><b>The clock.</b> Events give device intervals, not host times, so each span is placed on the host clock by a
  * chain: a kernel's device start is the later of (a) its host start (its start event was recorded after it, so it
@@ -30,8 +31,11 @@ import java.util.function.Supplier;
  * thread; the methods are serialized.
  */
 public final class StreamTimeline implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(StreamTimeline.class.getName());
     /** Pairs in flight at most; beyond them kernels go untimed rather than the pool growing without bound. */
     public static final int MAX_IN_FLIGHT = 1024;
+    /** How long {@link #close()} waits, in all, for the pairs in flight while a recording is open. */
+    public static final Duration CLOSE_WAIT = Duration.ofSeconds(10);
     /** Track ids of timelines: this plus the device id, clear of Java thread ids (the other tracks' ids). */
     public static final long TRACK_ID_BASE = 1_000_000_000L;
 
@@ -56,8 +60,8 @@ public final class StreamTimeline implements AutoCloseable {
         /** Device nanoseconds from {@code previous}'s end event to this start event, both completed. */
         long nanosAfter(EventPair previous);
 
-        /** Waits for the end event, at most the device's synchronize timeout. */
-        void awaitEnd();
+        /** Waits for the end event at most {@code timeout}; false when it did not pass by then (or the wait failed). */
+        boolean awaitEnd(Duration timeout);
 
         /** Destroys the events. */
         @Override
@@ -162,17 +166,23 @@ public final class StreamTimeline implements AutoCloseable {
         return untimed;
     }
 
-    /** Waits for the pairs in flight (the device's synchronize timeout), reports them and destroys every pair. Idempotent. */
+    /**
+     * Reports the pairs in flight, waiting for them at most {@link #CLOSE_WAIT} in all and only while a recording is
+     * open (a device that does not finish loses its last spans, not the worker's end), then destroys every pair (CUDA
+     * releases an event still pending once it completes). Never throws: tracing does not fail a worker's end. Idempotent.
+     */
     @Override
     public synchronized void close() {
         if (closed) {
             return;
         }
         try {
-            for (Span span : inFlight) {
-                span.events.awaitEnd();
+            if (Tracer.enabled()) {
+                awaitInFlight();
             }
             poll();
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "the device spans of " + trackName + " still in flight are dropped", e);
         } finally {
             closed = true;
             inFlight.forEach(span -> span.events.close());
@@ -183,6 +193,16 @@ public final class StreamTimeline implements AutoCloseable {
             inFlight.clear();
             free.clear();
             previous = null;
+        }
+    }
+
+    private void awaitInFlight() {
+        long deadline = System.nanoTime() + CLOSE_WAIT.toNanos();
+        for (Span span : inFlight) {
+            long left = deadline - System.nanoTime();
+            if (left <= 0 || !span.events.awaitEnd(Duration.ofNanos(left))) {
+                return;
+            }
         }
     }
 

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
@@ -23,11 +24,11 @@ class StreamTimelineTest {
         long deviceEnd = -1;
         boolean ended;
         boolean closed;
-        int starts;
+        /** A device that never passes this pair's end event. */
+        boolean stuck;
 
         @Override
         public void recordStart() {
-            starts++;
             ended = false;
         }
 
@@ -51,8 +52,9 @@ class StreamTimelineTest {
         }
 
         @Override
-        public void awaitEnd() {
-            ended = true;
+        public boolean awaitEnd(Duration timeout) {
+            ended = !stuck;
+            return ended;
         }
 
         @Override
@@ -196,11 +198,23 @@ class StreamTimelineTest {
         }
         assertEquals(1, timeline.untimed());
         assertEquals(StreamTimeline.MAX_IN_FLIGHT, timeline.pairsCreated());
-        timeline.close(); // waits for each end event (awaitEnd), reports, destroys
+        timeline.close(); // waits for each end event (awaitEnd) while recording, reports, destroys
         assertEquals(StreamTimeline.MAX_IN_FLIGHT, deviceSpans(Tracer.stop()).size());
         assertTrue(made.stream().allMatch(p -> p.closed));
         assertThrows(IllegalStateException.class, () -> timeline.begin(1));
         timeline.close(); // idempotent
+    }
+
+    @Test
+    void shouldCloseWithoutWaitingForEverWhenAPairNeverCompletes() {
+        StreamTimeline timeline = timeline();
+        Tracer.start();
+        long t0 = Tracer.now();
+        kernel(timeline, 0, t0, 0, 10, false).stuck = true;
+        kernel(timeline, 1, t0 + 1, 10, 20, false);
+        timeline.close();
+        assertEquals(0, deviceSpans(Tracer.stop()).size(), "nothing behind the stuck pair is reported");
+        assertTrue(made.stream().allMatch(p -> p.closed), "every pair destroyed all the same");
     }
 
     @Test
