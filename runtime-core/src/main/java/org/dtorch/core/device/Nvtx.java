@@ -64,11 +64,6 @@ public final class Nvtx {
         }
     }
 
-    /** The process's NVTX. */
-    static Nvtx process() {
-        return PROCESS;
-    }
-
     /** Opens a range named {@code name} on the calling thread; close it with {@link #rangePop()} on the same thread. */
     public static void rangePush(String name) {
         PROCESS.push(name);

@@ -68,7 +68,11 @@ public final class StreamTimeline implements AutoCloseable {
         void close();
     }
 
-    /** A kernel in flight: its pair and what its span will say. Reused with its pair. */
+    /**
+     * A kernel in flight: its pair and what its span will say. Reused with its pair.
+     *
+     * <p>Not thread-safe: read and written under its timeline's lock.
+     */
     public static final class Span {
         private final EventPair events;
         private long opId;
@@ -92,8 +96,9 @@ public final class StreamTimeline implements AutoCloseable {
     private long previousEnd;
     private long created;
     private long untimed;
-    /** The session this timeline asked to be flushed at stop, and its buffer's writing end there. */
+    /** The last session this timeline asked to flush it at {@link Tracer#stop()}. */
     private long flushSession;
+    /** The writing end of this timeline's buffer in the session it last recorded in. */
     private TraceBuffer.Appender appender;
     private boolean closed;
 
