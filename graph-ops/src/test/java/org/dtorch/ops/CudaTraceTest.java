@@ -120,8 +120,11 @@ class CudaTraceTest {
         }
 
         long pushed = Nvtx.rangesPushed() - pushedBefore;
-        assertEquals(kernels.size() + collectives.size(), pushed, "an NVTX range per kernel and per collective ("
-            + (Nvtx.available() ? "the NVTX library is loaded" : Nvtx.unavailableReason()) + ")");
+        // Every kernel here runs on CUDA, and so do the collectives of CUDA groups (a CPU group's would have no range).
+        String nvtx = " (" + (Nvtx.available() ? "the NVTX library is loaded" : Nvtx.unavailableReason()) + ")";
+        assertTrue(pushed >= kernels.size() && pushed <= kernels.size() + collectives.size(), pushed + " NVTX ranges for "
+            + kernels.size() + " kernels and " + collectives.size() + " collectives: one per kernel and per CUDA collective" + nvtx);
+        assertTrue(collectives.isEmpty() || pushed > kernels.size() || devices == 1, "no NVTX range for a collective" + nvtx);
         assertEquals(pushed, Nvtx.rangesPopped() - poppedBefore, "every NVTX range pushed was popped");
         System.out.println("CudaTraceTest: " + devices + " device(s), " + kernels.size() + " kernels, " + collectives.size()
             + " collectives; NVTX " + (Nvtx.available() ? "calls the library (" + Nvtx.nativeCalls() + " calls so far)"
