@@ -2,6 +2,7 @@ package org.dtorch.api;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -28,6 +29,8 @@ import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.graph.GraphConstructor;
+import org.dtorch.core.graph.GraphDot;
+import org.dtorch.core.graph.GraphHistory;
 import org.dtorch.core.graph.OpSpec;
 import org.dtorch.core.graph.Operand;
 import org.dtorch.core.runtime.EagerRuntime;
@@ -383,6 +386,24 @@ public final class DTorch implements AutoCloseable {
     /** Blocks until every device has run everything queued so far, up to the runtime's timeout. */
     public void sync() {
         syncFuture().get();
+    }
+
+    /**
+     * Writes the logical graph of the operators added since the runtime started or the last dump (the latest
+     * {@value GraphHistory#DEFAULT_CAPACITY} of them) to {@code path} as Graphviz DOT: operators with their outputs' shapes
+     * and mesh, edges with the placements of the tensors they pass, and the steps of every redistribution
+     * (docs/observability.md). The next dump starts where this one ends, so two dumps bracket a part of the program.
+     *
+     * @throws UncheckedIOException if the file cannot be written (the operators of this window are not kept)
+     */
+    public void dumpGraph(Path path) {
+        Objects.requireNonNull(path, "dumpGraph: path is null");
+        String dot = GraphDot.format(graph().history().drain());
+        try {
+            Files.writeString(path, dot);
+        } catch (IOException e) {
+            throw new UncheckedIOException("dumpGraph: cannot write " + path + ": " + e.getMessage(), e);
+        }
     }
 
     // ---- memory ------------------------------------------------------------------------------------------------

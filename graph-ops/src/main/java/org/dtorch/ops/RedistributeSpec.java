@@ -3,6 +3,7 @@ package org.dtorch.ops;
 import java.util.List;
 import java.util.Objects;
 import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.distributed.RedistributionPlan;
 import org.dtorch.core.distributed.RedistributionPlanner;
 import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.graph.DeviceKernel;
@@ -64,6 +65,12 @@ public final class RedistributeSpec implements OpSpec {
                 return java.util.Collections.singletonList(convert.run(ctx, inputs.getFirst()));
             }
         };
+    }
+
+    @Override
+    public List<RedistributionPlan> redistributions(Operator op) {
+        TensorMeta input = op.inputs().getFirst().meta();
+        return List.of(RedistributionPlanner.plan(input.sharding(), target, input.shape()));
     }
 
     Sharding target() {

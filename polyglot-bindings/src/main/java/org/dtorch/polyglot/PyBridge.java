@@ -56,10 +56,17 @@ public final class PyBridge {
     private final DTorch runtime;
     /** The threads that run Python callbacks of this bridge's futures; stopped by the host that closes. */
     private final PythonCallbacks callbacks = new PythonCallbacks();
+    /** Set for an isolated script, which may write no file, not even through the runtime (a graph dump). */
+    private volatile boolean isolated;
 
     /** A bridge to {@code runtime}, which the caller keeps and closes. */
     public PyBridge(DTorch runtime) {
         this.runtime = Objects.requireNonNull(runtime, "runtime");
+    }
+
+    /** Refuses what would write a file for the script: the host calls it before an isolated script runs. */
+    void isolate() {
+        isolated = true;
     }
 
     /** Stops the threads that run Python callbacks: the host calls it once its context is closed. */
@@ -509,6 +516,15 @@ public final class PyBridge {
     @HostAccess.Export
     public void sync() {
         runtime.sync();
+    }
+
+    /** Writes the operators issued since the runtime started or the last dump as Graphviz DOT ({@link DTorch#dumpGraph}). */
+    @HostAccess.Export
+    public void dumpGraph(String path) {
+        if (isolated) {
+            throw new SecurityException("dump_graph: a script run with --isolated may write no file, and the dump writes " + path);
+        }
+        runtime.dumpGraph(java.nio.file.Path.of(path));
     }
 
     /**
