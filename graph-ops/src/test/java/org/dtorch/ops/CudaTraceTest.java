@@ -29,8 +29,9 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * The trace on a CUDA mesh (ranks of one GPU, the same-device backend): every kernel also has a device span, timed by
- * events on its worker's stream, and every kernel and collective was an NVTX range (docs/observability.md, "CUDA").
+ * The trace on a CUDA mesh (ranks of one GPU, the same-device backend): every kernel and every collective of a worker
+ * also has a device span, timed by events on its worker's stream, and every kernel and collective was an NVTX range
+ * (docs/observability.md, "CUDA").
  */
 @GpuTest
 @Timeout(300)
@@ -73,7 +74,10 @@ class CudaTraceTest {
         List<JsonNode> events = new ArrayList<>();
         JSON.readTree(file.toFile()).get("traceEvents").forEach(events::add);
         List<JsonNode> kernels = spans(events, "kernel");
-        List<JsonNode> deviceSpans = spans(events, "device");
+        List<JsonNode> deviceSpans = spans(events, "device").stream()
+            .filter(d -> d.get("tid").asLong() < StreamTimeline.COLLECTIVE_TRACK_ID_BASE).toList();
+        List<JsonNode> deviceCollectives = spans(events, "device").stream()
+            .filter(d -> d.get("tid").asLong() >= StreamTimeline.COLLECTIVE_TRACK_ID_BASE).toList();
         List<JsonNode> collectives = spans(events, "collective");
         String context = " (trace " + file + ": " + kernels.size() + " kernels, " + deviceSpans.size() + " device spans)";
 
@@ -116,6 +120,25 @@ class CudaTraceTest {
             for (int i = 1; i < track.size(); i++) {
                 assertTrue(track.get(i).get("ts").decimalValue().compareTo(end(track.get(i - 1))) >= 0,
                     "device spans overlap on one stream: " + track.get(i - 1) + " and " + track.get(i));
+            }
+        }
+
+        // Collectives a worker ran on CUDA: a device span each, on the collectives' track of its row, after its host start.
+        assertTrue(deviceCollectives.size() <= collectives.size(), deviceCollectives.size() + " device spans for "
+            + collectives.size() + " collectives" + context);
+        for (JsonNode d : deviceCollectives) {
+            long device = d.get("args").get("device").asLong();
+            assertEquals(StreamTimeline.COLLECTIVE_TRACK_ID_BASE + device, d.get("tid").asLong(), "collective's track: " + d);
+            assertTrue(d.get("dur").decimalValue().signum() >= 0, "negative device time of collective " + d);
+            assertTrue(collectives.stream().anyMatch(c -> c.get("pid").asLong() == device + 1 && c.get("name").equals(d.get("name"))
+                    && c.get("ts").decimalValue().compareTo(d.get("ts").decimalValue()) <= 0),
+                "no host collective " + d.get("name") + " on device " + device + " that starts before its device span " + d);
+        }
+        if (devices > 1) {
+            for (int device = 0; device < devices; device++) {
+                long row = device + 1;
+                assertTrue(deviceCollectives.stream().anyMatch(d -> d.get("pid").asLong() == row),
+                    "no device span of a collective on device " + device + " (host collectives: " + collectives + ")");
             }
         }
 

@@ -66,6 +66,8 @@ final class NaiveRunner {
     private boolean timeKernels;
     /** The device time of traced kernels on CUDA ({@link #bindToThisThread}); null on CPU. */
     private StreamTimeline timeline;
+    /** The device time of the collectives they run, bound to the worker's thread for {@code ThreadGroup}; null on CPU. */
+    private StreamTimeline collectives;
 
     /**
      * Binds the device's stream and its {@link DeviceMemory} to the calling thread: the worker thread calls it once,
@@ -76,7 +78,10 @@ final class NaiveRunner {
         memory.bindToThisThread();
         DeviceStream kernels = stream.stream();
         if (kernels.device().kind() == DeviceKind.CUDA) {
-            timeline = new StreamTimeline(() -> new TimedEventPair(kernels), deviceId, kernels.device() + " stream (device time)");
+            String name = kernels.device() + " stream";
+            timeline = new StreamTimeline(() -> new TimedEventPair(kernels), deviceId, name, StreamTimeline.Subject.KERNELS);
+            collectives = new StreamTimeline(() -> new TimedEventPair(kernels), deviceId, name, StreamTimeline.Subject.COLLECTIVES);
+            StreamTimeline.bindCollectivesToThisThread(collectives);
         }
     }
 
@@ -208,11 +213,13 @@ final class NaiveRunner {
         return blobs.size();
     }
 
-    /** Frees the device's tensors, and reports and destroys the stream timeline's events: the worker's last call. */
+    /** Frees the device's tensors, and reports and destroys the stream timelines' events: the worker's last call. */
     void clear() {
         blobs.clear();
         if (timeline != null) {
+            StreamTimeline.bindCollectivesToThisThread(null);
             timeline.close();
+            collectives.close();
         }
     }
 

@@ -110,6 +110,7 @@ final class ChromeTraceWriter {
             case COLLECTIVE -> json.name("kind").value(e.a() == null ? "completion" : e.a().toString())
                 .name("backend").value(String.valueOf(e.c()))
                 .name("bytes").value(e.count()).name("group").value(String.valueOf(e.b()));
+            case DEVICE_COLLECTIVE -> json.name("device").value(e.count());
             case STORE_WAIT -> json.name("key").value(String.valueOf(e.a()));
             case PROMISE -> {
             }

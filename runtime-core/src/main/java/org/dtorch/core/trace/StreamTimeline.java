@@ -6,9 +6,9 @@ import java.util.Objects;
 import java.util.function.Supplier;
 
 /**
- * The device time of the kernels of one stream, as a track of its device's row: each traced kernel is bracketed by a
- * pair of events recorded on the stream ({@link #begin}, {@link #end}), and once the pair completed its device span is
- * recorded (docs/observability.md, "CUDA"; decisions 430 to 432).
+ * The device time of the kernels (or of the collectives) of one stream, as a track of its device's row: each traced
+ * kernel is bracketed by a pair of events recorded on the stream ({@link #begin}, {@link #end}), and once the pair
+ * completed its device span is recorded (docs/observability.md, "CUDA"; decisions 430 to 432).
  *
  * <p>Nothing waits for the device: completed pairs are reported, in stream order, when the worker begins its next
  * traced kernel, after each one ends, and when the tracer stops ({@link Tracer#stop()} asks every timeline that began a
@@ -36,8 +36,35 @@ public final class StreamTimeline implements AutoCloseable {
     public static final int MAX_IN_FLIGHT = 1024;
     /** How long {@link #close()} waits, in all, for the pairs in flight while a recording is open. */
     public static final Duration CLOSE_WAIT = Duration.ofSeconds(10);
-    /** Track ids of timelines: this plus the device id, clear of Java thread ids (the other tracks' ids). */
+    /** Track ids of kernel timelines: this plus the device id, clear of Java thread ids (the other tracks' ids). */
     public static final long TRACK_ID_BASE = 1_000_000_000L;
+    /** Track ids of collective timelines: this plus the device id. */
+    public static final long COLLECTIVE_TRACK_ID_BASE = TRACK_ID_BASE + 1_000_000L;
+
+    /** The worker thread's timeline of collectives, which {@code ThreadGroup} finds without a reference to the runner. */
+    private static final ThreadLocal<StreamTimeline> COLLECTIVES = new ThreadLocal<>();
+
+    /** What a timeline's spans are: its events' kind and its track. */
+    public enum Subject {
+        /** The operators' kernels: {@code "<stream> (device time)"}, track {@link #TRACK_ID_BASE} plus the device id. */
+        KERNELS(TraceEvent.Kind.DEVICE_KERNEL, TRACK_ID_BASE, " (device time)"),
+        /**
+         * The collectives the kernels ran, from the worker's stream: {@code "<stream>, collectives (device time)"}, track
+         * {@link #COLLECTIVE_TRACK_ID_BASE} plus the device id. A collective runs inside its kernel's span, so it needs a
+         * timeline of its own: the placement chain assumes the spans of one timeline disjoint.
+         */
+        COLLECTIVES(TraceEvent.Kind.DEVICE_COLLECTIVE, COLLECTIVE_TRACK_ID_BASE, ", collectives (device time)");
+
+        final TraceEvent.Kind kind;
+        final long trackBase;
+        final String trackSuffix;
+
+        Subject(TraceEvent.Kind kind, long trackBase, String trackSuffix) {
+            this.kind = kind;
+            this.trackBase = trackBase;
+            this.trackSuffix = trackSuffix;
+        }
+    }
 
     /**
      * Two events of one stream around a span of work (on CUDA, {@code DeviceEvent.createTimed} twice).
@@ -86,6 +113,7 @@ public final class StreamTimeline implements AutoCloseable {
 
     private final Supplier<EventPair> factory;
     private final long deviceId;
+    private final TraceEvent.Kind kind;
     private final Tracer.Row row;
     private final long tid;
     private final String trackName;
@@ -103,16 +131,27 @@ public final class StreamTimeline implements AutoCloseable {
     private boolean closed;
 
     /**
-     * A timeline for device {@code deviceId} on a track named {@code trackName} (id {@link #TRACK_ID_BASE} plus the
-     * device id) in the process row of the calling thread (a worker creates it after {@link Tracer#nameThisThread}); its
-     * pairs come from {@code factory}.
+     * A timeline of {@code subject} for device {@code deviceId}, on a track named after {@code streamName} in the process
+     * row of the calling thread (a worker creates it after {@link Tracer#nameThisThread}); its pairs come from
+     * {@code factory}.
      */
-    public StreamTimeline(Supplier<EventPair> factory, long deviceId, String trackName) {
+    public StreamTimeline(Supplier<EventPair> factory, long deviceId, String streamName, Subject subject) {
         this.factory = Objects.requireNonNull(factory, "factory");
         this.deviceId = deviceId;
+        this.kind = subject.kind;
         this.row = Tracer.rowOfThisThread();
-        this.tid = TRACK_ID_BASE + deviceId;
-        this.trackName = Objects.requireNonNull(trackName, "trackName");
+        this.tid = subject.trackBase + deviceId;
+        this.trackName = Objects.requireNonNull(streamName, "streamName") + subject.trackSuffix;
+    }
+
+    /** Makes {@code timeline} (of {@link Subject#COLLECTIVES}; null: none) the calling worker thread's timeline of collectives. */
+    public static void bindCollectivesToThisThread(StreamTimeline timeline) {
+        COLLECTIVES.set(timeline);
+    }
+
+    /** The calling thread's timeline of collectives, or null when it is not a CUDA worker's. */
+    public static StreamTimeline collectivesOfThisThread() {
+        return COLLECTIVES.get();
     }
 
     /**
@@ -243,7 +282,7 @@ public final class StreamTimeline implements AutoCloseable {
             s.buffers.add(buffer);
             appender = buffer.appender(s.id);
         }
-        appender.add(TraceEvent.Kind.DEVICE_KERNEL, span.name, start, end, span.opId, deviceId, null, null, null);
+        appender.add(kind, span.name, start, end, span.opId, deviceId, null, null, null);
     }
 
     private void ensureOpen() {

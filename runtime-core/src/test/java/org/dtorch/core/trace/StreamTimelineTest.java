@@ -2,15 +2,21 @@ package org.dtorch.core.trace;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The stream timeline's pool of event pairs and its placement of device spans on the host clock, with pairs whose
@@ -65,13 +71,20 @@ class StreamTimelineTest {
 
     private final List<FakePair> made = new ArrayList<>();
 
+    @TempDir
+    Path dir;
+
     private StreamTimeline timeline() {
+        return timeline(StreamTimeline.Subject.KERNELS);
+    }
+
+    private StreamTimeline timeline(StreamTimeline.Subject subject) {
         Tracer.nameThisThread(3, "device test:2");
         return new StreamTimeline(() -> {
             FakePair pair = new FakePair();
             made.add(pair);
             return pair;
-        }, 2, "test:2 stream (device time)");
+        }, 2, "test:2 stream", subject);
     }
 
     @AfterEach
@@ -215,6 +228,42 @@ class StreamTimelineTest {
         timeline.close();
         assertEquals(0, deviceSpans(Tracer.stop()).size(), "nothing behind the stuck pair is reported");
         assertTrue(made.stream().allMatch(p -> p.closed), "every pair destroyed all the same");
+    }
+
+    @Test
+    void shouldPutCollectivesOnATrackOfTheirOwnFoundThroughTheWorkersThread() throws Exception {
+        try (StreamTimeline collectives = timeline(StreamTimeline.Subject.COLLECTIVES)) {
+            StreamTimeline.bindCollectivesToThisThread(collectives);
+            assertSame(collectives, StreamTimeline.collectivesOfThisThread());
+            AtomicReference<StreamTimeline> seenElsewhere = new AtomicReference<>(collectives);
+            Thread other = Thread.ofPlatform().start(() -> seenElsewhere.set(StreamTimeline.collectivesOfThisThread()));
+            other.join();
+            assertNull(seenElsewhere.get(), "another thread has no timeline of collectives");
+            Tracer.start();
+            kernel(StreamTimeline.collectivesOfThisThread(), 0, Tracer.now(), 0, 700, true);
+            Trace trace = Tracer.stop();
+            Trace.Track track = trace.tracks().stream().filter(t -> !t.events().isEmpty()).findFirst().orElseThrow();
+            assertEquals(StreamTimeline.COLLECTIVE_TRACK_ID_BASE + 2, track.tid());
+            assertEquals("test:2 stream, collectives (device time)", track.threadName());
+            TraceEvent e = track.events().getFirst();
+            assertEquals(TraceEvent.Kind.DEVICE_COLLECTIVE, e.kind());
+            assertEquals(700, e.end() - e.start());
+
+            Path file = dir.resolve("collective.json");
+            trace.writeChromeJson(file);
+            JsonNode span = null;
+            for (JsonNode node : new ObjectMapper().readTree(file.toFile()).get("traceEvents")) {
+                if (node.get("ph").asText().equals("X")) {
+                    span = node;
+                }
+            }
+            assertEquals("device", span.get("cat").asText());
+            assertEquals("op0", span.get("name").asText());
+            assertEquals(2, span.get("args").get("device").asLong());
+            assertEquals(0.7, span.get("dur").asDouble(), 1e-9);
+        } finally {
+            StreamTimeline.bindCollectivesToThisThread(null);
+        }
     }
 
     @Test
