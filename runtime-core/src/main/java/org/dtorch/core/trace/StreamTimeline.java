@@ -12,8 +12,8 @@ import java.util.function.Supplier;
  *
  * <p>Nothing waits for the device: completed pairs are reported, in stream order, when the worker begins its next
  * traced kernel, after each one ends, and when the tracer stops ({@link Tracer#stop()} asks every timeline that began a
- * kernel in its session). A pair still running then is reported in the next session that is open when it is seen
- * complete, or dropped when none is; {@link #close()} waits a little for the pairs in flight and reports them.
+ * kernel in its session). A pair still running then is not in that trace (nor in a later one, which it began
+ * before); {@link #close()} waits a little for the pairs in flight and reports them.
  *
  * <p><b>The clock.</b> Events give device intervals, not host times, so each span is placed on the host clock by a
  * chain: a kernel's device start is the later of (a) its host start (its start event was recorded after it, so it
