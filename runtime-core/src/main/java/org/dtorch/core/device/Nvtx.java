@@ -29,7 +29,7 @@ public final class Nvtx {
     public static final String LIBRARY_PROPERTY = "dtorch.nvtx.library";
     /** The library looked up when {@link #LIBRARY_PROPERTY} is not set: NVTX 2's, as CUDA 12 and older ship it. */
     public static final String DEFAULT_LIBRARY = "libnvToolsExt.so.1";
-    /** Range names kept as C strings for the life of the process, at most; others are encoded per call. */
+    /** Range names kept as C strings for the life of the process: once about this many are kept, new ones are encoded per call. */
     static final int NAME_CACHE_LIMIT = 4096;
 
     private static final Nvtx PROCESS = load(System.getProperty(LIBRARY_PROPERTY, DEFAULT_LIBRARY));
@@ -54,9 +54,10 @@ public final class Nvtx {
         try {
             Linker linker = Linker.nativeLinker();
             SymbolLookup lookup = SymbolLookup.libraryLookup(library, Arena.global());
-            return new Nvtx(
-                linker.downcallHandle(lookup.findOrThrow("nvtxRangePushA"), FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS)),
-                linker.downcallHandle(lookup.findOrThrow("nvtxRangePop"), FunctionDescriptor.of(ValueLayout.JAVA_INT)), null);
+            FunctionDescriptor push = FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS);
+            FunctionDescriptor pop = FunctionDescriptor.of(ValueLayout.JAVA_INT);
+            return new Nvtx(linker.downcallHandle(lookup.findOrThrow("nvtxRangePushA"), push),
+                linker.downcallHandle(lookup.findOrThrow("nvtxRangePop"), pop), null);
         } catch (RuntimeException | LinkageError e) {
             return new Nvtx(null, null, "no NVTX library: " + library + " did not load (" + e.getMessage() + "); set -D"
                 + LIBRARY_PROPERTY + "=PATH to a library exporting nvtxRangePushA (CUDA 12's libnvToolsExt.so.1, or one built "
