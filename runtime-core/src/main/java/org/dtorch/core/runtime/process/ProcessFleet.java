@@ -153,7 +153,7 @@ public final class ProcessFleet implements DeviceFleet {
     public void traceNodes(Consumer<Runnable> inOrder) {
         traces.inOrder = inOrder;
         if (Tracer.enabled()) {
-            traces.recording.addAll(workers.values()); // started with --trace-part: they record already
+            traces.recording.addAll(workers.values()); // started with --trace-from-start: they record already
         }
         Tracer.register(traces);
     }
