@@ -21,7 +21,7 @@ from .distributed_spec import DeviceMesh, init_device_mesh, Placement, Shard, Re
 from ._tensor import aten
 from ._tensor import zeros_like, ones_like, empty_like, full_like, rand_like, randn_like
 from ._memory import memory_stats, reset_peak_memory_stats
-from . import _isolation, nn
+from . import _isolation, nn, profiler
 
 _isolation.install()
 
@@ -45,5 +45,5 @@ __all__ = [
     "softmax", "redistribute", "distribute_tensor", "_GetTensorAsync", "get_tensor_async", "sync", "device_count", "device_type",
     "DeviceMesh", "init_device_mesh", "Placement", "Shard", "Replicate", "Partial", "aten", "nn",
     "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "einsum",
-    "memory_stats", "reset_peak_memory_stats",
+    "memory_stats", "reset_peak_memory_stats", "profiler",
 ]
