@@ -31,13 +31,18 @@ def load(path):
     with open(path, encoding="utf-8") as f:
         trace = json.load(f)
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    return (events,) + load_names(events)
+
+
+def load_names(events):
+    """The process names by pid and the thread names by (pid, tid) of the metadata events."""
     processes, threads = {}, {}
     for e in events:
         if e.get("ph") == "M" and e.get("name") == "process_name":
             processes[e["pid"]] = e["args"]["name"]
         elif e.get("ph") == "M" and e.get("name") == "thread_name":
             threads[(e["pid"], e["tid"])] = e["args"]["name"]
-    return events, processes, threads
+    return processes, threads
 
 
 def depths(spans):

@@ -2,7 +2,9 @@
 
 import json
 import os
+import sys
 import tempfile
+from xml.etree import ElementTree
 
 import dtorch
 from dtorch import Replicate, Shard
@@ -87,6 +89,27 @@ def test_key_averages_rows_and_table():
     counts = [int(line.split()[2]) for line in rows.table(sort_by="count", row_limit=-1).splitlines()[2:]]
     assert counts == sorted(counts, reverse=True) and len(counts) == len(rows), counts
     raises(ValueError, rows.table, sort_by="self_cuda_time_total", contains="cpu_time_total")
+
+
+def test_tools_trace_to_svg_draws_every_span_in_its_lane():
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "tools"))
+    import trace_to_svg
+    trace = _profile_matmul_and_all_reduce().chrome_trace()
+    spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    svg = ElementTree.fromstring(trace_to_svg.render(trace["traceEvents"], *trace_to_svg.load_names(trace["traceEvents"]),
+                                                     width=1200, flows=True))
+    ns = "{http://www.w3.org/2000/svg}"
+    titled = [g for g in svg.iter(ns + "g")]
+    assert len(titled) == len(spans), (len(titled), len(spans))
+    colours = sorted(g.find(ns + "rect").get("fill") for g in titled if g.find(ns + "title").text.startswith("allReduce(sum) "))
+    assert colours == [trace_to_svg.COLOURS["collective"]] * 4, colours
+    labels = [t.text for t in svg.iter(ns + "text") if t.text and " / " in t.text]
+    assert labels[0].startswith("host (client, controller) / ") and len(labels) == 5, labels
+    assert [label.split(" / ")[0] for label in labels[1:]] == ["device cpu:%d" % d for d in range(4)], labels
+    arrows = [line for line in svg.iter(ns + "line") if line.get("stroke") == "#333"]
+    # One per flow: matmul's and redistribute's to their kernels on 4 devices, and those of the syncs whose kernels made it.
+    flows = [e for e in trace["traceEvents"] if e["ph"] == "s"]
+    assert len(arrows) == len(flows) and 8 <= len(flows) <= 12, (len(arrows), len(flows))
 
 
 def test_one_profiler_at_a_time_and_no_trace_before_stop():
