@@ -123,5 +123,13 @@ def test_one_profiler_at_a_time_and_no_trace_before_stop():
         prof.stop()
     assert [(r.category, r.key, r.count) for r in prof.key_averages() if r.category == "client"] == [("client", "sync", 4)]
 
+    def fails_inside():
+        with dtorch.profiler.profile():
+            raise KeyError("inside")
+    raises(KeyError, fails_inside, contains="inside")
+    again = dtorch.profiler.profile()
+    again.start()  # the failed block's recording was stopped
+    again.stop()
+
 
 run(globals())

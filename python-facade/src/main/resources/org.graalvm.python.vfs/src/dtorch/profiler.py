@@ -102,7 +102,12 @@ class profile:
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        self.stop()
+        try:
+            self.stop()
+        except Exception:
+            if exc_type is None:
+                raise
+            # The block's own error says more than a sync that failed after it; the recording is stopped either way.
         return False
 
     def _require_trace(self, what):
