@@ -5,7 +5,7 @@
 # below lists what is used of them), so a code change needs no new staging. docs/gpu.md has the calls.
 #
 #   tools/gpu-session.sh tests [JUnit selectors...]   the gpu-tagged tests (default: all of them)
-#   tools/gpu-session.sh bench [-Dbench.quick=true]   the gpu benchmark (CommBenchmarks gpu)
+#   tools/gpu-session.sh bench [-Dbench.quick=true]   the gpu benchmarks (CommBenchmarks gpu,channelcuda)
 #   tools/gpu-session.sh java MAIN [ARGS...]          any main class on the class path
 # Writes JUnit's XML and the benchmark's report under $OUT when OUT is set.
 # DTORCH_STAGE names another folder than /tmp/stage for the parts (when something else stages there too).
@@ -30,7 +30,7 @@ case "$what" in
       --details=tree --disable-banner ;;
   bench)
     "${JVM[@]}" -Dbench.root=. -Dbench.commit="${COMMIT:-unknown}" "$@" \
-      org.dtorch.benchmarks.CommBenchmarks gpu "$OUT/gpu-benchmarks.md" ;;
+      org.dtorch.benchmarks.CommBenchmarks gpu,channelcuda "$OUT/gpu-benchmarks.md" ;;
   java)
     "${JVM[@]}" "$@" ;;
   *) echo "gpu-session: tests | bench | java MAIN" >&2; exit 2 ;;

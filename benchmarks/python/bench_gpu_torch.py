@@ -3,6 +3,10 @@
 Prints one JSON object: each figure measured with the machine's own PyTorch on cuda:0, the same operations,
 sizes and iteration counts as the Java side. Usage: python3 bench_gpu_torch.py [--quick]
 
+With --handoff N WARMUP it runs only the CUDA IPC hand-off below, N timed iterations after WARMUP, and prints its
+p50, p95 and p99 ("ipc_p50_us", "ipc_p95_us", "ipc_p99_us") and the consumer's copy ("ipc_copy_p50_us"): the
+baseline of ChannelCudaBenchmark.java.
+
 The CUDA IPC hand-off ("ipc_p50_us", "ipc_p99_us") runs a second process (torch.multiprocessing, spawn): each
 iteration the producer puts the same 64 MiB CUDA tensor on a Queue, the consumer copies it into a buffer of its own,
 synchronizes and acks on another Queue; an iteration is the producer's put to the ack's arrival. The consumer keeps
@@ -99,7 +103,20 @@ def ipc_handoff(warmup, iterations, write=False):
     return sorted(seconds), copy_p50
 
 
+def handoff_only(iterations, warmup):
+    out = {"torch": torch.__version__, "device": torch.cuda.get_device_name(0), "ipc_bytes": IPC_BYTES}
+    latencies, copy_p50 = ipc_handoff(warmup, iterations)
+    out["ipc_copy_p50_us"] = copy_p50 * 1e6
+    for p in (50, 95, 99):
+        out["ipc_p%d_us" % p] = percentile(latencies, p) * 1e6
+    print(json.dumps(out))
+
+
 def main():
+    if "--handoff" in sys.argv:
+        at = sys.argv.index("--handoff")
+        handoff_only(int(sys.argv[at + 1]), int(sys.argv[at + 2]))
+        return
     quick = "--quick" in sys.argv
     dev = torch.device("cuda:0")
     out = {"torch": torch.__version__, "device": torch.cuda.get_device_name(0)}

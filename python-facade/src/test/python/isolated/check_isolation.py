@@ -49,6 +49,8 @@ assert os.getcwd() == HERE, os.getcwd()
 assert "check_isolation.py" in os.listdir(HERE)
 refused("writing next to the script", lambda: open(os.path.join(HERE, "new.txt"), "w"), PermissionError)
 refused("removing the script", lambda: os.remove(os.path.join(HERE, "data.txt")), PermissionError)
+refused("dumping the graph next to the script", lambda: dtorch.dump_graph(os.path.join(HERE, "graph.dot")), PermissionError)
+assert not os.path.exists(os.path.join(HERE, "graph.dot"))
 
 # Nothing outside it, not even through a link placed next to the script.
 refused("reading /etc/passwd", lambda: open("/etc/passwd").read(), PermissionError)

@@ -22,16 +22,17 @@ import java.util.List;
 record BenchOptions(List<String> selected, Path report, Path root, int runs, int rounds, boolean quick) {
     /** Every harness, in the order a run takes them. */
     static final List<String> BENCHMARKS = List.of("store", "future", "allreduce", "redistribute", "pipeline", "process", "python",
-        "channel");
+        "channel", "stagechannel");
     /**
-     * Harnesses that {@code all} leaves out: {@code gpu} needs a CUDA device and the {@code -Pgpu} build; {@code speed}
+     * Harnesses that {@code all} leaves out: {@code gpu} and {@code channelcuda} need a CUDA device and the {@code -Pgpu}
+     * build ({@code channelcuda} reports itself skipped without them); {@code speed}
      * repeats rows of {@code allreduce}, {@code pipeline}, {@code future} and {@code process} (issue 11's goals in one run);
      * {@code gloocopy} compares ways of filling the Gloo all-reduce's result buffer (a probe, decision 203); {@code matmul}
      * takes seconds per 4096 x 4096 product on 2 cores, minutes per run at the default runs and rounds; {@code gathers} and
      * {@code ulysses} measure issue 13's stacked gather and Ulysses' all-to-all against their alternatives; {@code trace}
      * repeats {@code pipeline}'s small {@code add} with tracing off and on.
      */
-    static final List<String> ON_REQUEST = List.of("gpu", "speed", "gloocopy", "matmul", "gathers", "ulysses", "trace");
+    static final List<String> ON_REQUEST = List.of("gpu", "channelcuda", "speed", "gloocopy", "matmul", "gathers", "ulysses", "trace");
 
     /** System property: how many runs; default {@value #DEFAULT_RUNS}. */
     static final String RUNS_PROPERTY = "bench.runs";

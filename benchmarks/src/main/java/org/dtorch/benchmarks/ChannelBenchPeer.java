@@ -9,6 +9,7 @@ import org.dtorch.core.communication.channel.WorkerTensorChannel;
 import org.dtorch.core.communication.store.TensorStore;
 import org.dtorch.core.communication.store.TensorStoreCreateInfo;
 import org.dtorch.core.communication.store.TensorStoreType;
+import org.dtorch.core.device.Cuda;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceStream;
 import org.dtorch.core.shm.Futex;
@@ -23,6 +24,10 @@ import org.dtorch.core.shm.Shm;
  *   <li>{@code channel}: consumer rank 0 of channel {@code name}: {@code receive}, {@code resolve}; then stores the
  *       transfer's number in word 0 of the flag region {@code flags} and wakes its futex, the producer's cue for
  *       the next transfer.</li>
+ *   <li>{@code channelcuda}: consumer rank 0 of channel {@code name} for {@link ChannelCudaBenchmark}, CUDA tensors:
+ *       {@code receive}, {@code resolve}, a synchronize of its stream (the copy out is done), then the flag as in
+ *       {@code channel}; no samples (the producer times the hand-off); at the end it prints {@code COPIES <device
+ *       copies this JVM's channel made>} and {@code SUM <sum of the last tensor>}.</li>
  *   <li>{@code store}: rank 1 of File store {@code name}: {@code destGet}, a copy of the value (the channel's consumer
  *       gets a tensor of its own too), {@code destFinishGet}, which the producer's {@code srcWaitUntilGetFinished}
  *       waits for.</li>
@@ -40,7 +45,9 @@ public final class ChannelBenchPeer {
         String mode = args[0];
         int n = Integer.parseInt(args[3]);
         int blocks = Integer.parseInt(args[4]);
-        if (mode.equals("channel")) {
+        if (mode.equals("channelcuda")) {
+            consumeOnGpu(args[1], args[2], n * blocks, args[5]);
+        } else if (mode.equals("channel")) {
             ChannelOptions o = ChannelOptions.of(args[1], args[2], 1).withTimeout(Duration.ofSeconds(120));
             try (SharedRegion flags = SharedRegion.open(args[5]).orElseThrow();
                  ChannelConsumer consumer = WorkerTensorChannel.consumer(o, 0)) {
@@ -77,5 +84,30 @@ public final class ChannelBenchPeer {
             }
         }
         System.exit(0);
+    }
+
+    private static void consumeOnGpu(String instance, String name, int n, String flagName) {
+        Cuda.loadNatives(); // before the first tensor: libtorch decides once whether it has CUDA
+        DeviceStream stream = DeviceStream.of(Device.cuda(0));
+        ChannelOptions o = ChannelOptions.of(instance, name, 1).withTimeout(Duration.ofSeconds(120));
+        try (SharedRegion flags = SharedRegion.open(flagName).orElseThrow();
+             ChannelConsumer consumer = WorkerTensorChannel.consumer(o, 0)) {
+            System.out.println("READY");
+            double sum = Double.NaN;
+            for (int i = 1; i <= n; i++) {
+                try (Tensor got = (Tensor) consumer.resolve(consumer.receive())) {
+                    stream.synchronize();
+                    if (i == n) {
+                        try (Tensor total = got.sum()) {
+                            sum = total.item_double();
+                        }
+                    }
+                }
+                Shm.putIntRelease(flags.segment(), 0, i);
+                Futex.wakeAll(flags.segment(), 0);
+            }
+            System.out.println("COPIES " + WorkerTensorChannel.deviceCopies());
+            System.out.println("SUM " + sum);
+        }
     }
 }

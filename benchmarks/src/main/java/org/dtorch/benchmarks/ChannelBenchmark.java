@@ -108,7 +108,7 @@ final class ChannelBenchmark {
     }
 
     /** Waits until the consumer stored {@code expected} in the flag word: the transfer is done. */
-    private static void awaitFlag(SharedRegion flags, int expected) {
+    static void awaitFlag(SharedRegion flags, int expected) {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
         int seen;
         while ((seen = Shm.getIntAcquire(flags.segment(), 0)) != expected) {

@@ -69,7 +69,9 @@ final class GpuBenchmark {
     static void run(Report report, BenchOptions options) throws Exception {
         Cuda.require(GPU);
         boolean quick = options.quick();
-        PyTorchSide side = pytorch(options.root(), quick);
+        PyTorchSide side = pytorch(options.root(), quick ? List.of("--quick") : List.of(), List.of("matmul_bf16_tflops",
+            "add_us", "stack_sum_gbps", "h2d_gbps", "d2h_gbps", "ipc_p50_us", "ipc_p99_us", "ipc_copy_p50_us", "ipc_write_p50_us",
+            "ipc_write_p99_us"));
         Map<String, Double> py = side.figures();
         List<Row> rows = new ArrayList<>();
 
@@ -307,7 +309,7 @@ final class GpuBenchmark {
     }
 
     /** Nanoseconds of one device-to-device copy of {@code bytes}; best of ten. */
-    private static double deviceCopyNanos(long bytes) {
+    static double deviceCopyNanos(long bytes) {
         DeviceStream stream = DeviceStream.of(GPU);
         try (TensorOptions options = TorchTensors.options(ScalarType.Byte, GPU);
              Tensor src = torch.ones(new long[] {bytes}, options); Tensor dst = torch.empty(new long[] {bytes}, options, new MemoryFormatOptional())) {
@@ -416,16 +418,17 @@ final class GpuBenchmark {
     // ---- PyTorch's side ----------------------------------------------------------------------------------
 
     /** What the Python script printed: its figures, PyTorch's version and the device's name. */
-    private record PyTorchSide(Map<String, Double> figures, String version, String device) {
+    record PyTorchSide(Map<String, Double> figures, String version, String device) {
     }
 
-    /** Runs the Python script and reads its JSON object. */
-    private static PyTorchSide pytorch(Path root, boolean quick) throws IOException, InterruptedException {
+    /**
+     * Runs {@code benchmarks/python/bench_gpu_torch.py} with {@code args} and reads its JSON object, which must hold
+     * the figures {@code keys}.
+     */
+    static PyTorchSide pytorch(Path root, List<String> args, List<String> keys) throws IOException, InterruptedException {
         Path script = root.resolve("benchmarks/python/bench_gpu_torch.py");
         List<String> command = new ArrayList<>(List.of(System.getProperty("bench.python", "python3"), script.toString()));
-        if (quick) {
-            command.add("--quick");
-        }
+        command.addAll(args);
         Path out = Files.createTempFile("bench-gpu-torch", ".json");
         Process process = new ProcessBuilder(command).redirectOutput(out.toFile()).redirectError(ProcessBuilder.Redirect.INHERIT).start();
         if (!process.waitFor(PYTHON_TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
@@ -442,8 +445,7 @@ final class GpuBenchmark {
         while (numbers.find()) {
             figures.put(numbers.group(1), Double.parseDouble(numbers.group(2)));
         }
-        for (String key : List.of("matmul_bf16_tflops", "add_us", "stack_sum_gbps", "h2d_gbps", "d2h_gbps", "ipc_p50_us", "ipc_p99_us", "ipc_copy_p50_us",
-                "ipc_write_p50_us", "ipc_write_p99_us")) {
+        for (String key : keys) {
             if (!figures.containsKey(key)) {
                 throw new IllegalStateException("the PyTorch side printed no " + key + ": " + json);
             }
@@ -456,11 +458,11 @@ final class GpuBenchmark {
         return m.find() ? m.group(1) : "(unknown)";
     }
 
-    private static String f(double value) {
+    static String f(double value) {
         return String.format(Locale.ROOT, value >= 100 ? "%.0f" : value >= 10 ? "%.1f" : "%.2f", value);
     }
 
-    private static String verdict(String goal, boolean met) {
+    static String verdict(String goal, boolean met) {
         return goal + ": " + (met ? "**met**" : "**not met**");
     }
 }

@@ -3,6 +3,8 @@ package org.dtorch.ops;
 import java.util.Arrays;
 import java.util.List;
 import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.distributed.RedistributionPlan;
+import org.dtorch.core.distributed.RedistributionPlanner;
 import org.dtorch.core.graph.DeviceKernel;
 import org.dtorch.core.graph.OpSpec;
 import org.dtorch.core.graph.Operator;
@@ -52,6 +54,15 @@ public final class CopySpec implements OpSpec {
     @Override
     public boolean runsOnHostMeshes(Operator op) {
         return HostMeshes.movesBetweenKindsOrStays(op.inputs().get(1).meta().sharding(), op.inputs().get(0).meta().sharding());
+    }
+
+    /** The move of the source to the destination's sharding, if they differ. */
+    @Override
+    public List<RedistributionPlan> redistributions(Operator op) {
+        TensorMeta dst = op.inputs().get(0).meta();
+        TensorMeta src = op.inputs().get(1).meta();
+        return dst.sharding().equals(src.sharding()) ? List.of()
+            : List.of(RedistributionPlanner.plan(src.sharding(), dst.sharding(), dst.shape()));
     }
 
     @Override

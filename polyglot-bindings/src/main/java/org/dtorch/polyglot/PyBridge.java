@@ -14,6 +14,7 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.bytedeco.pytorch.global.torch;
+import org.dtorch.api.ChannelEdge;
 import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
 import org.dtorch.core.communication.ReduceOpType;
@@ -60,10 +61,17 @@ public final class PyBridge {
     private final DTorch runtime;
     /** The threads that run Python callbacks of this bridge's futures; stopped by the host that closes. */
     private final PythonCallbacks callbacks = new PythonCallbacks();
+    /** Set for an isolated script, which may write no file, not even through the runtime (a graph dump). */
+    private volatile boolean isolated;
 
     /** A bridge to {@code runtime}, which the caller keeps and closes. */
     public PyBridge(DTorch runtime) {
         this.runtime = Objects.requireNonNull(runtime, "runtime");
+    }
+
+    /** Refuses what would write a file for the script: the host calls it before an isolated script runs. */
+    void isolate() {
+        isolated = true;
     }
 
     /** Stops the threads that run Python callbacks: the host calls it once its context is closed. */
@@ -501,6 +509,33 @@ public final class PyBridge {
         dst.copy_(src);
     }
 
+    // ---- pipeline edges -----------------------------------------------------------------------------------------
+
+    /** Declares the edge from {@code src} to {@code dst} ({@link DTorch#channel}); {@code timeoutSeconds} 0 means the runtime's. */
+    @HostAccess.Export
+    public ChannelEdge channel(DeviceMesh src, DeviceMesh dst, double timeoutSeconds) {
+        return timeoutSeconds == 0 ? runtime.channel(src, dst)
+            : runtime.channel(src, dst, java.time.Duration.ofNanos(Math.round(timeoutSeconds * 1e9)));
+    }
+
+    /** Closes {@code edge}: consumers, producer, then the channel ({@link ChannelEdge#close()}). */
+    @HostAccess.Export
+    public void closeChannel(ChannelEdge edge) {
+        edge.close();
+    }
+
+    /** The redistributions routed through {@code edge} so far. */
+    @HostAccess.Export
+    public long channelTransfers(ChannelEdge edge) {
+        return edge.transfers();
+    }
+
+    /** The name of {@code edge}'s channel. */
+    @HostAccess.Export
+    public String channelName(ChannelEdge edge) {
+        return edge.options().name();
+    }
+
     // ---- values -----------------------------------------------------------------------------------------------
 
     /** The future of the whole tensor ({@code _GetTensorAsync}); returns at once. */
@@ -513,6 +548,15 @@ public final class PyBridge {
     @HostAccess.Export
     public void sync() {
         runtime.sync();
+    }
+
+    /** Writes the operators issued since the runtime started or the last dump as Graphviz DOT ({@link DTorch#dumpGraph}). */
+    @HostAccess.Export
+    public void dumpGraph(String path) {
+        if (isolated) {
+            throw new SecurityException("dump_graph: a script run with --isolated may write no file, and the dump writes " + path);
+        }
+        runtime.dumpGraph(java.nio.file.Path.of(path));
     }
 
     /**

@@ -97,6 +97,9 @@ public final class PythonHost implements AutoCloseable {
         context.getPolyglotBindings().putMember(ISOLATED_BINDING, isolatedDirectory != null);
         context.getPolyglotBindings().putMember(TorchModule.BINDING, TorchModule.shared());
         if (b.bridge != null) {
+            if (isolatedDirectory != null) {
+                b.bridge.isolate();
+            }
             context.getPolyglotBindings().putMember(BRIDGE_BINDING, b.bridge);
         }
     }

@@ -33,6 +33,7 @@ _JAVA_TO_PYTHON = (
     ("java.lang.UnsupportedOperationException", NotImplementedError),
     ("java.lang.ArithmeticException", ValueError),
     ("java.lang.IndexOutOfBoundsException", IndexError),
+    ("java.lang.SecurityException", PermissionError),
 )
 
 

@@ -21,7 +21,8 @@ class FunctionEventAvg:
     """The totals of one operator or collective over a trace (a row of key_averages()).
 
     key: the operator's name, or the collective's (`allReduce(sum)`, `barrier`, ...) or store call's;
-    category: "kernel" (on the devices), "collective", "store", "client" (enqueued) or "controller" (dispatched);
+    category: "kernel" (on the devices), "device" (a CUDA kernel's device time), "collective", "store", "client"
+        (enqueued) or "controller" (dispatched);
     count: how many times it ran, summed over devices;
     cpu_time_total: the time it took, summed over calls, in microseconds (host time);
     cpu_time: cpu_time_total / count;

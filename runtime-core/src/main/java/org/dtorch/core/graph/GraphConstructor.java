@@ -18,6 +18,8 @@ public final class GraphConstructor {
     private final Consumer<GraphMessage> controller;
     private final AtomicLong operandIds = new AtomicLong();
     private final AtomicLong operatorIds = new AtomicLong();
+    /** The operators added since start or the last graph dump (decision 415). */
+    private final GraphHistory history = new GraphHistory(GraphHistory.DEFAULT_CAPACITY);
     private volatile String closedBecause;
     /** The client's last inference, reused when the next operator is the same on the same metadata. */
     private volatile LastInference lastInference;
@@ -59,6 +61,7 @@ public final class GraphConstructor {
             inputs.forEach(Operand::releaseUse);
             return rejectedOutputs(outputs, rejected);
         }
+        history.record(op);
         PipelineStages.end(PipelineStages.Stage.CLIENT_ADD, started);
         Tracer.enqueue(op.id(), spec.name(), outputMetas, op.devices(), traced);
         return outputs;
@@ -89,6 +92,11 @@ public final class GraphConstructor {
             throw new IllegalStateException(spec.name() + " has " + outputs.size() + " outputs, not one");
         }
         return outputs.getFirst();
+    }
+
+    /** The operators added since the runtime started or the last {@link GraphHistory#drain}, for graph dumps. */
+    public GraphHistory history() {
+        return history;
     }
 
     /** The client dropped its handle of {@code operand}. Ignored after {@link #close}. */

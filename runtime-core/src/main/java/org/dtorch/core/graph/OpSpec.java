@@ -1,6 +1,7 @@
 package org.dtorch.core.graph;
 
 import java.util.List;
+import org.dtorch.core.distributed.RedistributionPlan;
 
 /**
  * An operator type with its parameters: it infers outputs from inputs' metadata (the sharding rule) and
@@ -65,5 +66,13 @@ public interface OpSpec {
      */
     default List<Long> devices(Operator op) {
         return op.defaultDevices();
+    }
+
+    /**
+     * The redistributions {@code op}'s kernels carry out, in order, as the planner planned them: what the graph dump
+     * ({@link GraphDot}) shows on the operator's node. None by default.
+     */
+    default List<RedistributionPlan> redistributions(Operator op) {
+        return List.of();
     }
 }

@@ -5,6 +5,8 @@
  * An {@code OpSpec} infers its outputs' metadata from its inputs' alone, on the client thread, before any
  * kernel runs, and builds a {@link org.dtorch.core.graph.DeviceKernel} per device. The
  * {@link org.dtorch.core.graph.GraphConstructor} hands operators to the runtime; the
- * {@link org.dtorch.core.graph.LogicalGraph} holds those not yet run.
+ * {@link org.dtorch.core.graph.LogicalGraph} holds those not yet run; a
+ * {@link org.dtorch.core.graph.GraphHistory} keeps those added since the last graph dump, which
+ * {@link org.dtorch.core.graph.GraphDot} writes as Graphviz DOT.
  */
 package org.dtorch.core.graph;

@@ -106,10 +106,11 @@ final class ChromeTraceWriter {
                 }
             }
             case DISPATCH -> json.name("op").value(e.id());
-            case KERNEL -> json.name("op").value(e.id()).name("device").value(e.count());
+            case KERNEL, DEVICE_KERNEL -> json.name("op").value(e.id()).name("device").value(e.count());
             case COLLECTIVE -> json.name("kind").value(e.a() == null ? "completion" : e.a().toString())
                 .name("backend").value(String.valueOf(e.c()))
                 .name("bytes").value(e.count()).name("group").value(String.valueOf(e.b()));
+            case DEVICE_COLLECTIVE -> json.name("device").value(e.count());
             case STORE_WAIT -> json.name("key").value(String.valueOf(e.a()));
             case PROMISE -> {
             }

@@ -27,7 +27,8 @@ public final class Trace {
     /**
      * The totals of one kind of event over the trace, as in torch.profiler's {@code key_averages()}.
      *
-     * @param category   {@code kernel}, {@code collective}, {@code store}, {@code client} or {@code controller}
+     * @param category   {@code kernel}, {@code device} (a CUDA kernel's device time), {@code collective}, {@code store},
+     *                   {@code client} or {@code controller}
      * @param name       the operator's name, or the collective's or store call's
      * @param calls      how many times it ran, summed over devices
      * @param totalNanos the time it took, summed over calls

@@ -26,7 +26,18 @@ record TraceEvent(TraceEvent.Kind kind, String name, long start, long end, long 
         /** A store wait. a: the store key; name: the call. */
         STORE_WAIT("store"),
         /** An instant: a promise completed. name: the promise kind. */
-        PROMISE("promise");
+        PROMISE("promise"),
+        /**
+         * A kernel's device time, measured by events on the device's stream ({@link StreamTimeline}) and placed on the
+         * host clock. id: operator id; count: the device id. Last, so the kinds' numbers in {@link TracePart} stay.
+         */
+        DEVICE_KERNEL("device"),
+        /**
+         * A collective's device time, from the worker's stream ({@link StreamTimeline}): from when the stream reached it
+         * to when the stream could go on after it (waits for the peers included). name: the collective's op; count: the
+         * device id.
+         */
+        DEVICE_COLLECTIVE("device");
 
         final String category;
 

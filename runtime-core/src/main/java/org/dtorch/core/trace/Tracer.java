@@ -35,6 +35,8 @@ public final class Tracer {
         final long origin = System.nanoTime();
         final ConcurrentLinkedQueue<TraceBuffer> buffers = new ConcurrentLinkedQueue<>();
         final ConcurrentLinkedQueue<Trace.Track> parts = new ConcurrentLinkedQueue<>();
+        /** What {@link #stop()} runs first: device timelines report the spans that completed ({@link StreamTimeline}). */
+        final ConcurrentLinkedQueue<Runnable> flushes = new ConcurrentLinkedQueue<>();
 
         Session(long id) {
             this.id = id;
@@ -55,6 +57,17 @@ public final class Tracer {
     /** True while a session records. */
     public static boolean enabled() {
         return session != null;
+    }
+
+    /** The process row the calling thread's events go to. */
+    static Row rowOfThisThread() {
+        Row row = ROWS.get();
+        return row == null ? HOST_ROW : row;
+    }
+
+    /** The open session, or null while off. */
+    static Session current() {
+        return session;
     }
 
     /** A start time for a recording method: {@link System#nanoTime()}, or 0 while the tracer is off. */
@@ -92,6 +105,7 @@ public final class Tracer {
         if (s == null) {
             throw new IllegalStateException("Tracer.stop: no trace is being recorded (start one first)");
         }
+        s.flushes.forEach(Runnable::run);
         session = null;
         List<Trace.Track> tracks = new ArrayList<>();
         for (TraceBuffer buffer : s.buffers) {
@@ -135,8 +149,7 @@ public final class Tracer {
 
     /**
      * Worker: the kernel of operator {@code opId} ran on device {@code deviceId} from {@code start} to now, in host
-     * time. This is the hook where a CUDA device would instead record events on the worker's stream around the kernel
-     * and report their elapsed time once they complete (not done yet: docs/observability.md).
+     * time (on CUDA its launch; its device time comes from a {@link StreamTimeline}).
      */
     public static void kernel(long opId, String name, long deviceId, long start) {
         if (start != 0) {
@@ -176,8 +189,7 @@ public final class Tracer {
         }
         TraceBuffer.Appender appender = APPENDERS.get();
         if (appender == null || appender.session != s.id) {
-            Row row = ROWS.get();
-            TraceBuffer buffer = new TraceBuffer(row == null ? HOST_ROW : row, Thread.currentThread());
+            TraceBuffer buffer = new TraceBuffer(rowOfThisThread(), Thread.currentThread());
             s.buffers.add(buffer);
             appender = buffer.appender(s.id);
             APPENDERS.set(appender);

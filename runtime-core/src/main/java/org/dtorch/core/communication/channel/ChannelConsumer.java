@@ -107,6 +107,7 @@ public final class ChannelConsumer implements AutoCloseable {
                     try (host) {
                         leaves.add(TorchTensors.to(host, Device.cuda(leaf.device())));
                     }
+                    WorkerTensorChannel.countDeviceCopy();
                 }
             } else {
                 leaves.add(slots(leaf).copyOut(leaf, rank, control.layout().consumers()));
@@ -152,7 +153,7 @@ public final class ChannelConsumer implements AutoCloseable {
 
     private ChannelSlots slots(WorkerTensorRef.Leaf leaf) {
         return profiles.computeIfAbsent(leaf.profile(),
-            p -> leaf.device() >= 0 ? CudaChannelSlots.open(leaf, control.options().timeout()) : ShmChannelSlots.open(leaf.region()));
+            p -> leaf.device() >= 0 ? CudaChannelSlots.open(leaf, control, rank) : ShmChannelSlots.open(leaf.region()));
     }
 
     private void checkUsable(String operation) {
@@ -161,16 +162,22 @@ public final class ChannelConsumer implements AutoCloseable {
         }
     }
 
-    /** Detaches this rank (a producer waiting for its ACK then fails naming it) and unmaps its regions. Idempotent. */
+    /**
+     * Finishes this rank's device copies and unmaps its regions, then detaches it (a producer waiting for its ACK then
+     * fails naming it, and no longer waits on its completion events). Idempotent.
+     */
     @Override
     public void close() {
         if (closed) {
             return;
         }
         closed = true;
-        control.detachConsumer(rank);
-        profiles.values().forEach(ChannelSlots::close);
-        profiles.clear();
-        control.close();
+        try {
+            ChannelSlots.closeAll(profiles.values());
+        } finally {
+            profiles.clear();
+            control.detachConsumer(rank);
+            control.close();
+        }
     }
 }

@@ -222,12 +222,7 @@ final class ChannelControl implements AutoCloseable {
     void awaitAcks(int profile, int slot, long generation, Deadline deadline) {
         while (true) {
             int counter = buffer.getIntAcquire((int) ChannelLayout.ACK_COUNTER_OFFSET);
-            List<Integer> missing = new ArrayList<>();
-            for (int r = 0; r < layout.consumers(); r++) {
-                if (Math.abs(buffer.getLongAcquire((int) layout.ackOffset(profile, slot, r))) < generation) {
-                    missing.add(r);
-                }
-            }
+            List<Integer> missing = missingAcks(profile, slot, generation);
             if (missing.isEmpty()) {
                 return;
             }
@@ -243,8 +238,72 @@ final class ChannelControl implements AutoCloseable {
             if (deadline.expired()) {
                 throw fail(what + ": " + deadline.timedOutAfter(), true);
             }
-            Futex.await(region.segment(), ChannelLayout.ACK_COUNTER_OFFSET, counter, Math.min(POLL_NANOS, deadline.remainingNanos()));
+            awaitAckSignal(counter, deadline);
         }
+    }
+
+    /**
+     * Waits until every consumer rank that may still copy from {@code slot} of {@code profile} (attached and alive)
+     * acknowledged {@code generation}: a producer about to release the slot's device memory. Never throws: past the
+     * deadline it marks the channel failed, naming the ranks, so that no consumer starts a copy of released memory.
+     *
+     * @return false if the deadline passed or the channel is no longer open
+     */
+    boolean awaitAcksBeforeRelease(int profile, int slot, long generation, Deadline deadline) {
+        while (true) {
+            int counter = buffer.getIntAcquire((int) ChannelLayout.ACK_COUNTER_OFFSET);
+            List<Integer> waiting = missingAcks(profile, slot, generation).stream().filter(r -> consumerGone(r) == null).toList();
+            if (waiting.isEmpty()) {
+                return true;
+            }
+            if (buffer.getIntAcquire((int) ChannelLayout.STATE_OFFSET) != STATE_OPEN) {
+                return false;
+            }
+            if (deadline.expired()) {
+                fail(label() + ": the producer's close waited for the ACKs of profile " + profile + " slot " + slot + " generation "
+                    + generation + " before releasing its CUDA pool; ranks missing " + waiting + "; " + deadline.timedOutAfter(), true);
+                return false;
+            }
+            awaitAckSignal(counter, deadline);
+        }
+    }
+
+    private void awaitAckSignal(int counter, Deadline deadline) {
+        Futex.await(region.segment(), ChannelLayout.ACK_COUNTER_OFFSET, counter, Math.min(POLL_NANOS, deadline.remainingNanos()));
+    }
+
+    /** The ranks whose ACK of {@code slot} of {@code profile}, copied or discarded, is below {@code generation}. */
+    private List<Integer> missingAcks(int profile, int slot, long generation) {
+        List<Integer> missing = new ArrayList<>();
+        for (int r = 0; r < layout.consumers(); r++) {
+            if (Math.abs(ack(profile, slot, r)) < generation) {
+                missing.add(r);
+            }
+        }
+        return missing;
+    }
+
+    /** Rank {@code rank}'s ACK of {@code slot} of {@code profile}: g copied, -g discarded, 0 none yet. */
+    long ack(int profile, int slot, int rank) {
+        return buffer.getLongAcquire((int) layout.ackOffset(profile, slot, rank));
+    }
+
+    /**
+     * Writes rank {@code rank}'s completion event handle for {@code slot} of {@code profile}, once, before that rank's
+     * first positive ACK of the slot: the ACK's release publishes it.
+     */
+    void putEventHandle(int profile, int slot, int rank, byte[] handle) {
+        buffer.putBytes((int) layout.eventHandleOffset(profile, slot, rank), handle, 0, ChannelLayout.EVENT_HANDLE_BYTES);
+    }
+
+    /**
+     * Rank {@code rank}'s completion event handle for {@code slot} of {@code profile}; read it after a positive
+     * {@link #ack} of that slot (whose acquire makes it visible), all zeros if the rank never published one.
+     */
+    byte[] eventHandle(int profile, int slot, int rank) {
+        byte[] handle = new byte[ChannelLayout.EVENT_HANDLE_BYTES];
+        buffer.getBytes((int) layout.eventHandleOffset(profile, slot, rank), handle);
+        return handle;
     }
 
     private List<Integer> seenRanks(List<Integer> missing) {
@@ -257,9 +316,12 @@ final class ChannelControl implements AutoCloseable {
         return seen;
     }
 
-    /** Why consumer {@code rank} can no longer ACK, or null if it may still. */
-    private String consumerGone(int rank) {
-        int pid = buffer.getIntAcquire((int) layout.consumerPidOffset(rank));
+    /**
+     * Why consumer {@code rank} can no longer ACK, or null if it may still: it detached (its close finished its device
+     * work first) or its process exited.
+     */
+    String consumerGone(int rank) {
+        int pid = consumerPid(rank);
         if (pid < 0) {
             return "consumer rank " + rank + " (pid " + -pid + ") detached without acknowledging";
         }
@@ -267,6 +329,11 @@ final class ChannelControl implements AutoCloseable {
             return "consumer rank " + rank + " (pid " + pid + ") exited without closing";
         }
         return null;
+    }
+
+    /** The pid consumer {@code rank} attached with (negated once it detached; 0 before it attached). */
+    int consumerPid(int rank) {
+        return buffer.getIntAcquire((int) layout.consumerPidOffset(rank));
     }
 
     /** True once the producer closed. */

@@ -2,6 +2,7 @@ package org.dtorch.core.communication.channel;
 
 import org.agrona.BitUtil;
 import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
+import org.dtorch.core.device.DeviceEvent;
 
 /**
  * The layout of a channel's control region, its only owner of offsets. With {@code N} consumer ranks,
@@ -21,6 +22,9 @@ import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
  *                                      after every ref queued to it, the consumer's futex word), start ticks (long)
  *  MESSAGE             1024            the failure message (Shm.putString)
  *  ACKS (64-aligned)   8 * P * 2 * N   ACK generations, long [profile][slot][rank]: g copied, -g discarded
+ *  EVENTS (64-aligned) H * P * 2 * N   completion event handles, [profile][slot][rank] (H = EVENT_HANDLE_BYTES): a
+ *                                      CUDA consumer rank's reusable interprocess event, written once before the
+ *                                      rank's first positive ACK of that slot; all zeros until then
  *  QUEUES (64-aligned) N * (C + T)     per consumer rank an Agrona one-to-one ring buffer of serialized refs
  *                                      (T = RingBufferDescriptor.TRAILER_LENGTH)
  * </pre>
@@ -47,6 +51,8 @@ record ChannelLayout(int consumers, int profiles, int queueCapacity) {
     private static final long CONSUMER_TABLE_OFFSET = 40;
     private static final long CONSUMER_ENTRY = 16;
     static final int MESSAGE_CAPACITY = 1024;
+    /** Bytes of one completion event handle: a {@code cudaIpcEventHandle_t}. */
+    static final int EVENT_HANDLE_BYTES = DeviceEvent.IPC_HANDLE_BYTES;
 
     static ChannelLayout of(ChannelOptions options) {
         return new ChannelLayout(options.consumerWorldSize(), options.maxProfiles(), options.refQueueBytes());
@@ -77,8 +83,17 @@ record ChannelLayout(int consumers, int profiles, int queueCapacity) {
         return acksOffset() + 8L * (((long) profile * SLOTS + slot) * consumers + rank);
     }
 
+    long eventsOffset() {
+        return BitUtil.align(acksOffset() + 8L * profiles * SLOTS * consumers, 64);
+    }
+
+    /** The offset of the completion event handle of {@code rank} for {@code slot} of {@code profile}. */
+    long eventHandleOffset(int profile, int slot, int rank) {
+        return eventsOffset() + (long) EVENT_HANDLE_BYTES * (((long) profile * SLOTS + slot) * consumers + rank);
+    }
+
     long queueOffset(int rank) {
-        long start = BitUtil.align(acksOffset() + 8L * profiles * SLOTS * consumers, 64);
+        long start = BitUtil.align(eventsOffset() + (long) EVENT_HANDLE_BYTES * profiles * SLOTS * consumers, 64);
         return start + (long) rank * queueLength();
     }
 

@@ -139,13 +139,18 @@ public final class ChannelProducer implements AutoCloseable {
             int n = profiles.size();
             String name = control.controlName() + "-p" + n;
             long bytes = ShmTensors.byteSize(shape, TorchTensors.dtype(t));
-            profile = new Profile(n, cudaIndex >= 0 ? CudaChannelSlots.create(name, device, bytes) : ShmChannelSlots.create(name, bytes));
+            profile = new Profile(n, cudaIndex >= 0
+                ? CudaChannelSlots.create(name, device, bytes, control, n)
+                : ShmChannelSlots.create(name, bytes));
             profiles.put(key, profile);
         }
         if (profile == null) {
             // Past the bound a CUDA leaf goes through host memory too; the consumer moves it back to the device.
             String name = control.controlName() + "-f" + seq + "-" + index;
             try (Tensor host = TorchTensors.to(t, Device.cpu(0))) {
+                if (cudaIndex >= 0) {
+                    WorkerTensorChannel.countDeviceCopy();
+                }
                 FallbackRegions.stage(name, host, shape, control.layout().consumers());
             }
             return new WorkerTensorRef.Leaf(WorkerTensorRef.Leaf.FALLBACK, 0, 0, dtype, shape, FallbackRegions.DATA_OFFSET, shardDim, name,
@@ -202,7 +207,10 @@ public final class ChannelProducer implements AutoCloseable {
     /**
      * Detaches the producer and unmaps its profile regions here. The regions stay until the channel closes, so refs
      * published before stay resolvable (a producer worker may finish before its consumers); a consumer waiting in
-     * {@link ChannelConsumer#receive()} on an empty queue then fails at once naming the detached producer. Idempotent.
+     * {@link ChannelConsumer#receive()} on an empty queue then fails at once naming the detached producer. A CUDA pool
+     * is this process's memory, so before giving it back the close waits (up to the channel's timeout) until every
+     * consumer rank still attached acknowledged each slot's last generation and its copies finished; past the
+     * deadline it marks the channel failed and releases anyway. Idempotent.
      */
     @Override
     public void close() {
@@ -211,8 +219,11 @@ public final class ChannelProducer implements AutoCloseable {
         }
         closed = true;
         control.detachProducer();
-        profiles.values().forEach(p -> p.slots.close());
-        profiles.clear();
-        control.close();
+        try {
+            ChannelSlots.closeAll(profiles.values().stream().map(p -> p.slots).toList());
+        } finally {
+            profiles.clear();
+            control.close();
+        }
     }
 }

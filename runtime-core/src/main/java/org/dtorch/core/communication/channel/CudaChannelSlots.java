@@ -11,6 +11,7 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.dtorch.core.communication.Deadline;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceEvent;
 import org.dtorch.core.device.DeviceStream;
@@ -22,11 +23,24 @@ import org.dtorch.core.tensor.TorchTensors;
 /**
  * A CUDA profile's two slots in one persistent device allocation, lent through CUDA IPC once
  * ({@link CudaIpcTensors#lend}) and viewed by each consumer process once (the allocation is opened once per process
- * and cached there). Per slot a reusable interprocess ready event: the producer copies into the slot on its current
- * stream and records the event, the host does not wait; a consumer's current stream waits on it only if it has not
- * completed, copies out, and the consumer thread waits for that copy's own event before its ACK is published. So an
- * ACK means the consumer's copy is done, and the producer stages into the slot again as soon as it has every ACK; no
- * device-wide synchronization anywhere. A leaf's handles:
+ * and cached there). The stream-ordered protocol, per slot, with no host wait and no device-wide synchronization on
+ * the hot path:
+ * <ol>
+ *   <li>the producer's current stream waits on the completion event of every consumer rank whose ACK of the slot's
+ *       previous generation is positive (it copied), only if that event has not completed; a rank that discarded
+ *       (negative ACK) recorded nothing and is never waited for;</li>
+ *   <li>the producer copies the source into the slot on that stream and records the slot's reusable ready event;</li>
+ *   <li>a consumer's current stream waits on the ready event only if it has not completed, and copies out;</li>
+ *   <li>the consumer records its reusable completion event for (profile, slot, rank) on that stream; the caller then
+ *       publishes the ACK at once.</li>
+ * </ol>
+ * A consumer's completion event comes from its process's pool of interprocess events, which are never destroyed
+ * while the process lives, so the producer can never wait on a destroyed event; its handle is written once into the
+ * control region ({@link ChannelControl#putEventHandle}) before the rank's first positive ACK of the slot, and the
+ * producer opens it once and keeps it. Close finishes this side's device work before it releases anything: a
+ * consumer synchronizes its completion events; the producer waits (up to the channel's timeout) for the ACKs of
+ * each slot's last generation from every consumer still attached, synchronizes their completion events and its ready
+ * events, and only then gives the pool back. A leaf's handles:
  *
  * <pre>
  *  offset                    size                           field
@@ -42,6 +56,8 @@ final class CudaChannelSlots implements ChannelSlots {
 
     private final String name;
     private final Device device;
+    private final ChannelControl control;
+    private final int profile;
     private final long stride;
     /** The pool's bytes: the producer's tensor, or a consumer's view of it. */
     private final Tensor pool;
@@ -49,24 +65,34 @@ final class CudaChannelSlots implements ChannelSlots {
     /** Producer only: the loan that keeps the pool exported, and each slot's ready event. */
     private final CudaIpcTensors.Loan loan;
     private final DeviceEvent[] ready;
-    /** Consumer only: how long to wait for its own copy. */
-    private final Duration timeout;
+    /** Producer only: the consumers' completion events, [slot][rank], opened when first needed. */
+    private final DeviceEvent[][] consumerCopies;
+    /** Producer only: the generation last staged in each slot (0: none). */
+    private final long[] staged = new long[ChannelLayout.SLOTS];
+    private long stages;
+    /** Consumer only: its rank, the slots' ready events as opened here, and its own completion events. */
+    private final int rank;
+    private final DeviceEvent[] readyOpened = new DeviceEvent[ChannelLayout.SLOTS];
+    private final DeviceEvent[] copied = new DeviceEvent[ChannelLayout.SLOTS];
     private boolean closed;
 
-    private CudaChannelSlots(String name, Device device, long stride, Tensor pool, CudaIpcDescriptor lent, CudaIpcTensors.Loan loan,
-                             DeviceEvent[] ready, Duration timeout) {
+    private CudaChannelSlots(String name, Device device, ChannelControl control, int profile, long stride, Tensor pool,
+                             CudaIpcDescriptor lent, CudaIpcTensors.Loan loan, DeviceEvent[] ready, int rank) {
         this.name = name;
         this.device = device;
+        this.control = control;
+        this.profile = profile;
         this.stride = stride;
         this.pool = pool;
         this.lent = lent;
         this.loan = loan;
         this.ready = ready;
-        this.timeout = timeout;
+        this.consumerCopies = loan == null ? null : new DeviceEvent[ChannelLayout.SLOTS][control.layout().consumers()];
+        this.rank = rank;
     }
 
-    /** Producer: allocates the pool for two slots of {@code bytes} on {@code device} and lends it. */
-    static CudaChannelSlots create(String name, Device device, long bytes) {
+    /** Producer: allocates the pool of {@code profile} for two slots of {@code bytes} on {@code device} and lends it. */
+    static CudaChannelSlots create(String name, Device device, long bytes, ChannelControl control, int profile) {
         long stride = Math.max(256, BitUtil.align(bytes, 256));
         DeviceEvent[] ready = new DeviceEvent[ChannelLayout.SLOTS];
         Tensor pool;
@@ -79,7 +105,7 @@ final class CudaChannelSlots implements ChannelSlots {
             for (int s = 0; s < ready.length; s++) {
                 ready[s] = DeviceEvent.createInterprocess(device);
             }
-            return new CudaChannelSlots(name, device, stride, pool, loan.descriptor(), loan, ready, null);
+            return new CudaChannelSlots(name, device, control, profile, stride, pool, loan.descriptor(), loan, ready, -1);
         } catch (RuntimeException e) {
             Arrays.stream(ready).filter(r -> r != null).forEach(DeviceEvent::close);
             if (loan != null) {
@@ -90,8 +116,8 @@ final class CudaChannelSlots implements ChannelSlots {
         }
     }
 
-    /** Consumer: views the pool a leaf names. */
-    static CudaChannelSlots open(WorkerTensorRef.Leaf leaf, Duration timeout) {
+    /** Consumer {@code rank}: views the pool a leaf names. */
+    static CudaChannelSlots open(WorkerTensorRef.Leaf leaf, ChannelControl control, int rank) {
         if (leaf.handles().length != HANDLES) {
             throw new IllegalArgumentException("a CUDA channel leaf carries " + HANDLES + " bytes of handles, got " + leaf.handles().length
                 + ": " + leaf);
@@ -105,7 +131,7 @@ final class CudaChannelSlots implements ChannelSlots {
         // The pool's own length is the producer's; the allocation's end bounds it from above.
         long[] shape = {lent.allocationSize() - lent.offset()};
         Tensor pool = CudaIpcTensors.view(lent, shape, ScalarType.Byte, null);
-        return new CudaChannelSlots(leaf.region(), Device.cuda(lent.device()), 0, pool, lent, null, null, timeout);
+        return new CudaChannelSlots(leaf.region(), Device.cuda(lent.device()), control, leaf.profile(), 0, pool, lent, null, null, rank);
     }
 
     @Override
@@ -130,34 +156,79 @@ final class CudaChannelSlots implements ChannelSlots {
         return out;
     }
 
+    /** Producer: called once every rank acknowledged the slot's previous generation ({@link ChannelControl#awaitAcks}). */
     @Override
     public void stage(int slot, Tensor source) {
+        DeviceStream stream = DeviceStream.of(device);
+        for (int r = 0; r < consumerCopies[slot].length; r++) {
+            DeviceEvent copy = consumerCopy(slot, r);
+            // query() first: the liveness check reads /proc, and is only needed where the stream would wait.
+            if (copy != null && !copy.query() && control.consumerGone(r) == null) {
+                copy.streamWaitEvent(stream);
+            }
+        }
         try (Tensor target = typedView(slotOffset(slot), TorchTensors.shape(source), TorchTensors.dtype(source))) {
             target.copy_(source);
         }
-        ready[slot].record(DeviceStream.of(device));
+        WorkerTensorChannel.countDeviceCopy();
+        ready[slot].record(stream);
+        staged[slot] = ++stages;
+    }
+
+    /**
+     * The completion event of rank {@code r}'s copy of {@code slot}'s previous generation, or null when there is
+     * nothing to wait for: the slot was never staged, the rank discarded it (its event may never have been
+     * recorded), or it detached (its close finished its copies). Whether its process exited is the caller's check,
+     * made only where it would wait.
+     */
+    private DeviceEvent consumerCopy(int slot, int r) {
+        long ack = control.ack(profile, slot, r);
+        if (ack <= 0 || control.consumerPid(r) < 0) {
+            return null;
+        }
+        if (consumerCopies[slot][r] == null) {
+            if (control.consumerGone(r) != null) {
+                return null; // its handle cannot be opened any more
+            }
+            byte[] handle = control.eventHandle(profile, slot, r);
+            if (Arrays.equals(handle, new byte[handle.length])) {
+                throw new IllegalStateException(control.label() + ": consumer rank " + r + " acknowledged generation " + ack
+                    + " of profile " + profile + " slot " + slot + " as copied but published no completion event handle");
+            }
+            consumerCopies[slot][r] = DeviceEvent.openIpcCached(device, handle, control.consumerPid(r));
+        }
+        return consumerCopies[slot][r];
     }
 
     @Override
     public Tensor copyOut(WorkerTensorRef.Leaf leaf, int rank, int world) {
+        int slot = leaf.slot();
         ScalarType dtype = ShmTensors.dtypeOf(leaf.dtype());
         DeviceStream stream = DeviceStream.of(device);
-        byte[] eventHandle = Arrays.copyOfRange(leaf.handles(), CudaIpcDescriptor.SIZE, HANDLES);
-        try (DeviceEvent staged = DeviceEvent.openIpcCached(device, eventHandle, lent.producerPid())) {
-            if (!staged.query()) {
-                staged.streamWaitEvent(stream);
-            }
+        if (readyOpened[slot] == null) {
+            byte[] eventHandle = Arrays.copyOfRange(leaf.handles(), CudaIpcDescriptor.SIZE, HANDLES);
+            readyOpened[slot] = DeviceEvent.openIpcCached(device, eventHandle, lent.producerPid());
         }
+        if (!readyOpened[slot].query()) {
+            readyOpened[slot].streamWaitEvent(stream);
+        }
+        Tensor out;
         try (Tensor whole = typedView(leaf.offset(), leaf.shape(), dtype);
              Tensor part = ChannelSlots.rankShare(whole, leaf, rank, world);
-             TensorOptions options = TorchTensors.options(dtype, device);
-             DeviceEvent copied = DeviceEvent.create(device)) {
-            Tensor out = torch.empty(TorchTensors.shape(part), options, NO_MEMORY_FORMAT);
+             TensorOptions options = TorchTensors.options(dtype, device)) {
+            out = torch.empty(TorchTensors.shape(part), options, NO_MEMORY_FORMAT);
             out.copy_(part);
-            copied.record(stream);
-            copied.synchronize(timeout);
-            return out;
         }
+        WorkerTensorChannel.countDeviceCopy();
+        boolean first = copied[slot] == null;
+        if (first) {
+            copied[slot] = DeviceEvent.takePooledInterprocess(device);
+        }
+        copied[slot].record(stream);
+        if (first) {
+            control.putEventHandle(leaf.profile(), slot, rank, copied[slot].ipcHandle());
+        }
+        return out;
     }
 
     /** A tensor of {@code shape} and {@code dtype} over the pool's bytes from {@code offset}. */
@@ -167,16 +238,67 @@ final class CudaChannelSlots implements ChannelSlots {
         }
     }
 
-    /** Producer: closes the slots' events and the loan; either side: drops its pool handle. Idempotent. */
+    /**
+     * Finishes this side's device work on the pool, then releases: a consumer synchronizes its completion events and
+     * gives them back to the pool; the producer waits for the last ACKs and copies of the attached consumers (see the
+     * class comment) and its own staging, then closes the ready events and the loan. Either side drops its pool handle.
+     * Idempotent.
+     *
+     * @throws org.dtorch.core.device.DeviceTimeoutException if this side's device work did not finish within the
+     *                                                       channel's timeout (everything is released anyway)
+     */
     @Override
     public void close() {
         if (closed) {
             return;
         }
         closed = true;
+        Deadline deadline = Deadline.after(control.options().timeout());
+        try {
+            if (loan != null) {
+                finishConsumerCopies(deadline);
+                for (DeviceEvent event : ready) {
+                    event.synchronize(left(deadline));
+                }
+            } else {
+                for (DeviceEvent event : copied) {
+                    if (event != null) {
+                        event.synchronize(left(deadline));
+                    }
+                }
+            }
+        } finally {
+            release();
+        }
+    }
+
+    /** Producer: waits until no attached consumer copies from the pool any more. */
+    private void finishConsumerCopies(Deadline deadline) {
+        for (int s = 0; s < ChannelLayout.SLOTS; s++) {
+            if (staged[s] == 0 || !control.awaitAcksBeforeRelease(profile, s, staged[s], deadline)) {
+                continue;
+            }
+            for (int r = 0; r < consumerCopies[s].length; r++) {
+                DeviceEvent copy = consumerCopy(s, r);
+                if (copy != null && control.consumerGone(r) == null) {
+                    copy.synchronize(left(deadline));
+                }
+            }
+        }
+    }
+
+    private static Duration left(Deadline deadline) {
+        return Duration.ofNanos(Math.max(0, deadline.remainingNanos()));
+    }
+
+    private void release() {
         if (loan != null) {
             Arrays.stream(ready).forEach(DeviceEvent::close);
+            Arrays.stream(consumerCopies).flatMap(Arrays::stream).filter(e -> e != null).forEach(DeviceEvent::close);
             loan.close();
+        } else {
+            Arrays.stream(readyOpened).filter(e -> e != null).forEach(DeviceEvent::close);
+            Arrays.stream(copied).filter(e -> e != null).forEach(DeviceEvent::returnPooledInterprocess);
         }
         pool.close();
     }

@@ -1,5 +1,6 @@
 package org.dtorch.core.communication.channel;
 
+import java.util.concurrent.atomic.AtomicLong;
 import org.dtorch.core.shm.SharedRegion;
 
 /**
@@ -18,6 +19,8 @@ import org.dtorch.core.shm.SharedRegion;
  * contracts.
  */
 public final class WorkerTensorChannel implements AutoCloseable {
+    private static final AtomicLong DEVICE_COPIES = new AtomicLong();
+
     private final ChannelControl control;
     private boolean closed;
 
@@ -53,6 +56,19 @@ public final class WorkerTensorChannel implements AutoCloseable {
      */
     public static ChannelConsumer consumer(ChannelOptions options, int rank) {
         return ChannelConsumer.attach(options, rank);
+    }
+
+    /**
+     * How many copies on a CUDA device this process's channels issued so far: a producer's copy into a slot, a
+     * consumer's copy out of one, and past the profile bound the copy to host memory and the copy back. A CUDA
+     * hand-off through a pool costs one copy in plus one per consumer rank; for tests and benchmarks.
+     */
+    public static long deviceCopies() {
+        return DEVICE_COPIES.get();
+    }
+
+    static void countDeviceCopy() {
+        DEVICE_COPIES.incrementAndGet();
     }
 
     /** The channel's options. */

@@ -22,8 +22,10 @@ import org.dtorch.core.device.Cuda;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.device.DeviceStream;
+import org.dtorch.core.device.Nvtx;
 import org.dtorch.core.tensor.BalancedSplit;
 import org.dtorch.core.tensor.TorchTensors;
+import org.dtorch.core.trace.StreamTimeline;
 import org.dtorch.core.trace.Tracer;
 
 /**
@@ -504,7 +506,7 @@ public final class ThreadGroup implements AutoCloseable {
                 counter.record(kind);
             }
             long traced = Tracer.now();
-            T result = runNamed(op, body);
+            T result = traced != 0 && key.kind() == DeviceKind.CUDA ? runTracedOnCuda(op, traced, body) : runNamed(op, body);
             if (traced != 0) {
                 Tracer.collective(op, kind, backend.name(), contributedBytes(input), key.deviceIds(), traced);
             }
@@ -527,6 +529,27 @@ public final class ThreadGroup implements AutoCloseable {
                 .mapToLong(p -> p.tensor().nbytes()).sum();
             default -> throw new IllegalArgumentException("no byte count for " + input.getClass().getName());
         };
+    }
+
+    /**
+     * {@link #runNamed} while tracing on CUDA: an NVTX range, and on a worker's thread a span of its collectives'
+     * {@link StreamTimeline} (events on the current stream, which the collective leaves waiting for its completion).
+     */
+    private <T> T runTracedOnCuda(String op, long traced, Supplier<T> body) {
+        StreamTimeline timeline = StreamTimeline.collectivesOfThisThread();
+        Nvtx.rangePush(op);
+        StreamTimeline.Span span = timeline == null ? null : timeline.begin(traced);
+        try {
+            return runNamed(op, body);
+        } finally {
+            try {
+                if (timeline != null) {
+                    timeline.end(span, 0, op);
+                }
+            } finally {
+                Nvtx.rangePop();
+            }
+        }
     }
 
     private <T> T runNamed(String op, Supplier<T> body) {

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -26,9 +27,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * The channel's CUDA pool: consumers as threads of the producer's process (the lender's own address and events) and
- * as a child JVM (the pool's allocation and the slots' events opened through CUDA IPC). Values exact against the
- * published tensors.
+ * The channel's CUDA pool and its stream-ordered protocol: consumers as threads of the producer's process (the
+ * lender's own address and events) and as child JVMs (the pool's allocation, the slots' ready events and the
+ * consumers' completion events opened through CUDA IPC). Values exact against the published tensors; device copies
+ * counted exactly (one into the slot, one out per consumer rank).
  */
 @GpuTest
 @Timeout(240)
@@ -60,6 +62,7 @@ class WorkerTensorChannelCudaTest {
     void shouldHandOffThroughOnePersistentPoolLentOnce() {
         ChannelOptions o = ChannelOptions.of(instance, "pool", 1).withTimeout(Duration.ofSeconds(60));
         int loans = CudaIpcTensors.liveLoanCount();
+        long copies = WorkerTensorChannel.deviceCopies();
         try (WorkerTensorChannel channel = WorkerTensorChannel.create(o)) {
             CompletableFuture<Void> consumer = CompletableFuture.runAsync(() -> {
                 try (ChannelConsumer c = WorkerTensorChannel.consumer(o, 0)) {
@@ -83,11 +86,14 @@ class WorkerTensorChannelCudaTest {
             }
         }
         assertEquals(loans, CudaIpcTensors.liveLoanCount(), "the pool's loan is given back when the producer closes");
+        assertEquals(2 * 200, WorkerTensorChannel.deviceCopies() - copies,
+            "device copies of 200 hand-offs to one consumer rank: one into the slot and one out each");
     }
 
     @Test
     void shouldShardOnTheGpuAndSendProfilesPastTheBoundThroughHostMemory() {
         ChannelOptions o = ChannelOptions.of(instance, "shards", 3).withTimeout(Duration.ofSeconds(60)).withMaxProfiles(1);
+        long copies = WorkerTensorChannel.deviceCopies();
         try (WorkerTensorChannel channel = WorkerTensorChannel.create(o);
              ChannelProducer p = WorkerTensorChannel.producer(o);
              Tensor pooled = onGpu(1); Tensor overflow = onGpu(2)) {
@@ -106,6 +112,75 @@ class WorkerTensorChannelCudaTest {
             });
             assertFalse(ref.leaves().stream().allMatch(l -> l.profile() >= 0), "one leaf went past the bound");
         }
+        assertEquals(1 + 3 + 1 + 3, WorkerTensorChannel.deviceCopies() - copies,
+            "device copies: the pooled leaf staged once and one share out per rank; the leaf past the bound once to host memory "
+                + "and one share back per rank");
+    }
+
+    @Test
+    void shouldNeverWaitOnTheEventOfARankThatDiscarded() {
+        ChannelOptions o = ChannelOptions.of(instance, "discards", 2).withTimeout(Duration.ofSeconds(60));
+        int n = 50;
+        try (WorkerTensorChannel channel = WorkerTensorChannel.create(o); ChannelControl control = ChannelControl.attach(o)) {
+            CompletableFuture<Void> copier = CompletableFuture.runAsync(() -> {
+                try (ChannelConsumer c = WorkerTensorChannel.consumer(o, 0)) {
+                    for (int i = 1; i <= n; i++) {
+                        try (Tensor expected = onGpu(i); Tensor got = (Tensor) c.resolve(c.receive())) {
+                            assertSameOnGpu(expected, got);
+                        }
+                    }
+                }
+            });
+            CompletableFuture<Void> discarder = CompletableFuture.runAsync(() -> {
+                try (ChannelConsumer c = WorkerTensorChannel.consumer(o, 1)) {
+                    for (int i = 1; i <= n; i++) {
+                        c.discard(List.of(c.receive()));
+                    }
+                }
+            });
+            try (ChannelProducer p = WorkerTensorChannel.producer(o)) {
+                for (int i = 1; i <= n; i++) {
+                    try (Tensor t = onGpu(i)) {
+                        p.enqueue(p.publish(t));
+                    }
+                }
+                copier.orTimeout(120, TimeUnit.SECONDS).join();
+                discarder.orTimeout(120, TimeUnit.SECONDS).join();
+                for (int slot = 0; slot < ChannelLayout.SLOTS; slot++) {
+                    assertFalse(zero(control.eventHandle(0, slot, 0)),
+                        "rank 0 copied from slot " + slot + ": its completion event is published");
+                    assertTrue(zero(control.eventHandle(0, slot, 1)),
+                        "rank 1 only discarded: it published no completion event for slot " + slot + " (the producer would have failed "
+                            + "naming it had it tried to wait on one)");
+                }
+            }
+        }
+    }
+
+    private static boolean zero(byte[] handle) {
+        return Arrays.equals(handle, new byte[handle.length]);
+    }
+
+    @Test
+    @Tag("multiprocess")
+    void shouldNotOverwriteASlotBeforeTheConsumersCopyRan() {
+        ChannelOptions o = ChannelOptions.of(instance, "behind", 1).withTimeout(Duration.ofSeconds(120));
+        int n = 40;
+        try (WorkerTensorChannel channel = WorkerTensorChannel.create(o);
+             ChildJvm child = ChildJvm.start("cuda consumer behind its stream", ChannelChild.class, Map.of(), "consume-behind", instance,
+                 "behind", "1", "0", String.valueOf(n));
+             ChannelProducer p = WorkerTensorChannel.producer(o)) {
+            child.awaitLine("READY", Duration.ofSeconds(120));
+            for (int i = 1; i <= n; i++) {
+                try (Tensor t = onGpu(i)) {
+                    p.enqueue(p.publish(t));
+                }
+            }
+            // The child's ACKs come at once while its copies wait behind its matmuls: only the producer stream's wait on
+            // the child's completion events keeps slot reuse from overwriting a slot not yet copied; the child names the
+            // first ref whose values came from a later one.
+            child.awaitSuccess(Duration.ofSeconds(180));
+        }
     }
 
     @Test
@@ -113,6 +188,7 @@ class WorkerTensorChannelCudaTest {
     void shouldHandOffToAConsumerJvmThroughCudaIpc() {
         ChannelOptions o = ChannelOptions.of(instance, "ipc", 1).withTimeout(Duration.ofSeconds(120));
         int n = 100;
+        long copies = WorkerTensorChannel.deviceCopies();
         try (WorkerTensorChannel channel = WorkerTensorChannel.create(o);
              ChildJvm child = ChildJvm.start("cuda consumer", ChannelChild.class, Map.of(), "consume", instance, "ipc", "1", "0",
                  String.valueOf(n), "cuda");
@@ -124,5 +200,6 @@ class WorkerTensorChannelCudaTest {
             }
             child.awaitSuccess(Duration.ofSeconds(180));
         }
+        assertEquals(n, WorkerTensorChannel.deviceCopies() - copies, "the producer's device copies: one into the slot per hand-off");
     }
 }

@@ -1,0 +1,12 @@
+"""The logical graph of the program as Graphviz DOT (docs/observability.md, "The graph as DOT")."""
+
+import os
+
+from . import _bridge
+
+
+def dump_graph(path):
+    """Writes the operators issued since the runtime started or the last dump_graph (the latest 4096) to `path` as
+    Graphviz DOT: one box per operator (outputs' dtype and shape, mesh, the steps of its redistributions), edges
+    labelled with the placements of the tensors they pass. Render it with `dot -Tsvg path -o graph.svg`."""
+    _bridge.call(_bridge.bridge().dumpGraph, os.path.abspath(os.fspath(path)))
