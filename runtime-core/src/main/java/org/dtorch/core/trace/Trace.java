@@ -73,8 +73,13 @@ public final class Trace {
     public void writeChromeJson(Path path) throws IOException {
         Objects.requireNonNull(path, "path");
         try (Writer out = new BufferedWriter(Files.newBufferedWriter(path, StandardCharsets.UTF_8))) {
-            new ChromeTraceWriter(this, new JsonWriter(out)).write();
+            writeChromeJson(out);
         }
+    }
+
+    /** Writes the trace to {@code out} as Chrome trace event JSON ({@link #writeChromeJson(Path)}); leaves it open. */
+    public void writeChromeJson(Writer out) throws IOException {
+        new ChromeTraceWriter(this, new JsonWriter(Objects.requireNonNull(out, "out"))).write();
     }
 
     /** The totals per category and name, the most time first. */
