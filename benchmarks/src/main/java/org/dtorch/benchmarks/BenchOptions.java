@@ -22,7 +22,7 @@ import java.util.List;
 record BenchOptions(List<String> selected, Path report, Path root, int runs, int rounds, boolean quick) {
     /** Every harness, in the order a run takes them. */
     static final List<String> BENCHMARKS = List.of("store", "future", "allreduce", "redistribute", "pipeline", "process", "python",
-        "channel");
+        "channel", "stagechannel");
     /**
      * Harnesses that {@code all} leaves out: {@code gpu} and {@code channelcuda} need a CUDA device and the {@code -Pgpu}
      * build ({@code channelcuda} reports itself skipped without them); {@code speed}

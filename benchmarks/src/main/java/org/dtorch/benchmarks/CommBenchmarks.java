@@ -3,7 +3,7 @@ package org.dtorch.benchmarks;
 /**
  * Runs the selected benchmarks and writes their tables to a Markdown report.
  *
- * <p>Usage: {@code CommBenchmarks [all|store,future,allreduce,redistribute,pipeline,process,python,channel|gpu|
+ * <p>Usage: {@code CommBenchmarks [all|store,future,allreduce,redistribute,pipeline,process,python,channel,stagechannel|gpu|
  * channelcuda|speed|gloocopy|gathers|ulysses|trace] [report.md]}, with the options of {@link BenchOptions} as system
  * properties; docs/benchmarks.md gives the Maven command and
  * {@code benchmarks/run-all.sh} runs everything. A harness that fails is reported and the others still run;
@@ -49,6 +49,7 @@ public final class CommBenchmarks {
             case "process" -> ProcessBenchmark::run;
             case "python" -> PythonBenchmark::run;
             case "channel" -> ChannelBenchmark::run;
+            case "stagechannel" -> StageChannelBenchmark::run;
             case "matmul" -> MatmulBenchmark::run;
             case "gpu" -> GpuBenchmark::run;
             case "channelcuda" -> ChannelCudaBenchmark::run;

@@ -1,5 +1,6 @@
 package org.dtorch.examples;
 
+import java.nio.file.Path;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptional;
 import org.bytedeco.pytorch.global.torch;
@@ -21,13 +22,16 @@ import org.dtorch.core.tensor.TorchTensors;
  * <p>{@code --device cpu} (the default) runs on 4 CPU devices; {@code --device cuda} on 4 ranks that share
  * {@code cuda:0} ({@code devices("cuda:4").sameDevice(true)}: the same-device collectives), which needs the
  * {@code -Pgpu} build. Without the flag, the system property {@value #DEVICE_PROPERTY} chooses (the Maven command
- * passes {@code -Dexample.device} through it).
+ * passes {@code -Dexample.device} through it). A non-empty {@value #TRACE_PROPERTY} names a file for the run's trace
+ * ({@code -Dexample.trace=FILE}; docs/observability.md).
  *
  * <p>Not thread-safe: a program entry point.
  */
 public final class TensorParallelMlp {
     /** System property naming the device type when no {@code --device} flag is given: {@code cpu} (default) or {@code cuda}. */
     public static final String DEVICE_PROPERTY = "dtorch.example.device";
+    /** System property naming the file the run's trace is written to (Chrome trace JSON); empty or absent: none. */
+    public static final String TRACE_PROPERTY = "dtorch.example.trace";
     private static final String USAGE = "usage: TensorParallelMlp [--device cpu|cuda]";
     private static final long BATCH = 8;
     private static final long IN = 64;
@@ -95,11 +99,19 @@ public final class TensorParallelMlp {
         return device;
     }
 
-    /** 4 CPU devices, or 4 ranks on {@code cuda:0} (the same-device backend, so they fit on one GPU). */
+    /**
+     * 4 CPU devices, or 4 ranks on {@code cuda:0} (the same-device backend, so they fit on one GPU); traced to the file
+     * {@value #TRACE_PROPERTY} names, if any.
+     */
     static DTorchOptions options(String deviceType) {
-        return deviceType.equals("cuda")
-            ? DTorchOptions.builder().devices("cuda:4").sameDevice(true).build()
-            : DTorchOptions.builder().devices(4).build();
+        DTorchOptions.Builder options = deviceType.equals("cuda")
+            ? DTorchOptions.builder().devices("cuda:4").sameDevice(true)
+            : DTorchOptions.builder().devices(4);
+        String trace = System.getProperty(TRACE_PROPERTY, "");
+        if (!trace.isEmpty()) {
+            options.trace(Path.of(trace));
+        }
+        return options.build();
     }
 
     /** The same MLP in plain torch on one device, with the same seeded weights. */

@@ -331,9 +331,19 @@ public final class DTensor implements AutoCloseable {
 
     // ---- distribution -----------------------------------------------------------------------------
 
-    /** Moved to {@code placements} on {@code mesh} (possibly another mesh), with the collectives that takes. */
+    /**
+     * Moved to {@code placements} on {@code mesh} (possibly another mesh), with the collectives that takes; through the
+     * channel of a declared edge from this tensor's mesh to {@code mesh} ({@link DTorch#channel}) if there is one.
+     */
     public DTensor redistribute(DeviceMesh mesh, Placement... placements) {
-        return runtime.apply(new RedistributeSpec(new Sharding(mesh, DTorch.placementsFor("redistribute", mesh, placements))), this);
+        Sharding target = new Sharding(mesh, DTorch.placementsFor("redistribute", mesh, placements));
+        ensureOpen();
+        ChannelEdge edge = runtime.channelFor(mesh(), mesh);
+        DTensor moved = runtime.apply(new RedistributeSpec(target, edge == null ? null : edge.options()), this);
+        if (edge != null) {
+            edge.countTransfer();
+        }
+        return moved;
     }
 
     /** Moved to {@code placements} on the same mesh. */

@@ -4,10 +4,13 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import org.bytedeco.javacpp.DoublePointer;
 import org.bytedeco.javacpp.FloatPointer;
@@ -19,6 +22,11 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.bytedeco.pytorch.global.torch;
+import org.dtorch.core.communication.CommOptions;
+import org.dtorch.core.communication.CommTimeoutException;
+import org.dtorch.core.communication.Deadline;
+import org.dtorch.core.communication.channel.ChannelOptions;
+import org.dtorch.core.communication.channel.WorkerTensorChannel;
 import org.dtorch.core.communication.promise.TensorFuture;
 import org.dtorch.core.communication.promise.TensorPromise;
 import org.dtorch.core.communication.promise.ExpectedValue;
@@ -39,7 +47,9 @@ import org.dtorch.core.runtime.PromiseSpec;
 import org.dtorch.core.trace.Profiler;
 import org.dtorch.core.distributed.RedistributionPlanner;
 import org.dtorch.core.graph.TensorMeta;
+import org.dtorch.core.kernel.ChannelTransferKernel;
 import org.dtorch.ops.AtenSpec;
+import org.dtorch.ops.ChannelDetachSpec;
 import org.dtorch.ops.FallbackWarnings;
 import org.dtorch.ops.RedistributeAllSpec;
 import org.dtorch.ops.ShardingStrategy;
@@ -65,8 +75,12 @@ import org.dtorch.ops.Shapes;
  * may be called from any thread.
  */
 public final class DTorch implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(DTorch.class.getName());
     private final EagerRuntime runtime;
     private final DeviceMesh defaultMesh;
+    /** The declared edges by (source, destination) mesh, in declaration order. */
+    private final Map<List<DeviceMesh>, ChannelEdge> channels = new LinkedHashMap<>();
+    private int channelsDeclared;
     private final Profiler profiler = new Profiler();
     /** Where {@link #close()} writes the trace, or null; set to null once written. */
     private Path tracePath;
@@ -342,6 +356,78 @@ public final class DTorch implements AutoCloseable {
         return aten(call, inputs).getFirst();
     }
 
+    // ---- pipeline edges -----------------------------------------------------------------------------------
+
+    /** {@link #channel(DeviceMesh, DeviceMesh, Duration)} with the runtime's timeout. */
+    public ChannelEdge channel(DeviceMesh source, DeviceMesh target) {
+        return channel(source, target, runtime.options().timeout());
+    }
+
+    /**
+     * Declares a pipeline edge from {@code source} to {@code target}: until the returned handle closes, every
+     * {@code redistribute} from exactly that mesh onto exactly that one goes through a WorkerTensorChannel whose waits
+     * end after {@code timeout} (docs/decisions.md 375-379). The channel's control region is made here, now.
+     *
+     * @throws IllegalArgumentException if the meshes share a device, are of different kinds or not this runtime's
+     * @throws IllegalStateException    if the edge is declared already
+     */
+    public synchronized ChannelEdge channel(DeviceMesh source, DeviceMesh target, Duration timeout) {
+        checkKind("channel", Objects.requireNonNull(source, "channel: source mesh is null"));
+        checkKind("channel", Objects.requireNonNull(target, "channel: target mesh is null"));
+        CommOptions.validateTimeout(timeout);
+        List<DeviceMesh> key = List.of(source, target);
+        if (channels.containsKey(key)) {
+            throw new IllegalStateException("channel: the edge " + source + " -> " + target + " is declared already ("
+                + channels.get(key).options().name() + "); close it first");
+        }
+        ChannelOptions options = ChannelOptions.of(runtime.instanceId(), "edge" + (channelsDeclared + 1) + " " + source.deviceIds() + "->"
+            + target.deviceIds(), target.count()).withTimeout(timeout);
+        ChannelTransferKernel.checkMeshes(source, target, options);
+        ChannelEdge edge = new ChannelEdge(this, source, target, WorkerTensorChannel.create(options));
+        channelsDeclared++;
+        channels.put(key, edge);
+        return edge;
+    }
+
+    /** The open edge from {@code source} to {@code target}, or null if none. */
+    synchronized ChannelEdge channelFor(DeviceMesh source, DeviceMesh target) {
+        return channels.get(List.of(source, target));
+    }
+
+    /** {@link ChannelEdge#close()}: consumers detach, then the producer, then the channel closes. */
+    void closeChannel(ChannelEdge edge) {
+        closeChannel(edge, runtime.options().timeout());
+    }
+
+    /**
+     * Closes {@code edge}, waiting at most {@code drainLimit} for each side's detach to run everywhere; past it the channel
+     * closes anyway, which wakes any device waiting in it, and the timeout is thrown.
+     */
+    private void closeChannel(ChannelEdge edge, Duration drainLimit) {
+        synchronized (this) {
+            if (channels.get(List.of(edge.source(), edge.target())) != edge) {
+                return;
+            }
+            channels.remove(List.of(edge.source(), edge.target()));
+        }
+        ChannelOptions options = edge.options();
+        try {
+            graph().add(new ChannelDetachSpec(options, false, edge.target().deviceIds()), List.of());
+            drain(edge, "the consumers' detach", drainLimit);
+            graph().add(new ChannelDetachSpec(options, true, List.of(edge.source().deviceIds().getFirst())), List.of());
+            drain(edge, "the producer's detach", drainLimit);
+        } finally {
+            edge.channel().close();
+        }
+    }
+
+    private void drain(ChannelEdge edge, String what, Duration limit) {
+        if (!runtime.syncFuture().waitFor(limit)) {
+            throw new CommTimeoutException("closing " + edge + ": " + what + " did not run on every device within " + Deadline.format(limit)
+                + "; the channel was closed anyway");
+        }
+    }
+
     // ---- values and synchronization -------------------------------------------------------------------
 
     /**
@@ -562,9 +648,23 @@ public final class DTorch implements AutoCloseable {
         return List.of(values);
     }
 
-    /** Stops the runtime: queued work runs (up to the shutdown timeout), then every thread stops. Idempotent. */
+    /**
+     * Stops the runtime: the edges still open close first ({@link ChannelEdge#close()}, each side's detach given the
+     * shutdown timeout), queued work runs (up to the shutdown timeout), then every thread stops. Idempotent.
+     */
     @Override
     public void close() {
+        List<ChannelEdge> open;
+        synchronized (this) {
+            open = List.copyOf(channels.values());
+        }
+        for (ChannelEdge edge : open) {
+            try {
+                closeChannel(edge, runtime.options().shutdownTimeout());
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "closing " + edge + " while the runtime closes: " + e);
+            }
+        }
         runtime.close();
         writeTrace();
     }

@@ -1,9 +1,12 @@
 package org.dtorch.ops;
 
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.function.BiConsumer;
 import java.util.function.Function;
+import org.dtorch.core.communication.channel.ChannelOptions;
 import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.graph.OpSpec;
 import org.dtorch.core.graph.TensorMeta;
@@ -12,6 +15,7 @@ import org.dtorch.core.runtime.process.OpSpecCodecProvider;
 import org.dtorch.core.runtime.process.SpecReader;
 import org.dtorch.core.runtime.process.SpecWriter;
 import org.dtorch.core.runtime.process.WireReader;
+import org.dtorch.core.runtime.process.WireWriter;
 
 /**
  * The codecs of this module's operators, for per-device-process mode: each writes the parameters its spec
@@ -43,6 +47,17 @@ public final class OpsCodecs implements OpSpecCodecProvider {
         return values[in.getByteIn(what, 0, values.length - 1)];
     }
 
+    /** A channel's options, by which a worker attaches to it. */
+    private static void writeChannel(ChannelOptions c, WireWriter out) {
+        out.putString(c.instanceId()).putString(c.name()).putInt(c.consumerWorldSize()).putLong(c.timeout().toNanos())
+            .putInt(c.maxProfiles()).putInt(c.refQueueBytes());
+    }
+
+    private static ChannelOptions readChannel(WireReader in) {
+        return new ChannelOptions(in.getString("channel instance"), in.getString("channel name"), in.getInt("channel consumers"),
+            Duration.ofNanos(in.getLong("channel timeout")), in.getInt("channel profiles"), in.getInt("channel queue bytes"));
+    }
+
     @Override
     public List<OpSpecCodec<?>> codecs() {
         return List.of(
@@ -60,8 +75,19 @@ public final class OpsCodecs implements OpSpecCodecProvider {
                     in.wire().getBoolean("reduce keepdim"))),
             new Codec<>(CastSpec.class, "ops.cast", (s, out) -> out.wire().putDtype(s.dtype()),
                 in -> new CastSpec(in.wire().getDtype("cast dtype"))),
-            new Codec<>(RedistributeSpec.class, "ops.redistribute", (s, out) -> out.sharding(s.target()),
-                in -> new RedistributeSpec(in.sharding("redistribute target"))),
+            new Codec<>(RedistributeSpec.class, "ops.redistribute", (s, out) -> {
+                out.sharding(s.target());
+                out.wire().putBoolean(s.channel() != null);
+                if (s.channel() != null) {
+                    writeChannel(s.channel(), out.wire());
+                }
+            }, in -> new RedistributeSpec(in.sharding("redistribute target"), in.wire().getBoolean("redistribute through a channel")
+                ? readChannel(in.wire()) : null)),
+            new Codec<>(ChannelDetachSpec.class, "ops.channel_detach", (s, out) -> {
+                writeChannel(s.channel(), out.wire());
+                out.wire().putBoolean(s.producer()).putLongs(s.ranks().stream().mapToLong(Long::longValue).toArray());
+            }, in -> new ChannelDetachSpec(readChannel(in.wire()), in.wire().getBoolean("channel detach side"),
+                Arrays.stream(in.wire().getLongs("channel detach devices")).boxed().toList())),
             new Codec<>(RedistributeAllSpec.class, "ops.redistributeAll", (s, out) -> {
                 out.wire().putInt(s.targets().size());
                 s.targets().forEach(out::sharding);

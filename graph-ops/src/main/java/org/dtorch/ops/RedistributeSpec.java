@@ -1,8 +1,10 @@
 package org.dtorch.ops;
 
+import java.util.Collections;
 import java.util.List;
 import java.util.Objects;
 import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.communication.channel.ChannelOptions;
 import org.dtorch.core.distributed.RedistributionPlan;
 import org.dtorch.core.distributed.RedistributionPlanner;
 import org.dtorch.core.distributed.Sharding;
@@ -10,22 +12,32 @@ import org.dtorch.core.graph.DeviceKernel;
 import org.dtorch.core.graph.OpSpec;
 import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.TensorMeta;
+import org.dtorch.core.kernel.ChannelTransferKernel;
 import org.dtorch.core.kernel.ConvertKernel;
 import org.dtorch.core.kernel.KernelContext;
 
 /**
  * {@code redistribute(mesh, placements)}: the explicit move to another sharding, on the same mesh or onto
  * another, run by {@link ConvertKernel} with a plan from the {@link RedistributionPlanner} (checked when
- * the operator is created, so a bad request fails in the client's thread).
+ * the operator is created, so a bad request fails in the client's thread). Onto the destination of a declared
+ * channel ({@code DTorch.channel}) it runs {@link ChannelTransferKernel} through that channel instead.
  *
  * <p>Thread-safe: immutable.
  */
 public final class RedistributeSpec implements OpSpec {
     private final Sharding target;
+    /** The declared channel the move goes through, or null for the ordinary path. */
+    private final ChannelOptions channel;
 
     /** A move to {@code target}. */
     public RedistributeSpec(Sharding target) {
+        this(target, null);
+    }
+
+    /** A move to {@code target} through {@code channel} (a declared edge from the input's mesh), or the ordinary path if null. */
+    public RedistributeSpec(Sharding target, ChannelOptions channel) {
         this.target = Objects.requireNonNull(target, "target");
+        this.channel = channel;
     }
 
     @Override
@@ -43,6 +55,9 @@ public final class RedistributeSpec implements OpSpec {
         Rules.arity(name(), inputs, 1);
         TensorMeta t = inputs.getFirst();
         RedistributionPlanner.plan(t.sharding(), target, t.shape());
+        if (channel != null) {
+            ChannelTransferKernel.checkMeshes(t.sharding().mesh(), target.mesh(), channel);
+        }
         return List.of(t.withSharding(target));
     }
 
@@ -58,13 +73,12 @@ public final class RedistributeSpec implements OpSpec {
     @Override
     public DeviceKernel kernel(Operator op, long deviceId) {
         TensorMeta input = op.inputs().getFirst().meta();
+        if (channel != null) {
+            ChannelTransferKernel move = ChannelTransferKernel.of(input.sharding(), target, input.shape(), channel);
+            return (ctx, inputs) -> Collections.singletonList(move.run(ctx, inputs.getFirst()));
+        }
         ConvertKernel convert = ConvertKernel.of(input.sharding(), target, input.shape());
-        return new DeviceKernel() {
-            @Override
-            public List<Tensor> run(KernelContext ctx, List<Tensor> inputs) {
-                return java.util.Collections.singletonList(convert.run(ctx, inputs.getFirst()));
-            }
-        };
+        return (ctx, inputs) -> Collections.singletonList(convert.run(ctx, inputs.getFirst()));
     }
 
     @Override
@@ -75,5 +89,10 @@ public final class RedistributeSpec implements OpSpec {
 
     Sharding target() {
         return target;
+    }
+
+    /** The channel the move goes through, or null. */
+    ChannelOptions channel() {
+        return channel;
     }
 }

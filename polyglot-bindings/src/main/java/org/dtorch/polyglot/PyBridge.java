@@ -1,5 +1,8 @@
 package org.dtorch.polyglot;
 
+import java.io.IOException;
+import java.io.StringWriter;
+import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -11,6 +14,7 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.bytedeco.pytorch.global.torch;
+import org.dtorch.api.ChannelEdge;
 import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
 import org.dtorch.core.communication.ReduceOpType;
@@ -23,6 +27,7 @@ import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.runtime.MemoryStats;
 import org.dtorch.core.runtime.RuntimeOptions;
 import org.dtorch.core.tensor.TorchTensors;
+import org.dtorch.core.trace.Trace;
 import org.dtorch.ops.BinarySpec;
 import org.dtorch.ops.FactorySpec;
 import org.dtorch.ops.ReduceSpec;
@@ -504,6 +509,33 @@ public final class PyBridge {
         dst.copy_(src);
     }
 
+    // ---- pipeline edges -----------------------------------------------------------------------------------------
+
+    /** Declares the edge from {@code src} to {@code dst} ({@link DTorch#channel}); {@code timeoutSeconds} 0 means the runtime's. */
+    @HostAccess.Export
+    public ChannelEdge channel(DeviceMesh src, DeviceMesh dst, double timeoutSeconds) {
+        return timeoutSeconds == 0 ? runtime.channel(src, dst)
+            : runtime.channel(src, dst, java.time.Duration.ofNanos(Math.round(timeoutSeconds * 1e9)));
+    }
+
+    /** Closes {@code edge}: consumers, producer, then the channel ({@link ChannelEdge#close()}). */
+    @HostAccess.Export
+    public void closeChannel(ChannelEdge edge) {
+        edge.close();
+    }
+
+    /** The redistributions routed through {@code edge} so far. */
+    @HostAccess.Export
+    public long channelTransfers(ChannelEdge edge) {
+        return edge.transfers();
+    }
+
+    /** The name of {@code edge}'s channel. */
+    @HostAccess.Export
+    public String channelName(ChannelEdge edge) {
+        return edge.options().name();
+    }
+
     // ---- values -----------------------------------------------------------------------------------------------
 
     /** The future of the whole tensor ({@code _GetTensorAsync}); returns at once. */
@@ -555,6 +587,43 @@ public final class PyBridge {
     @HostAccess.Export
     public long[] resetPeakMemoryStats(long device) {
         return runtime.resetPeakMemoryStats(device).values();
+    }
+
+    // ---- profiler ---------------------------------------------------------------------------------------------
+
+    /** Starts the runtime's {@link DTorch#profiler() profiler}; an {@link IllegalStateException} while one records. */
+    @HostAccess.Export
+    public void profilerStart() {
+        runtime.profiler().start();
+    }
+
+    /**
+     * Stops the runtime's profiler and returns its trace, an opaque handle (the caller syncs first, so the devices'
+     * kernels are in it).
+     */
+    @HostAccess.Export
+    public Trace profilerStop() {
+        return runtime.profiler().stop();
+    }
+
+    /** {@code trace} as Chrome trace event JSON ({@link Trace#writeChromeJson(java.io.Writer)}). */
+    @HostAccess.Export
+    public String chromeJson(Trace trace) {
+        StringWriter out = new StringWriter();
+        try {
+            trace.writeChromeJson(out);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);  // a StringWriter does not fail
+        }
+        return out.toString();
+    }
+
+    /** {@code trace}'s {@link Trace#keyAverages()}, most time first: one {@code [category, name, calls, totalNanos, bytes]} per row. */
+    @HostAccess.Export
+    public Object[] keyAverages(Trace trace) {
+        return trace.keyAverages().stream()
+            .map(r -> new Object[] {r.category(), r.name(), r.calls(), r.totalNanos(), r.bytes()})
+            .toArray();
     }
 
     /** The JVM's monotonic clock, in nanoseconds (for measuring from Python against Java). */

@@ -21,6 +21,7 @@ import org.dtorch.core.communication.group.GlooLog;
 import org.dtorch.core.device.Cuda;
 import org.dtorch.core.device.CudaUnavailableException;
 import org.dtorch.core.device.DeviceKind;
+import org.dtorch.core.runtime.MemoryWatch;
 import org.dtorch.polyglot.PyBridge;
 import org.dtorch.polyglot.PythonHost;
 import picocli.CommandLine;
@@ -30,7 +31,7 @@ import picocli.CommandLine.Parameters;
 
 /**
  * {@code dtorch run [--devices cpu:N|cuda:N] [--same-device] [--per-device-process] [--isolated] [--timeout-seconds N]
- * [--log-level LEVEL] script.py [args...]}: runs a Python script on a DTorch runtime and exits with the script's exit
+ * [--log-level LEVEL] [--trace FILE] [--memory-growth-syncs N] [--memory-growth-floor BYTES] script.py [args...]}: runs a Python script on a DTorch runtime and exits with the script's exit
  * code. Everything after the script goes to the script. Bad input (an option, a value, the script) gets one line on
  * standard error naming the problem and the accepted forms, and exit code 2, before anything starts; so does a bad
  * {@code dtorch.*} system property the runtime rejects when it starts, CUDA devices this process cannot use (the
@@ -54,7 +55,8 @@ public final class Launcher {
     static final long MAX_TIMEOUT_SECONDS = 365L * 24 * 3600;
 
     private static final String SYNOPSIS = "dtorch run [--devices cpu:N|cuda:N] [--same-device] [--per-device-process] "
-        + "[--isolated] [--timeout-seconds N] [--log-level LEVEL] script.py [args...]";
+        + "[--isolated] [--timeout-seconds N] [--log-level LEVEL] [--trace FILE] [--memory-growth-syncs N] [--memory-growth-floor BYTES] "
+        + "script.py [args...]";
     private static final String USAGE = "usage: " + SYNOPSIS;
     private static final int BAD_INPUT = 2;
 
@@ -164,6 +166,27 @@ public final class Launcher {
         return null;
     }
 
+    /** Why the trace cannot be written to {@code trace}, or null: its directory must exist, and it must not be one. */
+    private static String traceProblem(String trace) {
+        Path path;
+        try {
+            path = Path.of(trace).toAbsolutePath();
+        } catch (InvalidPathException e) {
+            return "cannot write the trace to '" + trace + "': not a valid path (" + e.getReason() + ")";
+        }
+        if (Files.isDirectory(path)) {
+            return "cannot write the trace to " + trace + ": it is a directory; name a file, such as trace.json";
+        }
+        Path dir = path.getParent();
+        if (!Files.isDirectory(dir)) {
+            return "cannot write the trace to " + trace + ": no directory " + dir;
+        }
+        if (!Files.isWritable(dir) || Files.exists(path) && !Files.isWritable(path)) {
+            return "cannot write the trace to " + trace + ": permission denied";
+        }
+        return null;
+    }
+
     /** The options of {@code dtorch run}, filled by picocli. */
     @Command(name = "dtorch run", customSynopsis = SYNOPSIS, sortOptions = false, usageHelpWidth = 110,
         description = {"Runs a Python script (GraalPy) on a DTorch runtime and exits with its exit code.",
@@ -199,6 +222,19 @@ public final class Launcher {
             description = {"off, severe, warning (default), info, config, fine, finer, finest or all.",
                 "info and finer also show Gloo's connection lines."})
         private Level logLevel = Level.WARNING;
+
+        @Option(names = "--trace", paramLabel = "FILE", description = {"Record a timeline of the whole run and write it to FILE when",
+            "the runtime closes: Chrome trace JSON, for ui.perfetto.dev or chrome://tracing."})
+        private String trace;
+
+        @Option(names = "--memory-growth-syncs", paramLabel = "N", converter = SyncsConverter.class,
+            description = {"Warn once per device when its tensors' bytes rose at each of N consecutive syncs",
+                "(default " + MemoryWatch.DEFAULT_GROWTH_SYNCS + "; 0 never warns) ..."})
+        private Integer memoryGrowthSyncs;
+
+        @Option(names = "--memory-growth-floor", paramLabel = "BYTES", converter = BytesConverter.class,
+            description = "... and reached BYTES at the last of them (default " + MemoryWatch.DEFAULT_FLOOR_BYTES + ", 1 GiB).")
+        private Long memoryGrowthFloor;
 
         @Option(names = {"-h", "--help"}, usageHelp = true, description = "Show this help.")
         private boolean help;
@@ -238,6 +274,9 @@ public final class Launcher {
         /** Checks what picocli cannot, then runs the script; returns the exit code. */
         int execute() {
             String problem = scriptProblem(script);
+            if (problem == null && trace != null) {
+                problem = traceProblem(trace);
+            }
             if (problem != null) {
                 return reject(problem);
             }
@@ -267,6 +306,13 @@ public final class Launcher {
                     }
                     if (timeout != null) {
                         options.timeout(timeout);
+                    }
+                    if (trace != null) {
+                        options.trace(Path.of(trace));
+                    }
+                    if (memoryGrowthSyncs != null || memoryGrowthFloor != null) {
+                        options.memoryGrowthWarning(Objects.requireNonNullElse(memoryGrowthSyncs, MemoryWatch.DEFAULT_GROWTH_SYNCS),
+                            Objects.requireNonNullElse(memoryGrowthFloor, MemoryWatch.DEFAULT_FLOOR_BYTES));
                     }
                     runtime = DTorch.init(options.build());
                 } catch (CudaUnavailableException e) {
@@ -401,6 +447,31 @@ public final class Launcher {
                     + " (a year), got '" + value + "'");
             }
             return Duration.ofSeconds(seconds);
+        }
+    }
+
+    /** A count of syncs, 0 to {@link Integer#MAX_VALUE}. */
+    static final class SyncsConverter implements CommandLine.ITypeConverter<Integer> {
+        @Override
+        public Integer convert(String value) {
+            long syncs = parseWhole(value);
+            if (syncs < 0 || syncs > Integer.MAX_VALUE) {
+                throw new CommandLine.TypeConversionException("expected a whole number of syncs from 0 to " + Integer.MAX_VALUE
+                    + ", got '" + value + "'");
+            }
+            return (int) syncs;
+        }
+    }
+
+    /** A number of bytes, a whole number of at most 18 digits. */
+    static final class BytesConverter implements CommandLine.ITypeConverter<Long> {
+        @Override
+        public Long convert(String value) {
+            long bytes = parseWhole(value);
+            if (bytes < 0) {
+                throw new CommandLine.TypeConversionException("expected a whole number of bytes (at most 18 digits), got '" + value + "'");
+            }
+            return bytes;
         }
     }
 

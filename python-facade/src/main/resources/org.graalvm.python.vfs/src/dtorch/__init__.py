@@ -22,7 +22,8 @@ from ._tensor import aten
 from ._tensor import zeros_like, ones_like, empty_like, full_like, rand_like, randn_like
 from ._graph import dump_graph
 from ._memory import memory_stats, reset_peak_memory_stats
-from . import _isolation, nn
+from ._channel import Channel, channel
+from . import _isolation, nn, profiler
 
 _isolation.install()
 
@@ -46,5 +47,5 @@ __all__ = [
     "softmax", "redistribute", "distribute_tensor", "_GetTensorAsync", "get_tensor_async", "sync", "device_count", "device_type",
     "DeviceMesh", "init_device_mesh", "Placement", "Shard", "Replicate", "Partial", "aten", "nn",
     "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "einsum",
-    "memory_stats", "reset_peak_memory_stats", "dump_graph",
+    "memory_stats", "reset_peak_memory_stats", "dump_graph", "Channel", "channel", "profiler",
 ]

@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -198,6 +200,48 @@ class LauncherTest {
     }
 
     @Test
+    void shouldWriteTheTraceOfTheRunAndTakeTheMemoryGrowthSettings(@TempDir Path dir) throws IOException {
+        // The sharded script, then 16 more bytes kept on device 0 at each of 3 syncs: 2 growths warn with these settings
+        // (the defaults, 10 syncs and 1 GiB, would not).
+        Path script = Files.writeString(dir.resolve("traced.py"), SHARDED_SCRIPT + String.join("\n",
+            "kept = []",
+            "for _ in range(3):",
+            "    kept.append(dtorch.ones(4))",
+            "    dtorch.sync()",
+            "warned = dtorch.memory_stats(0)['sync.growth_warnings']",
+            "assert warned == 1, warned",
+            ""));
+        Path trace = dir.resolve("trace.json");
+        assertEquals(0, launch("run", "--devices", "cpu:2", "--trace", trace.toString(), "--memory-growth-syncs", "2",
+            "--memory-growth-floor", "16", script.toString()));
+
+        JsonNode events = new ObjectMapper().readTree(trace.toFile()).get("traceEvents");
+        List<String> enqueued = new java.util.ArrayList<>();
+        List<String> kernels = new java.util.ArrayList<>();
+        events.forEach(e -> {
+            String category = e.path("cat").asText();
+            if (e.get("name").asText().equals("redistribute") && (category.equals("client") || category.equals("kernel"))) {
+                (category.equals("client") ? enqueued : kernels).add(e.get("args").path("device").asText());
+            }
+        });
+        assertFalse(enqueued.isEmpty(), "no redistribution in " + trace);
+        List<String> onEachDevice = java.util.stream.Stream.of("0", "1").flatMap(d -> java.util.Collections.nCopies(enqueued.size(), d)
+            .stream()).toList();
+        assertEquals(onEachDevice, kernels.stream().sorted().toList(), "the kernels of the redistributions in " + trace);
+    }
+
+    @Test
+    void shouldRejectBadTracePathsAndMemoryGrowthSettingsInOneLine(@TempDir Path dir) throws IOException {
+        String script = Files.writeString(dir.resolve("ok.py"), "pass\n").toString();
+        assertRejected(args("run", "--trace", dir.resolve("missing/trace.json").toString(), script), "trace", "no directory");
+        assertRejected(args("run", "--trace", dir.toString(), script), "trace", "is a directory");
+        assertRejected(args("run", "--trace"), "--trace");
+        assertRejected(args("run", "--memory-growth-syncs", "-1", script), "--memory-growth-syncs", "'-1'", "syncs from 0");
+        assertRejected(args("run", "--memory-growth-syncs", "3000000000", script), "--memory-growth-syncs", "syncs from 0");
+        assertRejected(args("run", "--memory-growth-floor", "1GiB", script), "--memory-growth-floor", "'1GiB'", "bytes");
+    }
+
+    @Test
     void shouldRejectMissingValuesUnknownOptionsAndCommandsInOneLine(@TempDir Path dir) throws IOException {
         String script = Files.writeString(dir.resolve("ok.py"), "pass\n").toString();
         assertRejected(args(), "usage: dtorch run");
@@ -297,7 +341,8 @@ class LauncherTest {
     void shouldPrintHelpAndExitZero() {
         Outcome outcome = capture(() -> launch("run", "--help"));
         assertEquals(0, outcome.status, outcome.err);
-        for (String option : List.of("--devices", "--same-device", "--per-device-process", "--isolated", "--timeout-seconds", "--log-level")) {
+        for (String option : List.of("--devices", "--same-device", "--per-device-process", "--isolated", "--timeout-seconds", "--log-level",
+            "--trace", "--memory-growth-syncs", "--memory-growth-floor")) {
             assertTrue(outcome.out.contains(option), outcome.out);
         }
         assertEquals(0, capture(() -> launch("--help")).status);

@@ -11,7 +11,8 @@ import org.bytedeco.cuda.cudart.cudaIpcEventHandle_t;
 import org.bytedeco.pytorch.cuda.CUDAEvent;
 
 /**
- * A c10 CUDA event of one device, created without timing (the cheapest kind), optionally interprocess.
+ * A c10 CUDA event of one device, created without timing (the cheapest kind), optionally interprocess, or with timing
+ * for {@link #elapsedNanos} ({@link #timed}).
  *
  * <p>Three origins: made here for this process ({@link #CudaEvent(Device, boolean)}), opened from another
  * process's handle ({@link #open}: waited for only), or borrowed, when the handle came from this very process
@@ -25,6 +26,8 @@ final class CudaEvent extends DeviceEvent {
     static final int DISABLE_TIMING = 0x02;
     /** {@code cudaEventInterprocess}: the event can be shared with another process (needs DISABLE_TIMING). */
     static final int INTERPROCESS = 0x04;
+    /** {@code cudaEventDefault}: timing on (c10's own default is {@link #DISABLE_TIMING}). */
+    static final int TIMING = 0x00;
 
     /** Interprocess events of this process whose handle was given out, by handle: what {@link #openIpc} borrows. */
     private static final Map<CudaIpcHandleKey, CudaEvent> EXPORTED = new ConcurrentHashMap<>();
@@ -32,6 +35,8 @@ final class CudaEvent extends DeviceEvent {
     private final Device device;
     private final CUDAEvent event;
     private final boolean interprocess;
+    /** Created with timing on ({@link #timed}): destroyed at close, never handed to plain events. */
+    private final boolean timed;
     /** False for an event opened from a handle or borrowed: it is only waited for. */
     private final boolean recordable;
     /** False for a borrowed event: its exporter closes it. */
@@ -51,18 +56,30 @@ final class CudaEvent extends DeviceEvent {
     private static final int FREE_PLAIN_LIMIT = 4096;
 
     CudaEvent(Device device, boolean interprocess) {
+        this(device, interprocess, false);
+    }
+
+    private CudaEvent(Device device, boolean interprocess, boolean timed) {
         Cuda.require(device);
         this.device = device;
-        this.event = interprocess ? new CUDAEvent(DISABLE_TIMING | INTERPROCESS) : takeFreePlain(device.index());
+        this.event = timed ? new CUDAEvent(TIMING) : interprocess ? new CUDAEvent(DISABLE_TIMING | INTERPROCESS)
+            : takeFreePlain(device.index());
         this.interprocess = interprocess;
+        this.timed = timed;
         this.recordable = true;
         this.owner = true;
+    }
+
+    /** See {@link DeviceEvent#createTimed}. */
+    static CudaEvent timed(Device device) {
+        return new CudaEvent(device, false, true);
     }
 
     private CudaEvent(Device device, CUDAEvent event, boolean owner) {
         this.device = device;
         this.event = event;
         this.interprocess = true;
+        this.timed = false;
         this.recordable = false;
         this.owner = owner;
     }
@@ -220,6 +237,19 @@ final class CudaEvent extends DeviceEvent {
     }
 
     @Override
+    public long elapsedNanos(DeviceEvent end) {
+        ensureOpen();
+        if (!timed || !(end instanceof CudaEvent other) || !other.timed) {
+            return super.elapsedNanos(end);
+        }
+        if (!recorded || !other.recorded) {
+            throw new IllegalStateException("elapsedNanos from " + this + " to " + end + ": both must be recorded first");
+        }
+        // c10 checks that both completed; the float is milliseconds, resolved to about half a microsecond.
+        return Math.round(event.elapsed_time(other.event) * 1.0e6);
+    }
+
+    @Override
     public boolean hasRecord() {
         return !notRecordedHere();
     }
@@ -238,7 +268,7 @@ final class CudaEvent extends DeviceEvent {
         if (exportedAs != null) {
             EXPORTED.remove(exportedAs, this);
         }
-        if (owner && !interprocess) {
+        if (owner && !interprocess && !timed) {
             giveBackPlain(device.index(), event);
         } else if (owner) {
             event.close();
@@ -285,6 +315,6 @@ final class CudaEvent extends DeviceEvent {
 
     @Override
     public String toString() {
-        return (interprocess ? "interprocess event(" : "event(") + device + ")";
+        return (interprocess ? "interprocess event(" : timed ? "timed event(" : "event(") + device + ")";
     }
 }

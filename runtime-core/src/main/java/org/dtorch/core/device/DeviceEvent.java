@@ -58,6 +58,22 @@ public abstract sealed class DeviceEvent implements AutoCloseable permits Device
     }
 
     /**
+     * A new, unrecorded event with timing on, for the device time between two events of one stream
+     * ({@link #elapsedNanos}). CUDA only ({@code cudaEventDefault}); the runtime's own events stay untimed, since CUDA
+     * documents events without timing as the fastest in waits and queries. {@link #close()} destroys it.
+     *
+     * @throws IllegalArgumentException for a CPU device: CPU work has no device time apart from the host's
+     * @throws CudaUnavailableException for a CUDA device this process cannot use
+     */
+    public static DeviceEvent createTimed(Device device) {
+        Objects.requireNonNull(device, "device");
+        if (device.kind() != DeviceKind.CUDA) {
+            throw new IllegalArgumentException("a timed event needs a CUDA device, got " + device);
+        }
+        return CudaEvent.timed(device);
+    }
+
+    /**
      * Opens, in this process, the event another process {@linkplain #ipcHandle() exported} (or this one: then
      * the exporter's own event is returned, borrowed). The result is only waited for ({@link #streamWaitEvent},
      * {@link #query()}, {@link #synchronize()}); recording it fails. {@link #close()} releases this process's
@@ -137,6 +153,17 @@ public abstract sealed class DeviceEvent implements AutoCloseable permits Device
      */
     public byte[] ipcHandle() {
         throw new IllegalStateException(this + " is not an interprocess event: create it with DeviceEvent.createInterprocess");
+    }
+
+    /**
+     * The device time, in nanoseconds, from this event to {@code end} ({@code cudaEventElapsedTime}, resolved to about
+     * half a microsecond): both {@linkplain #createTimed timed}, recorded, and completed ({@link #query()}).
+     *
+     * @throws IllegalStateException if either event is not timed, not recorded or not completed
+     */
+    public long elapsedNanos(DeviceEvent end) {
+        throw new IllegalStateException("elapsedNanos from " + this + " to " + end + ": both events must be created with "
+            + "DeviceEvent.createTimed");
     }
 
     /** The device of this event. */

@@ -3,6 +3,7 @@ package org.dtorch.core.runtime;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 import org.dtorch.core.communication.CommException;
 import org.dtorch.core.communication.group.ThreadGroupManager;
 import org.dtorch.core.communication.promise.TensorPromiseType;
@@ -104,6 +105,14 @@ public interface DeviceFleet {
      * so that {@link DeviceNode#liveBlobs} is current; the default returns at once (a thread's count always is).
      */
     default void awaitReported(Duration timeout) {
+    }
+
+    /**
+     * Lets the nodes that are processes of their own record this process's trace sessions
+     * ({@link org.dtorch.core.trace.Tracer.Remote}) until {@link #release}; {@code inOrder} runs an action on the
+     * controller in order with the operators. The default does nothing: threads record into this process's tracer.
+     */
+    default void traceNodes(Consumer<Runnable> inOrder) {
     }
 
     /** The runtime started closing: deaths of nodes it stops are expected from now on. */

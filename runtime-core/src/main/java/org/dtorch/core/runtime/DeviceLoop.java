@@ -21,7 +21,7 @@ import org.dtorch.core.trace.Tracer;
  * <p>A cancel fails every operator not yet run instead of running it, and interrupts a wait in progress; a
  * {@link #stopWith fatal stop} ends the loop before anything queued after it runs.
  *
- * <p>Thread-safe: {@link #submit}, {@link #submitRelease}, {@link #stop}, {@link #stopWith} and {@link #cancel} from
+ * <p>Thread-safe: {@link #submit}, {@link #submitRelease}, {@link #submitTask}, {@link #stop}, {@link #stopWith} and {@link #cancel} from
  * any thread; {@link #run} on the device's own thread, once.
  */
 public final class DeviceLoop {
@@ -87,6 +87,11 @@ public final class DeviceLoop {
     /** Queues the release of this device's tensor of {@code operand}; the operand itself is the message. */
     public void submitRelease(Operand operand) {
         inbox.offer(operand);
+    }
+
+    /** Runs {@code task} on the device's thread once everything queued before has been handled (or cancelled). */
+    public void submitTask(Runnable task) {
+        inbox.offer(task);
     }
 
     /** The loop ends once everything queued before has been handled. */
@@ -181,6 +186,10 @@ public final class DeviceLoop {
                 Thread.interrupted(); // a cancel that came while it ran has done its work
                 listener.ran(op);
                 return true;
+            }
+            if (task instanceof Runnable action) {
+                action.run();
+                return false;
             }
             long started = timed ? System.nanoTime() : 0;
             if (task instanceof Operand operand) {

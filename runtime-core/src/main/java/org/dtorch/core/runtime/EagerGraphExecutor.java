@@ -65,6 +65,19 @@ final class EagerGraphExecutor {
 
     /** Queues a message from the client, or dispatches it now when callers dispatch themselves. */
     void accept(GraphMessage message) {
+        take(message);
+    }
+
+    /**
+     * Runs {@code action} on the controller after the messages accepted before it and before those after it (now,
+     * under the dispatch lock, when callers dispatch themselves); dropped after {@link #shutdown}.
+     */
+    void runInOrder(Runnable action) {
+        take(action);
+    }
+
+    /** Queues a {@link GraphMessage} or a {@link Runnable}, or handles it now when callers dispatch themselves. */
+    private void take(Object message) {
         if (thread != null) {
             inbox.offer(message);
             return;
@@ -73,7 +86,9 @@ final class EagerGraphExecutor {
         try {
             if (!stopped) {
                 handle(message);
-                flush(message);
+                if (message instanceof GraphMessage m) {
+                    flush(m);
+                }
             }
         } finally {
             dispatching.unlock();
@@ -126,6 +141,7 @@ final class EagerGraphExecutor {
             switch (message) {
                 case GraphMessage.AddOperator add -> dispatch(add.operator());
                 case GraphMessage.ReleaseOperand release -> release(release.operand());
+                case Runnable action -> action.run();
                 case null, default -> {
                 }
             }

@@ -89,6 +89,7 @@ public final class EagerRuntime implements AutoCloseable {
         this.constructor = new GraphConstructor(this::accept);
         nodes.values().forEach(DeviceNode::start);
         controller.start();
+        fleet.traceNodes(controller::runInOrder);
     }
 
     /**

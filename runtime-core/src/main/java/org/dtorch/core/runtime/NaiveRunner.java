@@ -8,6 +8,9 @@ import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
 import org.dtorch.core.communication.group.ThreadGroupManager;
 import org.dtorch.core.device.Device;
+import org.dtorch.core.device.DeviceKind;
+import org.dtorch.core.device.DeviceStream;
+import org.dtorch.core.device.Nvtx;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.graph.DeviceKernel;
 import org.dtorch.core.graph.Operand;
@@ -15,6 +18,7 @@ import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.PipelineStages;
 import org.dtorch.core.kernel.KernelContext;
 import org.dtorch.core.tensor.TorchTensors;
+import org.dtorch.core.trace.StreamTimeline;
 import org.dtorch.core.trace.Tracer;
 
 /**
@@ -60,14 +64,25 @@ final class NaiveRunner {
 
     /** Whether to time kernels for {@link PipelineStages}: the loop sets it once per batch of work. */
     private boolean timeKernels;
+    /** The device time of traced kernels on CUDA ({@link #bindToThisThread}); null on CPU. */
+    private StreamTimeline timeline;
+    /** The device time of the collectives they run, bound to the worker's thread for {@code ThreadGroup}; null on CPU. */
+    private StreamTimeline collectives;
 
     /**
      * Binds the device's stream and its {@link DeviceMemory} to the calling thread: the worker thread calls it once,
-     * before the first operator.
+     * before the first operator, after naming its trace row (the stream's timeline goes to that row).
      */
     void bindToThisThread() {
         stream.bindToThisThread();
         memory.bindToThisThread();
+        DeviceStream kernels = stream.stream();
+        if (kernels.device().kind() == DeviceKind.CUDA) {
+            String name = kernels.device() + " stream";
+            timeline = new StreamTimeline(() -> new TimedEventPair(kernels), deviceId, name, StreamTimeline.Subject.KERNELS);
+            collectives = new StreamTimeline(() -> new TimedEventPair(kernels), deviceId, name, StreamTimeline.Subject.COLLECTIVES);
+            StreamTimeline.bindCollectivesToThisThread(collectives);
+        }
     }
 
     /** Times the kernels of the operators that follow for {@link PipelineStages}, or stops timing them. */
@@ -142,15 +157,38 @@ final class NaiveRunner {
     }
 
     /**
-     * Runs {@code kernel}, traced as one span whether it returns or throws ({@link Tracer#kernel}: host time; a CUDA
-     * device would time the kernel with events on its stream there).
+     * Runs {@code kernel}, traced as one span whether it returns or throws ({@link Tracer#kernel}: host time); on CUDA
+     * also {@link #runTracedOnCuda}.
      */
     private List<Tensor> runTraced(Operator op, DeviceKernel kernel, KernelContext ctx, List<Tensor> inputs) {
         long traced = Tracer.now();
+        if (traced != 0 && timeline != null) {
+            return runTracedOnCuda(op, kernel, ctx, inputs, traced);
+        }
         try {
             return kernel.run(ctx, inputs);
         } finally {
             Tracer.kernel(op.id(), op.spec().name(), deviceId, traced);
+        }
+    }
+
+    /**
+     * {@link #runTraced} on a CUDA device: the kernel is also an NVTX range, and its device time a span of the stream's
+     * timeline (timed events on the stream, reported once they complete: decisions 430 to 434).
+     */
+    private List<Tensor> runTracedOnCuda(Operator op, DeviceKernel kernel, KernelContext ctx, List<Tensor> inputs, long traced) {
+        String name = op.spec().name();
+        Nvtx.rangePush(name);
+        StreamTimeline.Span span = timeline.begin(traced);
+        try {
+            return kernel.run(ctx, inputs);
+        } finally {
+            try {
+                timeline.end(span, op.id(), name);
+            } finally {
+                Nvtx.rangePop();
+                Tracer.kernel(op.id(), name, deviceId, traced);
+            }
         }
     }
 
@@ -175,8 +213,14 @@ final class NaiveRunner {
         return blobs.size();
     }
 
+    /** Frees the device's tensors, and reports and destroys the stream timelines' events: the worker's last call. */
     void clear() {
         blobs.clear();
+        if (timeline != null) {
+            StreamTimeline.bindCollectivesToThisThread(null);
+            timeline.close();
+            collectives.close();
+        }
     }
 
     private Throwable upstreamFailure(Operator op) {

@@ -16,8 +16,8 @@ import org.dtorch.core.tensor.TorchTensors;
  *   <li>a process row per {@link Tracer.Row} (the host, each device) with {@code process_name} and
  *       {@code process_sort_index} metadata, and a track per thread with {@code thread_name};</li>
  *   <li>spans as complete events ({@code "ph": "X"}, {@code ts} and {@code dur} in microseconds from the session's
- *       origin, with nanosecond decimals, so a span recorded inside another stays inside it); promise completions as
- *       thread-scoped instants ({@code "ph": "i"});</li>
+ *       origin, with nanosecond decimals, so a span recorded inside another stays inside it); promise completions and
+ *       control frames as thread-scoped instants ({@code "ph": "i"});</li>
  *   <li>a flow arrow from each operator's enqueue to its kernel on each device: a start ({@code "ph": "s"}) at the
  *       enqueue and a finish ({@code "ph": "f", "bp": "e"}) at the kernel's start, one id per (operator, device) pair,
  *       since a flow id in this format links one start to one finish.</li>
@@ -76,7 +76,7 @@ final class ChromeTraceWriter {
 
     private void writeEvent(Trace.Track track, TraceEvent e) throws IOException {
         json.beginObject().name("name").value(e.name()).name("cat").value(e.kind().category);
-        if (e.kind() == TraceEvent.Kind.PROMISE) {
+        if (e.kind().instant) {
             json.name("ph").value("i").name("s").value("t");
         } else {
             json.name("ph").value("X").name("dur").micros(e.end() - e.start());
@@ -106,11 +106,13 @@ final class ChromeTraceWriter {
                 }
             }
             case DISPATCH -> json.name("op").value(e.id());
-            case KERNEL -> json.name("op").value(e.id()).name("device").value(e.count());
+            case KERNEL, DEVICE_KERNEL -> json.name("op").value(e.id()).name("device").value(e.count());
             case COLLECTIVE -> json.name("kind").value(e.a() == null ? "completion" : e.a().toString())
                 .name("backend").value(String.valueOf(e.c()))
                 .name("bytes").value(e.count()).name("group").value(String.valueOf(e.b()));
+            case DEVICE_COLLECTIVE -> json.name("device").value(e.count());
             case STORE_WAIT -> json.name("key").value(String.valueOf(e.a()));
+            case CONTROL -> json.name("peer").value(String.valueOf(e.a())).name("seq").value(e.id()).name("bytes").value(e.count());
             case PROMISE -> {
             }
         }

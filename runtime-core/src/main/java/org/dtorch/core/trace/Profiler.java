@@ -30,9 +30,11 @@ public final class Profiler {
     }
 
     /**
-     * Stops recording and returns the trace (also kept for {@link #export} and {@link #table}).
+     * Stops recording and returns the trace (also kept for {@link #export} and {@link #table}), with the events of the
+     * worker processes that recorded for it ({@link Tracer#stop()}).
      *
-     * @throws IllegalStateException if this profiler does not record
+     * @throws IllegalStateException if this profiler does not record, or if a worker's events did not come within its
+     *                               runtime's timeout (the message names it; the recording is over all the same)
      */
     public synchronized Trace stop() {
         if (!recording) {

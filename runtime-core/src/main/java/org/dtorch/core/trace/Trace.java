@@ -27,7 +27,8 @@ public final class Trace {
     /**
      * The totals of one kind of event over the trace, as in torch.profiler's {@code key_averages()}.
      *
-     * @param category   {@code kernel}, {@code collective}, {@code store}, {@code client} or {@code controller}
+     * @param category   {@code kernel}, {@code device} (a CUDA kernel's device time), {@code collective}, {@code store},
+     *                   {@code client} or {@code controller}
      * @param name       the operator's name, or the collective's or store call's
      * @param calls      how many times it ran, summed over devices
      * @param totalNanos the time it took, summed over calls
@@ -39,6 +40,9 @@ public final class Trace {
             return calls == 0 ? 0 : totalNanos / 1000.0 / calls;
         }
     }
+
+    /** A trace with no events. */
+    public static final Trace EMPTY = new Trace(0, List.of());
 
     private final long origin;
     private final List<Track> tracks;
@@ -69,8 +73,13 @@ public final class Trace {
     public void writeChromeJson(Path path) throws IOException {
         Objects.requireNonNull(path, "path");
         try (Writer out = new BufferedWriter(Files.newBufferedWriter(path, StandardCharsets.UTF_8))) {
-            new ChromeTraceWriter(this, new JsonWriter(out)).write();
+            writeChromeJson(out);
         }
+    }
+
+    /** Writes the trace to {@code out} as Chrome trace event JSON ({@link #writeChromeJson(Path)}); leaves it open. */
+    public void writeChromeJson(Writer out) throws IOException {
+        new ChromeTraceWriter(this, new JsonWriter(Objects.requireNonNull(out, "out"))).write();
     }
 
     /** The totals per category and name, the most time first. */
@@ -79,7 +88,7 @@ public final class Trace {
         Map<String, String[]> keys = new LinkedHashMap<>();
         for (Track track : tracks) {
             for (TraceEvent e : track.events()) {
-                if (e.kind() == TraceEvent.Kind.PROMISE) {
+                if (e.kind().instant) {
                     continue;
                 }
                 String key = e.kind().category + '\0' + e.name();

@@ -43,9 +43,14 @@ final class TraceBuffer {
     private final Chunk head = new Chunk();
 
     TraceBuffer(Tracer.Row row, Thread thread) {
+        this(row, thread.threadId(), thread.getName());
+    }
+
+    /** A buffer for a track that is not a thread's (a device stream's, {@link StreamTimeline}). */
+    TraceBuffer(Tracer.Row row, long tid, String trackName) {
         this.row = row;
-        this.tid = thread.threadId();
-        this.threadName = thread.getName();
+        this.tid = tid;
+        this.threadName = trackName;
     }
 
     /** The owning thread's end of this buffer, for session {@code session}. */

@@ -26,12 +26,36 @@ record TraceEvent(TraceEvent.Kind kind, String name, long start, long end, long 
         /** A store wait. a: the store key; name: the call. */
         STORE_WAIT("store"),
         /** An instant: a promise completed. name: the promise kind. */
-        PROMISE("promise");
+        PROMISE("promise", true),
+        /**
+         * A kernel's device time, measured by events on the device's stream ({@link StreamTimeline}) and placed on the
+         * host clock. id: operator id; count: the device id. Last, so the kinds' numbers in {@link TracePart} stay.
+         */
+        DEVICE_KERNEL("device"),
+        /**
+         * A collective's device time, from the worker's stream ({@link StreamTimeline}): from when the stream reached it
+         * to when the stream could go on after it (waits for the peers included). name: the collective's op; count: the
+         * device id.
+         */
+        DEVICE_COLLECTIVE("device"),
+        /**
+         * An instant: a control frame sent or received (process mode). name: its type and direction
+         * ({@code OPERATOR sent}); id: its number among the frames of that type the channel sent or received, so a
+         * frame sent and the same frame received have one number; count: its bytes; a: the peer.
+         */
+        CONTROL("control", true);
 
         final String category;
+        /** An instant, not a span: exported as {@code "ph": "i"} and left out of the totals. */
+        final boolean instant;
 
         Kind(String category) {
+            this(category, false);
+        }
+
+        Kind(String category, boolean instant) {
             this.category = category;
+            this.instant = instant;
         }
     }
 }

@@ -1,14 +1,13 @@
 package org.dtorch.core.trace;
 
-import java.io.BufferedInputStream;
-import java.io.BufferedOutputStream;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -16,7 +15,8 @@ import java.util.List;
 
 /**
  * A worker process's trace, written to a file when the worker ends and merged into the controller's session
- * ({@link Tracer#addPart}); docs/observability.md, "Per-device-process mode".
+ * ({@link Tracer#addPart}), or sent in {@code TRACE_EVENTS} frames when a window closes ({@link Tracer.Remote});
+ * docs/observability.md, "Per-device-process mode".
  *
  * <p>Monotonic clocks of two JVMs have unrelated origins, but processes of one host share the wall clock. Both sides
  * measure {@code wall - nano} (the worker when it writes, the controller when it reads), and a worker time {@code t}
@@ -42,9 +42,14 @@ public final class TracePart {
 
     /** Writes {@code trace} to {@code file}, created new and readable by this user only. */
     public static void write(Trace trace, Path file) throws IOException {
-        try (DataOutputStream out = new DataOutputStream(new BufferedOutputStream(Files.newOutputStream(
-                Files.createFile(file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------"))),
-                StandardOpenOption.WRITE)))) {
+        Files.write(Files.createFile(file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------"))),
+            encode(trace));
+    }
+
+    /** {@code trace} as a part's bytes, with this process's {@code wall - nano} taken now. */
+    public static byte[] encode(Trace trace) {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        try (DataOutputStream out = new DataOutputStream(bytes)) {
             out.writeInt(MAGIC);
             out.writeLong(wallMinusNano());
             out.writeInt(trace.tracks().size());
@@ -66,31 +71,42 @@ public final class TracePart {
                     optional(out, e.c());
                 }
             }
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e); // a byte array does not fail
         }
+        return bytes.toByteArray();
     }
 
     /** The tracks of the part at {@code file}, their times moved to this process's {@link System#nanoTime()}. */
     static List<Trace.Track> read(Path file) throws IOException {
-        try (DataInputStream in = new DataInputStream(new BufferedInputStream(Files.newInputStream(file)))) {
+        return decode(Files.readAllBytes(file), file.toString());
+    }
+
+    /**
+     * The tracks of a part's {@code bytes} (from {@code source}, for errors), their times moved to this process's
+     * {@link System#nanoTime()}.
+     */
+    static List<Trace.Track> decode(byte[] bytes, String source) throws IOException {
+        try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(bytes))) {
             if (in.readInt() != MAGIC) {
-                throw new IOException(file + " is not a trace part");
+                throw new IOException(source + " is not a trace part");
             }
             long shift = in.readLong() - wallMinusNano();
-            int tracks = count(in, file);
+            int tracks = count(in, source);
             List<Trace.Track> out = new ArrayList<>(tracks);
             for (int t = 0; t < tracks; t++) {
-                Tracer.Row row = new Tracer.Row(in.readInt(), string(in, file));
+                Tracer.Row row = new Tracer.Row(in.readInt(), string(in, source));
                 long tid = in.readLong();
-                String threadName = string(in, file);
-                int events = count(in, file);
+                String threadName = string(in, source);
+                int events = count(in, source);
                 List<TraceEvent> list = new ArrayList<>(events);
                 for (int i = 0; i < events; i++) {
                     int kind = in.readUnsignedByte();
                     if (kind >= KINDS.length) {
-                        throw new IOException(file + ": unknown event kind " + kind);
+                        throw new IOException(source + ": unknown event kind " + kind);
                     }
-                    list.add(new TraceEvent(KINDS[kind], string(in, file), in.readLong() - shift, in.readLong() - shift,
-                        in.readLong(), in.readLong(), optional(in, file), optional(in, file), optional(in, file)));
+                    list.add(new TraceEvent(KINDS[kind], string(in, source), in.readLong() - shift, in.readLong() - shift,
+                        in.readLong(), in.readLong(), optional(in, source), optional(in, source), optional(in, source)));
                 }
                 out.add(new Trace.Track(row, tid, threadName, list));
             }
@@ -130,22 +146,22 @@ public final class TracePart {
         }
     }
 
-    private static String string(DataInputStream in, Path file) throws IOException {
+    private static String string(DataInputStream in, String source) throws IOException {
         int length = in.readInt();
         if (length < 0 || length > MAX_STRING) {
-            throw new IOException(file + ": a string of " + length + " bytes");
+            throw new IOException(source + ": a string of " + length + " bytes");
         }
         return new String(in.readNBytes(length), StandardCharsets.UTF_8);
     }
 
-    private static String optional(DataInputStream in, Path file) throws IOException {
-        return in.readBoolean() ? string(in, file) : null;
+    private static String optional(DataInputStream in, String source) throws IOException {
+        return in.readBoolean() ? string(in, source) : null;
     }
 
-    private static int count(DataInputStream in, Path file) throws IOException {
+    private static int count(DataInputStream in, String source) throws IOException {
         int n = in.readInt();
         if (n < 0) {
-            throw new IOException(file + ": a count of " + n);
+            throw new IOException(source + ": a count of " + n);
         }
         return n;
     }

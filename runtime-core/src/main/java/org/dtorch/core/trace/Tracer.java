@@ -4,6 +4,8 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import org.dtorch.core.trace.TraceEvent.Kind;
 
@@ -35,12 +37,34 @@ public final class Tracer {
         final long origin = System.nanoTime();
         final ConcurrentLinkedQueue<TraceBuffer> buffers = new ConcurrentLinkedQueue<>();
         final ConcurrentLinkedQueue<Trace.Track> parts = new ConcurrentLinkedQueue<>();
+        /** What {@link #stop()} runs first: device timelines report the spans that completed ({@link StreamTimeline}). */
+        final ConcurrentLinkedQueue<Runnable> flushes = new ConcurrentLinkedQueue<>();
 
         Session(long id) {
             this.id = id;
         }
     }
 
+    /**
+     * Processes that record for this process's sessions (a runtime's worker processes, in per-device-process mode),
+     * told when a session opens and closes.
+     *
+     * <p>Thread-safe: called under the tracer's lock, from the thread that starts or stops the session.
+     */
+    public interface Remote {
+        /** A session opened: start recording there, in order with the work sent to them from now on. */
+        void traceStarted();
+
+        /**
+         * The session closed: stop recording there once the work sent before has run, and return each process's events
+         * as a part ({@link TracePart#encode}), within the remote's deadline.
+         *
+         * @throws IllegalStateException naming the processes whose events did not come
+         */
+        List<byte[]> traceStopped();
+    }
+
+    private static final Set<Remote> REMOTES = ConcurrentHashMap.newKeySet();
     private static final Row HOST_ROW = new Row(HOST_PID, "host (client, controller)");
     private static final ThreadLocal<Row> ROWS = new ThreadLocal<>();
     private static final ThreadLocal<TraceBuffer.Appender> APPENDERS = new ThreadLocal<>();
@@ -57,6 +81,17 @@ public final class Tracer {
         return session != null;
     }
 
+    /** The process row the calling thread's events go to. */
+    static Row rowOfThisThread() {
+        Row row = ROWS.get();
+        return row == null ? HOST_ROW : row;
+    }
+
+    /** The open session, or null while off. */
+    static Session current() {
+        return session;
+    }
+
     /** A start time for a recording method: {@link System#nanoTime()}, or 0 while the tracer is off. */
     public static long now() {
         return session != null ? System.nanoTime() : 0;
@@ -70,8 +105,18 @@ public final class Tracer {
         ROWS.set(new Row(pid, processName));
     }
 
+    /** Tells {@code remote} when sessions open and close, until {@link #unregister}. */
+    public static void register(Remote remote) {
+        REMOTES.add(remote);
+    }
+
+    /** Stops telling {@code remote} about sessions. */
+    public static void unregister(Remote remote) {
+        REMOTES.remove(remote);
+    }
+
     /**
-     * Opens a session.
+     * Opens a session, and tells the registered {@link Remote}s.
      *
      * @throws IllegalStateException if one is already open (one recording per process at a time)
      */
@@ -80,18 +125,22 @@ public final class Tracer {
             throw new IllegalStateException("Tracer.start: a trace is already being recorded in this process; stop it first");
         }
         session = new Session(++sessions);
+        REMOTES.forEach(Remote::traceStarted);
     }
 
     /**
-     * Closes the session and returns what it recorded. An event a thread records while this runs may be left out.
+     * Closes the session and returns what it recorded, with the events of the registered {@link Remote}s (waited for
+     * within their deadlines). An event a thread records while this runs may be left out.
      *
-     * @throws IllegalStateException if no session is open
+     * @throws IllegalStateException if no session is open, or (the session closed all the same) if a remote's events
+     *                               did not come: its message names the processes
      */
     public static synchronized Trace stop() {
         Session s = session;
         if (s == null) {
             throw new IllegalStateException("Tracer.stop: no trace is being recorded (start one first)");
         }
+        s.flushes.forEach(Runnable::run);
         session = null;
         List<Trace.Track> tracks = new ArrayList<>();
         for (TraceBuffer buffer : s.buffers) {
@@ -100,19 +149,41 @@ public final class Tracer {
             tracks.add(new Trace.Track(buffer.row, buffer.tid, buffer.threadName, events));
         }
         tracks.addAll(s.parts);
+        RuntimeException failed = null;
+        for (Remote remote : REMOTES) {
+            try {
+                for (byte[] part : remote.traceStopped()) {
+                    tracks.addAll(TracePart.decode(part, "a worker's trace events"));
+                }
+            } catch (IOException | RuntimeException e) {
+                RuntimeException error = e instanceof RuntimeException r ? r : new IllegalStateException("Tracer.stop: " + e, e);
+                if (failed == null) {
+                    failed = error;
+                } else {
+                    failed.addSuppressed(error);
+                }
+            }
+        }
+        if (failed != null) {
+            throw failed;
+        }
         return new Trace(s.origin, tracks);
     }
 
     /**
      * Adds the tracks of a worker process's part ({@link TracePart}) to the open session, their times moved to this
-     * process's clock; nothing when no session is open.
+     * process's clock, less the events that started before the session (a part the worker began for an earlier one);
+     * nothing when no session is open.
      *
      * @throws IOException if the part cannot be read (the session is left as it was)
      */
     public static void addPart(Path file) throws IOException {
         Session s = session;
         if (s != null) {
-            s.parts.addAll(TracePart.read(file));
+            for (Trace.Track track : TracePart.read(file)) {
+                List<TraceEvent> events = track.events().stream().filter(e -> e.start() - s.origin >= 0).toList();
+                s.parts.add(new Trace.Track(track.row(), track.tid(), track.threadName(), events));
+            }
         }
     }
 
@@ -135,8 +206,7 @@ public final class Tracer {
 
     /**
      * Worker: the kernel of operator {@code opId} ran on device {@code deviceId} from {@code start} to now, in host
-     * time. This is the hook where a CUDA device would instead record events on the worker's stream around the kernel
-     * and report their elapsed time once they complete (not done yet: docs/observability.md).
+     * time (on CUDA its launch; its device time comes from a {@link StreamTimeline}).
      */
     public static void kernel(long opId, String name, long deviceId, long start) {
         if (start != 0) {
@@ -161,6 +231,17 @@ public final class Tracer {
         }
     }
 
+    /**
+     * A control frame ({@code name}: its type and direction) to or from {@code peer}, the {@code seq}-th of its type and
+     * direction on that channel, of {@code bytes} bytes, passed now (an instant); nothing while off.
+     */
+    public static void controlFrame(String name, String peer, long seq, long bytes) {
+        if (session != null) {
+            long t = System.nanoTime();
+            record(Kind.CONTROL, name, t, t, seq, bytes, peer, null, null);
+        }
+    }
+
     /** A promise named {@code name} completed now (an instant); nothing while off. */
     public static void promiseCompleted(String name) {
         if (session != null) {
@@ -176,8 +257,7 @@ public final class Tracer {
         }
         TraceBuffer.Appender appender = APPENDERS.get();
         if (appender == null || appender.session != s.id) {
-            Row row = ROWS.get();
-            TraceBuffer buffer = new TraceBuffer(row == null ? HOST_ROW : row, Thread.currentThread());
+            TraceBuffer buffer = new TraceBuffer(rowOfThisThread(), Thread.currentThread());
             s.buffers.add(buffer);
             appender = buffer.appender(s.id);
             APPENDERS.set(appender);

@@ -89,6 +89,32 @@ class CudaDeviceTest {
         }
     }
 
+    /** GpuLoad's three 8192 x 8192 matmuls take about 60 ms of device time on an H200. */
+    @Test
+    void shouldTimeDeviceWorkBetweenTwoTimedEvents() {
+        DeviceStream original = DeviceStream.of(GPU);
+        DeviceStream busy = DeviceStream.create(GPU);
+        busy.makeCurrent();
+        try (DeviceEvent start = DeviceEvent.createTimed(GPU); DeviceEvent end = DeviceEvent.createTimed(GPU);
+             DeviceEvent plain = DeviceEvent.create(GPU)) {
+            start.record(busy);
+            long launched = System.nanoTime();
+            GpuLoad.busy(GPU);
+            launched = System.nanoTime() - launched;
+            end.record(busy);
+            plain.record(busy);
+            assertThrows(RuntimeException.class, () -> start.elapsedNanos(end), "c10 refuses events not completed yet");
+            end.synchronize();
+            long device = start.elapsedNanos(end);
+            assertTrue(device > 5_000_000, "device time " + device + " ns (launch " + launched + " ns): over 5 ms expected");
+            IllegalStateException untimed = assertThrows(IllegalStateException.class, () -> start.elapsedNanos(plain));
+            assertTrue(untimed.getMessage().contains("createTimed"), untimed.getMessage());
+            assertTrue(start.toString().startsWith("timed event(cuda:0"), start.toString());
+        } finally {
+            original.makeCurrent();
+        }
+    }
+
     @Test
     void shouldReuseClosedPlainEventsAsNewUnrecordedOnes() {
         DeviceStream original = DeviceStream.of(GPU);

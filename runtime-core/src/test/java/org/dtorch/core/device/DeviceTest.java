@@ -18,6 +18,15 @@ class DeviceTest {
     }
 
     @Test
+    void shouldRefuseTimingOnCpuAndOnEventsCreatedWithoutIt() {
+        IllegalArgumentException cpu = assertThrows(IllegalArgumentException.class, () -> DeviceEvent.createTimed(Device.cpu(0)));
+        assertTrue(cpu.getMessage().contains("cpu:0"), cpu.getMessage());
+        DeviceEvent plain = DeviceStream.of(Device.cpu(0)).recordEvent();
+        IllegalStateException untimed = assertThrows(IllegalStateException.class, () -> plain.elapsedNanos(plain));
+        assertTrue(untimed.getMessage().contains("DeviceEvent.createTimed"), untimed.getMessage());
+    }
+
+    @Test
     void shouldGiveCpuStreamsAndEventsThatNeverBlock() {
         DeviceStream stream = DeviceStream.of(Device.cpu(2));
         assertEquals(Device.cpu(2), stream.device());

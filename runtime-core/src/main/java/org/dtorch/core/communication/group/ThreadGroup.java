@@ -22,8 +22,10 @@ import org.dtorch.core.device.Cuda;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.device.DeviceStream;
+import org.dtorch.core.device.Nvtx;
 import org.dtorch.core.tensor.BalancedSplit;
 import org.dtorch.core.tensor.TorchTensors;
+import org.dtorch.core.trace.StreamTimeline;
 import org.dtorch.core.trace.Tracer;
 
 /**
@@ -378,7 +380,7 @@ public final class ThreadGroup implements AutoCloseable {
             ensureUsable(op);
             return;
         }
-        communicate(op, CollectiveKind.ALL_REDUCE, () -> {
+        communicate(op, CollectiveKind.ALL_REDUCE, tensors, () -> {
             backend.allReduceSumInPlace(tensors.clone());
             return null;
         });
@@ -420,7 +422,7 @@ public final class ThreadGroup implements AutoCloseable {
         List<P2POp> batch = List.copyOf(ops);
         batch.forEach(p -> checkPeerOp(name, p));
         String op = P2POp.describe(name, batch);
-        Runnable completion = communicate(op, CollectiveKind.POINT_TO_POINT, () -> backend.batchIsendIrecv(batch));
+        Runnable completion = communicate(op, CollectiveKind.POINT_TO_POINT, batch, () -> backend.batchIsendIrecv(batch));
         return new P2PWork(body -> communicate(op, null, () -> {
             body.run();
             return null;
@@ -486,16 +488,17 @@ public final class ThreadGroup implements AutoCloseable {
         return "ThreadGroup{" + key + ", rank " + rank + " of " + size + ", " + backend.name() + "}";
     }
 
-    /** {@link #communicate(String, CollectiveKind, Tensor, Supplier)} with no input to count the bytes of. */
+    /** {@link #communicate(String, CollectiveKind, Object, Supplier)} with no input to count the bytes of. */
     private <T> T communicate(String op, CollectiveKind kind, Supplier<T> body) {
         return communicate(op, kind, null, body);
     }
 
     /**
      * Runs one collective, counted as {@code kind} (null: the completion of one already counted) and traced with the
-     * bytes of this rank's {@code input} (null: 0); a communication failure gets the group's context and poisons the group.
+     * bytes this rank contributes ({@link #contributedBytes} of {@code input}); a communication failure gets the group's
+     * context and poisons the group.
      */
-    private <T> T communicate(String op, CollectiveKind kind, Tensor input, Supplier<T> body) {
+    private <T> T communicate(String op, CollectiveKind kind, Object input, Supplier<T> body) {
         inUse.lock();
         try {
             ensureUsable(op);
@@ -503,13 +506,49 @@ public final class ThreadGroup implements AutoCloseable {
                 counter.record(kind);
             }
             long traced = Tracer.now();
-            T result = runNamed(op, body);
+            T result = traced != 0 && key.kind() == DeviceKind.CUDA ? runTracedOnCuda(op, traced, body) : runNamed(op, body);
             if (traced != 0) {
-                Tracer.collective(op, kind, backend.name(), input == null ? 0 : input.nbytes(), key.deviceIds(), traced);
+                Tracer.collective(op, kind, backend.name(), contributedBytes(input), key.deviceIds(), traced);
             }
             return result;
         } finally {
             inUse.unlock();
+        }
+    }
+
+    /**
+     * The bytes a rank contributes with {@code input}: a tensor's, the sum of an array's ({@link #allReduceSum_}), or
+     * what a point-to-point batch sends (its receives are counted by their senders); 0 for null (barriers, completions).
+     */
+    private static long contributedBytes(Object input) {
+        return switch (input) {
+            case null -> 0;
+            case Tensor tensor -> tensor.nbytes();
+            case Tensor[] tensors -> Arrays.stream(tensors).mapToLong(Tensor::nbytes).sum();
+            case List<?> batch -> batch.stream().map(P2POp.class::cast).filter(p -> p.kind() == P2POp.Kind.ISEND)
+                .mapToLong(p -> p.tensor().nbytes()).sum();
+            default -> throw new IllegalArgumentException("no byte count for " + input.getClass().getName());
+        };
+    }
+
+    /**
+     * {@link #runNamed} while tracing on CUDA: an NVTX range, and on a worker's thread a span of its collectives'
+     * {@link StreamTimeline} (events on the current stream, which the collective leaves waiting for its completion).
+     */
+    private <T> T runTracedOnCuda(String op, long traced, Supplier<T> body) {
+        StreamTimeline timeline = StreamTimeline.collectivesOfThisThread();
+        Nvtx.rangePush(op);
+        StreamTimeline.Span span = timeline == null ? null : timeline.begin(traced);
+        try {
+            return runNamed(op, body);
+        } finally {
+            try {
+                if (timeline != null) {
+                    timeline.end(span, 0, op);
+                }
+            } finally {
+                Nvtx.rangePop();
+            }
         }
     }
 

@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.util.zip.CRC32C;
+import org.dtorch.core.trace.Tracer;
 
 /**
  * Frames on the Unix-domain socket between the controller and one worker.
@@ -18,6 +19,10 @@ import java.util.zip.CRC32C;
  * type, or a checksum that does not match is a {@link ProtocolException}: the receiver never decodes its
  * payload. Frames are queued with {@link #queue} and written in batches by {@link #flush}, so a burst of
  * operators costs one system call.
+ *
+ * <p>While the tracer records, every {@code OPERATOR} and {@code DONE} frame queued or received is an instant event on
+ * the calling thread's track ({@link Tracer#controlFrame}), numbered per type and direction so that the two ends of a
+ * frame carry the same number.
  *
  * <p>Thread-safe: sending is synchronized; one thread receives.
  */
@@ -37,7 +42,15 @@ public final class ControlChannel implements AutoCloseable {
     public static final byte DONE = 6;
     public static final byte FAILED = 7;
     public static final byte FATAL = 8;
-    private static final byte LAST_TYPE = FATAL;
+    /** Controller to worker, in order with the operators: start recording a trace. */
+    public static final byte TRACE_START = 9;
+    /** Controller to worker, in order with the operators: stop recording once what came before ran, and send it. */
+    public static final byte TRACE_STOP = 10;
+    /** Worker to controller: {@code last:boolean} and a piece of its trace part (the pieces in order make the part). */
+    public static final byte TRACE_EVENTS = 11;
+    private static final byte LAST_TYPE = TRACE_EVENTS;
+    /** The largest payload a frame carries. */
+    public static final int MAX_PAYLOAD = MAX_FRAME - HEADER;
 
     private final SocketChannel socket;
     private volatile String peer;
@@ -46,6 +59,9 @@ public final class ControlChannel implements AutoCloseable {
     private ByteBuffer in = ByteBuffer.allocate(256 * 1024).flip();
     private final CRC32C sendCrc = new CRC32C();
     private final CRC32C receiveCrc = new CRC32C();
+    /** Frames queued and received so far, by type (the numbers of traced frames); guarded by this / the receiving thread. */
+    private final long[] queued = new long[LAST_TYPE + 1];
+    private final long[] received = new long[LAST_TYPE + 1];
 
     /** A channel over a connected socket; {@code peer} names the other side in errors. */
     public ControlChannel(SocketChannel socket, String peer) {
@@ -83,6 +99,15 @@ public final class ControlChannel implements AutoCloseable {
         sendCrc.reset();
         sendCrc.update(out.array(), start + 4, frame - 8);
         out.putInt((int) sendCrc.getValue());
+        traced(type, true, ++queued[type], payload.length);
+    }
+
+    /** Records a traced frame's passing (its type and direction, its number, its payload's bytes); nothing while off. */
+    private void traced(byte type, boolean sent, long seq, int bytes) {
+        if ((type == OPERATOR || type == DONE) && Tracer.enabled()) {
+            Tracer.controlFrame(type == OPERATOR ? (sent ? "OPERATOR sent" : "OPERATOR received") : (sent ? "DONE sent" : "DONE received"),
+                peer, seq, bytes);
+        }
     }
 
     /** Writes every queued frame. */
@@ -147,6 +172,7 @@ public final class ControlChannel implements AutoCloseable {
         if (type < HELLO || type > LAST_TYPE) {
             throw new ProtocolException("frame from " + peer + " has unknown type " + type);
         }
+        traced(type, false, ++received[type], length - 9);
         return new Frame(type, bytes, 5, length - 9);
     }
 

@@ -4,12 +4,18 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Consumer;
 import org.dtorch.core.communication.CommException;
 import org.dtorch.core.communication.Deadline;
 import org.dtorch.core.communication.FailureKind;
@@ -38,6 +44,9 @@ import org.dtorch.core.trace.Tracer;
  * of a kind that {@link FailureKind#mayHideADeadPeer may hide a dead peer}: that one waits {@value #DEATH_GRACE_MILLIS}
  * ms for news of a death, so that the future names the dead device rather than the broken connection (decision 163).
  *
+ * <p>The workers record this process's trace sessions: a session open when they start, through a part file each writes
+ * at its end (decision 409), and profiler windows through control frames (decisions 425 to 429).
+ *
  * <p>Thread-safe: {@link #createNodes} once; worker reports and exits arrive on their threads; the rest from any thread.
  */
 public final class ProcessFleet implements DeviceFleet {
@@ -61,6 +70,7 @@ public final class ProcessFleet implements DeviceFleet {
     private volatile boolean closing;
     /** Set before the fleet kills its own workers: their deaths are then no failure. */
     private volatile boolean killing;
+    private final WorkerTraces traces = new WorkerTraces();
 
     private ProcessFleet(RuntimeOptions options, List<Device> devices, String instanceId) {
         this.options = options;
@@ -140,6 +150,15 @@ public final class ProcessFleet implements DeviceFleet {
     }
 
     @Override
+    public void traceNodes(Consumer<Runnable> inOrder) {
+        traces.inOrder = inOrder;
+        if (Tracer.enabled()) {
+            traces.recording.addAll(workers.values()); // started with --trace-from-start: they record already
+        }
+        Tracer.register(traces);
+    }
+
+    @Override
     public void closing() {
         closing = true;
     }
@@ -174,6 +193,7 @@ public final class ProcessFleet implements DeviceFleet {
 
     @Override
     public void release() {
+        Tracer.unregister(traces);
         try {
             killWorkers();
             mergeTraceParts();
@@ -207,6 +227,60 @@ public final class ProcessFleet implements DeviceFleet {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
+        }
+    }
+
+    /**
+     * The workers' side of the tracer's windows (decision 425): {@code TRACE_START} and {@code TRACE_STOP} queued by
+     * the controller in order with the operators, and each recording worker's {@code TRACE_EVENTS} awaited within the
+     * runtime's timeout.
+     *
+     * <p>Thread-safe: called under the tracer's lock.
+     */
+    private final class WorkerTraces implements Tracer.Remote {
+        /** Runs an action on the controller in order with the operators; set before registration. */
+        private volatile Consumer<Runnable> inOrder;
+        /** The workers asked to record (and so to answer the next stop). */
+        private final List<WorkerProcess> recording = new CopyOnWriteArrayList<>();
+
+        @Override
+        public void traceStarted() {
+            if (brokenBy != null) {
+                return; // the workers are stopping: the window has the host's events only
+            }
+            List<WorkerProcess> asked = workers.values().stream().filter(WorkerProcess::isAlive).toList();
+            recording.addAll(asked);
+            inOrder.accept(() -> asked.forEach(WorkerProcess::queueTraceStart));
+        }
+
+        @Override
+        public List<byte[]> traceStopped() {
+            List<WorkerProcess> asked = List.copyOf(recording);
+            recording.clear();
+            Map<WorkerProcess, CompletableFuture<byte[]>> replies = new LinkedHashMap<>();
+            asked.forEach(w -> replies.put(w, w.expectTrace()));
+            inOrder.accept(() -> asked.forEach(WorkerProcess::queueTraceStop));
+            Deadline deadline = Deadline.after(options.timeout());
+            List<byte[]> parts = new ArrayList<>();
+            List<String> missing = new ArrayList<>();
+            for (Map.Entry<WorkerProcess, CompletableFuture<byte[]>> reply : replies.entrySet()) {
+                try {
+                    parts.add(reply.getValue().get(Math.max(1, deadline.remainingNanos()), TimeUnit.NANOSECONDS));
+                } catch (TimeoutException e) {
+                    missing.add(reply.getKey().device() + "'s worker (pid " + reply.getKey().pid() + ") sent none "
+                        + deadline.timedOutAfter());
+                } catch (ExecutionException e) {
+                    missing.add(e.getCause().getMessage());
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    missing.add(reply.getKey().device() + "'s worker: interrupted while waiting for its trace");
+                }
+            }
+            if (!missing.isEmpty()) {
+                throw new IllegalStateException("Tracer.stop: the trace events of " + missing.size() + " of " + asked.size()
+                    + " worker processes of runtime " + instanceId + " did not come: " + String.join("; ", missing));
+            }
+            return parts;
         }
     }
 

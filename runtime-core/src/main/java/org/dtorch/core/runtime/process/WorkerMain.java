@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.dtorch.core.communication.CommException;
 import org.dtorch.core.communication.FailureKind;
 import org.dtorch.core.communication.group.ThreadGroupManager;
@@ -22,6 +23,7 @@ import org.dtorch.core.graph.Operator;
 import org.dtorch.core.runtime.DeviceLoop;
 import org.dtorch.core.runtime.MemoryWatch;
 import org.dtorch.core.runtime.RuntimeOptions;
+import org.dtorch.core.trace.Trace;
 import org.dtorch.core.trace.TracePart;
 import org.dtorch.core.trace.Tracer;
 
@@ -48,9 +50,11 @@ import org.dtorch.core.trace.Tracer;
  * --same-device BOOL}, and optionally {@code --device-kind cpu|cuda} (default {@code cpu}),
  * {@code --physical-device N} (default: the {@code --device} index), the device the kernels run on
  * ({@link RuntimeOptions#physicalDevice}), and {@code --memory-growth-syncs N --memory-growth-floor BYTES}
- * ({@link MemoryWatch}, default {@link MemoryWatch#DEFAULTS}); with {@code --trace-part FILE} it records a trace from its
- * start and writes it there at its end ({@link TracePart}). A CUDA worker makes its physical device current before
- * anything else touches CUDA, and sees the host's GPUs numbered as its controller does (it inherits the environment).
+ * ({@link MemoryWatch}, default {@link MemoryWatch#DEFAULTS}); with {@code --trace-from-start true} it records a trace
+ * from its start, and with {@code --trace-part FILE} it writes what it still records at its end there
+ * ({@link TracePart}). {@code TRACE_START} and {@code TRACE_STOP} frames open and close a recording in order with the
+ * operators, and the trace goes back as {@code TRACE_EVENTS} frames. A CUDA worker makes its physical device current
+ * before anything else touches CUDA, and sees the host's GPUs numbered as its controller does (it inherits the environment).
  *
  * <p>Not thread-safe: a process entry point.
  */
@@ -71,6 +75,8 @@ public final class WorkerMain {
     private final List<Long> done = new ArrayList<>();
     private int reportedBlobs = -1;
     private final Object writeSignal = new Object();
+    /** {@code TRACE_STOP}s received and not yet run: a {@code TRACE_START} then waits for them in the loop. */
+    private final AtomicInteger traceStops = new AtomicInteger();
     /** Guarded by {@link #writeSignal}. */
     private boolean writePending;
     /** Guarded by {@link #writeSignal}. */
@@ -122,8 +128,8 @@ public final class WorkerMain {
     public static void main(String[] args) {
         Map<String, String> options = parse(args);
         String tracePart = options.get("trace-part");
-        if (tracePart != null) {
-            Tracer.start(); // the controller records: so does this worker, until it exits
+        if (Boolean.parseBoolean(options.get("trace-from-start"))) {
+            Tracer.start(); // the controller records: so does this worker, until it exits or a TRACE_STOP
         }
         WorkerMain worker;
         Cuda.loadNatives(); // before the first tensor of this JVM: libtorch decides once whether it has CUDA
@@ -154,9 +160,12 @@ public final class WorkerMain {
         System.exit(status);
     }
 
-    /** Writes this worker's trace to {@code part}, which the controller merges once the worker exited; null: none. */
+    /**
+     * Writes this worker's trace to {@code part}, which the controller merges once the worker exited; nothing when
+     * there is no part (null) or nothing records (a {@code TRACE_STOP} took the trace).
+     */
     private static void writeTracePart(String part) {
-        if (part != null) {
+        if (part != null && Tracer.enabled()) {
             try {
                 TracePart.write(Tracer.stop(), Path.of(part));
             } catch (IOException | RuntimeException e) {
@@ -322,6 +331,34 @@ public final class WorkerMain {
             .putString(RemoteFailureException.describe(cause)).toByteArray());
     }
 
+    /** Starts recording, unless this worker records already (it started inside the controller's session). */
+    private static void startTracing() {
+        if (!Tracer.enabled()) {
+            Tracer.start();
+        }
+    }
+
+    /**
+     * Stops recording (on the loop's thread, after every operator that came before the {@code TRACE_STOP}) and sends
+     * the trace as {@code TRACE_EVENTS} frames; an empty trace when nothing recorded.
+     */
+    private void sendTrace() {
+        byte[] part = TracePart.encode(Tracer.enabled() ? Tracer.stop() : Trace.EMPTY);
+        traceStops.decrementAndGet();
+        int piece = ControlChannel.MAX_PAYLOAD - 1;
+        for (int from = 0; ; from += piece) {
+            int to = Math.min(part.length, from + piece);
+            byte[] payload = new byte[1 + to - from];
+            payload[0] = (byte) (to == part.length ? 1 : 0);
+            System.arraycopy(part, from, payload, 1, to - from);
+            channel.queue(ControlChannel.TRACE_EVENTS, payload);
+            if (to == part.length) {
+                break;
+            }
+        }
+        flushQuietly();
+    }
+
     private void sendFatal(String text) {
         channel.queue(ControlChannel.FATAL, new WireWriter().putString(text).toByteArray());
         flushQuietly();
@@ -329,6 +366,7 @@ public final class WorkerMain {
     }
 
     private void readControl() {
+        Tracer.nameThisThread(device.index() + 1, "device " + device); // its frames in the device's row, beside its loop
         try {
             while (true) {
                 ControlChannel.Frame frame = channel.receive();
@@ -346,6 +384,19 @@ public final class WorkerMain {
                         loop.cancel(new CommException(FailureKind.CANCELLED, "cancelled by the controller: " + why, null));
                         // Peers blocked in a collective this device will skip fail once its idle groups are gone.
                         groups.abort("cancelled by the controller: " + why);
+                    }
+                    case ControlChannel.TRACE_START -> {
+                        in.expectEnd("TRACE_START");
+                        if (traceStops.get() > 0) {
+                            loop.submitTask(WorkerMain::startTracing); // after the stop still queued
+                        } else {
+                            startTracing(); // now: the frames that follow are recorded as they arrive
+                        }
+                    }
+                    case ControlChannel.TRACE_STOP -> {
+                        in.expectEnd("TRACE_STOP");
+                        traceStops.incrementAndGet();
+                        loop.submitTask(this::sendTrace);
                     }
                     case ControlChannel.SHUTDOWN -> {
                         in.expectEnd("SHUTDOWN");

@@ -42,7 +42,7 @@ final class WorkerPool {
     static final String STARTUP_PROPERTY = "dtorch.worker.startupSeconds";
     static final long DEFAULT_STARTUP_SECONDS = 120;
     /** Version of the control protocol; a worker of another version is refused. */
-    static final int PROTOCOL_VERSION = 2;
+    static final int PROTOCOL_VERSION = 3;
 
     private WorkerPool() {
     }
@@ -108,8 +108,9 @@ final class WorkerPool {
     }
 
     /**
-     * Where {@code device}'s worker writes its trace when the runtime started while the tracer recorded: beside the
-     * runtime's shared memory, whose clean-up removes what a killed worker left.
+     * Where {@code device}'s worker writes its trace if it still records when it ends (the runtime started while the
+     * tracer recorded, or closed inside a window): beside the runtime's shared memory, whose clean-up removes what a
+     * killed worker left.
      */
     static Path tracePart(String instanceId, Device device) {
         return SharedRegion.pathOf(SharedRegion.PREFIX + instanceId + "-trace-" + device.index());
@@ -117,9 +118,8 @@ final class WorkerPool {
 
     private static Process spawn(RuntimeOptions options, Device device, String instanceId, String failureBoard, Path socket) {
         List<String> args = new ArrayList<>(arguments(options, device, instanceId, failureBoard, socket));
-        if (Tracer.enabled()) {
-            args.addAll(List.of("--trace-part", tracePart(instanceId, device).toString()));
-        }
+        args.addAll(List.of("--trace-part", tracePart(instanceId, device).toString(), "--trace-from-start",
+            String.valueOf(Tracer.enabled())));
         ProcessBuilder builder = JvmCommand.of(WorkerMain.class.getName(), args, Map.of(GlobalCommInstanceId.PROPERTY, instanceId),
             List.of("-Xmx" + System.getProperty("dtorch.worker.heap", "1g"))).processBuilder();
         builder.redirectErrorStream(true);

@@ -1,6 +1,7 @@
 package org.dtorch.core.runtime.process;
 
 import java.io.BufferedReader;
+import java.io.ByteArrayOutputStream;
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -10,6 +11,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.dtorch.core.communication.FailureKind;
 import org.dtorch.core.device.Device;
@@ -25,7 +27,8 @@ import org.dtorch.core.runtime.DeviceNode;
 /**
  * The controller's handle on the worker process of one device (per-device-process mode): sends it
  * operators and releases over the {@link ControlChannel}, and on a reader thread takes its reports: which
- * operators it ran ({@code DONE}), which failed ({@code FAILED}), and unrecoverable errors ({@code FATAL}).
+ * operators it ran ({@code DONE}), which failed ({@code FAILED}), unrecoverable errors ({@code FATAL}), and the trace
+ * a profiler window's stop asked for ({@code TRACE_EVENTS}).
  * The worker's output is forwarded to this process's standard error, prefixed with the device; its last
  * lines go into error messages.
  *
@@ -63,6 +66,10 @@ final class WorkerProcess implements DeviceNode {
     private volatile boolean stopRequested;
     private volatile Throwable deadCause;
     private Thread reader;
+    /** The trace asked for by the last {@code TRACE_STOP}, completed by its last {@code TRACE_EVENTS} or by the exit. */
+    private volatile CompletableFuture<byte[]> trace = CompletableFuture.completedFuture(new byte[0]);
+    /** The pieces of the trace being received; the reader thread's. */
+    private final ByteArrayOutputStream tracePieces = new ByteArrayOutputStream();
 
     WorkerProcess(Device device, Process process, LogicalGraph graph, OperatorEncoder encoder, Events events) {
         this.device = device;
@@ -183,6 +190,41 @@ final class WorkerProcess implements DeviceNode {
         return process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS);
     }
 
+    /** Queues {@code TRACE_START} (the controller's thread, in order with the operators); nothing once the worker died. */
+    void queueTraceStart() {
+        if (deadCause == null && !exited) {
+            channel.queue(ControlChannel.TRACE_START, new byte[0]);
+        }
+    }
+
+    /**
+     * Queues {@code TRACE_STOP} (the controller's thread, in order with the operators), to be answered through the
+     * future of {@link #expectTrace}; nothing once the worker died (the future fails at the exit).
+     */
+    void queueTraceStop() {
+        if (deadCause == null && !exited) {
+            channel.queue(ControlChannel.TRACE_STOP, new byte[0]);
+        }
+    }
+
+    /**
+     * The trace part the worker will send after the next {@link #queueTraceStop}; it fails, naming the worker, if the
+     * worker exits first.
+     */
+    CompletableFuture<byte[]> expectTrace() {
+        CompletableFuture<byte[]> next = new CompletableFuture<>();
+        trace = next;
+        if (exited) {
+            failTrace();
+        }
+        return next;
+    }
+
+    private void failTrace() {
+        trace.completeExceptionally(new IllegalStateException(device + "'s worker (pid " + pid() + ") exited with status "
+            + exitStatusNow() + (fatal != null ? " (" + fatal + ")" : "") + " before it sent its trace"));
+    }
+
     /** Kills the process (SIGKILL) if it still runs. */
     void destroy() {
         process.destroyForcibly();
@@ -268,6 +310,14 @@ final class WorkerProcess implements DeviceNode {
                             events.operatorFailed(this, op, kind, text);
                         }
                     }
+                    case ControlChannel.TRACE_EVENTS -> {
+                        boolean last = in.getBoolean("last trace piece");
+                        tracePieces.write(frame.bytes(), frame.offset() + 1, frame.length() - 1);
+                        if (last) {
+                            trace.complete(tracePieces.toByteArray());
+                            tracePieces.reset();
+                        }
+                    }
                     case ControlChannel.FATAL -> {
                         fatal = in.getString("fatal text");
                         LOG.log(System.Logger.Level.ERROR, "the worker of " + device + " failed: " + fatal);
@@ -316,6 +366,7 @@ final class WorkerProcess implements DeviceNode {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+        failTrace(); // after the reader, so that a trace it received whole is not failed
         events.exited(this, status, fatal);
     }
 
