@@ -133,9 +133,9 @@ public final class ChannelCudaProbe {
                     enqueueClock[0] = clock;
                 }
             }, i -> {
-                long[] consumer = done.poll(120, TimeUnit.SECONDS);
+                long[] consumer = done.poll(30, TimeUnit.SECONDS);
                 if (consumer == null) {
-                    throw new IllegalStateException("channel probe: the consumer thread did not finish hand-off " + i + " within 120 s");
+                    throw new IllegalStateException("channel probe: the consumer thread did not finish hand-off " + i + " within 30 s");
                 }
                 return consumer;
             });
