@@ -7,6 +7,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
@@ -17,8 +18,9 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <p>Neither binding ships one: Bytedeco's CUDA 13 presets have no {@code nvToolsExt} class or JNI library, and CUDA
  * 13's NVTX 3 is header-only (libtorch inlines it and exports nothing). The library is
- * {@code -Ddtorch.nvtx.library=PATH}, else {@code libnvToolsExt.so.1} from the loader's path (CUDA 12's, or one built
- * from the NVTX 3 headers with {@code NVTX_EXPORT_API}). Without one every call is counted and does nothing else: a
+ * {@code -Ddtorch.nvtx.library=PATH}, else the first of {@link #DEFAULT_LIBRARIES} on the loader's path: CUDA 13's
+ * {@code libnvtx3interop.so.1} (in the toolkit's and in PyTorch's {@code nvidia/cu13/lib}; found on the H200 machine,
+ * where it exports both calls), then CUDA 12's {@code libnvToolsExt.so.1}. Without one every call is counted and does nothing else: a
  * range is then no error, only invisible ({@link #unavailableReason()} says why). The library is looked up when this
  * class is first used, which only a CUDA device with the tracer on does.
  *
@@ -27,12 +29,13 @@ import java.util.concurrent.atomic.LongAdder;
 public final class Nvtx {
     /** System property: the path (or loader name) of the library that exports the NVTX API. */
     public static final String LIBRARY_PROPERTY = "dtorch.nvtx.library";
-    /** The library looked up when {@link #LIBRARY_PROPERTY} is not set: NVTX 2's, as CUDA 12 and older ship it. */
-    public static final String DEFAULT_LIBRARY = "libnvToolsExt.so.1";
+    /** The libraries tried in order when {@link #LIBRARY_PROPERTY} is not set: CUDA 13's NVTX 3 interop, then CUDA 12's NVTX 2. */
+    public static final List<String> DEFAULT_LIBRARIES = List.of("libnvtx3interop.so.1", "libnvToolsExt.so.1");
     /** Range names kept as C strings for the life of the process: once about this many are kept, new ones are encoded per call. */
     static final int NAME_CACHE_LIMIT = 4096;
 
-    private static final Nvtx PROCESS = load(System.getProperty(LIBRARY_PROPERTY, DEFAULT_LIBRARY));
+    private static final Nvtx PROCESS = loadFirst(System.getProperty(LIBRARY_PROPERTY) != null
+        ? List.of(System.getProperty(LIBRARY_PROPERTY)) : DEFAULT_LIBRARIES);
 
     private final MethodHandle push;
     private final MethodHandle pop;
@@ -49,6 +52,18 @@ public final class Nvtx {
         this.unavailable = unavailable;
     }
 
+    /** The NVTX API of the first of {@code libraries} that loads, or counting only when none does (never throws). */
+    static Nvtx loadFirst(List<String> libraries) {
+        Nvtx found = null;
+        for (String library : libraries) {
+            found = load(library);
+            if (found.unavailable == null) {
+                return found;
+            }
+        }
+        return found;
+    }
+
     /** The NVTX API of {@code library}, or counting only when it cannot be loaded (never throws). */
     static Nvtx load(String library) {
         try {
@@ -60,8 +75,8 @@ public final class Nvtx {
                 linker.downcallHandle(lookup.findOrThrow("nvtxRangePop"), pop), null);
         } catch (RuntimeException | LinkageError e) {
             return new Nvtx(null, null, "no NVTX library: " + library + " did not load (" + e.getMessage() + "); set -D"
-                + LIBRARY_PROPERTY + "=PATH to a library exporting nvtxRangePushA (CUDA 12's libnvToolsExt.so.1, or one built "
-                + "from CUDA 13's NVTX 3 headers with NVTX_EXPORT_API: docs/observability.md)");
+                + LIBRARY_PROPERTY + "=PATH to a library exporting nvtxRangePushA (CUDA 13's libnvtx3interop.so.1, "
+                + "CUDA 12's libnvToolsExt.so.1, or one built from the NVTX 3 headers with NVTX_EXPORT_API: docs/observability.md)");
         }
     }
 
