@@ -1,0 +1,42 @@
+package org.dtorch.core.communication.promise;
+
+import org.bytedeco.pytorch.Tensor;
+
+/**
+ * Completes Network promises made in the parent JVM, as a worker on another host does:
+ * {@code NetworkPromiseChild <value> <error> <void> <sharedStoreValue>}, each a promise's {@code serialize()}.
+ */
+public final class NetworkPromiseChild {
+
+    private NetworkPromiseChild() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        try {
+            TensorPromise value = TensorPromises.fromSerialized(TensorPromiseType.NETWORK, args[0]);
+            TensorPromise failing = TensorPromises.fromSerialized(TensorPromiseType.NETWORK, args[1]);
+            VoidPromise done = TensorPromises.voidFromSerialized(TensorPromiseType.NETWORK, args[2]);
+            TensorPromise shared = TensorPromises.fromSerialized(TensorPromiseType.NETWORK, args[3]);
+            System.out.println("ATTACHED");
+            Thread.sleep(200); // the parent is blocked in the store's wait by now
+            try (Tensor v = NetworkPromiseTest.doubles(); Tensor s = NetworkPromiseTest.ints()) {
+                value.setValue(v);
+                shared.setValue(s);
+                try {
+                    value.setValue(v);
+                    System.out.println("a second setValue was taken");
+                    System.exit(2);
+                } catch (IllegalStateException expected) {
+                    System.out.println("SECOND REFUSED " + expected.getMessage());
+                }
+            }
+            failing.setException(new IllegalArgumentException("bad shard on cpu:3"));
+            done.setValue();
+            System.out.println("OK");
+            System.exit(0);
+        } catch (Throwable e) {
+            e.printStackTrace(System.out);
+            System.exit(1);
+        }
+    }
+}
