@@ -1,6 +1,7 @@
 package org.dtorch.core.communication.promise;
 
 import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.testing.ChildJvmLoop;
 
 /**
  * Completes Network promises made in the parent JVM, as a worker on another host does:
@@ -11,32 +12,28 @@ public final class NetworkPromiseChild {
     private NetworkPromiseChild() {
     }
 
-    public static void main(String[] args) throws Exception {
-        try {
-            TensorPromise value = TensorPromises.fromSerialized(TensorPromiseType.NETWORK, args[0]);
-            TensorPromise failing = TensorPromises.fromSerialized(TensorPromiseType.NETWORK, args[1]);
-            VoidPromise done = TensorPromises.voidFromSerialized(TensorPromiseType.NETWORK, args[2]);
-            TensorPromise shared = TensorPromises.fromSerialized(TensorPromiseType.NETWORK, args[3]);
-            System.out.println("ATTACHED");
-            Thread.sleep(200); // the parent is blocked in the store's wait by now
-            try (Tensor v = NetworkPromiseTest.doubles(); Tensor s = NetworkPromiseTest.ints()) {
+    public static void main(String[] args) {
+        ChildJvmLoop.exitWith(() -> complete(args));
+    }
+
+    private static void complete(String[] args) throws Exception {
+        TensorPromise value = TensorPromises.fromSerialized(TensorPromiseType.NETWORK, args[0]);
+        TensorPromise failing = TensorPromises.fromSerialized(TensorPromiseType.NETWORK, args[1]);
+        VoidPromise done = TensorPromises.voidFromSerialized(TensorPromiseType.NETWORK, args[2]);
+        TensorPromise shared = TensorPromises.fromSerialized(TensorPromiseType.NETWORK, args[3]);
+        System.out.println("ATTACHED");
+        Thread.sleep(200); // the parent is blocked in the store's wait by now
+        try (Tensor v = NetworkPromiseTest.doubles(); Tensor s = NetworkPromiseTest.ints()) {
+            value.setValue(v);
+            shared.setValue(s);
+            try {
                 value.setValue(v);
-                shared.setValue(s);
-                try {
-                    value.setValue(v);
-                    System.out.println("a second setValue was taken");
-                    System.exit(2);
-                } catch (IllegalStateException expected) {
-                    System.out.println("SECOND REFUSED " + expected.getMessage());
-                }
+                throw new AssertionError("a second setValue was taken");
+            } catch (IllegalStateException expected) {
+                System.out.println("SECOND REFUSED " + expected.getMessage());
             }
-            failing.setException(new IllegalArgumentException("bad shard on cpu:3"));
-            done.setValue();
-            System.out.println("OK");
-            System.exit(0);
-        } catch (Throwable e) {
-            e.printStackTrace(System.out);
-            System.exit(1);
         }
+        failing.setException(new IllegalArgumentException("bad shard on cpu:3"));
+        done.setValue();
     }
 }
