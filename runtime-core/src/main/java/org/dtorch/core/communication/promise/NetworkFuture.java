@@ -144,9 +144,8 @@ final class NetworkFuture implements DirectCompletion {
 
     /** With {@link #reading} held: waits in the store until the deadline, then reads, keeps and deletes the outcome. */
     private NetworkPromiseWire.Outcome read(Deadline deadline, String call) {
-        long remainingMillis = Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline.remainingNanos()));
-        try (TCPStore client = store.connect(Duration.ofMillis(remainingMillis)); StringVector keys = new StringVector(key)) {
-            try (Milliseconds wait = new Milliseconds(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline.remainingNanos())))) {
+        try (TCPStore client = store.connect(Duration.ofMillis(remainingMillis(deadline))); StringVector keys = new StringVector(key)) {
+            try (Milliseconds wait = new Milliseconds(remainingMillis(deadline))) {
                 client._wait(keys, wait);
             } catch (RuntimeException e) {
                 if (deadline.expired() && !client.check(keys)) {
@@ -168,6 +167,11 @@ final class NetworkFuture implements DirectCompletion {
         } catch (RuntimeException e) {
             throw storeFailure(call, e);
         }
+    }
+
+    /** What is left of {@code deadline} in whole milliseconds, rounded up, so that c10d's deadline is not before ours. */
+    private static long remainingMillis(Deadline deadline) {
+        return Math.max(1, (deadline.remainingNanos() + 999_999) / 1_000_000);
     }
 
     private CommException storeFailure(String call, RuntimeException e) {
