@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.bytedeco.javacpp.chrono.Milliseconds;
+import org.bytedeco.pytorch.IntOptional;
 import org.bytedeco.pytorch.TCPStore;
 import org.bytedeco.pytorch.TCPStoreOptions;
 import org.dtorch.core.communication.CommException;
@@ -34,18 +35,20 @@ final class NetworkPromiseStore {
     }
 
     /**
-     * Starts a {@code TCPStore} server in this process on a free port; {@code advertisedHost} is the name that other
-     * hosts reach it by, as {@code serialize()} writes it.
+     * Starts a {@code TCPStore} server in this process on a free port of {@code advertisedHost}'s address, and on no
+     * other ({@link StoreListenSocket}); {@code advertisedHost} is also the name that other hosts reach it by, as
+     * {@code serialize()} writes it.
      */
     static NetworkPromiseStore host(String advertisedHost) {
         checkHost(advertisedHost);
-        try (TCPStoreOptions options = new TCPStoreOptions()) {
-            options.port((short) 0).isServer(true).waitWorkers(false);
-            TCPStore server = new TCPStore(advertisedHost, options);
-            return new NetworkPromiseStore(advertisedHost, Short.toUnsignedInt(server.getPort()), server);
+        StoreListenSocket.Bound socket = StoreListenSocket.listen(advertisedHost);
+        try (TCPStoreOptions options = new TCPStoreOptions(); IntOptional fd = new IntOptional(socket.fd())) {
+            options.port((short) socket.port()).isServer(true).waitWorkers(false).masterListenFd(fd);
+            return new NetworkPromiseStore(advertisedHost, socket.port(), new TCPStore(advertisedHost, options));
         } catch (RuntimeException e) {
-            throw new CommException("starting a TCPStore server for Network promises (advertised as " + advertisedHost + ") failed: "
-                + e.getMessage(), e);
+            StoreListenSocket.close(socket.fd());
+            throw new CommException("starting a TCPStore server for Network promises on " + advertisedHost + ":" + socket.port()
+                + " failed: " + e.getMessage(), e);
         }
     }
 

@@ -6,8 +6,14 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.net.ConnectException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.NetworkInterface;
+import java.net.Socket;
 import java.time.Duration;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -117,5 +123,23 @@ class NetworkPromiseTest {
         assertThrows(IllegalStateException.class, () -> rebuilt.setException(new IllegalStateException("late")));
         FutureFailedException failed = assertThrows(FutureFailedException.class, () -> promise.getFuture().get());
         assertTrue(failed.getMessage().contains("never ran"), failed.getMessage());
+    }
+
+    @Test
+    void shouldListenOnlyOnTheAdvertisedAddress() throws Exception {
+        TensorPromise promise = TensorPromises.create(TensorPromiseType.NETWORK);
+        NetworkPromise.Address address = NetworkPromise.parse(promise.serialize());
+        try (Socket loopback = new Socket(InetAddress.getLoopbackAddress(), address.port())) {
+            assertTrue(loopback.isConnected());
+        }
+        Optional<InetAddress> other = NetworkInterface.networkInterfaces().flatMap(NetworkInterface::inetAddresses)
+            .filter(a -> !a.isLoopbackAddress() && !a.isLinkLocalAddress()).findFirst();
+        if (other.isEmpty()) {
+            System.out.println("shouldListenOnlyOnTheAdvertisedAddress: no address but loopback here, the refusal is not checked");
+            return;
+        }
+        try (Socket outside = new Socket()) {
+            assertThrows(ConnectException.class, () -> outside.connect(new InetSocketAddress(other.get(), address.port()), 2000));
+        }
     }
 }
