@@ -104,6 +104,14 @@ class NetworkPromiseTest {
         assertFalse(TensorPromises.abandon(never, new IllegalStateException("twice")));
         FutureFailedException failed = assertThrows(FutureFailedException.class, future::get);
         assertTrue(failed.getMessage().contains("the worker is gone"), failed.getMessage());
+        VoidPromise silent = TensorPromises.createVoid(TensorPromiseType.NETWORK, Duration.ofMillis(300));
+        VoidFuture silentFuture = silent.getFuture();
+        assertFalse(silentFuture.waitFor(Duration.ofMillis(100)));
+        CommTimeoutException voidTimeout = assertThrows(CommTimeoutException.class, silentFuture::get);
+        assertTrue(voidTimeout.getMessage().startsWith("VoidFuture.get() timed out after"), voidTimeout.getMessage());
+        assertTrue(voidTimeout.getMessage().contains(silent.serialize().substring(silent.serialize().indexOf("/dtorch/") + 1)));
+        silent.setValue();
+        assertTrue(silentFuture.waitFor(Duration.ofSeconds(10)) && silentFuture.isReady());
     }
 
     @Test
