@@ -88,14 +88,17 @@ final class NetworkFuture implements DirectCompletion {
         FilePromise.CLEANER.register(this, held);
     }
 
+    /** The future of a Network tensor promise on {@code key}, holding a reference to {@code store}. */
     static TensorFuture ofTensor(NetworkPromiseStore store, String key, Duration getTimeout) {
         return new TensorView(new NetworkFuture(store, key, "TensorFuture", getTimeout));
     }
 
+    /** The future of a Network void promise on {@code key}, holding a reference to {@code store}. */
     static VoidFuture ofVoid(NetworkPromiseStore store, String key, Duration getTimeout) {
         return new VoidView(new NetworkFuture(store, key, "VoidFuture", getTimeout));
     }
 
+    /** The default deadline of {@code get()}: the one the promise was made with, else the global timeout. */
     Duration timeout() {
         return CompletionWait.ownOrGlobal(getTimeout);
     }
