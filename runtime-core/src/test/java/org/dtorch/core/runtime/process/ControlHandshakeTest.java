@@ -29,6 +29,7 @@ import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
 import java.util.zip.CRC32C;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -191,6 +192,30 @@ class ControlHandshakeTest {
         half.shutdownOutput();
         assertEquals("handshake with " + local(half) + ": the connection closed while waiting for the connector's challenge (16 of 41 "
             + "bytes)", nextRefusal().getMessage());
+    }
+
+    @Test
+    void shouldCutOffAClientThatTricklesBytesAtTheDeadline() throws Exception {
+        ControlListener listener = listen(TOKEN);
+        Socket trickle = own(rawClient(listener, new byte[0]));
+        long start = System.nanoTime();
+        Thread writer = Thread.ofVirtual().start(() -> {
+            try {
+                for (byte b : challenge()) {
+                    trickle.getOutputStream().write(b);
+                    Thread.sleep(100);
+                }
+            } catch (IOException | InterruptedException e) {
+                // refused: the listener closed the connection
+            }
+        });
+        String message = nextRefusal().getMessage();
+        long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+        assertTrue(message.matches(Pattern.quote("handshake with " + local(trickle) + ": waited 500 ms for the connector's challenge")
+            + " \\(\\d+ of (4|41) bytes came\\)"), message);
+        assertTrue(millis < 1500, "cut off after " + millis + " ms");
+        trickle.close();
+        writer.join(5000);
     }
 
     @Test
