@@ -75,7 +75,11 @@ public final class ControlHandshake {
         long deadline = System.nanoTime() + timeout.toNanos();
         Socket socket = new Socket();
         try {
-            socket.connect(address, millisLeft(deadline));
+            try {
+                socket.connect(address, millisLeft(deadline));
+            } catch (IOException e) {
+                throw new IOException("cannot connect to the node at " + address + " within " + timeout.toMillis() + " ms: " + e, e);
+            }
             Conversation c = new Conversation(socket, deadline, timeout);
             byte[] nonceC = nonce();
             c.send(CHALLENGE, nonceC);
@@ -84,7 +88,7 @@ public final class ControlHandshake {
             byte[] listenerMac = new byte[MAC_BYTES];
             proof.get(nonceL).get(listenerMac);
             if (!MessageDigest.isEqual(listenerMac, mac(token, LISTENER, nonceC, nonceL))) {
-                c.send(REFUSED, new byte[0]);
+                c.refuse();
                 throw wrongToken(c.peer, "presented a wrong token");
             }
             c.send(ANSWER, mac(token, CONNECTOR, nonceC, nonceL));
@@ -112,7 +116,7 @@ public final class ControlHandshake {
         c.send(PROOF, ByteBuffer.allocate(NONCE_BYTES + MAC_BYTES).put(nonceL).put(mac(token, LISTENER, nonceC, nonceL)).array());
         byte[] connectorMac = c.receive(ANSWER, MAC_BYTES, "the connector's answer");
         if (!MessageDigest.isEqual(connectorMac, mac(token, CONNECTOR, nonceC, nonceL))) {
-            c.send(REFUSED, new byte[0]);
+            c.refuse();
             throw wrongToken(c.peer, "presented a wrong token");
         }
         c.send(ACCEPTED, new byte[0]);
@@ -169,6 +173,15 @@ public final class ControlHandshake {
             ControlChannel.putFrame(frame, MAGIC, type, payload, crc);
             out.write(frame.array());
             out.flush();
+        }
+
+        /** Tells the peer its proof failed, if it still listens: the refusal to report is ours either way. */
+        void refuse() {
+            try {
+                send(REFUSED, new byte[0]);
+            } catch (IOException gone) {
+                // the peer hung up already
+            }
         }
 
         /**

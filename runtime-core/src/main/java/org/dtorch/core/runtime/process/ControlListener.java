@@ -26,6 +26,7 @@ import java.util.function.Consumer;
 public final class ControlListener implements AutoCloseable {
     /** Handshakes that may run at once. */
     public static final int MAX_PENDING = 64;
+    private static final Duration ACCEPT_RETRY = Duration.ofMillis(100);
     private static final System.Logger LOG = System.getLogger(ControlListener.class.getName());
 
     private final ServerSocket server;
@@ -83,6 +84,7 @@ public final class ControlListener implements AutoCloseable {
             } catch (IOException e) {
                 if (!server.isClosed()) {
                     LOG.log(System.Logger.Level.WARNING, "accepting on " + address() + " failed", e);
+                    pause(); // such a failure (too many open files) repeats until something is closed
                 }
                 continue;
             }
@@ -119,6 +121,14 @@ public final class ControlListener implements AutoCloseable {
         }
         if (authenticated) {
             onPeer.accept(socket);
+        }
+    }
+
+    private static void pause() {
+        try {
+            Thread.sleep(ACCEPT_RETRY);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 

@@ -16,6 +16,7 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.net.SocketException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -32,6 +33,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
 import java.util.zip.CRC32C;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -46,12 +48,28 @@ class ControlHandshakeTest {
     private static final String SECRET = "correct horse battery staple 42";
     private static final ClusterToken TOKEN = ClusterToken.of(SECRET, "the test");
     private static final ClusterToken OTHER = ClusterToken.of("another secret of the same size", "the test");
-    private static final Duration DEADLINE = Duration.ofMillis(500);
+    /** The listener's handshake deadline, which the refused clients run into. */
+    private static final Duration DEADLINE = Duration.ofMillis(1000);
+    /** A real connector's deadline: generous, as the first handshake of a JVM loads and seeds its crypto. */
+    private static final Duration PATIENT = Duration.ofSeconds(10);
     private static final InetSocketAddress LOOPBACK = new InetSocketAddress(InetAddress.getLoopbackAddress(), 0);
 
     private final BlockingQueue<Socket> peers = new LinkedBlockingQueue<>();
     private final BlockingQueue<ProtocolException> refusals = new LinkedBlockingQueue<>();
     private final List<AutoCloseable> owned = new ArrayList<>();
+
+    /**
+     * One handshake under a patient deadline first: the first of a JVM loads and seeds its crypto, which took over 500 ms
+     * at load 8 on 2 cores, and the tests' 1 s deadlines are for what comes after.
+     */
+    @BeforeAll
+    static void warmUp() throws Exception {
+        BlockingQueue<Socket> accepted = new LinkedBlockingQueue<>();
+        try (ControlListener listener = ControlListener.open(LOOPBACK, TOKEN, PATIENT, accepted::add, e -> { });
+             Socket client = ControlHandshake.connect(listener.address(), TOKEN, PATIENT)) {
+            accepted.poll(10, TimeUnit.SECONDS).close();
+        }
+    }
 
     @AfterEach
     void closeEverything() throws Exception {
@@ -64,7 +82,11 @@ class ControlHandshakeTest {
     }
 
     private ControlListener listen(ClusterToken token) throws IOException {
-        ControlListener listener = ControlListener.open(LOOPBACK, token, DEADLINE, peers::add, refusals::add);
+        return listen(token, DEADLINE);
+    }
+
+    private ControlListener listen(ClusterToken token, Duration deadline) throws IOException {
+        ControlListener listener = ControlListener.open(LOOPBACK, token, deadline, peers::add, refusals::add);
         owned.add(listener);
         return listener;
     }
@@ -94,7 +116,7 @@ class ControlHandshakeTest {
     void shouldAuthenticateBothEndsAndHandOverAWorkingSocket() throws Exception {
         ControlListener listener = listen(TOKEN);
         assertTrue(listener.address().getAddress().isLoopbackAddress());
-        try (Socket client = ControlHandshake.connect(listener.address(), TOKEN, DEADLINE)) {
+        try (Socket client = ControlHandshake.connect(listener.address(), TOKEN, PATIENT)) {
             Socket server = peers.poll(5, TimeUnit.SECONDS);
             assertNotNull(server);
             assertEquals(client.getLocalSocketAddress(), server.getRemoteSocketAddress());
@@ -112,7 +134,7 @@ class ControlHandshakeTest {
     void shouldRefuseDifferentTokensOnBothSides() throws Exception {
         ControlListener listener = listen(TOKEN);
         WrongTokenException client = assertThrows(WrongTokenException.class,
-            () -> ControlHandshake.connect(listener.address(), OTHER, DEADLINE));
+            () -> ControlHandshake.connect(listener.address(), OTHER, PATIENT));
         assertEquals("node at " + listener.address() + " presented a wrong token", client.getMessage());
         ProtocolException server = nextRefusal();
         assertInstanceOf(WrongTokenException.class, server);
@@ -125,7 +147,7 @@ class ControlHandshakeTest {
     void shouldNeverSendTheTokenAndRefuseARecordedAnswer() throws Exception {
         ControlListener listener = listen(TOKEN);
         Relay relay = own(new Relay(listener.address()));
-        ControlHandshake.connect(relay.address(), TOKEN, DEADLINE).close();
+        ControlHandshake.connect(relay.address(), TOKEN, PATIENT).close();
         Socket authenticated = peers.poll(5, TimeUnit.SECONDS);
         assertNotNull(authenticated);
         byte[] sent = relay.toListener.toByteArray();
@@ -162,7 +184,7 @@ class ControlHandshakeTest {
         Socket flipped = own(rawClient(listener, corrupted));
         Socket control = own(rawClient(listener, frame(ControlChannel.MAGIC, ControlChannel.HELLO, new byte[32])));
 
-        try (Socket real = ControlHandshake.connect(listener.address(), TOKEN, DEADLINE)) {
+        try (Socket real = ControlHandshake.connect(listener.address(), TOKEN, PATIENT)) {
             assertNotNull(peers.poll(5, TimeUnit.SECONDS), "a real peer waited behind the bad clients");
         }
         List<String> messages = new ArrayList<>();
@@ -170,18 +192,17 @@ class ControlHandshakeTest {
             messages.add(nextRefusal().getMessage());
         }
         double seconds = (System.nanoTime() - start) / 1e9;
-        assertTrue(seconds < 3, "refusals took " + seconds + " s");
+        assertTrue(seconds < 4, "refusals took " + seconds + " s");
         assertTrue(messages.containsAll(List.of(
             "handshake with " + local(http) + ", the connector's challenge: a frame of " + 0x47455420 + " bytes, expected 41 (not a "
                 + "DTorch node?)",
-            "handshake with " + local(silent) + ": waited 500 ms for the connector's challenge (0 of 4 bytes came)",
-            "handshake with " + local(half) + ": waited 500 ms for the connector's challenge (16 of 41 bytes came)",
+            "handshake with " + local(silent) + ": waited 1000 ms for the connector's challenge (0 of 4 bytes came)",
+            "handshake with " + local(half) + ": waited 1000 ms for the connector's challenge (16 of 41 bytes came)",
             "frame from " + local(flipped) + " fails its checksum: corrupted",
             "frame from " + local(control) + " has magic 0x44544331, expected 0x44544131 (another protocol version?)")), messages.toString());
         assertTrue(peers.isEmpty(), "nothing but the real peer was handed over");
         for (Socket s : List.of(http, silent, half, flipped, control)) {
-            s.setSoTimeout(5000);
-            assertEquals(-1, s.getInputStream().read(), "the listener closed " + local(s));
+            assertClosedByTheListener(s);
         }
     }
 
@@ -211,11 +232,32 @@ class ControlHandshakeTest {
         });
         String message = nextRefusal().getMessage();
         long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
-        assertTrue(message.matches(Pattern.quote("handshake with " + local(trickle) + ": waited 500 ms for the connector's challenge")
+        assertTrue(message.matches(Pattern.quote("handshake with " + local(trickle) + ": waited 1000 ms for the connector's challenge")
             + " \\(\\d+ of (4|41) bytes came\\)"), message);
-        assertTrue(millis < 1500, "cut off after " + millis + " ms");
+        assertTrue(millis < 2500, "cut off after " + millis + " ms");
         trickle.close();
         writer.join(5000);
+    }
+
+    @Test
+    void shouldCloseAConnectionBeyondTheHandshakesThatMayRunAtOnce() throws Exception {
+        ControlListener listener = listen(TOKEN, Duration.ofSeconds(10));
+        List<Socket> silent = new ArrayList<>();
+        for (int i = 0; i < ControlListener.MAX_PENDING; i++) {
+            silent.add(own(rawClient(listener, new byte[0])));
+        }
+        Socket extra = own(rawClient(listener, new byte[0]));
+        long start = System.nanoTime();
+        assertClosedByTheListener(extra);
+        assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(3));
+        for (Socket s : silent) {
+            s.close();
+        }
+        for (int i = 0; i < ControlListener.MAX_PENDING; i++) {
+            assertTrue(nextRefusal().getMessage().contains("the connection closed while waiting for the connector's challenge"));
+        }
+        ControlHandshake.connect(listener.address(), TOKEN, PATIENT).close();
+        assertNotNull(peers.poll(5, TimeUnit.SECONDS), "a real peer gets through once the silent clients left");
     }
 
     @Test
@@ -224,7 +266,7 @@ class ControlHandshakeTest {
         InetSocketAddress address = (InetSocketAddress) mute.getLocalSocketAddress();
         long start = System.nanoTime();
         ProtocolException e = assertThrows(ProtocolException.class, () -> ControlHandshake.connect(address, TOKEN, DEADLINE));
-        assertEquals("handshake with " + address + ": waited 500 ms for the listener's proof (0 of 4 bytes came)", e.getMessage());
+        assertEquals("handshake with " + address + ": waited 1000 ms for the listener's proof (0 of 4 bytes came)", e.getMessage());
         assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(3));
     }
 
@@ -237,7 +279,7 @@ class ControlHandshakeTest {
         ClusterToken fromFile = ClusterToken.resolve(2, file, Map.of()).orElseThrow();
         ClusterToken fromEnvironment = ClusterToken.resolve(2, null, Map.of(ClusterToken.ENV, SECRET)).orElseThrow();
         ControlListener listener = listen(fromFile);
-        ControlHandshake.connect(listener.address(), fromEnvironment, DEADLINE).close();
+        ControlHandshake.connect(listener.address(), fromEnvironment, PATIENT).close();
         assertNotNull(peers.poll(5, TimeUnit.SECONDS));
     }
 
@@ -247,6 +289,16 @@ class ControlHandshakeTest {
         s.getOutputStream().write(bytes);
         s.getOutputStream().flush();
         return s;
+    }
+
+    /** The listener closed {@code s} without a byte of reply: end of stream, or a reset where it left input unread. */
+    private static void assertClosedByTheListener(Socket s) throws IOException {
+        s.setSoTimeout(5000);
+        try {
+            assertEquals(-1, s.getInputStream().read(), local(s) + " got a reply");
+        } catch (SocketException e) {
+            assertEquals("Connection reset", e.getMessage());
+        }
     }
 
     private static String local(Socket s) {
