@@ -7,6 +7,7 @@ import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.SecureRandom;
@@ -66,14 +67,15 @@ public final class ControlHandshake {
     /**
      * Connects to the listener at {@code address} and runs the connector's side, all within {@code timeout}.
      *
-     * @return the authenticated socket, which the caller owns (its read timeout is back to none)
+     * @return the authenticated socket, which the caller owns: its read timeout is back to none, and its {@link
+     *         Socket#getChannel() channel} is what a {@link ControlChannel} takes
      * @throws WrongTokenException if the listener holds another token
      * @throws ProtocolException   if the listener does not speak this handshake or misses the deadline
      * @throws IOException         if the connection fails
      */
     public static Socket connect(InetSocketAddress address, ClusterToken token, Duration timeout) throws IOException {
         long deadline = System.nanoTime() + timeout.toNanos();
-        Socket socket = new Socket();
+        Socket socket = SocketChannel.open().socket();
         try {
             try {
                 socket.connect(address, millisLeft(deadline));

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.nio.channels.ServerSocketChannel;
 import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -13,10 +14,11 @@ import java.util.function.Consumer;
 /**
  * The port on which a node accepts control connections from the other nodes of its run. Every connection runs the
  * listener's side of {@link ControlHandshake} on a virtual thread of its own, so a slow or silent client delays nobody
- * else; an authenticated socket goes to {@code onPeer}, which owns it from then on. A connection that fails the
- * handshake (garbage, half a frame, silence past the deadline, a wrong token) is closed before any of its bytes is
- * taken for a control frame, logged as a WARNING naming its address, and reported to {@code onRefused}; the listener
- * goes on serving. At most {@value #MAX_PENDING} handshakes run at once; a connection beyond them is closed at once.
+ * else; an authenticated socket goes to {@code onPeer}, which owns it from then on (its {@link Socket#getChannel()
+ * channel} is what a {@link ControlChannel} takes). A connection that fails the handshake (garbage, half a frame,
+ * silence past the deadline, a wrong token) is closed before any of its bytes is taken for a control frame, logged as a
+ * WARNING naming its address, and reported to {@code onRefused}; the listener goes on serving. At most {@value
+ * #MAX_PENDING} handshakes run at once; a connection beyond them is closed at once.
  *
  * <p>The socket binds to the address given and nothing wider: a loopback address stays reachable from this host only.
  *
@@ -59,7 +61,7 @@ public final class ControlListener implements AutoCloseable {
      */
     public static ControlListener open(InetSocketAddress address, ClusterToken token, Duration handshakeTimeout,
         Consumer<Socket> onPeer, Consumer<ProtocolException> onRefused) throws IOException {
-        ServerSocket server = new ServerSocket();
+        ServerSocket server = ServerSocketChannel.open().socket(); // so that every accepted socket has its channel
         try {
             server.bind(address);
         } catch (IOException e) {

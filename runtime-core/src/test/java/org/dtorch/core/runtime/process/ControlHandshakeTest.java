@@ -113,7 +113,7 @@ class ControlHandshakeTest {
     }
 
     @Test
-    void shouldAuthenticateBothEndsAndHandOverAWorkingSocket() throws Exception {
+    void shouldAuthenticateBothEndsAndHandOverASocketThatCarriesControlFrames() throws Exception {
         ControlListener listener = listen(TOKEN);
         assertTrue(listener.address().getAddress().isLoopbackAddress());
         try (Socket client = ControlHandshake.connect(listener.address(), TOKEN, PATIENT)) {
@@ -122,10 +122,14 @@ class ControlHandshakeTest {
             assertEquals(client.getLocalSocketAddress(), server.getRemoteSocketAddress());
             assertEquals(0, client.getSoTimeout());
             assertEquals(0, server.getSoTimeout());
-            client.getOutputStream().write(7);
-            assertEquals(7, server.getInputStream().read());
-            server.getOutputStream().write(9);
-            assertEquals(9, client.getInputStream().read());
+            ControlChannel toListener = new ControlChannel(client.getChannel(), "listener");
+            ControlChannel toConnector = new ControlChannel(server.getChannel(), "connector");
+            toListener.send(ControlChannel.HELLO, new byte[] {7});
+            ControlChannel.Frame hello = toConnector.receive();
+            assertEquals(ControlChannel.HELLO, hello.type());
+            assertEquals(7, hello.reader().getByte("payload"));
+            toConnector.send(ControlChannel.SHUTDOWN, new byte[0]);
+            assertEquals(ControlChannel.SHUTDOWN, toListener.receive().type());
         }
         assertNull(refusals.poll());
     }
