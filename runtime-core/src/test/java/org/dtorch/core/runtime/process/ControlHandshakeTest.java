@@ -177,6 +177,22 @@ class ControlHandshakeTest {
     }
 
     @Test
+    void shouldRefuseTheListenersOwnProofReflectedAsAnAnswer() throws Exception {
+        ControlListener listener = listen(TOKEN);
+        try (Socket reflector = rawClient(listener, challenge())) {
+            reflector.setSoTimeout(5000);
+            InputStream in = reflector.getInputStream();
+            byte[] proof = in.readNBytes(ControlChannel.HEADER + ControlHandshake.NONCE_BYTES + ControlHandshake.MAC_BYTES + 4);
+            int macAt = ControlChannel.HEADER + ControlHandshake.NONCE_BYTES;
+            byte[] listenerMac = Arrays.copyOfRange(proof, macAt, macAt + ControlHandshake.MAC_BYTES);
+            reflector.getOutputStream().write(frame(ControlHandshake.MAGIC, ControlHandshake.ANSWER, listenerMac));
+            assertEquals("node at " + local(reflector) + " presented a wrong token", nextRefusal().getMessage());
+            assertTrue(Arrays.equals(frame(ControlHandshake.MAGIC, ControlHandshake.REFUSED, new byte[0]), in.readAllBytes()));
+        }
+        assertTrue(peers.isEmpty());
+    }
+
+    @Test
     void shouldRefuseGarbageHalfFramesAndSilenceWithinTheDeadlineWhileRealPeersGetThrough() throws Exception {
         ControlListener listener = listen(TOKEN);
         long start = System.nanoTime();
