@@ -80,7 +80,7 @@ public final class ControlHandshake {
             try {
                 socket.connect(address, millisLeft(deadline));
             } catch (IOException e) {
-                throw new IOException("cannot connect to the node at " + address + " within " + timeout.toMillis() + " ms: " + e, e);
+                throw new IOException("cannot connect to the node at " + address + " (deadline " + timeout.toMillis() + " ms): " + e, e);
             }
             Conversation c = new Conversation(socket, deadline, timeout);
             byte[] nonceC = nonce();
