@@ -19,7 +19,8 @@ import org.dtorch.core.communication.Deadline;
 /**
  * The future of a Network promise, in the process that created it (decision 448). A waiter does not poll: it blocks in
  * the store's {@code wait([key], timeout)} on a client of its own, then reads the outcome once with {@code get(key)}
- * and deletes the key and its claim, so a runtime-wide store keeps nothing. One waiter at a time talks to the store
+ * and deletes the key; the claim stays (a few bytes), so a completion that comes after the read is still refused
+ * (decision 449's addendum). One waiter at a time talks to the store
  * (the others wait for it on a lock, each with its own deadline), so the one that deletes the key is never racing
  * another that has yet to start waiting for it.
  *
@@ -162,7 +163,6 @@ final class NetworkFuture implements DirectCompletion {
             }
             held.set(outcome);
             client.deleteKey(key);
-            client.deleteKey(key + "/claim");
             completeView(outcome);
             return outcome;
         } catch (CommException | IllegalStateException e) {

@@ -26,6 +26,10 @@ public final class NetworkPromiseChild {
         try (Tensor v = NetworkPromiseTest.doubles(); Tensor s = NetworkPromiseTest.ints()) {
             value.setValue(v);
             shared.setValue(s);
+            failing.setException(new IllegalArgumentException("bad shard on cpu:3"));
+            done.setValue();
+            // After the parent has most likely read and deleted the value: the claim it leaves still refuses a second one.
+            Thread.sleep(200);
             try {
                 value.setValue(v);
                 throw new AssertionError("a second setValue was taken");
@@ -33,7 +37,5 @@ public final class NetworkPromiseChild {
                 System.out.println("SECOND REFUSED " + expected.getMessage());
             }
         }
-        failing.setException(new IllegalArgumentException("bad shard on cpu:3"));
-        done.setValue();
     }
 }
