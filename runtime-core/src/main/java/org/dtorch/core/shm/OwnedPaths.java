@@ -41,6 +41,7 @@ public final class OwnedPaths {
     private static final int STICKY = 01000;
     private static final int TYPE = 0170000;
     private static final int DIRECTORY = 0040000;
+    private static final int REGULAR_FILE = 0100000;
     private static final int SYMBOLIC_LINK = 0120000;
     private static final FileAttribute<Set<PosixFilePermission>> OWNER_ONLY =
         PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------"));
@@ -132,6 +133,29 @@ public final class OwnedPaths {
             return "has mode " + octal(mode) + ": group or others have access to it (it must be 0700)";
         }
         return null;
+    }
+
+    /**
+     * Checks that {@code file} (a symbolic link to it is followed, as for a mounted secret) is a regular file owned by
+     * this user with no group or other permission bits: a secret nobody else can read or replace.
+     *
+     * @throws UnsafePathException if it is not
+     */
+    public static void checkPrivateFile(Path file, String role, String remedy) {
+        Map<String, Object> attributes = attributesOf(file, null, role);
+        int mode = (Integer) attributes.get("mode");
+        int uid = (Integer) attributes.get("uid");
+        String problem = null;
+        if ((mode & TYPE) != REGULAR_FILE) {
+            problem = "is not a regular file";
+        } else if (uid != UID) {
+            problem = "is owned by uid " + uid + ", not by this user (uid " + UID + ")";
+        } else if ((mode & GROUP_OR_OTHER) != 0) {
+            problem = "has mode " + octal(mode) + ": group or others have access to it (it must be 0600 or 0400)";
+        }
+        if (problem != null) {
+            throw new UnsafePathException(file, "the " + role + " " + file + " " + problem + "; refusing to use it. " + remedy);
+        }
     }
 
     /**

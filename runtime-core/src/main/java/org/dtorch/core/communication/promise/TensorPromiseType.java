@@ -10,6 +10,6 @@ public enum TensorPromiseType {
     MEMORY,
     /** Promise and future in two processes of one host, over shared memory (the per-device-process issue). */
     FILE,
-    /** Promise and future on two hosts (the multi-host issue). */
+    /** Promise and future on two hosts, through a c10d {@code TCPStore} ({@link NetworkPromises}). */
     NETWORK
 }

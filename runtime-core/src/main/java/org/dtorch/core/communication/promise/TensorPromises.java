@@ -14,9 +14,8 @@ public final class TensorPromises {
     }
 
     /**
-     * A new tensor promise of the given backend. A FILE promise creates its shared-memory region now.
-     *
-     * @throws UnsupportedOperationException for NETWORK until its issue lands
+     * A new tensor promise of the given backend. A FILE promise creates its shared-memory region now; a NETWORK one
+     * starts a {@code TCPStore} server of its own ({@link NetworkPromises} for a shared store).
      */
     public static TensorPromise create(TensorPromiseType type) {
         return create(type, null);
@@ -39,7 +38,7 @@ public final class TensorPromises {
         return switch (Objects.requireNonNull(type, "type")) {
             case MEMORY -> new MemoryTensorPromise(getTimeout);
             case FILE -> new FileTensorPromise(FilePromiseRegion.create(FilePromiseLayout.TENSOR), true, getTimeout, expected);
-            case NETWORK -> throw notBuilt(type);
+            case NETWORK -> NetworkPromises.hosted(getTimeout);
         };
     }
 
@@ -47,13 +46,13 @@ public final class TensorPromises {
      * Rebuilds, in this process, a promise serialized in another one; it can be completed, not awaited
      * (the future stays with the creator).
      *
-     * @throws IllegalArgumentException      for MEMORY, which never crosses a process, or a name that is not a File promise's
-     * @throws IllegalStateException         if the promise's shared memory is gone (its future was dropped)
-     * @throws UnsupportedOperationException for NETWORK until its issue lands
+     * @throws IllegalArgumentException for MEMORY, which never crosses a process, or data that is not a promise of {@code type}
+     * @throws IllegalStateException    if a File promise's shared memory is gone (its future was dropped)
      */
     public static TensorPromise fromSerialized(TensorPromiseType type, String data) {
         return switch (checkRebuild(type, data)) {
             case FILE -> new FileTensorPromise(FilePromiseRegion.attach(data, FilePromiseLayout.TENSOR), false, null, null);
+            case NETWORK -> NetworkPromises.tensorFromSerialized(data);
             default -> throw new AssertionError(type);
         };
     }
@@ -68,7 +67,7 @@ public final class TensorPromises {
         return switch (Objects.requireNonNull(type, "type")) {
             case MEMORY -> new MemoryVoidPromise(getTimeout);
             case FILE -> new FileVoidPromise(FilePromiseRegion.create(FilePromiseLayout.VOID), true, getTimeout);
-            case NETWORK -> throw notBuilt(type);
+            case NETWORK -> NetworkPromises.hostedVoid(getTimeout);
         };
     }
 
@@ -76,6 +75,7 @@ public final class TensorPromises {
     public static VoidPromise voidFromSerialized(TensorPromiseType type, String data) {
         return switch (checkRebuild(type, data)) {
             case FILE -> new FileVoidPromise(FilePromiseRegion.attach(data, FilePromiseLayout.VOID), false, null);
+            case NETWORK -> NetworkPromises.voidFromSerialized(data);
             default -> throw new AssertionError(type);
         };
     }
@@ -89,6 +89,9 @@ public final class TensorPromises {
         if (promise instanceof FilePromise file) {
             return file.abandon(cause);
         }
+        if (promise instanceof NetworkPromise network) {
+            return network.abandon(cause);
+        }
         if (promise instanceof MemoryPromise<?> memory) {
             return memory.completion.completeExceptionally(cause);
         }
@@ -100,13 +103,7 @@ public final class TensorPromises {
         return switch (Objects.requireNonNull(type, "type")) {
             case MEMORY -> throw new IllegalArgumentException(
                 "a MEMORY promise cannot be rebuilt from serialized data ('" + data + "'); it never leaves its process");
-            case NETWORK -> throw notBuilt(type);
-            case FILE -> type;
+            case FILE, NETWORK -> type;
         };
-    }
-
-    private static UnsupportedOperationException notBuilt(TensorPromiseType type) {
-        return new UnsupportedOperationException(
-            "NETWORK promises (futures on another host) are not built yet: they come with the multi-host issue; got " + type);
     }
 }

@@ -31,7 +31,8 @@ public final class ControlChannel implements AutoCloseable {
     public static final int MAGIC = 0x44544331;
     /** The largest frame accepted. */
     public static final int MAX_FRAME = 64 << 20;
-    private static final int HEADER = 4 + 4 + 1;
+    /** Length, magic and type: the bytes of a frame before its payload. */
+    static final int HEADER = 4 + 4 + 1;
 
     /** Frame types. */
     public static final byte HELLO = 1;
@@ -94,12 +95,41 @@ public final class ControlChannel implements AutoCloseable {
             bigger.put(out);
             out = bigger;
         }
-        int start = out.position();
-        out.putInt(frame - 4).putInt(MAGIC).put(type).put(payload);
-        sendCrc.reset();
-        sendCrc.update(out.array(), start + 4, frame - 8);
-        out.putInt((int) sendCrc.getValue());
+        putFrame(out, MAGIC, type, payload, sendCrc);
         traced(type, true, ++queued[type], payload.length);
+    }
+
+    /**
+     * Appends one frame in the layout above, magic {@code magic}, to {@code out} (which has room for it);
+     * {@code crc} is the caller's scratch checksum.
+     */
+    static void putFrame(ByteBuffer out, int magic, byte type, byte[] payload, CRC32C crc) {
+        int start = out.position();
+        out.putInt(HEADER + payload.length).putInt(magic).put(type).put(payload);
+        crc.reset();
+        crc.update(out.array(), start + 4, HEADER - 4 + payload.length);
+        out.putInt((int) crc.getValue());
+    }
+
+    /**
+     * Checks the magic and the checksum of a received frame, {@code bytes} being everything after its length field
+     * (at least magic, type and checksum), and returns its type; {@code crc} is the caller's scratch checksum.
+     *
+     * @throws ProtocolException naming {@code peer} if the magic differs or the checksum does not match
+     */
+    static byte checkFrame(byte[] bytes, int magic, CRC32C crc, String peer) {
+        ByteBuffer body = ByteBuffer.wrap(bytes);
+        int got = body.getInt(0);
+        if (got != magic) {
+            throw new ProtocolException("frame from " + peer + " has magic 0x" + Integer.toHexString(got) + ", expected 0x"
+                + Integer.toHexString(magic) + " (another protocol version?)");
+        }
+        crc.reset();
+        crc.update(bytes, 0, bytes.length - 4);
+        if (body.getInt(bytes.length - 4) != (int) crc.getValue()) {
+            throw new ProtocolException("frame from " + peer + " fails its checksum: corrupted");
+        }
+        return bytes[4];
     }
 
     /** Records a traced frame's passing (its type and direction, its number, its payload's bytes); nothing while off. */
@@ -156,19 +186,7 @@ public final class ControlChannel implements AutoCloseable {
         fill(length, false);
         byte[] bytes = new byte[length];
         in.get(bytes);
-        ByteBuffer body = ByteBuffer.wrap(bytes);
-        int magic = body.getInt(0);
-        if (magic != MAGIC) {
-            throw new ProtocolException("frame from " + peer + " has magic 0x" + Integer.toHexString(magic) + ", expected 0x"
-                + Integer.toHexString(MAGIC) + " (another protocol version?)");
-        }
-        receiveCrc.reset();
-        receiveCrc.update(bytes, 0, length - 4);
-        int crc = body.getInt(length - 4);
-        if (crc != (int) receiveCrc.getValue()) {
-            throw new ProtocolException("frame from " + peer + " fails its checksum: corrupted");
-        }
-        byte type = bytes[4];
+        byte type = checkFrame(bytes, MAGIC, receiveCrc, peer);
         if (type < HELLO || type > LAST_TYPE) {
             throw new ProtocolException("frame from " + peer + " has unknown type " + type);
         }

@@ -261,12 +261,12 @@ class PromiseFutureTest {
 
     @Test
     void shouldRejectBackendsClearly() {
-        UnsupportedOperationException net = assertThrows(UnsupportedOperationException.class, () -> TensorPromises.create(TensorPromiseType.NETWORK));
-        assertTrue(net.getMessage().contains("multi-host issue"), net.getMessage());
         assertThrows(UnsupportedOperationException.class, () -> TensorPromises.create(TensorPromiseType.MEMORY).serialize());
         assertThrows(IllegalArgumentException.class, () -> TensorPromises.fromSerialized(TensorPromiseType.MEMORY, "x"));
         assertThrows(IllegalArgumentException.class, () -> TensorPromises.fromSerialized(TensorPromiseType.FILE, "/dtorch-x"));
-        assertThrows(UnsupportedOperationException.class, () -> TensorPromises.fromSerialized(TensorPromiseType.NETWORK, "x"));
+        IllegalArgumentException net = assertThrows(IllegalArgumentException.class, () -> TensorPromises.fromSerialized(TensorPromiseType.NETWORK, "x"));
+        assertTrue(net.getMessage().contains("is not a Network promise"), net.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> TensorPromises.fromSerialized(TensorPromiseType.NETWORK, "tcp://h:x/dtorch/promise/1"));
         assertEquals(TensorPromiseType.MEMORY, TensorPromises.create(TensorPromiseType.MEMORY).type());
     }
 }
