@@ -38,8 +38,12 @@ import org.dtorch.core.communication.group.GlooLog;
  * <p>Thread-safe: any thread may send, receive and wait; {@link #close()} once, after every call returned.
  */
 final class NetworkStoreGloo implements AutoCloseable {
-    /** System property: the host name or address the Network stores' Gloo groups listen on; default: see the class. */
-    static final String HOSTNAME_PROPERTY = "dtorch.network.gloo.hostname";
+    /**
+     * System property: the host name or address the Network stores' Gloo groups listen on; default: see the class. The
+     * collectives' own property (their default, loopback, differs), so that one setting names the host's private
+     * interface for every Gloo group (README, "Security across hosts").
+     */
+    static final String HOSTNAME_PROPERTY = "dtorch.gloo.hostname";
     private static final ConcurrentHashMap<String, org.bytedeco.pytorch.gloo.Device> DEVICES = new ConcurrentHashMap<>();
 
     private final ProcessGroupGloo group;

@@ -304,6 +304,31 @@ class NetworkTensorStoreTest extends TensorStoreContractTest {
     }
 
     @Test
+    void shouldListenOnlyOnTheAdvertisedAddressAndOnAGivenPortAgain() throws Exception {
+        int port;
+        try (RendezvousServer first = RendezvousServer.start("127.0.0.1", 0)) {
+            port = first.address().port();
+            java.util.Optional<java.net.InetAddress> other = java.net.NetworkInterface.networkInterfaces()
+                .flatMap(java.net.NetworkInterface::inetAddresses).filter(a -> !a.isLoopbackAddress() && !a.isLinkLocalAddress()).findFirst();
+            if (other.isEmpty()) {
+                System.out.println("shouldListenOnlyOnTheAdvertisedAddress: no address but loopback here, the refusal is not checked");
+            } else {
+                try (java.net.Socket outside = new java.net.Socket()) {
+                    assertThrows(java.net.ConnectException.class,
+                        () -> outside.connect(new java.net.InetSocketAddress(other.get(), port), 2000));
+                }
+            }
+        }
+        // A run's fixed port (MASTER_PORT) is bound again at once after the last server on it stopped.
+        try (RendezvousServer again = RendezvousServer.start("127.0.0.1", port);
+             TensorStore store = TensorStore.create(TensorStoreCreateInfo.builder().type(TensorStoreType.NETWORK).storeKey(freshKey())
+                 .worldSize(1).rendezvous(again.address()).hostId("node-0").timeout(Duration.ofSeconds(5)).build())) {
+            assertEquals(port, again.address().port());
+            store.barrier();
+        }
+    }
+
+    @Test
     void shouldRefuseANetworkStoreWithoutRendezvous() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
             () -> TensorStoreCreateInfo.builder().type(TensorStoreType.NETWORK).storeKey("k").worldSize(2).build());
