@@ -30,9 +30,11 @@ record BenchOptions(List<String> selected, Path report, Path root, int runs, int
      * {@code gloocopy} compares ways of filling the Gloo all-reduce's result buffer (a probe, decision 203); {@code matmul}
      * takes seconds per 4096 x 4096 product on 2 cores, minutes per run at the default runs and rounds; {@code gathers} and
      * {@code ulysses} measure issue 13's stacked gather and Ulysses' all-to-all against their alternatives; {@code trace}
-     * repeats {@code pipeline}'s small {@code add} with tracing off and on.
+     * repeats {@code pipeline}'s small {@code add} with tracing off and on; {@code network} moves issue 15's 256 MiB through
+     * the Network store against Gloo's own send and receive (about a minute).
      */
-    static final List<String> ON_REQUEST = List.of("gpu", "channelcuda", "speed", "gloocopy", "matmul", "gathers", "ulysses", "trace");
+    static final List<String> ON_REQUEST = List.of("gpu", "channelcuda", "speed", "gloocopy", "matmul", "gathers", "ulysses", "trace",
+        "network");
 
     /** System property: how many runs; default {@value #DEFAULT_RUNS}. */
     static final String RUNS_PROPERTY = "bench.runs";

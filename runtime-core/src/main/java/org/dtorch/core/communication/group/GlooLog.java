@@ -35,8 +35,11 @@ public final class GlooLog {
     private GlooLog() {
     }
 
-    /** A scope in which Gloo's lines are muted (unless the property lets them through); close it once connected. */
-    static Muting muteWhileConnecting() {
+    /**
+     * A scope in which Gloo's lines are muted (unless the property lets them through); close it once connected. Public
+     * for the Network store's group (org.dtorch.core.communication.store), which connects Gloo itself.
+     */
+    public static Muting muteWhileConnecting() {
         boolean mute = !Boolean.getBoolean(VERBOSE_PROPERTY) && CxxStdout.IOS != null;
         if (mute) {
             synchronized (LOCK) {
@@ -49,7 +52,7 @@ public final class GlooLog {
     }
 
     /** One connection's share of the muting; {@link #close()} is idempotent. Not thread-safe: one connecting thread. */
-    static final class Muting implements AutoCloseable {
+    public static final class Muting implements AutoCloseable {
         private boolean active;
 
         private Muting(boolean active) {

@@ -26,11 +26,12 @@ import org.dtorch.core.tensor.TorchTensors;
  * Results smaller than {@link #MIN_BYTES} are never cached (the allocator reuses those without faults).
  *
  * <p>Configuration: {@value #MAX_BYTES_PROPERTY}, bytes per rank's backend, default {@value #DEFAULT_MAX_BYTES};
- * 0 turns caching off.
+ * 0 turns caching off. The Network store keeps its received values in one of its own, with its own bound (public for
+ * it: org.dtorch.core.communication.store).
  *
  * <p>Not thread-safe: one rank's thread uses an instance, as its backend.
  */
-final class ResultBufferCache implements AutoCloseable {
+public final class ResultBufferCache implements AutoCloseable {
     /** System property: the bound on cached bytes of one rank's backend. */
     static final String MAX_BYTES_PROPERTY = "dtorch.comm.resultCacheBytes";
     /** Default bound: room for two 64 MiB results. */
@@ -42,7 +43,8 @@ final class ResultBufferCache implements AutoCloseable {
     private final List<Tensor> buffers = new ArrayList<>();
     private long cachedBytes;
 
-    ResultBufferCache(long maxBytes) {
+    /** A cache of at most {@code maxBytes} bytes; 0 caches nothing. */
+    public ResultBufferCache(long maxBytes) {
         if (maxBytes < 0) {
             throw new IllegalArgumentException(MAX_BYTES_PROPERTY + " must be 0 or more, got " + maxBytes);
         }
@@ -81,14 +83,34 @@ final class ResultBufferCache implements AutoCloseable {
         if (nbytes < MIN_BYTES || nbytes > maxBytes || like.is_cuda()) {
             return like.new_empty(TorchTensors.shape(like));
         }
-        long[] shape = TorchTensors.shape(like);
-        torch.ScalarType dtype = TorchTensors.dtype(like);
+        return cached(TorchTensors.shape(like), TorchTensors.dtype(like), like.numel(), nbytes);
+    }
+
+    /**
+     * An uninitialized contiguous host tensor of {@code shape} and {@code dtype}, which nothing else references. The
+     * caller owns the returned handle.
+     */
+    public Tensor empty(long[] shape, torch.ScalarType dtype) {
+        long numel = 1;
+        for (long s : shape) {
+            numel = Math.multiplyExact(numel, s);
+        }
+        long nbytes = Math.multiplyExact(numel, torch.elementSize(dtype));
+        if (nbytes < MIN_BYTES || nbytes > maxBytes) {
+            try (Tensor flat = allocate(numel, dtype)) {
+                return flat.view(shape);
+            }
+        }
+        return cached(shape, dtype, numel, nbytes);
+    }
+
+    private Tensor cached(long[] shape, torch.ScalarType dtype, long numel, long nbytes) {
         for (Tensor buffer : buffers) {
-            if (TorchTensors.dtype(buffer) == dtype && buffer.numel() == like.numel() && unreferenced(buffer)) {
+            if (TorchTensors.dtype(buffer) == dtype && buffer.numel() == numel && unreferenced(buffer)) {
                 return buffer.view(shape);
             }
         }
-        Tensor fresh = allocate(like.numel(), dtype);
+        Tensor fresh = allocate(numel, dtype);
         makeRoom(nbytes);
         if (cachedBytes + nbytes <= maxBytes) {
             buffers.add(fresh);

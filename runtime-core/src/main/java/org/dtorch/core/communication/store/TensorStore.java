@@ -49,27 +49,32 @@ public abstract class TensorStore implements AutoCloseable {
      * Creates this participant's instance of the store named by {@code info} and waits (barrier) until
      * every participant has created its own.
      *
-     * @throws UnsupportedOperationException for the Network backend, until its issue lands
-     * @throws IllegalArgumentException      if a store of the same key exists with another world size
+     * @throws IllegalArgumentException if a store of the same key exists with another world size
      */
     public static TensorStore create(TensorStoreCreateInfo info) {
         Objects.requireNonNull(info, "info");
         return switch (info.type()) {
             case MEMORY -> new MemoryTensorStore(info);
             case FILE -> new FileTensorStore(info);
-            case NETWORK -> throw new UnsupportedOperationException(
-                "NetworkTensorStore (ranks on several hosts) is not built yet: it comes with the multi-host issue; store '"
-                    + info.storeKey() + "'");
+            case NETWORK -> new NetworkTensorStore(info);
         };
     }
 
     /**
      * Creates this participant's instance with the backend its participants need, whatever
-     * {@code info.type()} says: MEMORY when they are all threads of this process, FILE when they are in
-     * several processes of this host ({@link IsSameProcessChecker}, as the seed's same-device backend does).
+     * {@code info.type()} says: MEMORY when they are all threads of this process, FILE when they are processes of
+     * one host, NETWORK when they are on several hosts.
+     *
+     * <p>With a {@linkplain TensorStoreCreateInfo#rendezvous() rendezvous}, the participants compare their
+     * {@linkplain TensorStoreCreateInfo#hostId() host identities} and processes there ({@link ParticipantPlaces};
+     * docs/communication-core.md, "Which backend"). Without one they can only be on one host, and they compare process
+     * ids through shared memory ({@link IsSameProcessChecker}, as the seed's same-device backend does).
      */
     public static TensorStore createForParticipants(TensorStoreCreateInfo info) {
         Objects.requireNonNull(info, "info");
+        if (info.rendezvous() != null) {
+            return create(info.toBuilder().type(ParticipantPlaces.backendFor(info)).build());
+        }
         boolean sameProcess = IsSameProcessChecker.allInThisProcess(info);
         return create(info.toBuilder().type(sameProcess ? TensorStoreType.MEMORY : TensorStoreType.FILE).build());
     }

@@ -9,7 +9,7 @@ import org.dtorch.core.communication.GlobalCommInstanceId;
  * What {@link TensorStore#create(TensorStoreCreateInfo)} needs: the backend, the store key that all
  * participants share, the number of participants, this participant's rank, and the deadline of every
  * blocking call on the store; for stores that span processes, the runtime instance that names their shared
- * memory.
+ * memory; for stores that span hosts, the rendezvous they meet at and this participant's host identity.
  *
  * <p>Thread-safe: immutable.
  */
@@ -20,6 +20,8 @@ public final class TensorStoreCreateInfo {
     private final int rank;
     private final Duration timeout;
     private final String instanceId;
+    private final RendezvousAddress rendezvous;
+    private final String hostId;
 
     private TensorStoreCreateInfo(Builder b) {
         this.type = Objects.requireNonNull(b.type, "type");
@@ -40,6 +42,17 @@ public final class TensorStoreCreateInfo {
             throw new IllegalArgumentException("instanceId of store '" + b.storeKey + "' must be non-blank when given");
         }
         this.instanceId = GlobalCommInstanceId.sanitize(b.instanceId == null ? GlobalCommInstanceId.processPrefix() : b.instanceId);
+        this.rendezvous = b.rendezvous;
+        if (type == TensorStoreType.NETWORK && rendezvous == null) {
+            throw new IllegalArgumentException("store '" + b.storeKey + "' (rank " + b.rank + "): a Network store needs the rendezvous "
+                + "address its participants meet at (Builder.rendezvous)");
+        }
+        String host = b.hostId == null ? HostIdentity.local() : b.hostId;
+        if (host.isBlank() || host.indexOf('\t') >= 0 || host.indexOf('\n') >= 0) {
+            throw new IllegalArgumentException("hostId of store '" + b.storeKey + "' must be non-blank, without tabs or newlines, got '"
+                + host + "'");
+        }
+        this.hostId = host;
     }
 
     /** A builder with type {@link TensorStoreType#MEMORY}, rank 0 and the global timeout. */
@@ -81,15 +94,32 @@ public final class TensorStoreCreateInfo {
         return instanceId;
     }
 
+    /**
+     * Where the participants of a store that may span hosts meet: the c10d {@code TCPStore} server of the Network
+     * backend, and of {@link TensorStore#createForParticipants}'s check; null when the store stays on one host.
+     */
+    public RendezvousAddress rendezvous() {
+        return rendezvous;
+    }
+
+    /**
+     * This participant's host identity ({@link HostIdentity}): what {@link TensorStore#createForParticipants} compares,
+     * and what the Network backend's errors name.
+     */
+    public String hostId() {
+        return hostId;
+    }
+
     /** A builder of a copy of this info for another rank. */
     public Builder toBuilder() {
-        return builder().type(type).storeKey(storeKey).worldSize(worldSize).rank(rank).timeout(timeout).instanceId(instanceId);
+        return builder().type(type).storeKey(storeKey).worldSize(worldSize).rank(rank).timeout(timeout).instanceId(instanceId)
+            .rendezvous(rendezvous).hostId(hostId);
     }
 
     @Override
     public String toString() {
         return "TensorStoreCreateInfo{" + type + ", '" + storeKey + "', rank " + rank + " of " + worldSize + ", timeout " + timeout
-            + ", instance " + instanceId + "}";
+            + ", instance " + instanceId + ", host '" + hostId + "'" + (rendezvous == null ? "" : ", rendezvous " + rendezvous) + "}";
     }
 
     /**
@@ -104,6 +134,8 @@ public final class TensorStoreCreateInfo {
         private int rank;
         private Duration timeout;
         private String instanceId;
+        private RendezvousAddress rendezvous;
+        private String hostId;
 
         private Builder() {
         }
@@ -144,6 +176,18 @@ public final class TensorStoreCreateInfo {
          */
         public Builder instanceId(String value) {
             this.instanceId = value;
+            return this;
+        }
+
+        /** The rendezvous of a store that may span hosts; required for {@link TensorStoreType#NETWORK}, else optional. */
+        public Builder rendezvous(RendezvousAddress value) {
+            this.rendezvous = value;
+            return this;
+        }
+
+        /** This participant's host identity; default {@link HostIdentity#local()}. */
+        public Builder hostId(String value) {
+            this.hostId = value;
             return this;
         }
 

@@ -10,6 +10,6 @@ public enum TensorStoreType {
     MEMORY,
     /** Ranks are processes of one host: shared memory (the per-device-process issue). */
     FILE,
-    /** Ranks are on several hosts (the multi-host issue). */
+    /** Ranks are on several hosts: a c10d TCPStore for the bookkeeping, Gloo for the bytes (issue 15). */
     NETWORK
 }

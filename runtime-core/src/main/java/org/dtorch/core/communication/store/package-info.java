@@ -9,8 +9,10 @@
  *   2. srcWaitUntilGetFinished(key)             4. destFinishGet(key)  counts one finished reader
  *      blocks until all N did step 4
  * </pre>
- * {@link org.dtorch.core.communication.store.TensorStore#create} picks the backend:
- * {@link org.dtorch.core.communication.store.MemoryTensorStore} for ranks in one process; the File
- * (processes on one host) and Network (hosts) backends arrive with their issues.
+ * {@link org.dtorch.core.communication.store.TensorStore#createForParticipants} picks the backend:
+ * {@link org.dtorch.core.communication.store.MemoryTensorStore} for ranks in one process,
+ * {@link org.dtorch.core.communication.store.FileTensorStore} for processes of one host, and
+ * {@link org.dtorch.core.communication.store.NetworkTensorStore} for ranks on several hosts, which meet at a
+ * {@link org.dtorch.core.communication.store.RendezvousAddress}.
  */
 package org.dtorch.core.communication.store;

@@ -136,10 +136,10 @@ class MemoryTensorStoreTest extends TensorStoreContractTest {
     }
 
     @Test
-    void shouldSayNetworkStoresAreNotBuiltYet() {
-        UnsupportedOperationException net = assertThrows(UnsupportedOperationException.class,
+    void shouldValidateTheCreateInfo() {
+        IllegalArgumentException net = assertThrows(IllegalArgumentException.class,
             () -> TensorStore.create(TensorStoreCreateInfo.builder().type(TensorStoreType.NETWORK).storeKey("n").worldSize(1).build()));
-        assertTrue(net.getMessage().contains("multi-host issue"), net.getMessage());
+        assertTrue(net.getMessage().contains("a Network store needs the rendezvous"), net.getMessage());
         assertThrows(IllegalArgumentException.class, () -> TensorStoreCreateInfo.builder().storeKey("x").worldSize(2).rank(2).build());
         assertThrows(IllegalArgumentException.class, () -> TensorStoreCreateInfo.builder().storeKey(" ").worldSize(1).build());
     }

@@ -43,6 +43,11 @@ abstract class TensorStoreContractTest {
     /** Keys live in {@code store}. */
     abstract int liveKeyCount(TensorStore store);
 
+    /** How the backend's messages name the participant {@code store}: {@code rank 0}, or more (the Network store adds its host). */
+    String who(TensorStore store) {
+        return "rank " + store.rank();
+    }
+
     String freshKey() {
         return "test/store-" + getClass().getSimpleName() + "-" + KEYS.incrementAndGet();
     }
@@ -61,7 +66,8 @@ abstract class TensorStoreContractTest {
     void shouldNameKeyAndStoreWhenDestGetTimesOut() {
         try (TensorStore store = solo(Duration.ofMillis(200))) {
             CommTimeoutException e = assertThrows(CommTimeoutException.class, () -> store.destGet("3", CPU));
-            assertTrue(e.getMessage().startsWith("destGet('3') on store '" + store.storeKey() + "' (rank 0) timed out after 200 ms: no producer set this key"),
+            assertTrue(e.getMessage().startsWith("destGet('3') on store '" + store.storeKey() + "' (" + who(store)
+                + ") timed out after 200 ms: no producer set this key"),
                 e.getMessage());
         }
     }
@@ -97,7 +103,7 @@ abstract class TensorStoreContractTest {
         try (TensorStore second = TensorStore.create(info(key, 2, 1, Duration.ofMillis(300)))) {
             assertTrue(created.await(10, TimeUnit.SECONDS));
             CommTimeoutException e = assertThrows(CommTimeoutException.class, second::barrier);
-            assertTrue(e.getMessage().startsWith("barrier() on store '" + key + "' (rank 1) timed out after 300 ms: 1 of 2 ranks arrived"),
+            assertTrue(e.getMessage().startsWith("barrier() on store '" + key + "' (" + who(second) + ") timed out after 300 ms: 1 of 2 ranks arrived"),
                 e.getMessage());
             // The timed-out arrival was withdrawn: a full barrier still works.
             RankThreads.runAll(2, rank -> (rank == 0 ? first.get() : second).barrier());
