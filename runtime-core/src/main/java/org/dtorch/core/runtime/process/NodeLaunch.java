@@ -133,8 +133,9 @@ final class NodeLaunch implements AutoCloseable {
                 workers.put(id, new WorkerProcess(device, new LocalWorkerLife(WorkerPool.launch(device, args, instanceId, spec.token()),
                     device.toString()), graph, encoder, events));
             }
-            assemble(devices, workers, graph, encoder, events, control, deadline);
+            // A node's agent expects heartbeats from NODE_START on, while the workers may take longer to connect.
             heartbeats.scheduleAtFixedRate(this::heartbeat, 1, 1, TimeUnit.SECONDS);
+            assemble(devices, workers, graph, encoder, events, control, deadline);
             return workers;
         } catch (RuntimeException e) {
             workers.values().forEach(WorkerProcess::destroy);
