@@ -2,6 +2,7 @@ package org.dtorch.python;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
 import java.net.ServerSocket;
@@ -27,16 +28,23 @@ import org.junit.jupiter.api.io.TempDir;
 @Tag("multinode")
 @Timeout(120)
 class AcrossNodesLauncherTest {
-    /** Node 0's script: a 2 x 2 mesh with one node per row, a gather and a sum across the rows. */
+    /**
+     * Node 0's script, given the devices per node: a mesh with one node per row ({@code [[0, 1], [2, 3]]} for 2), a gather
+     * and a sum across the rows.
+     */
     private static final String SCRIPT = String.join("\n",
-        "import dtorch",
+        "import sys, dtorch",
         "from dtorch import Replicate, Shard",
-        "assert dtorch.device_count() == 4, dtorch.device_count()",
-        "mesh = dtorch.DeviceMesh('cpu', [[0, 1], [2, 3]], mesh_dim_names=['node', 'local'])",
+        "per_node = int(sys.argv[1])",
+        "assert dtorch.device_count() == 2 * per_node, dtorch.device_count()",
+        "rows = [list(range(per_node)), list(range(per_node, 2 * per_node))]",
+        "mesh = dtorch.DeviceMesh('cpu', rows, mesh_dim_names=['node', 'local'])",
         "x = dtorch.arange(8, device_mesh=mesh, placements=[Shard(0), Replicate()])",
         "print('gathered', x.redistribute(mesh, [Replicate(), Replicate()]).to_torch().tolist())",
         "print('sum', (x * 3).sum().to_torch().item())",
         "");
+    /** What the script prints, the same for any number of devices per node. */
+    private static final List<String> PRINTED = List.of("gathered [0, 1, 2, 3, 4, 5, 6, 7]", "sum 84");
     /** How long a test waits for a launcher process to exit. */
     private static final long WAIT_SECONDS = 90;
 
@@ -46,13 +54,61 @@ class AcrossNodesLauncherTest {
         String port = String.valueOf(freePort());
         // Node 1 first, configured by torchrun's environment variables; node 0 by flags.
         Process node1 = start(dir, 1, Map.of("NNODES", "2", "NODE_RANK", "1", "MASTER_PORT", port, ClusterToken.ENV,
-            LauncherTest.TOKEN), "run", "--devices", "cpu:2", script.toString());
+            LauncherTest.TOKEN), "run", "--devices", "cpu:2", script.toString(), "2");
         Process node0 = start(dir, 0, Map.of(ClusterToken.ENV, LauncherTest.TOKEN), "run", "--nnodes", "2", "--node-rank", "0",
-            "--master-addr", "127.0.0.1", "--master-port", port, "--devices", "cpu:2", "--timeout-seconds", "60", script.toString());
+            "--master-addr", "127.0.0.1", "--master-port", port, "--devices", "cpu:2", "--timeout-seconds", "60", script.toString(), "2");
         assertEquals(0, exit(node0, dir, 0), output(dir, 0) + "\nnode 1:\n" + output(dir, 1));
-        assertEquals(List.of("gathered [0, 1, 2, 3, 4, 5, 6, 7]", "sum 84"), output(dir, 0).lines()
-            .filter(l -> l.startsWith("gathered") || l.startsWith("sum")).toList(), output(dir, 0));
+        assertEquals(PRINTED, printed(dir), output(dir, 0));
         assertEquals(NodeAgent.EXIT_DONE, exit(node1, dir, 1), output(dir, 1));
+    }
+
+    /**
+     * The two nodes in two network namespaces joined by a veth pair, 10.77.0.1 (node 0) and 10.77.0.2 (node 1), so that
+     * nothing between them can go through loopback: a shell under {@code unshare -rn} (a user namespace, so no
+     * privileges are needed) makes a second namespace, moves one end of the pair into it and runs node 1 there through
+     * {@code nsenter}, node 0 in its own. One device per node keeps it short.
+     */
+    @Test
+    void shouldRunAcrossTwoNetworkNamespacesJoinedByAVethPair(@TempDir Path dir) throws IOException, InterruptedException {
+        Path script = Files.writeString(dir.resolve("across.py"), SCRIPT);
+        String port = String.valueOf(freePort());
+        List<String> common = List.of("run", "--nnodes", "2", "--master-addr", "10.77.0.1", "--master-port", port, "--devices", "cpu:1",
+            "--timeout-seconds", "60");
+        List<String> node1 = command(1, concat(common, "--node-rank", "1", script.toString(), "1"));
+        List<String> node0 = command(0, concat(common, "--node-rank", "0", script.toString(), "1"));
+        Path shell = Files.writeString(dir.resolve("namespaces.sh"), String.join("\n",
+            "set -u",
+            "cd " + quote(dir.toString()),
+            "unshare -n sleep 300 & NS1=$!",
+            "trap 'kill $NS1 2>/dev/null' EXIT",
+            "for i in $(seq 100); do [ \"$(readlink /proc/$NS1/ns/net)\" != \"$(readlink /proc/$$/ns/net)\" ] && break; sleep 0.05; done",
+            "{ ip link set lo up && ip link add dt-veth0 type veth peer name dt-veth1 && ip link set dt-veth1 netns $NS1"
+                + " && ip addr add 10.77.0.1/24 dev dt-veth0 && ip link set dt-veth0 up && nsenter -t $NS1 -n sh -c"
+                + " 'ip link set lo up && ip addr add 10.77.0.2/24 dev dt-veth1 && ip link set dt-veth1 up'; } > setup.log 2>&1"
+                + " || exit 1",
+            "nsenter -t $NS1 -n " + shellWords(node1) + " > node-1.log 2>&1 & N1=$!",
+            shellWords(node0) + " > node-0.log 2>&1; S0=$?",
+            "wait $N1; echo \"$S0 $?\" > status",
+            ""));
+        ProcessBuilder builder = new ProcessBuilder("unshare", "-rn", "bash", shell.toString()).redirectErrorStream(true)
+            .redirectOutput(dir.resolve("unshare.log").toFile());
+        environment(builder, Map.of(ClusterToken.ENV, LauncherTest.TOKEN));
+        Process namespaces;
+        try {
+            namespaces = builder.start();
+        } catch (IOException e) {
+            assumeTrue(false, "no unshare here (" + e.getMessage() + "): the run in two network namespaces is skipped");
+            return;
+        }
+        started.add(namespaces);
+        int status = exit(namespaces, dir, "the namespaces' shell", "unshare.log");
+        // The shell writes the status file once it ran both nodes; without it, the namespaces could not be made.
+        assumeTrue(Files.exists(dir.resolve("status")), "two network namespaces joined by a veth pair cannot be made here "
+            + "(unshare -rn, ip and nsenter; exit status " + status + "): " + read(dir, "unshare.log") + read(dir, "setup.log"));
+        assertEquals(0, status, read(dir, "unshare.log"));
+        assertEquals("0 " + NodeAgent.EXIT_DONE, read(dir, "status").strip(), "exit statuses of node 0 and node 1\nnode 0:\n"
+            + output(dir, 0) + "\nnode 1:\n" + output(dir, 1));
+        assertEquals(PRINTED, printed(dir), output(dir, 0));
     }
 
     @Test
@@ -86,37 +142,79 @@ class AcrossNodesLauncherTest {
         assertTrue(seconds >= 5 && seconds < 30, "failed after " + seconds + " s, the deadline was 5 s");
     }
 
-    /** The launcher processes a test started; whatever is left of them is killed after it. */
+    /** The processes a test started; whatever is left of them and of their children is killed after it. */
     private final List<Process> started = new ArrayList<>();
 
     @AfterEach
     void killWhatIsLeft() {
-        started.forEach(Process::destroyForcibly);
+        for (Process p : started) {
+            p.descendants().forEach(ProcessHandle::destroyForcibly);
+            p.destroyForcibly();
+        }
     }
 
     /** Starts node {@code rank}'s launcher, its output (and its workers') in {@code dir/node-R.log}. */
     private Process start(Path dir, int rank, Map<String, String> env, String... args) throws IOException {
-        List<String> jvm = new ArrayList<>(List.of("-Xmx" + (rank == 0 ? "1g" : "256m")));
-        ProcessBuilder builder = JvmCommand.of(Launcher.class.getName(), List.of(args), Map.of("dtorch.host.id", "node" + rank), jvm)
-            .processBuilder();
-        builder.environment().keySet().removeAll(NodeOptions.ENVIRONMENT.values());
-        builder.environment().remove(ClusterToken.ENV);
-        builder.environment().putAll(env);
+        ProcessBuilder builder = new ProcessBuilder(command(rank, List.of(args)));
+        environment(builder, env);
         builder.redirectErrorStream(true).redirectOutput(dir.resolve("node-" + rank + ".log").toFile());
         Process node = builder.start();
         started.add(node);
         return node;
     }
 
+    /** The launcher's command line for node {@code rank}, with a host identity of its own. */
+    private static List<String> command(int rank, List<String> args) {
+        return JvmCommand.of(Launcher.class.getName(), args, Map.of("dtorch.host.id", "node" + rank),
+            List.of("-Xmx" + (rank == 0 ? "1g" : "256m"))).command();
+    }
+
+    /** Gives {@code builder} this JVM's environment without any node variable or token, then {@code env}. */
+    private static void environment(ProcessBuilder builder, Map<String, String> env) {
+        builder.environment().keySet().removeAll(NodeOptions.ENVIRONMENT.values());
+        builder.environment().remove(ClusterToken.ENV);
+        builder.environment().putAll(env);
+    }
+
+    private static List<String> concat(List<String> first, String... more) {
+        List<String> all = new ArrayList<>(first);
+        all.addAll(List.of(more));
+        return all;
+    }
+
+    /** {@code words} as one line of bash, each word single-quoted. */
+    private static String shellWords(List<String> words) {
+        return String.join(" ", words.stream().map(AcrossNodesLauncherTest::quote).toList());
+    }
+
+    private static String quote(String word) {
+        return "'" + word.replace("'", "'\\''") + "'";
+    }
+
     private static int exit(Process node, Path dir, int rank) throws InterruptedException, IOException {
-        if (!node.waitFor(WAIT_SECONDS, TimeUnit.SECONDS)) {
-            throw new AssertionError("node " + rank + " did not exit within " + WAIT_SECONDS + " s; its output:\n" + output(dir, rank));
+        return exit(node, dir, "node " + rank, "node-" + rank + ".log");
+    }
+
+    private static int exit(Process process, Path dir, String what, String log) throws InterruptedException, IOException {
+        if (!process.waitFor(WAIT_SECONDS, TimeUnit.SECONDS)) {
+            throw new AssertionError(what + " did not exit within " + WAIT_SECONDS + " s; its output:\n" + read(dir, log));
         }
-        return node.exitValue();
+        return process.exitValue();
     }
 
     private static String output(Path dir, int rank) throws IOException {
-        return Files.readString(dir.resolve("node-" + rank + ".log"));
+        return read(dir, "node-" + rank + ".log");
+    }
+
+    /** The lines node 0's script printed. */
+    private static List<String> printed(Path dir) throws IOException {
+        return output(dir, 0).lines().filter(l -> l.startsWith("gathered") || l.startsWith("sum")).toList();
+    }
+
+    /** The file {@code name} of {@code dir}, or "" when there is none. */
+    private static String read(Path dir, String name) throws IOException {
+        Path file = dir.resolve(name);
+        return Files.exists(file) ? Files.readString(file) : "";
     }
 
     private static int freePort() throws IOException {

@@ -1,8 +1,5 @@
 package org.dtorch.core.communication.store;
 
-import java.io.IOException;
-import java.net.DatagramSocket;
-import java.net.InetAddress;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -64,24 +61,7 @@ final class NetworkStoreGloo implements AutoCloseable {
     /** Where this process's Network stores listen for Gloo when they meet at {@code rendezvous}. */
     static String listenAddress(RendezvousAddress rendezvous) {
         String property = System.getProperty(HOSTNAME_PROPERTY);
-        if (property != null && !property.isBlank()) {
-            return property.strip();
-        }
-        try (DatagramSocket probe = new DatagramSocket()) {
-            // A connected UDP socket sends nothing; it only asks the kernel which local address routes there.
-            probe.connect(InetAddress.getByName(rendezvous.host()), rendezvous.port());
-            InetAddress local = probe.getLocalAddress();
-            if (local != null && !local.isAnyLocalAddress()) {
-                return local.getHostAddress();
-            }
-        } catch (IOException | RuntimeException e) {
-            // fall through: the host's own name
-        }
-        try {
-            return InetAddress.getLocalHost().getHostAddress();
-        } catch (IOException e) {
-            return "127.0.0.1";
-        }
+        return property != null && !property.isBlank() ? property.strip() : rendezvous.localAddress();
     }
 
     /**
