@@ -154,41 +154,46 @@ final class NodeOptions {
         }
     }
 
-    /** A node count, 1 to {@link Launcher#MAX_DEVICES}. */
-    static final class NodesConverter implements CommandLine.ITypeConverter<Integer> {
+    /** A whole number from {@code min} to {@code max}; the message says what is expected. */
+    private abstract static class WholeNumberConverter implements CommandLine.ITypeConverter<Integer> {
+        private final long min;
+        private final long max;
+        private final String expected;
+
+        WholeNumberConverter(long min, long max, String expected) {
+            this.min = min;
+            this.max = max;
+            this.expected = expected;
+        }
+
         @Override
         public Integer convert(String value) {
-            long count = Launcher.parseWhole(value);
-            if (count < 1 || count > Launcher.MAX_DEVICES) {
-                throw new CommandLine.TypeConversionException("expected a whole number of nodes from 1 to " + Launcher.MAX_DEVICES + ", got '"
-                    + value + "'");
+            long number = Launcher.parseWhole(value);
+            if (number < min || number > max) {
+                throw new CommandLine.TypeConversionException("expected " + expected + ", got '" + value + "'");
             }
-            return (int) count;
+            return (int) number;
+        }
+    }
+
+    /** A node count, 1 to {@link Launcher#MAX_DEVICES}. */
+    static final class NodesConverter extends WholeNumberConverter {
+        NodesConverter() {
+            super(1, Launcher.MAX_DEVICES, "a whole number of nodes from 1 to " + Launcher.MAX_DEVICES);
         }
     }
 
     /** A node rank, 0 to {@link Launcher#MAX_DEVICES} - 1; whether it is below the node count is checked later. */
-    static final class NodeRankConverter implements CommandLine.ITypeConverter<Integer> {
-        @Override
-        public Integer convert(String value) {
-            long rank = Launcher.parseWhole(value);
-            if (rank < 0 || rank >= Launcher.MAX_DEVICES) {
-                throw new CommandLine.TypeConversionException("expected a node rank, a whole number from 0 to the node count - 1, got '"
-                    + value + "'");
-            }
-            return (int) rank;
+    static final class NodeRankConverter extends WholeNumberConverter {
+        NodeRankConverter() {
+            super(0, Launcher.MAX_DEVICES - 1, "a node rank, a whole number from 0 to the node count - 1");
         }
     }
 
     /** A TCP port, 1 to 65535. */
-    static final class PortConverter implements CommandLine.ITypeConverter<Integer> {
-        @Override
-        public Integer convert(String value) {
-            long port = Launcher.parseWhole(value);
-            if (port < 1 || port > 65535) {
-                throw new CommandLine.TypeConversionException("expected a TCP port from 1 to 65535, got '" + value + "'");
-            }
-            return (int) port;
+    static final class PortConverter extends WholeNumberConverter {
+        PortConverter() {
+            super(1, 65535, "a TCP port from 1 to 65535");
         }
     }
 
