@@ -11,7 +11,9 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 import org.dtorch.core.runtime.process.ClusterToken;
 import org.dtorch.core.runtime.process.JvmCommand;
 import org.dtorch.core.runtime.process.NodeAgent;
@@ -125,13 +127,14 @@ class AcrossNodesLauncherTest {
         assertEquals(2, node0.status(), node0.err());
         assertTrue(line.startsWith("dtorch: node 0 refused a control connection") && line.contains("127.0.0.1")
             && line.contains("different tokens") && line.contains(ClusterToken.ENV), node0.err());
+        assertNoWorkerLeft();
         assertEquals(NodeAgent.EXIT_START_FAILED, exit(node1, dir, 1), output(dir, 1));
         assertTrue(output(dir, 1).lines().anyMatch(l -> l.startsWith("dtorch: node 1 (device 1): cannot join the run at 127.0.0.1:" + port)
             && l.contains("token")), "node 1 says why it could not join:\n" + output(dir, 1));
     }
 
     @Test
-    void shouldNameTheNodeThatNeverArrivedAtTheDeadline(@TempDir Path dir) throws IOException {
+    void shouldNameTheNodeThatNeverArrivedAtTheDeadline(@TempDir Path dir) throws IOException, InterruptedException {
         Path script = Files.writeString(dir.resolve("never.py"), "raise SystemExit(7)\n");
         long start = System.nanoTime();
         LauncherTest.assertRejected(Map.of(ClusterToken.ENV, LauncherTest.TOKEN), LauncherTest.args("run", "--nnodes", "2",
@@ -139,6 +142,7 @@ class AcrossNodesLauncherTest {
             "node rank [1] never arrived", "5 s");
         long seconds = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start);
         assertTrue(seconds >= 5 && seconds < 30, "failed after " + seconds + " s, the deadline was 5 s");
+        assertNoWorkerLeft();
     }
 
     /** The processes a test started; whatever is left of them and of their children is killed after it. */
@@ -150,6 +154,25 @@ class AcrossNodesLauncherTest {
             p.descendants().forEach(ProcessHandle::destroyForcibly);
             p.destroyForcibly();
         }
+    }
+
+    /**
+     * Node 0 ran in this JVM and failed to start: within 10 s, no process this JVM started is left but those the test
+     * started itself (node 0's worker processes were stopped).
+     */
+    private void assertNoWorkerLeft() throws InterruptedException {
+        Set<Long> ours = started.stream().map(Process::pid).collect(Collectors.toSet());
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        List<ProcessHandle> left;
+        do {
+            left = ProcessHandle.current().children().filter(p -> p.isAlive() && !ours.contains(p.pid())).toList();
+            if (left.isEmpty()) {
+                return;
+            }
+            Thread.sleep(50);
+        } while (System.nanoTime() < deadline);
+        throw new AssertionError("still running 10 s after node 0 failed: " + left.stream()
+            .map(p -> p.pid() + " " + p.info().commandLine().orElse("?")).toList());
     }
 
     /** Starts node {@code rank}'s launcher, its output (and its workers') in {@code dir/node-R.log}. */
