@@ -93,6 +93,8 @@ final class NodeLaunch implements AutoCloseable {
             launch.listener = ControlListener.open(new InetSocketAddress(spec.master().host(), 0), spec.token(), HANDSHAKE_TIMEOUT,
                 launch.accepted::add, launch.refused::add);
             ControlListener listener = launch.listener;
+            // From the first node on: an agent that joined counts the controller's silence while the others start.
+            launch.heartbeats.scheduleAtFixedRate(launch::heartbeat, 1, 1, TimeUnit.SECONDS);
             try (RendezvousClient client = RendezvousClient.connect(rendezvous.address(), Deadline.after(options.timeout()), "node 0")) {
                 client.set(CONTROL_KEY, new RendezvousAddress(spec.master().host(), listener.address().getPort()) + "\t" + instanceId + "\t"
                     + HostIdentity.machine());
@@ -134,7 +136,6 @@ final class NodeLaunch implements AutoCloseable {
                     device.toString()), graph, encoder, events));
             }
             assemble(devices, workers, graph, encoder, events, control, deadline);
-            heartbeats.scheduleAtFixedRate(this::heartbeat, 1, 1, TimeUnit.SECONDS);
             return workers;
         } catch (RuntimeException e) {
             workers.values().forEach(WorkerProcess::destroy);
@@ -180,8 +181,8 @@ final class NodeLaunch implements AutoCloseable {
             }
             for (ProtocolException refusal : refused) {
                 if (refusal instanceof WrongTokenException) {
-                    throw new CommException("node 0 refused a control connection: " + refusal.getMessage() + "; every node of the run needs "
-                        + "the same token (" + ClusterToken.ENV + " or --token-file)", refusal);
+                    throw new CommException("a node's control connection failed the token check (" + refusal.getMessage() + "); every node "
+                        + "of the run needs the same token (" + ClusterToken.ENV + " or --token-file)", refusal);
                 }
             }
             if (deadline.expired()) {
