@@ -19,6 +19,7 @@ import org.dtorch.core.distributed.RedistributionPlanner;
 import org.dtorch.core.distributed.Replicate;
 import org.dtorch.core.distributed.Shard;
 import org.dtorch.core.distributed.Sharding;
+import org.dtorch.core.testing.ChildMain;
 import org.dtorch.core.testing.RankThreads;
 import org.dtorch.core.testing.TestTensors;
 
@@ -38,16 +39,7 @@ public final class MultiNodeChild {
     }
 
     public static void main(String[] args) {
-        List<String> failures;
-        try {
-            failures = runNode(RendezvousAddress.parse(args[0]), args[1], Integer.parseInt(args[2]));
-        } catch (Throwable e) {
-            e.printStackTrace(System.out);
-            System.exit(1);
-            return;
-        }
-        System.out.println(failures.isEmpty() ? "OK" : "FAILED " + failures);
-        System.exit(failures.isEmpty() ? 0 : 1);
+        ChildMain.exitWithMismatches(() -> runNode(RendezvousAddress.parse(args[0]), args[1], Integer.parseInt(args[2])));
     }
 
     /** Runs every device of {@code node} on a thread of its own; the mismatches of all of them. */
