@@ -78,8 +78,8 @@ final class C10dBackend implements CollectiveBackend {
     private final GlooCopyOptions copyOptions = GlooCopyOptions.fromSystemProperties();
     private boolean closed;
 
-    private C10dBackend(String backendName, String groupName, int rank, int size, RendezvousAddress rendezvous, Duration timeout, Milliseconds timeoutMillis,
-                        AutoCloseable store, Backend pg) {
+    private C10dBackend(String backendName, String groupName, int rank, int size, RendezvousAddress rendezvous, Duration timeout,
+                        Milliseconds timeoutMillis, AutoCloseable store, Backend pg) {
         this.backendName = backendName;
         this.groupName = groupName;
         this.rank = rank;
@@ -145,9 +145,9 @@ final class C10dBackend implements CollectiveBackend {
                 RendezvousGroupStore shared = RendezvousGroupStore.connect(rendezvous, initPath, timeout, "connect to " + described);
                 store = shared;
                 pg = shared.handOver(prefixed -> connector.connect(prefixed, timeoutMillis));
-                if (backendName.equals("gloo")) {
-                    // Gloo uses its store only while connecting (unless TORCH_GLOO_LAZY_INIT), NCCL at every new
-                    // communicator: a Gloo group's client serves the next group, so a process opens few connections.
+                if (backendName.equals("gloo") && !glooConnectsLazily()) {
+                    // Gloo uses its store only while connecting, NCCL at every new communicator: a Gloo group's client
+                    // serves the next group, so a process opens few connections (each new one risks a DNS stall).
                     shared.close();
                 }
             }
@@ -160,6 +160,12 @@ final class C10dBackend implements CollectiveBackend {
             }
             throw translate(backendName, "connect", described, timeout, e, startNanos);
         }
+    }
+
+    /** True when c10d's {@code TORCH_GLOO_LAZY_INIT} is set: Gloo then connects each pair through its store at first use. */
+    private static boolean glooConnectsLazily() {
+        String lazy = System.getenv("TORCH_GLOO_LAZY_INIT");
+        return lazy != null && !lazy.isBlank() && !lazy.strip().equals("0");
     }
 
     private static void closeQuietly(AutoCloseable store) {

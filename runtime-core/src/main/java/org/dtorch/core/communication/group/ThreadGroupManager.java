@@ -101,8 +101,8 @@ public final class ThreadGroupManager implements AutoCloseable {
      * As {@link #ThreadGroupManager(boolean, String, Duration, Role)}, for ranks on several hosts: every Gloo and NCCL
      * group meets at {@code rendezvous} (the run's c10d {@code TCPStore} server, the same address in every process of
      * the run) under its unique name, and kernels' operation stores are picked by where their participants are
-     * ({@link org.dtorch.core.communication.store.TensorStore#createForParticipants}: Memory, File, or Network between hosts). The same-device backend is
-     * unchanged (its ranks share one device, so one host).
+     * ({@link org.dtorch.core.communication.store.TensorStore#createForParticipants}: Memory, File, or Network between
+     * hosts). The same-device backend is unchanged (its ranks share one device, so one host).
      *
      * @param rendezvous the run's rendezvous, or null for a FileStore under the instance's directory (one host)
      */
@@ -136,7 +136,8 @@ public final class ThreadGroupManager implements AutoCloseable {
                 if (role == Role.ONE_PROCESS) {
                     slots.awaitAllRanks(key, rank);
                 }
-                group = new ThreadGroup(slots.initPath, kind, key.deviceIds(), rank, key.size(), dtensorInSameDevice, timeout, counter, rendezvous);
+                group = new ThreadGroup(slots.initPath, kind, key.deviceIds(), rank, key.size(), dtensorInSameDevice, timeout, counter,
+                    rendezvous);
                 try {
                     group.barrier();
                 } catch (RuntimeException e) {

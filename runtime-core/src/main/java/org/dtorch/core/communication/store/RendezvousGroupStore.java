@@ -17,8 +17,8 @@ import org.bytedeco.pytorch.Store;
  * {@code PrefixStore}, hands it to the group's constructor and gives up Java's own deallocation of it: the group frees
  * it when it is destroyed, and keeps the client alive until then. The client goes back to the pool at {@link #close()},
  * which the holder calls once the group no longer calls its store: after the group was destroyed, or, for a Gloo group,
- * once it connected (Gloo uses its store only to connect, unless {@code TORCH_GLOO_LAZY_INIT} is set). A client in
- * the pool may then serve another group's connect while the first still references it; c10d serializes its calls.
+ * once it connected (Gloo uses its store only to connect, unless {@code TORCH_GLOO_LAZY_INIT} is set). The pool may
+ * then lend the client to another group while the first still references it.
  *
  * <p>Not thread-safe: one thread creates the group, then whoever destroys it closes this.
  */

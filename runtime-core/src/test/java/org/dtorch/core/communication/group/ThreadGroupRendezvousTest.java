@@ -40,7 +40,8 @@ class ThreadGroupRendezvousTest {
              ThreadGroupManager groups = worker(server.address(), SHORT)) {
             assertEquals(server.address(), groups.rendezvous());
             long start = System.nanoTime();
-            CommTimeoutException e = assertThrows(CommTimeoutException.class, () -> groups.getThreadGroup(DeviceKind.CPU, List.of(0L, 1L), 0));
+            CommTimeoutException e = assertThrows(CommTimeoutException.class,
+                () -> groups.getThreadGroup(DeviceKind.CPU, List.of(0L, 1L), 0));
             long millis = (System.nanoTime() - start) / 1_000_000;
             assertTrue(e.getMessage().startsWith("connect to group cpu[0, 1] (rank 0 of 2, gloo over the rendezvous " + server.address()
                 + "): timed out after 1 s waiting for the other ranks"), e.getMessage());
