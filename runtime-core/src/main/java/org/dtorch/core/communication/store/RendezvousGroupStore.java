@@ -47,21 +47,21 @@ public final class RendezvousGroupStore implements AutoCloseable {
      */
     public static RendezvousGroupStore connect(RendezvousAddress address, String prefix, Duration timeout, String who) {
         java.util.Objects.requireNonNull(address, "address");
+        checkPrefix(prefix, who);
         return borrow(NetworkStoreClients.connect(address, timeout, who), prefix, timeout, who);
     }
 
     /** As {@link #connect}, with a client of {@code clients}, the pool of a Network store. */
     static RendezvousGroupStore borrow(NetworkStoreClients clients, String prefix, Duration timeout, String who) {
+        checkPrefix(prefix, who);
+        return new RendezvousGroupStore(clients, clients.borrowFor(who, timeout), prefix);
+    }
+
+    private static void checkPrefix(String prefix, String who) {
         if (prefix == null || prefix.isBlank()) {
             throw new IllegalArgumentException(who + ": the group's store prefix must be non-blank, got "
                 + (prefix == null ? "null" : "'" + prefix + "'"));
         }
-        return new RendezvousGroupStore(clients, clients.borrowFor(who, timeout), prefix);
-    }
-
-    /** The rendezvous this store's client reaches. */
-    public RendezvousAddress address() {
-        return clients.address();
     }
 
     /**
