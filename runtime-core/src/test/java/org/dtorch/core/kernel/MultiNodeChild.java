@@ -24,10 +24,11 @@ import org.dtorch.core.testing.RankThreads;
 import org.dtorch.core.testing.TestTensors;
 
 /**
- * One "node" of {@link MultiNodeGroupsTest}: {@code MultiNodeChild <rendezvous> <instance> <node>}, run in a JVM with a
- * host identity of its own. Its {@value #DEVICES_PER_NODE} CPU devices (ids {@code node * 2 + i}) are threads sharing one
- * {@link ThreadGroupManager} of {@link ThreadGroupManager.Role#WORKER} with the run's rendezvous, as a worker process of
- * a multi-node run has. Prints a {@code JOINED} line per group and rank, then {@code OK} or {@code FAILED <mismatches>}.
+ * A process of one "node" of {@link MultiNodeGroupsTest}: {@code MultiNodeChild <rendezvous> <instance> <node> <devices>}
+ * (device ids separated by commas), run in a JVM with the node's host identity. Of the node's {@value #DEVICES_PER_NODE}
+ * CPU devices (ids {@code node * 2 + i}) it runs those given, each on a thread, sharing one {@link ThreadGroupManager} of
+ * {@link ThreadGroupManager.Role#WORKER} with the run's rendezvous, as a worker process of a multi-node run has. Prints a
+ * {@code JOINED} line per group and rank, then {@code OK} or {@code FAILED <mismatches>}.
  */
 public final class MultiNodeChild {
     static final int NODES = 2;
@@ -39,18 +40,22 @@ public final class MultiNodeChild {
     }
 
     public static void main(String[] args) {
-        ChildMain.exitWithMismatches(() -> runNode(RendezvousAddress.parse(args[0]), args[1], Integer.parseInt(args[2])));
+        List<Long> devices = java.util.Arrays.stream(args[3].split(",")).map(Long::valueOf).toList();
+        ChildMain.exitWithMismatches(() -> runNode(RendezvousAddress.parse(args[0]), args[1], Integer.parseInt(args[2]), devices));
     }
 
-    /** Runs every device of {@code node} on a thread of its own; the mismatches of all of them. */
-    static List<String> runNode(RendezvousAddress rendezvous, String instance, int node) {
+    /**
+     * Runs {@code devices} of {@code node} (all of them, or those this process hosts) on a thread each; the mismatches of
+     * all of them.
+     */
+    static List<String> runNode(RendezvousAddress rendezvous, String instance, int node, List<Long> devices) {
         List<String> joined = Collections.synchronizedList(new ArrayList<>());
         List<List<String>> perDevice;
         try (ThreadGroupManager groups = new ThreadGroupManager(false, instance, TIMEOUT, ThreadGroupManager.Role.WORKER, rendezvous)) {
-            perDevice = RankThreads.run(DEVICES_PER_NODE, Duration.ofSeconds(120), i -> {
-                long device = node * (long) DEVICES_PER_NODE + i;
+            perDevice = RankThreads.run(devices.size(), Duration.ofSeconds(120), i -> {
+                long device = devices.get(i);
                 List<String> failures = new ArrayList<>(NodeGroupsScenario.run(groups, device, NODES, DEVICES_PER_NODE, joined));
-                failures.addAll(stores(groups, device, node));
+                failures.addAll(stores(groups, device, node, devices.size() == DEVICES_PER_NODE));
                 failures.addAll(transferAcrossNodes(groups, device));
                 failures.addAll(transferWithinNode(groups, device, node));
                 return failures;
@@ -60,13 +65,17 @@ public final class MultiNodeChild {
         return perDevice.stream().flatMap(List::stream).toList();
     }
 
-    /** The operation stores' backends: Network among every device, Memory among the devices of one node. */
-    private static List<String> stores(ThreadGroupManager groups, long device, int node) {
+    /**
+     * The operation stores' backends: Network among every device; among the devices of one node, Memory when this
+     * process hosts them all ({@code wholeNode}), else File.
+     */
+    private static List<String> stores(ThreadGroupManager groups, long device, int node, boolean wholeNode) {
         List<String> failures = new ArrayList<>();
         long first = node * (long) DEVICES_PER_NODE;
         KernelContext ctx = MeshRun.context(groups, device, "probe");
         for (List<Long> participants : List.of(List.of(0L, 1L, 2L, 3L), List.of(first, first + 1))) {
-            String expected = participants.size() == NODES * DEVICES_PER_NODE ? "NetworkTensorStore" : "MemoryTensorStore";
+            String expected = participants.size() == NODES * DEVICES_PER_NODE ? "NetworkTensorStore"
+                : wholeNode ? "MemoryTensorStore" : "FileTensorStore";
             try (TensorStore store = ctx.store("probe-" + participants, participants)) {
                 if (!store.getClass().getSimpleName().equals(expected)) {
                     failures.add("device " + device + ": store of " + participants + " is a " + store.getClass().getSimpleName()
@@ -83,7 +92,7 @@ public final class MultiNodeChild {
         return transfer(groups, device, "across", mesh(0, 1), new Shard(0), mesh(2, 3), new Replicate());
     }
 
-    /** Each node's first device to its second, at once on both nodes. */
+    /** Each node's first device to its second, at once on both nodes (through a Memory or a File store). */
     private static List<String> transferWithinNode(ThreadGroupManager groups, long device, int node) {
         long first = node * (long) DEVICES_PER_NODE;
         return transfer(groups, device, "within-node" + node, mesh(first), new Replicate(), mesh(first + 1), new Replicate());
