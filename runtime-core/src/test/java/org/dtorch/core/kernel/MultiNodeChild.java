@@ -2,6 +2,7 @@ package org.dtorch.core.kernel;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import org.bytedeco.pytorch.Tensor;
@@ -40,7 +41,7 @@ public final class MultiNodeChild {
     }
 
     public static void main(String[] args) {
-        List<Long> devices = java.util.Arrays.stream(args[3].split(",")).map(Long::valueOf).toList();
+        List<Long> devices = Arrays.stream(args[3].split(",")).map(Long::valueOf).toList();
         ChildMain.exitWithMismatches(() -> runNode(RendezvousAddress.parse(args[0]), args[1], Integer.parseInt(args[2]), devices));
     }
 
