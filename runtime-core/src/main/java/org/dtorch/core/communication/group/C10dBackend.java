@@ -55,7 +55,7 @@ import org.dtorch.core.tensor.TorchTensors;
  */
 final class C10dBackend implements CollectiveBackend {
     /** System property: host name or address Gloo binds to; default the loopback address. */
-    static final String HOSTNAME_PROPERTY = "dtorch.gloo.hostname";
+    static final String HOSTNAME_PROPERTY = ThreadGroupManager.GLOO_HOSTNAME_PROPERTY;
     private static final String DEFAULT_HOSTNAME = "127.0.0.1";
     /** The c10d tag of every send and receive: the ranks' calls are matched in the order they are made. */
     private static final int P2P_TAG = 0;

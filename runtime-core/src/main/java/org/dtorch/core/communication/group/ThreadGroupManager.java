@@ -57,6 +57,11 @@ public final class ThreadGroupManager implements AutoCloseable {
     private final Map<ThreadGroupKey, Slots> groups = new ConcurrentHashMap<>();
     private final List<ThreadGroupKey> destroyed = new CopyOnWriteArrayList<>();
     private final CollectiveCounter counter = new CollectiveCounter();
+    /**
+     * System property: the address Gloo listens on (default 127.0.0.1). Across nodes it must be this node's address on
+     * the run's network: a run across nodes sets it for its workers to the address they reach the controller from.
+     */
+    public static final String GLOO_HOSTNAME_PROPERTY = "dtorch.gloo.hostname";
     private final Role role;
     /** Where Gloo and NCCL ranks meet when they span hosts; null: a FileStore under the instance's directory. */
     private final RendezvousAddress rendezvous;

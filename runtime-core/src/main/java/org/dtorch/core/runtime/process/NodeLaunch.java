@@ -18,6 +18,7 @@ import java.util.concurrent.TimeUnit;
 import org.dtorch.core.communication.CommException;
 import org.dtorch.core.communication.CommTimeoutException;
 import org.dtorch.core.communication.Deadline;
+import org.dtorch.core.communication.group.ThreadGroupManager;
 import org.dtorch.core.communication.store.HostIdentity;
 import org.dtorch.core.communication.store.RendezvousAddress;
 import org.dtorch.core.communication.store.RendezvousClient;
@@ -132,8 +133,8 @@ final class NodeLaunch implements AutoCloseable {
                 Device device = devices.get(Math.toIntExact(id));
                 List<String> args = new ArrayList<>(List.of("--connect", control, "--failures", failureBoard));
                 args.addAll(WorkerPool.arguments(options, device, instanceId));
-                workers.put(id, new WorkerProcess(device, new LocalWorkerLife(WorkerPool.launch(device, args, instanceId, spec.token()),
-                    device.toString()), graph, encoder, events));
+                Process process = WorkerPool.launch(device, args, workerProperties(instanceId, spec.master().host()), spec.token());
+                workers.put(id, new WorkerProcess(device, new LocalWorkerLife(process, device.toString()), graph, encoder, events));
             }
             assemble(devices, workers, graph, encoder, events, control, deadline);
             return workers;
@@ -142,6 +143,19 @@ final class NodeLaunch implements AutoCloseable {
             links.values().forEach(NodeLink::killWorkers);
             throw e instanceof CommException c ? c : new CommException("cannot start the run of " + spec.nodes() + " nodes: " + e, e);
         }
+    }
+
+    /**
+     * The system properties of a worker of a run across nodes: the run's instance, and, unless this JVM sets it, Gloo's
+     * listening address: {@code nodeAddress}, the address by which the other nodes reach this one.
+     */
+    static Map<String, String> workerProperties(String instanceId, String nodeAddress) {
+        Map<String, String> properties = new LinkedHashMap<>();
+        properties.put(org.dtorch.core.communication.GlobalCommInstanceId.PROPERTY, instanceId);
+        if (System.getProperty(ThreadGroupManager.GLOO_HOSTNAME_PROPERTY) == null) {
+            properties.put(ThreadGroupManager.GLOO_HOSTNAME_PROPERTY, nodeAddress);
+        }
+        return properties;
     }
 
     /** Takes connections until every node and every worker connected, or the deadline. */
