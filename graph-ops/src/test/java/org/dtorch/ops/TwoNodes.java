@@ -66,8 +66,8 @@ final class TwoNodes {
         return DTorchOptions.builder().nodes(spec).timeout(timeout);
     }
 
-    /** A started run: its runtime and the agents of nodes 1 and up. */
-    record Run(DTorch dt, List<Process> agents) implements AutoCloseable {
+    /** A started run: its runtime, the agents of nodes 1 and up, and its master port. */
+    record Run(DTorch dt, List<Process> agents, int port) implements AutoCloseable {
 
         /** Closes the runtime and checks that every agent exits 0 within 20 s. */
         @Override
@@ -98,7 +98,7 @@ final class TwoNodes {
             agents.add(startAgent(nodes, r, port, perNode, timeout, TOKEN));
         }
         try {
-            return new Run(DTorch.init(options(nodes, port, perNode, timeout).build()), agents);
+            return new Run(DTorch.init(options(nodes, port, perNode, timeout).shutdownTimeout(Duration.ofSeconds(5)).build()), agents, port);
         } catch (RuntimeException e) {
             agents.forEach(Process::destroyForcibly);
             throw e;

@@ -335,7 +335,7 @@ public final class Launcher {
             } catch (IllegalArgumentException | UnsafePathException | UncheckedIOException e) {
                 return reject(oneLine(e.getMessage()));
             }
-            try (LogSettings ignored = LogSettings.apply(logLevel); NodeOptions.GlooHostname alsoIgnored = NodeOptions.GlooHostname.apply(node)) {
+            try (LogSettings ignored = LogSettings.apply(logLevel)) {
                 return node != null && node.nodeRank() > 0 ? serveNode(node, perNode.kind()) : runScript(node);
             }
         }

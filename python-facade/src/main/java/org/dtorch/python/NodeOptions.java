@@ -120,40 +120,6 @@ final class NodeOptions {
         };
     }
 
-    /**
-     * While open, {@value #GLOO_HOSTNAME_PROPERTY} names this node's address toward node 0 (the local address of the route
-     * to the master address), unless it was set: the collectives' Gloo listens on loopback otherwise, which other nodes
-     * cannot reach. The worker processes started for this node inherit it. Closing removes what opening set (tests run
-     * the launcher several times in one JVM).
-     *
-     * <p>Not thread-safe: one run at a time.
-     */
-    static final class GlooHostname implements AutoCloseable {
-        /** The collectives' and the Network stores' Gloo address (README, "Configuration"). */
-        static final String GLOO_HOSTNAME_PROPERTY = "dtorch.gloo.hostname";
-        private final boolean set;
-
-        private GlooHostname(boolean set) {
-            this.set = set;
-        }
-
-        /** Sets the property for a run across nodes ({@code spec} not null) where it is not set. */
-        static GlooHostname apply(NodeSpec spec) {
-            if (spec == null || System.getProperty(GLOO_HOSTNAME_PROPERTY) != null) {
-                return new GlooHostname(false);
-            }
-            System.setProperty(GLOO_HOSTNAME_PROPERTY, spec.master().localAddress());
-            return new GlooHostname(true);
-        }
-
-        @Override
-        public void close() {
-            if (set) {
-                System.clearProperty(GLOO_HOSTNAME_PROPERTY);
-            }
-        }
-    }
-
     /** A whole number from {@code min} to {@code max}; the message says what is expected. */
     private abstract static class WholeNumberConverter implements CommandLine.ITypeConverter<Integer> {
         private final long min;

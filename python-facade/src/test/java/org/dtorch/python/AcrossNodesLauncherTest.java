@@ -125,7 +125,7 @@ class AcrossNodesLauncherTest {
         // The launcher's one line comes last; the handshake's warning naming the peer may precede it in the log.
         String line = node0.errLines().getLast();
         assertEquals(2, node0.status(), node0.err());
-        assertTrue(line.startsWith("dtorch: node 0 refused a control connection") && line.contains("127.0.0.1")
+        assertTrue(line.startsWith("dtorch: ") && line.contains("refused our token") && line.contains("127.0.0.1")
             && line.contains("different tokens") && line.contains(ClusterToken.ENV), node0.err());
         assertNoWorkerLeft();
         assertEquals(NodeAgent.EXIT_START_FAILED, exit(node1, dir, 1), output(dir, 1));

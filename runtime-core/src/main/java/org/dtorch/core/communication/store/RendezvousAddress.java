@@ -1,9 +1,5 @@
 package org.dtorch.core.communication.store;
 
-import java.io.IOException;
-import java.net.DatagramSocket;
-import java.net.InetAddress;
-
 /**
  * Where a c10d {@code TCPStore} server listens: the rendezvous of {@link NetworkTensorStore}s and of the
  * participant check of {@link TensorStore#createForParticipants} (docs/communication-core.md, "NetworkTensorStore").
@@ -46,28 +42,6 @@ public record RendezvousAddress(String host, int port) {
             return new RendezvousAddress(host, Integer.parseInt(text.substring(colon + 1)));
         } catch (RuntimeException e) {
             throw new IllegalArgumentException("rendezvous address must be host:port, got '" + text + "'", e);
-        }
-    }
-
-    /**
-     * The address of this host's interface that routes to the server (a connected UDP socket, which sends nothing: the
-     * kernel only picks the route), so loopback stays loopback; this host's own address where that cannot be told, and
-     * {@code 127.0.0.1} where neither can.
-     */
-    public String localAddress() {
-        try (DatagramSocket probe = new DatagramSocket()) {
-            probe.connect(InetAddress.getByName(host), port);
-            InetAddress local = probe.getLocalAddress();
-            if (local != null && !local.isAnyLocalAddress()) {
-                return local.getHostAddress();
-            }
-        } catch (IOException | RuntimeException e) {
-            // fall through: the host's own address
-        }
-        try {
-            return InetAddress.getLocalHost().getHostAddress();
-        } catch (IOException e) {
-            return "127.0.0.1";
         }
     }
 

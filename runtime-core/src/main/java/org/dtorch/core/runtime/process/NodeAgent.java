@@ -52,6 +52,8 @@ public final class NodeAgent {
     private ControlChannel channel;
     private String instanceId;
     private SharedFailureBoard board;
+    /** The address by which the controller (and so the other nodes) reach this node. */
+    private String address;
     private volatile long lastHeardNanos = System.nanoTime();
     private volatile boolean ended;
     /** This node is on node 0's machine (a test): node 0 removes the run's shared memory, which this node shares. */
@@ -142,6 +144,7 @@ public final class NodeAgent {
         Duration handshake = timeout.compareTo(NodeLaunch.HANDSHAKE_TIMEOUT) < 0 ? timeout : NodeLaunch.HANDSHAKE_TIMEOUT;
         Socket socket = ControlHandshake.connect(new InetSocketAddress(control.host(), control.port()), spec.token(), handshake);
         channel = new ControlChannel(socket.getChannel(), "the controller at " + control);
+        address = socket.getLocalAddress().getHostAddress(); // this node's address on the run's network
         channel.send(ControlChannel.NODE_HELLO, new WireWriter().putInt(NodeLaunch.PROTOCOL_VERSION).putInt(spec.nodeRank())
             .putInt(spec.nodes()).putInt(spec.devicesPerNode()).putString(kind.shortName()).putLong(ProcessHandle.current().pid())
             .putString(hostName()).toByteArray());
@@ -167,7 +170,8 @@ public final class NodeAgent {
                 args.add(in.getString("argument"));
             }
             Device device = new Device(kind, Math.toIntExact(id));
-            LocalWorkerLife life = new LocalWorkerLife(WorkerPool.launch(device, args, instanceId, spec.token()), device.toString());
+            Process process = WorkerPool.launch(device, args, NodeLaunch.workerProperties(instanceId, address), spec.token());
+            LocalWorkerLife life = new LocalWorkerLife(process, device.toString());
             workers.put(id, life);
             started.putLong(id).putLong(life.pid());
             life.onExit().thenAccept(status -> reportExit(id, status, life.outputTail()));

@@ -18,6 +18,7 @@ import java.util.concurrent.TimeUnit;
 import org.dtorch.core.communication.CommException;
 import org.dtorch.core.communication.CommTimeoutException;
 import org.dtorch.core.communication.Deadline;
+import org.dtorch.core.communication.group.ThreadGroupManager;
 import org.dtorch.core.communication.store.HostIdentity;
 import org.dtorch.core.communication.store.RendezvousAddress;
 import org.dtorch.core.communication.store.RendezvousClient;
@@ -93,6 +94,8 @@ final class NodeLaunch implements AutoCloseable {
             launch.listener = ControlListener.open(new InetSocketAddress(spec.master().host(), 0), spec.token(), HANDSHAKE_TIMEOUT,
                 launch.accepted::add, launch.refused::add);
             ControlListener listener = launch.listener;
+            // From the first node on: an agent that joined counts the controller's silence while the others start.
+            launch.heartbeats.scheduleAtFixedRate(launch::heartbeat, 1, 1, TimeUnit.SECONDS);
             try (RendezvousClient client = RendezvousClient.connect(rendezvous.address(), Deadline.after(options.timeout()), "node 0")) {
                 client.set(CONTROL_KEY, new RendezvousAddress(spec.master().host(), listener.address().getPort()) + "\t" + instanceId + "\t"
                     + HostIdentity.machine());
@@ -130,11 +133,9 @@ final class NodeLaunch implements AutoCloseable {
                 Device device = devices.get(Math.toIntExact(id));
                 List<String> args = new ArrayList<>(List.of("--connect", control, "--failures", failureBoard));
                 args.addAll(WorkerPool.arguments(options, device, instanceId));
-                workers.put(id, new WorkerProcess(device, new LocalWorkerLife(WorkerPool.launch(device, args, instanceId, spec.token()),
-                    device.toString()), graph, encoder, events));
+                Process process = WorkerPool.launch(device, args, workerProperties(instanceId, spec.master().host()), spec.token());
+                workers.put(id, new WorkerProcess(device, new LocalWorkerLife(process, device.toString()), graph, encoder, events));
             }
-            // A node's agent expects heartbeats from NODE_START on, while the workers may take longer to connect.
-            heartbeats.scheduleAtFixedRate(this::heartbeat, 1, 1, TimeUnit.SECONDS);
             assemble(devices, workers, graph, encoder, events, control, deadline);
             return workers;
         } catch (RuntimeException e) {
@@ -142,6 +143,19 @@ final class NodeLaunch implements AutoCloseable {
             links.values().forEach(NodeLink::killWorkers);
             throw e instanceof CommException c ? c : new CommException("cannot start the run of " + spec.nodes() + " nodes: " + e, e);
         }
+    }
+
+    /**
+     * The system properties of a worker of a run across nodes: the run's instance, and, unless this JVM sets it, Gloo's
+     * listening address: {@code nodeAddress}, the address by which the other nodes reach this one.
+     */
+    static Map<String, String> workerProperties(String instanceId, String nodeAddress) {
+        Map<String, String> properties = new LinkedHashMap<>();
+        properties.put(org.dtorch.core.communication.GlobalCommInstanceId.PROPERTY, instanceId);
+        if (System.getProperty(ThreadGroupManager.GLOO_HOSTNAME_PROPERTY) == null) {
+            properties.put(ThreadGroupManager.GLOO_HOSTNAME_PROPERTY, nodeAddress);
+        }
+        return properties;
     }
 
     /** Takes connections until every node and every worker connected, or the deadline. */
@@ -181,8 +195,8 @@ final class NodeLaunch implements AutoCloseable {
             }
             for (ProtocolException refusal : refused) {
                 if (refusal instanceof WrongTokenException) {
-                    throw new CommException("node 0 refused a control connection: " + refusal.getMessage() + "; every node of the run needs "
-                        + "the same token (" + ClusterToken.ENV + " or --token-file)", refusal);
+                    throw new CommException("a node's control connection failed the token check (" + refusal.getMessage() + "); every node "
+                        + "of the run needs the same token (" + ClusterToken.ENV + " or --token-file)", refusal);
                 }
             }
             if (deadline.expired()) {

@@ -48,7 +48,8 @@ import org.dtorch.core.trace.Tracer;
  * and exits with status {@value #EXIT_PROTOCOL}. When the controller goes away (its socket closes), the
  * worker cancels what is queued and exits.
  *
- * <p>Arguments: {@code --socket PATH} or {@code --connect HOST:PORT} (the token in {@value ClusterToken#ENV}),
+ * <p>Arguments: {@code --socket PATH} or {@code --connect HOST:PORT} (the token in {@value ClusterToken#ENV}, and
+ * {@code --rendezvous HOST:PORT}, the run's, where groups across nodes meet),
  * {@code --device N --devices N --instance ID --failures NAME --timeout-ms MS
  * --same-device BOOL}, and optionally {@code --device-kind cpu|cuda} (default {@code cpu}),
  * {@code --physical-device N} (default: the {@code --device} index), the device the kernels run on
@@ -150,8 +151,9 @@ public final class WorkerMain {
             watchParent(device);
             channel.send(ControlChannel.HELLO, new WireWriter().putInt(WorkerPool.PROTOCOL_VERSION).putLong(device.index())
                 .putLong(ProcessHandle.current().pid()).toByteArray());
+            String rendezvous = options.get("rendezvous");
             ThreadGroupManager groups = new ThreadGroupManager(Boolean.parseBoolean(options.get("same-device")), options.get("instance"),
-                timeout, ThreadGroupManager.Role.WORKER);
+                timeout, ThreadGroupManager.Role.WORKER, rendezvous == null ? null : RendezvousAddress.parse(rendezvous));
             worker = new WorkerMain(devices, channel, SharedFailureBoard.open(options.get("failures")), groups, timeout, memoryWatch(options));
         } catch (Throwable e) {
             System.err.println("worker could not start: " + e);

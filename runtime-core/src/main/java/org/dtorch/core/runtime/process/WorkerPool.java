@@ -107,16 +107,21 @@ final class WorkerPool {
 
     /**
      * The arguments every worker of {@code device} gets, wherever it runs: all but its control connection and its
-     * failure board, which are its host's.
+     * failure board, which are its host's; across nodes, the run's rendezvous.
      */
     static List<String> arguments(RuntimeOptions options, Device device, String instanceId) {
         Device physical = options.physicalDevice(device);
-        return List.of("--device", String.valueOf(device.index()), "--device-kind",
+        List<String> args = List.of("--device", String.valueOf(device.index()), "--device-kind",
             device.kind().shortName(), "--physical-device", String.valueOf(physical.index()), "--devices",
             String.valueOf(options.deviceCount()), "--instance", instanceId, "--timeout-ms",
             String.valueOf(options.timeout().toMillis()), "--same-device", String.valueOf(options.sameDevice()), "--memory-growth-syncs",
             String.valueOf(options.memoryWatch().growthSyncs()), "--memory-growth-floor", String.valueOf(options.memoryWatch().floorBytes()),
             "--trace-from-start", String.valueOf(Tracer.enabled()));
+        if (options.nodes() != null) {
+            args = new ArrayList<>(args);
+            args.addAll(List.of("--rendezvous", options.nodes().master().toString()));
+        }
+        return args;
     }
 
     /**
@@ -131,15 +136,16 @@ final class WorkerPool {
     private static Process spawn(RuntimeOptions options, Device device, String instanceId, String failureBoard, Path socket) {
         List<String> args = new ArrayList<>(arguments(options, device, instanceId, failureBoard, socket));
         args.addAll(List.of("--trace-part", tracePart(instanceId, device).toString()));
-        return launch(device, args, instanceId, null);
+        return launch(device, args, Map.of(GlobalCommInstanceId.PROPERTY, instanceId), null);
     }
 
     /**
-     * Starts a worker JVM with {@code args}; with a {@code token} (a worker that connects across nodes) the token goes
-     * into its environment, never on its command line. Its output is merged into one stream.
+     * Starts a worker JVM with {@code args} and the system {@code properties} (the runtime's instance id among them); with
+     * a {@code token} (a worker that connects across nodes) the token goes into its environment, never on its command
+     * line. Its output is merged into one stream.
      */
-    static Process launch(Device device, List<String> args, String instanceId, ClusterToken token) {
-        ProcessBuilder builder = JvmCommand.of(WorkerMain.class.getName(), args, Map.of(GlobalCommInstanceId.PROPERTY, instanceId),
+    static Process launch(Device device, List<String> args, Map<String, String> properties, ClusterToken token) {
+        ProcessBuilder builder = JvmCommand.of(WorkerMain.class.getName(), args, properties,
             List.of("-Xmx" + System.getProperty("dtorch.worker.heap", "1g"))).processBuilder();
         builder.redirectErrorStream(true);
         if (token != null) {
