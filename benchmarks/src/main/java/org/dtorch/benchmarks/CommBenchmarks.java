@@ -59,6 +59,7 @@ public final class CommBenchmarks {
             case "ulysses" -> UlyssesBenchmark::run;
             case "trace" -> TraceBenchmark::run;
             case "network" -> NetworkStoreBenchmark::run;
+            case "nodes" -> NodesBenchmark::run;
             default -> throw new IllegalArgumentException("no harness named " + name + "; choose from " + BenchOptions.BENCHMARKS);
         };
     }

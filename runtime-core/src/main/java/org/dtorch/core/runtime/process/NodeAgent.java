@@ -95,6 +95,19 @@ public final class NodeAgent {
         System.exit(serve(spec, kind, Duration.ofSeconds(Long.parseLong(options.get("timeout-seconds")))));
     }
 
+    /**
+     * A command that runs node {@code rank}'s agent in a JVM of this class path ({@link #main}), the token in its
+     * environment; {@code properties} are its system properties (a {@code dtorch.host.id} of its own, say).
+     */
+    public static ProcessBuilder command(int nodes, int rank, RendezvousAddress master, String devices, Duration timeout,
+                                        ClusterToken token, Map<String, String> properties) {
+        ProcessBuilder builder = JvmCommand.of(NodeAgent.class.getName(), List.of("--nnodes", String.valueOf(nodes), "--node-rank",
+            String.valueOf(rank), "--master", master.toString(), "--devices", devices, "--timeout-seconds",
+            String.valueOf(Math.max(1, timeout.toSeconds()))), properties, List.of("-Xmx256m")).processBuilder();
+        token.exportTo(builder.environment());
+        return builder;
+    }
+
     private String me() {
         return spec.describeNode(spec.nodeRank());
     }
