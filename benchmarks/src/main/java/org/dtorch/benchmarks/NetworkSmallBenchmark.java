@@ -34,6 +34,8 @@ final class NetworkSmallBenchmark {
     private static final long[] SIZES = {4L << 10, 64L << 10};
     private static final int HANDOFFS = 500;
     private static final int PROMISES = 200;
+    /** A wait this long is a stall, not a latency. */
+    private static final long STALL_NANOS = 1_000_000_000L;
     private static final ExpectedValue PROMISE_VALUE = new ExpectedValue(new long[] {NetworkBenchPeer.PROMISE_ELEMENTS}, torch.ScalarType.Long);
 
     private NetworkSmallBenchmark() {
@@ -53,6 +55,8 @@ final class NetworkSmallBenchmark {
                 + NetworkBenchPeer.SET_DELAY_MICROS / 1000 + " ms, and sets a 1 KiB int64 value; latency from the peer's clock just "
                 + "before `setValue` to `get()` returning; " + Unit.count(promises) + " per run and type after a warm-up block.");
         List<Comparison> rows = new ArrayList<>();
+        Figure stalls = new Figure("Network promise `get()`s over " + STALL_NANOS / 1_000_000_000 + " s (a resolver's timeout, decision 460)",
+            Unit.PERCENT, Goal.context("context"));
         String key = "bench/network-small-" + System.nanoTime();
         String instance = GlobalCommInstanceId.next();
         try (RendezvousServer server = RendezvousServer.start("127.0.0.1", 0);
@@ -68,7 +72,7 @@ final class NetworkSmallBenchmark {
                 for (long bytes : SIZES) {
                     rows.addAll(handoffs(options, peer, network, file, bytes, handoffs));
                 }
-                rows.add(promises(options, peer, server, promises));
+                rows.add(promises(options, peer, server, promises, stalls));
                 peer.send("END");
                 network.barrier();
                 file.barrier();
@@ -78,6 +82,7 @@ final class NetworkSmallBenchmark {
             }
         }
         report.comparisons(rows);
+        report.figures(List.of(stalls));
     }
 
     /** The hand-off and round rows of one size. */
@@ -119,20 +124,25 @@ final class NetworkSmallBenchmark {
         return rounds;
     }
 
-    private static Comparison promises(BenchOptions options, PeerJvm peer, RendezvousServer server, int n) throws Exception {
+    /** The promise row; the share of Network promise waits over {@link #STALL_NANOS} goes to {@code stalls} per run. */
+    private static Comparison promises(BenchOptions options, PeerJvm peer, RendezvousServer server, int n, Figure stalls) throws Exception {
         Comparison row = new Comparison("promise `get()`, setter waits " + NetworkBenchPeer.SET_DELAY_MICROS / 1000 + " ms", Goal.context("context"));
         for (int run = -1; run < options.runs(); run++) {
             Samples network = new Samples("Network promise");
             Samples file = new Samples("File promise");
+            int stalled = 0;
             for (int i = 0; i < n; i++) {
-                network.add(wakeup(peer, TensorPromiseType.NETWORK,
-                    NetworkPromises.create(server.address().host(), server.address().port(), NetworkBenchPeer.TIMEOUT)));
+                long latency = wakeup(peer, TensorPromiseType.NETWORK,
+                    NetworkPromises.create(server.address().host(), server.address().port(), NetworkBenchPeer.TIMEOUT));
+                network.add(latency);
+                stalled += latency > STALL_NANOS ? 1 : 0;
             }
             for (int i = 0; i < n; i++) {
                 file.add(wakeup(peer, TensorPromiseType.FILE, TensorPromises.create(TensorPromiseType.FILE, NetworkBenchPeer.TIMEOUT, PROMISE_VALUE)));
             }
             if (run >= 0) {
                 row.add(network, file);
+                stalls.add(100.0 * stalled / n);
             }
         }
         return row;
