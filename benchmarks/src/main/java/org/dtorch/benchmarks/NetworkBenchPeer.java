@@ -16,8 +16,6 @@ import org.dtorch.core.communication.store.RendezvousAddress;
 import org.dtorch.core.communication.store.TensorStore;
 import org.dtorch.core.communication.store.TensorStoreCreateInfo;
 import org.dtorch.core.communication.store.TensorStoreType;
-import org.dtorch.core.device.Device;
-import org.dtorch.core.device.DeviceStream;
 
 /**
  * The other "node" of {@link NetworkSmallBenchmark}: {@code NetworkBenchPeer <rendezvous> <instance> <key>}, started
@@ -41,7 +39,6 @@ public final class NetworkBenchPeer {
     /** The value a promise is set to: 128 int64. */
     static final long PROMISE_ELEMENTS = 128;
     static final Duration TIMEOUT = Duration.ofSeconds(120);
-    private static final DeviceStream CPU = DeviceStream.of(Device.cpu(0));
 
     private NetworkBenchPeer() {
     }
@@ -57,7 +54,7 @@ public final class NetworkBenchPeer {
             for (String line; (line = commands.readLine()) != null && !line.equals("END"); ) {
                 String[] words = line.split(" ");
                 switch (words[0]) {
-                    case "CONSUME" -> consume(words[1].equals("network") ? network : file, Integer.parseInt(words[2]));
+                    case "CONSUME" -> ProcessBenchPeer.consumeTimed(words[1].equals("network") ? network : file, Integer.parseInt(words[2]));
                     case "PROMISE" -> complete(TensorPromises.fromSerialized(TensorPromiseType.valueOf(words[1]), words[2]), value);
                     default -> throw new IllegalArgumentException("unknown command: " + line);
                 }
@@ -77,18 +74,6 @@ public final class NetworkBenchPeer {
     static TensorStoreCreateInfo fileInfo(String instance, String key, int rank) {
         return TensorStoreCreateInfo.builder().type(TensorStoreType.FILE).instanceId(instance).storeKey(key + "/file").worldSize(2).rank(rank)
             .timeout(TIMEOUT).build();
-    }
-
-    private static void consume(TensorStore store, int n) {
-        StringBuilder samples = new StringBuilder("SAMPLES");
-        for (int i = 0; i < n; i++) {
-            try (Tensor got = store.destGet("x", CPU)) {
-                long sent = new LongPointer(got.data_ptr()).get(0);
-                samples.append(' ').append(System.nanoTime() - sent);
-            }
-            store.destFinishGet("x", CPU);
-        }
-        System.out.println(samples);
     }
 
     private static void complete(TensorPromise promise, Tensor value) {
