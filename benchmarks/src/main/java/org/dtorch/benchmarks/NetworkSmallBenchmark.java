@@ -61,25 +61,20 @@ final class NetworkSmallBenchmark {
         String instance = GlobalCommInstanceId.next();
         try (RendezvousServer server = RendezvousServer.start("127.0.0.1", 0);
              PeerJvm peer = PeerJvm.start(NetworkBenchPeer.class, "node-1", List.of(server.address().toString(), instance, key),
-                 Map.of(HostIdentity.HOST_ID_PROPERTY, "node-1"))) {
-            TensorStore network = TensorStore.createForParticipants(NetworkBenchPeer.networkInfo(server.address(), key, 0).hostId("node-0").build());
-            TensorStore file = TensorStore.create(NetworkBenchPeer.fileInfo(instance, key, 0));
-            try {
-                String backend = peer.valueOf("READY");
-                if (network.type() != TensorStoreType.NETWORK || !backend.equals(TensorStoreType.NETWORK.toString())) {
-                    throw new IllegalStateException("two host identities should give the Network store, got " + network.type() + " and " + backend);
-                }
-                for (long bytes : SIZES) {
-                    rows.addAll(handoffs(options, peer, network, file, bytes, handoffs));
-                }
-                rows.add(promises(options, peer, server, promises, stalls));
-                peer.send("END");
-                network.barrier();
-                file.barrier();
-            } finally {
-                network.close();
-                file.close();
+                 Map.of(HostIdentity.HOST_ID_PROPERTY, "node-1"));
+             TensorStore network = TensorStore.createForParticipants(NetworkBenchPeer.networkInfo(server.address(), key, 0).hostId("node-0").build());
+             TensorStore file = TensorStore.create(NetworkBenchPeer.fileInfo(instance, key, 0))) {
+            String backend = peer.valueOf("READY");
+            if (network.type() != TensorStoreType.NETWORK || !backend.equals(TensorStoreType.NETWORK.toString())) {
+                throw new IllegalStateException("two host identities should give the Network store, got " + network.type() + " and " + backend);
             }
+            for (long bytes : SIZES) {
+                rows.addAll(handoffs(options, peer, network, file, bytes, handoffs));
+            }
+            rows.add(promises(options, peer, server, promises, stalls));
+            peer.send("END");
+            network.barrier();
+            file.barrier();
         }
         report.comparisons(rows);
         report.figures(List.of(stalls));
