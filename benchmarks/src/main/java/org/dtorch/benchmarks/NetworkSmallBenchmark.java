@@ -54,7 +54,7 @@ final class NetworkSmallBenchmark {
                 + "`NetworkPromises.create`; File: with the value's shape) and blocks in `get()`; the peer attaches, waits "
                 + NetworkBenchPeer.SET_DELAY_MICROS / 1000 + " ms, and sets a 1 KiB int64 value; latency from the peer's clock just "
                 + "before `setValue` to `get()` returning; " + Unit.count(promises) + " per run and type after a warm-up block.");
-        List<Comparison> rows = new ArrayList<>();
+        List<Row> rows = new ArrayList<>();
         Figure stalls = new Figure("Network promise `get()`s over " + STALL_NANOS / 1_000_000_000 + " s (a resolver's timeout, decision 460)",
             Unit.PERCENT, Goal.context("context"));
         String key = "bench/network-small-" + System.nanoTime();
@@ -76,16 +76,19 @@ final class NetworkSmallBenchmark {
             network.barrier();
             file.barrier();
         }
-        report.comparisons(rows);
-        report.figures(List.of(stalls));
+        report.comparisons(rows.stream().map(Row::comparison).toList());
+        List<Figure> figures = new ArrayList<>();
+        rows.forEach(row -> figures.addAll(List.of(row.measuredP90(), row.baselineP90())));
+        figures.add(stalls);
+        report.figures(figures);
     }
 
     /** The hand-off and round rows of one size. */
-    private static List<Comparison> handoffs(BenchOptions options, PeerJvm peer, TensorStore network, TensorStore file, long bytes,
+    private static List<Row> handoffs(BenchOptions options, PeerJvm peer, TensorStore network, TensorStore file, long bytes,
         int n) throws Exception {
         String label = Unit.size(bytes) + " float32";
-        Comparison handoff = new Comparison(label + " hand-off (`srcSet` to `destGet`)", Goal.context("context"));
-        Comparison round = new Comparison(label + " round (`srcSet` to `srcWaitUntilGetFinished`)", Goal.context("context"));
+        Row handoff = new Row(label + " hand-off (`srcSet` to `destGet`)");
+        Row round = new Row(label + " round (`srcSet` to `srcWaitUntilGetFinished`)");
         try (Tensor value = torch.ones(bytes / 4)) {
             for (int run = -1; run < options.runs(); run++) { // run -1 warms up
                 Samples networkRound = produce(peer, "network", network, value, n);
@@ -120,8 +123,8 @@ final class NetworkSmallBenchmark {
     }
 
     /** The promise row; the share of Network promise waits over {@link #STALL_NANOS} goes to {@code stalls} per run. */
-    private static Comparison promises(BenchOptions options, PeerJvm peer, RendezvousServer server, int n, Figure stalls) throws Exception {
-        Comparison row = new Comparison("promise `get()`, setter waits " + NetworkBenchPeer.SET_DELAY_MICROS / 1000 + " ms", Goal.context("context"));
+    private static Row promises(BenchOptions options, PeerJvm peer, RendezvousServer server, int n, Figure stalls) throws Exception {
+        Row row = new Row("promise `get()`, setter waits " + NetworkBenchPeer.SET_DELAY_MICROS / 1000 + " ms");
         for (int run = -1; run < options.runs(); run++) {
             Samples network = new Samples("Network promise");
             Samples file = new Samples("File promise");
@@ -150,6 +153,20 @@ final class NetworkSmallBenchmark {
         try (Tensor got = future.get()) {
             long returned = System.nanoTime(); // before reading the clock value: that takes JavaCPP calls of its own
             return returned - new LongPointer(got.data_ptr()).get(0);
+        }
+    }
+
+    /** A comparison row, Network against File, and both sides' p90 per run (the comparison table gives p50 and p99). */
+    private record Row(Comparison comparison, Figure measuredP90, Figure baselineP90) {
+        Row(String label) {
+            this(new Comparison(label, Goal.context("context")), new Figure(label + ", Network: p90", Unit.NANOS, Goal.context("context")),
+                new Figure(label + ", File: p90", Unit.NANOS, Goal.context("context")));
+        }
+
+        void add(Samples network, Samples file) {
+            comparison.add(network, file);
+            measuredP90.add(network.percentile(90));
+            baselineP90.add(file.percentile(90));
         }
     }
 }
