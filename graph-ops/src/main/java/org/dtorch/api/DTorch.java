@@ -30,7 +30,6 @@ import org.dtorch.core.communication.channel.WorkerTensorChannel;
 import org.dtorch.core.communication.promise.TensorFuture;
 import org.dtorch.core.communication.promise.TensorPromise;
 import org.dtorch.core.communication.promise.ExpectedValue;
-import org.dtorch.core.communication.promise.TensorPromises;
 import org.dtorch.core.communication.promise.VoidFuture;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.distributed.DeviceMesh;
@@ -446,7 +445,7 @@ public final class DTorch implements AutoCloseable {
         }
         // A host value's shape and dtype are known: a File future's getter allocates it before it sleeps (decision 252).
         ExpectedValue expected = local.mesh().kind() == DeviceKind.CPU ? new ExpectedValue(local.shape(), local.dtype()) : null;
-        TensorPromise promise = TensorPromises.create(runtime.promiseType(), runtime.options().timeout(), expected);
+        TensorPromise promise = runtime.newPromise(local.mesh().deviceIds().getFirst(), expected);
         TensorFuture future = promise.getFuture();
         try {
             graph().add(PromiseSpec.getTensor(promise), List.of(local.operand()));

@@ -9,6 +9,7 @@ import org.dtorch.core.communication.CommOptions;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.runtime.MemoryWatch;
 import org.dtorch.core.runtime.RuntimeOptions;
+import org.dtorch.core.runtime.process.NodeSpec;
 
 /**
  * How {@link DTorch#init(DTorchOptions)} sets up a runtime: devices, the default mesh, timeouts, and the
@@ -27,7 +28,7 @@ public final class DTorchOptions {
     private DTorchOptions(Builder b) {
         this.trace = b.trace;
         this.runtime = new RuntimeOptions(b.kind, b.devices, b.sameDevice, b.perDevicePerProcess, b.timeout, b.shutdownTimeout,
-            b.memoryWatch);
+            b.memoryWatch, b.nodes);
         this.meshShape = b.meshShape == null ? new int[] {b.devices} : b.meshShape.clone();
         this.meshDimNames = List.copyOf(b.meshDimNames);
         long count = 1;
@@ -86,6 +87,7 @@ public final class DTorchOptions {
         private int[] meshShape;
         private List<String> meshDimNames = List.of();
         private Path trace;
+        private NodeSpec nodes;
 
         private Builder() {
         }
@@ -96,6 +98,19 @@ public final class DTorchOptions {
          */
         public Builder trace(Path path) {
             this.trace = Objects.requireNonNull(path, "trace: path is null");
+            return this;
+        }
+
+        /**
+         * Spans the run over the nodes of {@code spec} (this process is node 0 and runs the controller; every node runs
+         * {@link NodeSpec#devicesPerNode()} worker processes, and {@link #devices(int)} becomes their total); null, the
+         * default, stays on one host. See README, "Across hosts".
+         */
+        public Builder nodes(NodeSpec spec) {
+            this.nodes = spec;
+            if (spec != null) {
+                this.devices = spec.deviceCount();
+            }
             return this;
         }
 

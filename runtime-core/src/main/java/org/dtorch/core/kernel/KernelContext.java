@@ -71,7 +71,8 @@ public record KernelContext(Device device, DeviceStream stream, ThreadGroupManag
     /**
      * Creates (a barrier with the other participants) this device's instance of the operation's store
      * {@code name}, keyed by the runtime instance too, so that two runtimes of one JVM never meet; a File
-     * store when the devices are processes.
+     * store when the devices are processes. When the groups have a rendezvous (devices on several hosts), the
+     * backend follows where the participants are: Memory in one process, File on one host, Network across hosts.
      */
     TensorStore store(String name, List<Long> participants) {
         int rank = participants.indexOf(deviceId());
@@ -79,7 +80,9 @@ public record KernelContext(Device device, DeviceStream stream, ThreadGroupManag
             throw new IllegalArgumentException("device " + device + " is not among the participants " + participants + " of store '"
                 + storeNamespace + "/" + name + "'");
         }
-        return TensorStore.create(TensorStoreCreateInfo.builder().type(groups.storeType()).instanceId(groups.instanceId())
-            .storeKey(groups.instanceId() + "/" + storeNamespace + "/" + name).worldSize(participants.size()).rank(rank).timeout(timeout).build());
+        TensorStoreCreateInfo info = TensorStoreCreateInfo.builder().type(groups.storeType()).instanceId(groups.instanceId())
+            .storeKey(groups.instanceId() + "/" + storeNamespace + "/" + name).worldSize(participants.size()).rank(rank).timeout(timeout)
+            .rendezvous(groups.rendezvous()).build();
+        return info.rendezvous() == null ? TensorStore.create(info) : TensorStore.createForParticipants(info);
     }
 }

@@ -6,7 +6,11 @@ import java.util.Map;
 import java.util.function.Consumer;
 import org.dtorch.core.communication.CommException;
 import org.dtorch.core.communication.group.ThreadGroupManager;
+import org.dtorch.core.communication.promise.ExpectedValue;
+import org.dtorch.core.communication.promise.TensorPromise;
 import org.dtorch.core.communication.promise.TensorPromiseType;
+import org.dtorch.core.communication.promise.TensorPromises;
+import org.dtorch.core.communication.promise.VoidPromise;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.graph.LogicalGraph;
 import org.dtorch.core.graph.Operator;
@@ -14,7 +18,7 @@ import org.dtorch.core.runtime.process.ProcessFleet;
 
 /**
  * How a runtime's device nodes are started, supervised and stopped: threads of this JVM ({@link ThreadFleet}),
- * one worker process per device ({@link ProcessFleet}), and, next, processes on several hosts. The
+ * one worker process per device on this host or on several nodes ({@link ProcessFleet}). The
  * {@link EagerRuntime} and the {@link EagerGraphExecutor} talk to a fleet and its {@link DeviceNode}s only; they
  * never ask which fleet it is (decision 160). A fleet owns:
  *
@@ -50,7 +54,7 @@ public interface DeviceFleet {
      * @param instanceId the runtime's instance id, which names its shared memory and rendezvous files
      */
     static DeviceFleet create(RuntimeOptions options, List<Device> devices, String instanceId) {
-        return options.perDevicePerProcess() ? ProcessFleet.create(options, devices, instanceId)
+        return options.workerProcesses() ? ProcessFleet.create(options, devices, instanceId)
             : new ThreadFleet(options, devices, instanceId);
     }
 
@@ -70,6 +74,19 @@ public interface DeviceFleet {
 
     /** The promise type of values the nodes produce for the client. */
     TensorPromiseType promiseType();
+
+    /**
+     * A promise that node {@code device} completes for the client: of {@link #promiseType()} by default; {@code timeout}
+     * is its future's deadline, {@code expected} its value's shape and dtype when known (or null).
+     */
+    default TensorPromise newPromise(long device, Duration timeout, ExpectedValue expected) {
+        return TensorPromises.create(promiseType(), timeout, expected);
+    }
+
+    /** A void promise that node {@code device} completes; see {@link #newPromise}. */
+    default VoidPromise newVoidPromise(long device, Duration timeout) {
+        return TensorPromises.createVoid(promiseType(), timeout);
+    }
 
     /**
      * Refuses, with an {@link IllegalArgumentException} that names the reason, an operator the nodes cannot run (one

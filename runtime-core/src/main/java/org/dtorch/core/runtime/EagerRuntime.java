@@ -17,7 +17,6 @@ import org.dtorch.core.communication.promise.ExpectedValue;
 import org.dtorch.core.communication.promise.TensorFuture;
 import org.dtorch.core.communication.promise.TensorPromise;
 import org.dtorch.core.communication.promise.TensorPromiseType;
-import org.dtorch.core.communication.promise.TensorPromises;
 import org.dtorch.core.communication.promise.VoidFuture;
 import org.dtorch.core.communication.promise.VoidFutureCollect;
 import org.dtorch.core.communication.promise.VoidPromise;
@@ -106,8 +105,8 @@ public final class EagerRuntime implements AutoCloseable {
         Cuda.loadNatives();
         if (options.deviceKind() == DeviceKind.CUDA) {
             // Also in process mode: the workers see the host's GPUs as this process does (WorkerPool), so a missing
-            // GPU is reported here once instead of as every worker's failed start.
-            Cuda.requireDevices(options.deviceCount(), options.sameDevice());
+            // GPU is reported here once instead of as every worker's failed start. Across nodes, each node has its own.
+            Cuda.requireDevices(options.nodes() != null ? options.nodes().devicesPerNode() : options.deviceCount(), options.sameDevice());
         }
         return new EagerRuntime(options);
     }
@@ -192,6 +191,16 @@ public final class EagerRuntime implements AutoCloseable {
         return fleet.promiseType();
     }
 
+    /**
+     * A promise for a value device {@code device} produces for the client (its {@code get()} waits up to the runtime's
+     * timeout): of {@link #promiseType()}, or a NETWORK one for a device on another node.
+     *
+     * @param expected the value's shape and dtype when known, or null
+     */
+    public TensorPromise newPromise(long device, ExpectedValue expected) {
+        return fleet.newPromise(device, options.timeout(), expected);
+    }
+
     /** Why the runtime stopped taking operators (a worker died), or null while it is healthy. */
     public Throwable brokenBy() {
         return fleet.brokenBy();
@@ -209,7 +218,7 @@ public final class EagerRuntime implements AutoCloseable {
     public VoidFutureCollect syncFuture() {
         List<VoidFuture> futures = new ArrayList<>();
         for (Device device : devices) {
-            VoidPromise promise = TensorPromises.createVoid(promiseType(), options.timeout());
+            VoidPromise promise = fleet.newVoidPromise(device.index(), options.timeout());
             futures.add(promise.getFuture());
             constructor.add(PromiseSpec.sync(promise, device.index()), List.of());
         }
@@ -249,7 +258,7 @@ public final class EagerRuntime implements AutoCloseable {
             throw new IllegalArgumentException("memory statistics: device " + device + " is not one of this runtime's "
                 + options.deviceKind().shortName() + " devices 0.." + (devices.size() - 1));
         }
-        TensorPromise promise = TensorPromises.create(promiseType(), options.timeout(),
+        TensorPromise promise = fleet.newPromise(device, options.timeout(),
             new ExpectedValue(new long[] {MemoryStats.KEYS.size()}, ScalarType.Long));
         TensorFuture future = promise.getFuture();
         constructor.add(PromiseSpec.memoryStats(promise, device, resetPeaks), List.of());

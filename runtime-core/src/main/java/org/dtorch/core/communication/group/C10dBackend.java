@@ -1,7 +1,6 @@
 package org.dtorch.core.communication.group;
 
 import java.lang.foreign.MemorySegment;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -17,6 +16,7 @@ import org.bytedeco.pytorch.LongVector;
 import org.bytedeco.pytorch.ProcessGroupGloo;
 import org.bytedeco.pytorch.ReduceOp;
 import org.bytedeco.pytorch.ReduceScatterOptions;
+import org.bytedeco.pytorch.Store;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorArrayRef;
 import org.bytedeco.pytorch.TensorVector;
@@ -28,6 +28,8 @@ import org.dtorch.core.communication.CommTimeoutException;
 import org.dtorch.core.communication.Deadline;
 import org.dtorch.core.communication.FailureKind;
 import org.dtorch.core.communication.ReduceOpType;
+import org.dtorch.core.communication.store.RendezvousAddress;
+import org.dtorch.core.communication.store.RendezvousGroupStore;
 import org.dtorch.core.device.Cuda;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceStream;
@@ -35,9 +37,11 @@ import org.dtorch.core.shm.ShmTensors;
 import org.dtorch.core.tensor.TorchTensors;
 
 /**
- * Collectives between distinct devices on a c10d process group over a c10d {@code FileStore} rendezvous
- * (docs/communication-core.md, "ThreadGroup"): {@code ProcessGroupGloo} between CPU devices,
- * {@code ProcessGroupNCCL} between CUDA devices. Both are c10d {@code Backend}s with the same calls, so one class drives them.
+ * Collectives between distinct devices on a c10d process group (docs/communication-core.md, "ThreadGroup"):
+ * {@code ProcessGroupGloo} between CPU devices, {@code ProcessGroupNCCL} between CUDA devices. Both are c10d
+ * {@code Backend}s with the same calls, so one class drives them. The ranks meet over a c10d {@code FileStore} under
+ * the instance's directory, or, when the group is given a run-wide {@link RendezvousAddress} (ranks on several hosts),
+ * over a {@code PrefixStore} of the group's name on a pooled {@code TCPStore} client of it ({@link RendezvousGroupStore}).
  *
  * <p>Gloo and NCCL move equal-sized buffers; uneven shards are padded to the largest shard (at most one row
  * more, with the balanced split), moved, and trimmed. All-to-all sends flattened per-peer chunks with
@@ -51,7 +55,7 @@ import org.dtorch.core.tensor.TorchTensors;
  */
 final class C10dBackend implements CollectiveBackend {
     /** System property: host name or address Gloo binds to; default the loopback address. */
-    static final String HOSTNAME_PROPERTY = "dtorch.gloo.hostname";
+    static final String HOSTNAME_PROPERTY = ThreadGroupManager.GLOO_HOSTNAME_PROPERTY;
     private static final String DEFAULT_HOSTNAME = "127.0.0.1";
     /** The c10d tag of every send and receive: the ranks' calls are matched in the order they are made. */
     private static final int P2P_TAG = 0;
@@ -60,10 +64,13 @@ final class C10dBackend implements CollectiveBackend {
     private final String groupName;
     private final int rank;
     private final int size;
+    /** Where the ranks met, or null for a FileStore; named in errors. */
+    private final RendezvousAddress rendezvous;
     private final Duration timeout;
     /** The timeout as c10d wants it; copied into every options object, closed with the backend. */
     private final Milliseconds timeoutMillis;
-    private final FileStore store;
+    /** The FileStore or the {@link RendezvousGroupStore} the ranks met through; closed after the group. */
+    private final AutoCloseable store;
     private final Backend pg;
     /** Host buffers for all-reduce results; NCCL's results come from libtorch's caching allocator. */
     private final ResultBufferCache results = ResultBufferCache.fromSystemProperties();
@@ -71,12 +78,13 @@ final class C10dBackend implements CollectiveBackend {
     private final GlooCopyOptions copyOptions = GlooCopyOptions.fromSystemProperties();
     private boolean closed;
 
-    private C10dBackend(String backendName, String groupName, int rank, int size, Duration timeout, Milliseconds timeoutMillis,
-                        FileStore store, Backend pg) {
+    private C10dBackend(String backendName, String groupName, int rank, int size, RendezvousAddress rendezvous, Duration timeout,
+                        Milliseconds timeoutMillis, AutoCloseable store, Backend pg) {
         this.backendName = backendName;
         this.groupName = groupName;
         this.rank = rank;
         this.size = size;
+        this.rendezvous = rendezvous;
         this.timeout = timeout;
         this.timeoutMillis = timeoutMillis;
         this.store = store;
@@ -85,16 +93,18 @@ final class C10dBackend implements CollectiveBackend {
 
     /**
      * Joins a Gloo group: blocks until all {@code size} ranks connected, or the timeout. {@code deviceId} is the
-     * rank's CPU device id; it picks the Gloo transport device (one TCP event loop per CPU device id).
+     * rank's CPU device id; it picks the Gloo transport device (one TCP event loop per CPU device id). The ranks meet at
+     * {@code rendezvous}, or in a FileStore when it is null.
      */
-    static C10dBackend gloo(String initPath, String groupName, int rank, int size, Duration timeout, long deviceId) {
-        return connect("gloo", initPath, groupName, rank, size, timeout, (fileStore, timeoutMillis) -> {
+    static C10dBackend gloo(String initPath, RendezvousAddress rendezvous, String groupName, int rank, int size, Duration timeout,
+                            long deviceId) {
+        return connect("gloo", initPath, rendezvous, groupName, rank, size, timeout, (store, timeoutMillis) -> {
             try (ProcessGroupGloo.Options options = ProcessGroupGloo.Options.create(timeoutMillis)) {
                 options.devices().push_back(GlooDevice.forCpuDevice(deviceId));
                 options.threads(1);
                 GlooLog.Muting quiet = GlooLog.muteWhileConnecting();
                 try {
-                    return new ProcessGroupGloo(fileStore, rank, size, options);
+                    return new ProcessGroupGloo(store, rank, size, options);
                 } finally {
                     quiet.close();
                 }
@@ -104,36 +114,68 @@ final class C10dBackend implements CollectiveBackend {
 
     /**
      * Joins an NCCL group of ranks on distinct CUDA devices; {@code device} is this rank's. NCCL connects
-     * lazily, at the first collective (bounded by the timeout like every collective).
+     * lazily, at the first collective (bounded by the timeout like every collective); the ranks meet at
+     * {@code rendezvous}, or in a FileStore when it is null.
      */
-    static C10dBackend nccl(String initPath, String groupName, int rank, int size, Duration timeout, Device device) {
+    static C10dBackend nccl(String initPath, RendezvousAddress rendezvous, String groupName, int rank, int size, Duration timeout,
+                            Device device) {
         Cuda.require(device);
-        return connect("nccl", initPath, groupName, rank, size, timeout,
-            (fileStore, timeoutMillis) -> NcclGroups.create(fileStore, rank, size, timeoutMillis));
+        return connect("nccl", initPath, rendezvous, groupName, rank, size, timeout,
+            (store, timeoutMillis) -> NcclGroups.create(store, rank, size, timeoutMillis));
     }
 
     private interface Connector {
-        Backend connect(FileStore store, Milliseconds timeoutMillis);
+        Backend connect(Store store, Milliseconds timeoutMillis);
     }
 
-    private static C10dBackend connect(String backendName, String initPath, String groupName, int rank, int size,
-                                       Duration timeout, Connector connector) {
+    private static C10dBackend connect(String backendName, String initPath, RendezvousAddress rendezvous, String groupName, int rank,
+                                       int size, Duration timeout, Connector connector) {
         long startNanos = System.nanoTime();
+        String described = describe(groupName, rank, size, backendName, rendezvous);
         Milliseconds timeoutMillis = new Milliseconds(timeout.toMillis());
-        Path storePath = CommPaths.file(initPath, ".filestore");
-        FileStore fileStore = null;
+        AutoCloseable store = null;
         try {
-            fileStore = new FileStore(storePath.toString(), size);
-            fileStore.setTimeout(timeoutMillis);
-            Backend pg = connector.connect(fileStore, timeoutMillis);
-            return new C10dBackend(backendName, groupName, rank, size, timeout, timeoutMillis, fileStore, pg);
-        } catch (RuntimeException e) {
-            if (fileStore != null) {
-                fileStore.close();
+            Backend pg;
+            if (rendezvous == null) {
+                FileStore fileStore = new FileStore(CommPaths.file(initPath, ".filestore").toString(), size);
+                store = fileStore;
+                fileStore.setTimeout(timeoutMillis);
+                pg = connector.connect(fileStore, timeoutMillis);
+            } else {
+                RendezvousGroupStore shared = RendezvousGroupStore.connect(rendezvous, initPath, timeout, "connect to " + described);
+                store = shared;
+                pg = shared.handOver(prefixed -> connector.connect(prefixed, timeoutMillis));
+                if (backendName.equals("gloo") && !glooConnectsLazily()) {
+                    // Gloo uses its store only while connecting, NCCL at every new communicator: a Gloo group's client
+                    // serves the next group, so a process opens few connections (each new one risks a DNS stall).
+                    shared.close();
+                }
             }
+            return new C10dBackend(backendName, groupName, rank, size, rendezvous, timeout, timeoutMillis, store, pg);
+        } catch (RuntimeException e) {
+            closeQuietly(store);
             timeoutMillis.close();
-            throw translate(backendName, "connect", "group " + groupName + " (rank " + rank + " of " + size + ", "
-                + backendName + ")", timeout, e, startNanos);
+            if (e instanceof CommException named) {
+                throw named; // the rendezvous could not be reached; the message names it and the group
+            }
+            throw translate(backendName, "connect", described, timeout, e, startNanos);
+        }
+    }
+
+    /** True when c10d's {@code TORCH_GLOO_LAZY_INIT} is set: Gloo then connects each pair through its store at first use. */
+    private static boolean glooConnectsLazily() {
+        String lazy = System.getenv("TORCH_GLOO_LAZY_INIT");
+        return lazy != null && !lazy.isBlank() && !lazy.strip().equals("0");
+    }
+
+    private static void closeQuietly(AutoCloseable store) {
+        if (store == null) {
+            return;
+        }
+        try {
+            store.close();
+        } catch (Exception e) {
+            // the connection failure is what the caller needs to see
         }
     }
 
@@ -549,7 +591,7 @@ final class C10dBackend implements CollectiveBackend {
             pg.shutdown(); // NCCL wants its communicators finalized before the group is destroyed
         }
         pg.close();
-        store.close();
+        closeQuietly(store);
         results.close();
         timeoutMillis.close();
     }
@@ -623,7 +665,12 @@ final class C10dBackend implements CollectiveBackend {
     }
 
     private String describe() {
-        return "group " + groupName + " (rank " + rank + " of " + size + ", " + backendName + ")";
+        return describe(groupName, rank, size, backendName, rendezvous);
+    }
+
+    private static String describe(String groupName, int rank, int size, String backendName, RendezvousAddress rendezvous) {
+        return "group " + groupName + " (rank " + rank + " of " + size + ", " + backendName
+            + (rendezvous == null ? "" : " over the rendezvous " + rendezvous) + ")";
     }
 
     /**

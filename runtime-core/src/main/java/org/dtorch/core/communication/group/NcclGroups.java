@@ -2,7 +2,7 @@ package org.dtorch.core.communication.group;
 
 import org.bytedeco.javacpp.chrono.Milliseconds;
 import org.bytedeco.pytorch.Backend;
-import org.bytedeco.pytorch.FileStore;
+import org.bytedeco.pytorch.Store;
 import org.bytedeco.pytorch.nccl.ProcessGroupNCCL;
 
 /**
@@ -17,7 +17,7 @@ final class NcclGroups {
     }
 
     /** A new NCCL process group over {@code store}; collectives time out after {@code timeout}. */
-    static Backend create(FileStore store, int rank, int size, Milliseconds timeout) {
+    static Backend create(Store store, int rank, int size, Milliseconds timeout) {
         ProcessGroupNCCL pg = new ProcessGroupNCCL(store, rank, size);
         pg.setTimeout(timeout);
         return pg;

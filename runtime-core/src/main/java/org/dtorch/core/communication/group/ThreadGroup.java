@@ -15,6 +15,7 @@ import org.dtorch.core.communication.CommOptions;
 import org.dtorch.core.communication.CommTimeoutException;
 import org.dtorch.core.communication.GlobalCommInstanceId;
 import org.dtorch.core.communication.ReduceOpType;
+import org.dtorch.core.communication.store.RendezvousAddress;
 import org.dtorch.core.communication.store.TensorStore;
 import org.dtorch.core.communication.store.TensorStoreCreateInfo;
 import org.dtorch.core.communication.store.TensorStoreType;
@@ -96,12 +97,15 @@ public final class ThreadGroup implements AutoCloseable {
     /** As {@link #ThreadGroup(String, DeviceKind, List, int, int, boolean)}, with an explicit deadline for every call. */
     public ThreadGroup(String initPath, DeviceKind kind, List<Long> allGlobalDeviceIds, int rank, int size, boolean sameDevice,
                        Duration timeout) {
-        this(initPath, kind, allGlobalDeviceIds, rank, size, sameDevice, timeout, new CollectiveCounter());
+        this(initPath, kind, allGlobalDeviceIds, rank, size, sameDevice, timeout, new CollectiveCounter(), null);
     }
 
-    /** As above, counting every collective in {@code counter} (shared by a manager's groups). */
+    /**
+     * As above, counting every collective in {@code counter} (shared by a manager's groups); Gloo and NCCL ranks meet at
+     * {@code rendezvous} (ranks on several hosts), or in a FileStore named by {@code initPath} when it is null.
+     */
     ThreadGroup(String initPath, DeviceKind kind, List<Long> allGlobalDeviceIds, int rank, int size, boolean sameDevice,
-                Duration timeout, CollectiveCounter counter) {
+                Duration timeout, CollectiveCounter counter, RendezvousAddress rendezvous) {
         this.counter = java.util.Objects.requireNonNull(counter, "counter");
         if (initPath == null || initPath.isBlank()) {
             throw new IllegalArgumentException("initPath must be a non-blank name shared by the ranks, got "
@@ -118,7 +122,7 @@ public final class ThreadGroup implements AutoCloseable {
         this.rank = rank;
         this.size = size;
         this.sameDevice = sameDevice;
-        this.backend = sameDevice ? sameDeviceBackend(initPath, timeout) : distinctDeviceBackend(initPath, timeout);
+        this.backend = sameDevice ? sameDeviceBackend(initPath, timeout) : distinctDeviceBackend(initPath, rendezvous, timeout);
     }
 
     private CollectiveBackend sameDeviceBackend(String initPath, Duration timeout) {
@@ -132,16 +136,16 @@ public final class ThreadGroup implements AutoCloseable {
         return new SameDeviceBackend(store, key.toString(), defaultStream);
     }
 
-    private CollectiveBackend distinctDeviceBackend(String initPath, Duration timeout) {
+    private CollectiveBackend distinctDeviceBackend(String initPath, RendezvousAddress rendezvous, Duration timeout) {
         return switch (key.kind()) {
             case CPU -> {
                 this.stream = DeviceStream.of(new Device(DeviceKind.CPU, Math.toIntExact(key.deviceIds().get(rank))));
-                yield C10dBackend.gloo(initPath, key.toString(), rank, size, timeout, key.deviceIds().get(rank));
+                yield C10dBackend.gloo(initPath, rendezvous, key.toString(), rank, size, timeout, key.deviceIds().get(rank));
             }
             case CUDA -> {
                 Device device = rankDevice();
                 this.stream = DeviceStream.of(device);
-                yield C10dBackend.nccl(initPath, key.toString(), rank, size, timeout, device);
+                yield C10dBackend.nccl(initPath, rendezvous, key.toString(), rank, size, timeout, device);
             }
         };
     }

@@ -16,6 +16,7 @@ import org.dtorch.core.communication.CommPaths;
 import org.dtorch.core.communication.CommTimeoutException;
 import org.dtorch.core.communication.Deadline;
 import org.dtorch.core.communication.GlobalCommInstanceId;
+import org.dtorch.core.communication.store.RendezvousAddress;
 import org.dtorch.core.device.DeviceKind;
 
 /**
@@ -56,7 +57,14 @@ public final class ThreadGroupManager implements AutoCloseable {
     private final Map<ThreadGroupKey, Slots> groups = new ConcurrentHashMap<>();
     private final List<ThreadGroupKey> destroyed = new CopyOnWriteArrayList<>();
     private final CollectiveCounter counter = new CollectiveCounter();
+    /**
+     * System property: the address Gloo listens on (default 127.0.0.1). Across nodes it must be this node's address on
+     * the run's network: a run across nodes sets it for its workers to the address they reach the controller from.
+     */
+    public static final String GLOO_HOSTNAME_PROPERTY = "dtorch.gloo.hostname";
     private final Role role;
+    /** Where Gloo and NCCL ranks meet when they span hosts; null: a FileStore under the instance's directory. */
+    private final RendezvousAddress rendezvous;
     private volatile boolean closed;
     private volatile String abortedBy;
 
@@ -91,6 +99,20 @@ public final class ThreadGroupManager implements AutoCloseable {
      * controller removes it last.
      */
     public ThreadGroupManager(boolean dtensorInSameDevice, String instanceId, Duration timeout, Role role) {
+        this(dtensorInSameDevice, instanceId, timeout, role, null);
+    }
+
+    /**
+     * As {@link #ThreadGroupManager(boolean, String, Duration, Role)}, for ranks on several hosts: every Gloo and NCCL
+     * group meets at {@code rendezvous} (the run's c10d {@code TCPStore} server, the same address in every process of
+     * the run) under its unique name, and kernels' operation stores are picked by where their participants are
+     * ({@link org.dtorch.core.communication.store.TensorStore#createForParticipants}: Memory, File, or Network between
+     * hosts). The same-device backend is unchanged (its ranks share one device, so one host).
+     *
+     * @param rendezvous the run's rendezvous, or null for a FileStore under the instance's directory (one host)
+     */
+    public ThreadGroupManager(boolean dtensorInSameDevice, String instanceId, Duration timeout, Role role, RendezvousAddress rendezvous) {
+        this.rendezvous = rendezvous;
         this.role = java.util.Objects.requireNonNull(role, "role");
         if (instanceId == null || instanceId.isBlank()) {
             throw new IllegalArgumentException("instanceId must be non-blank");
@@ -119,7 +141,8 @@ public final class ThreadGroupManager implements AutoCloseable {
                 if (role == Role.ONE_PROCESS) {
                     slots.awaitAllRanks(key, rank);
                 }
-                group = new ThreadGroup(slots.initPath, kind, key.deviceIds(), rank, key.size(), dtensorInSameDevice, timeout, counter);
+                group = new ThreadGroup(slots.initPath, kind, key.deviceIds(), rank, key.size(), dtensorInSameDevice, timeout, counter,
+                    rendezvous);
                 try {
                     group.barrier();
                 } catch (RuntimeException e) {
@@ -182,7 +205,15 @@ public final class ThreadGroupManager implements AutoCloseable {
         return role;
     }
 
-    /** The store backend kernels use between the ranks: MEMORY for threads of one process, FILE for processes. */
+    /** Where Gloo and NCCL groups meet when the ranks span hosts; null when they meet in a FileStore (one host). */
+    public RendezvousAddress rendezvous() {
+        return rendezvous;
+    }
+
+    /**
+     * The store backend kernels use between the ranks: MEMORY for threads of one process, FILE for processes. With a
+     * {@link #rendezvous()}, kernels pick the backend of each store by where its participants are instead.
+     */
     public org.dtorch.core.communication.store.TensorStoreType storeType() {
         return role == Role.ONE_PROCESS ? org.dtorch.core.communication.store.TensorStoreType.MEMORY
             : org.dtorch.core.communication.store.TensorStoreType.FILE;

@@ -10,9 +10,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import org.bytedeco.javacpp.chrono.Milliseconds;
-import org.bytedeco.pytorch.PrefixStore;
 import org.bytedeco.pytorch.ProcessGroupGloo;
-import org.bytedeco.pytorch.Store;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.Work;
@@ -47,17 +45,15 @@ final class NetworkStoreGloo implements AutoCloseable {
     private static final ConcurrentHashMap<String, org.bytedeco.pytorch.gloo.Device> DEVICES = new ConcurrentHashMap<>();
 
     private final ProcessGroupGloo group;
-    private final NetworkStoreClients clients;
-    private final Store client;
+    private final RendezvousGroupStore store;
     private final String address;
     private final Set<Work> inFlight = ConcurrentHashMap.newKeySet();
     private final List<Work> lingering = new ArrayList<>();
     private volatile boolean aborted;
 
-    private NetworkStoreGloo(ProcessGroupGloo group, NetworkStoreClients clients, Store client, String address) {
+    private NetworkStoreGloo(ProcessGroupGloo group, RendezvousGroupStore store, String address) {
         this.group = group;
-        this.clients = clients;
-        this.client = client;
+        this.store = store;
         this.address = address;
     }
 
@@ -89,29 +85,26 @@ final class NetworkStoreGloo implements AutoCloseable {
      * group shares until {@link #close()}; blocks until every rank connected, at most {@code timeout}, the deadline also
      * of every later wait Gloo does by itself.
      *
-     * <p>Ownership: a store handed to a c10d constructor that takes an {@code intrusive_ptr} is adopted outright when
-     * Java made it (the presets' adapter), so the {@code PrefixStore} made here belongs to the group from the moment it
-     * is handed over, and Java gives up its own deallocation of it; the client, which came from c10d as an
-     * {@code intrusive_ptr}, is only shared. Destroying the group frees the {@code PrefixStore}, and the client goes back.
+     * <p>Ownership: as {@link RendezvousGroupStore} says; destroying the group frees its {@code PrefixStore}, and the
+     * client goes back.
      */
     static NetworkStoreGloo connect(NetworkStoreClients clients, String prefix, int rank, int world, Duration timeout, String address,
                                     String who) {
         long start = System.nanoTime();
-        Store client = clients.borrowFor(who + " connecting Gloo", timeout);
-        PrefixStore prefixed = new PrefixStore(prefix, client);
+        RendezvousGroupStore store = RendezvousGroupStore.borrow(clients, prefix, timeout, who + " connecting Gloo");
         try (Milliseconds millis = new Milliseconds(Math.max(1, timeout.toMillis()));
              ProcessGroupGloo.Options options = ProcessGroupGloo.Options.create(millis)) {
             options.devices().push_back(DEVICES.computeIfAbsent(address + "#" + rank, unused -> ProcessGroupGloo.createDeviceForHostname(address)));
             options.threads(1);
             GlooLog.Muting quiet = GlooLog.muteWhileConnecting();
             try {
-                return new NetworkStoreGloo(new ProcessGroupGloo(prefixed, rank, world, options), clients, client, address);
+                return new NetworkStoreGloo(store.handOver(prefixed -> new ProcessGroupGloo(prefixed, rank, world, options)), store,
+                    address);
             } finally {
-                prefixed.deallocate(false);
                 quiet.close();
             }
         } catch (RuntimeException e) {
-            clients.giveBack(client, false);
+            store.close();
             String what = who + ": connecting the Gloo group of " + world + " ranks (listening on " + address + ")";
             if (System.nanoTime() - start >= timeout.toNanos()) {
                 throw new CommTimeoutException(what + " " + Deadline.after(timeout).timedOutAfter() + ": "
@@ -200,7 +193,7 @@ final class NetworkStoreGloo implements AutoCloseable {
     @Override
     public void close() {
         group.close();
-        clients.giveBack(client, true);
+        store.close();
         synchronized (lingering) {
             lingering.forEach(Work::close);
             lingering.clear();

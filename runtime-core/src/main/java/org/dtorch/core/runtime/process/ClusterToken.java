@@ -102,6 +102,14 @@ public final class ClusterToken {
         }
     }
 
+    /**
+     * Puts the token into {@code environment} under {@value #ENV}: how a worker process this one starts gets it (the
+     * environment of a process is readable by its user only, unlike its command line).
+     */
+    void exportTo(Map<String, String> environment) {
+        environment.put(ENV, new String(key.getEncoded(), StandardCharsets.UTF_8));
+    }
+
     /** Where the token came from; never the token. */
     @Override
     public String toString() {

@@ -8,7 +8,9 @@ import java.util.zip.CRC32C;
 import org.dtorch.core.trace.Tracer;
 
 /**
- * Frames on the Unix-domain socket between the controller and one worker.
+ * Frames on the socket between the controller and one worker (a Unix-domain socket on one host, TCP across nodes),
+ * and between the controller and a node agent of a run across nodes ({@code NODE_*}, {@code WORKER_EXIT},
+ * {@code HEARTBEAT}).
  *
  * <pre>
  *   frame := length:int  magic:int  type:byte  payload  crc:int
@@ -49,7 +51,19 @@ public final class ControlChannel implements AutoCloseable {
     public static final byte TRACE_STOP = 10;
     /** Worker to controller: {@code last:boolean} and a piece of its trace part (the pieces in order make the part). */
     public static final byte TRACE_EVENTS = 11;
-    private static final byte LAST_TYPE = TRACE_EVENTS;
+    /** Node agent to controller, first on a node's connection: protocol, node rank, devices, pid, host name. */
+    public static final byte NODE_HELLO = 12;
+    /** Controller to node agent: the run's instance, configuration and addresses; start the workers. */
+    public static final byte NODE_START = 13;
+    /** Node agent to controller: the pid of each worker it started, by device. */
+    public static final byte NODE_WORKERS = 14;
+    /** Node agent to controller: a worker exited, with its status and last output. */
+    public static final byte WORKER_EXIT = 15;
+    /** Controller to node agent: kill the workers now. */
+    public static final byte NODE_KILL = 16;
+    /** Either way on a node's connection, every second: the sender is alive. */
+    public static final byte HEARTBEAT = 17;
+    private static final byte LAST_TYPE = HEARTBEAT;
     /** The largest payload a frame carries. */
     public static final int MAX_PAYLOAD = MAX_FRAME - HEADER;
 

@@ -61,7 +61,7 @@ public final class OpSpecCodecs {
                         yield PromiseSpec.memoryStats(promise, device, PromiseSpec.Kind.values()[ordinal] == PromiseSpec.Kind.RESET_PEAK_MEMORY_STATS);
                     }
                     case SYNC -> {
-                        VoidPromise promise = in.promise("sync promise", name -> TensorPromises.voidFromSerialized(TensorPromiseType.FILE, name),
+                        VoidPromise promise = in.promise("sync promise", TensorPromises::voidFromSerialized,
                             () -> TensorPromises.createVoid(TensorPromiseType.MEMORY));
                         yield PromiseSpec.sync(promise, in.wire().getLong("sync device"));
                     }
@@ -79,7 +79,7 @@ public final class OpSpecCodecs {
 
     /** A tensor promise as {@link SpecWriter#promise} wrote it. */
     private static TensorPromise tensorPromise(SpecReader in, String what) {
-        return in.promise(what, name -> TensorPromises.fromSerialized(TensorPromiseType.FILE, name),
+        return in.promise(what, TensorPromises::fromSerialized,
             () -> TensorPromises.create(TensorPromiseType.MEMORY));
     }
 

@@ -38,7 +38,7 @@ public final class OperatorCodec {
 
     /**
      * Encodes {@code op}. Large tensors among its parameters go into shared memory named from
-     * {@code sharedPrefix}.
+     * {@code sharedPrefix}, or inline when it is null (workers on other hosts).
      *
      * @throws IllegalArgumentException if the operator's spec has no codec
      */
@@ -49,7 +49,7 @@ public final class OperatorCodec {
         out.putLong(op.id());
         out.putString(codec.tag());
         try {
-            codec.write(spec, new SpecWriter(out, sharedPrefix + "-op" + op.id()));
+            codec.write(spec, new SpecWriter(out, sharedPrefix == null ? null : sharedPrefix + "-op" + op.id()));
         } catch (RuntimeException e) {
             new Encoded(null, out.resources()).release();
             throw e;

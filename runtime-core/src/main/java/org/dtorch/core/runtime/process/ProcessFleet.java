@@ -20,8 +20,12 @@ import org.dtorch.core.communication.CommException;
 import org.dtorch.core.communication.Deadline;
 import org.dtorch.core.communication.FailureKind;
 import org.dtorch.core.communication.group.ThreadGroupManager;
+import org.dtorch.core.communication.promise.ExpectedValue;
+import org.dtorch.core.communication.promise.NetworkPromises;
 import org.dtorch.core.communication.promise.RemoteFailureException;
+import org.dtorch.core.communication.promise.TensorPromise;
 import org.dtorch.core.communication.promise.TensorPromiseType;
+import org.dtorch.core.communication.promise.VoidPromise;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.graph.LogicalGraph;
 import org.dtorch.core.graph.Operator;
@@ -33,8 +37,9 @@ import org.dtorch.core.shm.SharedRegion;
 import org.dtorch.core.trace.Tracer;
 
 /**
- * Per-device-process mode's fleet: one worker JVM per device ({@link WorkerPool} starts them, {@link WorkerProcess}
- * is the controller's handle, {@link WorkerMain} the worker's entry point). Operators cross as encoded control
+ * Per-device-process mode's fleet, and a run across nodes': one worker JVM per device ({@link WorkerPool} starts them
+ * on one host; across nodes {@link NodeLaunch} starts node 0's and has the other nodes' {@link NodeAgent}s start theirs;
+ * {@link WorkerProcess} is the controller's handle, {@link WorkerMain} the worker's entry point). Operators cross as encoded control
  * messages ({@link OperatorEncoder}), failures are recorded on a {@link SharedFailureBoard}, and promises are FILE
  * ones that the workers complete through shared memory.
  *
@@ -60,6 +65,8 @@ public final class ProcessFleet implements DeviceFleet {
     private final ThreadGroupManager groups;
     private final SharedFailureBoard board;
     private final OperatorEncoder encoder;
+    /** The other nodes of a run across hosts, or null on one host. */
+    private final NodeLaunch nodes;
     private final ScheduledExecutorService failureTimer;
     private final Map<Long, WorkerProcess> workers = new LinkedHashMap<>();
     /** Serializes the handling of worker deaths (not the runtime's monitor, which close() holds while it waits). */
@@ -83,12 +90,21 @@ public final class ProcessFleet implements DeviceFleet {
             groups.close();
             throw e;
         }
-        this.encoder = new OperatorEncoder(SharedRegion.PREFIX + instanceId);
+        try {
+            this.nodes = options.nodes() == null ? null : NodeLaunch.open(options, instanceId);
+        } catch (RuntimeException e) {
+            board.unlink();
+            board.close();
+            groups.close();
+            throw e;
+        }
+        // Workers on other hosts cannot map this host's shared memory: their operators carry every tensor inline.
+        this.encoder = new OperatorEncoder(nodes == null ? SharedRegion.PREFIX + instanceId : null);
         this.failureTimer = Executors.newSingleThreadScheduledExecutor(r -> Thread.ofPlatform().daemon()
             .name("dtorch-failure-timer").unstarted(r));
     }
 
-    /** The fleet of a runtime with {@link RuntimeOptions#perDevicePerProcess()}; {@link #createNodes} starts the workers. */
+    /** The fleet of a runtime with {@link RuntimeOptions#workerProcesses()}; {@link #createNodes} starts the workers. */
     public static ProcessFleet create(RuntimeOptions options, List<Device> devices, String instanceId) {
         return new ProcessFleet(options, devices, instanceId);
     }
@@ -97,7 +113,8 @@ public final class ProcessFleet implements DeviceFleet {
     public Map<Long, DeviceNode> createNodes(LogicalGraph graph, Owner owner) {
         this.graph = graph;
         this.owner = owner;
-        workers.putAll(WorkerPool.start(options, devices, instanceId, board.name(), graph, encoder, new WorkerEvents()));
+        workers.putAll(nodes == null ? WorkerPool.start(options, devices, instanceId, board.name(), graph, encoder, new WorkerEvents())
+            : nodes.start(devices, board.name(), graph, encoder, new WorkerEvents()));
         return new LinkedHashMap<>(workers);
     }
 
@@ -114,10 +131,28 @@ public final class ProcessFleet implements DeviceFleet {
     /**
      * FILE, for CPU devices too: values are produced in the worker processes. (The seed keeps CPU on MEMORY
      * because its CPU kernels run in the controller's process; here CPU devices have worker processes of their own.)
+     * Devices on other nodes complete NETWORK promises instead ({@link #newPromise}).
      */
     @Override
     public TensorPromiseType promiseType() {
         return TensorPromiseType.FILE;
+    }
+
+    /** A FILE promise for a device of this host; a NETWORK one kept in the run's rendezvous for a device of another node. */
+    @Override
+    public TensorPromise newPromise(long device, Duration timeout, ExpectedValue expected) {
+        if (nodes != null && nodes.isRemote(device)) {
+            return NetworkPromises.create(nodes.rendezvous().host(), nodes.rendezvous().port(), timeout);
+        }
+        return DeviceFleet.super.newPromise(device, timeout, expected);
+    }
+
+    @Override
+    public VoidPromise newVoidPromise(long device, Duration timeout) {
+        if (nodes != null && nodes.isRemote(device)) {
+            return NetworkPromises.createVoid(nodes.rendezvous().host(), nodes.rendezvous().port(), timeout);
+        }
+        return DeviceFleet.super.newVoidPromise(device, timeout);
     }
 
     /** An operator crosses to the workers only through a codec. */
@@ -198,6 +233,9 @@ public final class ProcessFleet implements DeviceFleet {
             killWorkers();
             mergeTraceParts();
             failureTimer.shutdownNow();
+            if (nodes != null) {
+                nodes.close();
+            }
             encoder.releaseAll();
             board.unlink();
             board.close();
@@ -311,7 +349,8 @@ public final class ProcessFleet implements DeviceFleet {
             if (closing && (killing || status == 0) && fatal == null) {
                 return; // close() completed or cancelled everything this worker had
             }
-            workerDied(worker, new WorkerDiedException(worker.device(), worker.pid(), status, fatal));
+            WorkerDiedException lost = worker.lost();
+            workerDied(worker, lost != null ? lost : new WorkerDiedException(worker.device(), worker.pid(), status, fatal));
         }
     }
 

@@ -1,9 +1,11 @@
 package org.dtorch.core.runtime.process;
 
+import java.util.function.BiFunction;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.communication.promise.TensorPromiseType;
 import org.dtorch.core.communication.promise.TensorPromises;
 import org.dtorch.core.distributed.Sharding;
 
@@ -34,13 +36,18 @@ public final class SpecReader {
     }
 
     /**
-     * The File promise written by {@link SpecWriter#promise}, attached in this process through {@code attach} (for
-     * example {@link TensorPromises#fromSerialized}). A name that is not a promise's is a protocol error; if the
+     * The promise written by {@link SpecWriter#promise}, attached in this process through {@code attach} (for
+     * example {@link TensorPromises#fromSerialized}), given its type (FILE or NETWORK) and serialized form. A name that is not a promise's is a protocol error; if the
      * future is gone already, {@code discard} gives a promise whose value is dropped. Its value goes straight to the
      * future; an error goes to {@link #failureSink()} instead.
      */
-    public <P> P promise(String what, Function<String, P> attach, Supplier<P> discard) {
-        return attach(what, in.getString(what), attach, discard);
+    public <P> P promise(String what, BiFunction<TensorPromiseType, String, P> attach, Supplier<P> discard) {
+        int ordinal = in.getInt(what + " type");
+        if (ordinal != TensorPromiseType.FILE.ordinal() && ordinal != TensorPromiseType.NETWORK.ordinal()) {
+            throw new ProtocolException(what + ": promise type " + ordinal + " is neither FILE nor NETWORK");
+        }
+        TensorPromiseType type = TensorPromiseType.values()[ordinal];
+        return attach(what, in.getString(what), name -> attach.apply(type, name), discard);
     }
 
     /**

@@ -15,6 +15,7 @@ public final class SpecWriter {
     private final String sharedNamePrefix;
     private int tensors;
 
+    /** Writes to {@code out}; large tensors go to shared memory named from {@code sharedNamePrefix}, inline when null. */
     SpecWriter(WireWriter out, String sharedNamePrefix) {
         this.out = out;
         this.sharedNamePrefix = sharedNamePrefix;
@@ -31,18 +32,22 @@ public final class SpecWriter {
         return this;
     }
 
-    /** A File promise of {@code type}, by its serialized (shared-memory) name; the worker completes it. */
+    /**
+     * A promise the worker completes, by its type and serialized form: a File promise (its shared-memory name) for a
+     * worker of this host, a Network one (its store's address and key) for a worker on another node.
+     */
     public SpecWriter promise(TensorPromiseType type, String serialized) {
-        if (type != TensorPromiseType.FILE) {
-            throw new IllegalArgumentException("a promise that crosses to a worker process must be a FILE promise, got " + type);
+        if (type == TensorPromiseType.MEMORY) {
+            throw new IllegalArgumentException("a promise that crosses to a worker process must be a FILE or NETWORK promise, got " + type);
         }
+        out.putInt(type.ordinal());
         out.putString(serialized);
         return this;
     }
 
     /** A CPU tensor's values; large ones through shared memory that lives until the operator ran everywhere. */
     public SpecWriter tensor(Tensor value) {
-        out.putTensor(value, sharedNamePrefix + "-t" + tensors++);
+        out.putTensor(value, sharedNamePrefix == null ? null : sharedNamePrefix + "-t" + tensors++);
         return this;
     }
 }

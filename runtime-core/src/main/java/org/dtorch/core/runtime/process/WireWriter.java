@@ -102,15 +102,22 @@ public final class WireWriter {
 
     /**
      * A CPU tensor's dtype, shape and values (row-major). Large tensors go through shared memory: the
-     * region is created now and removed when {@link #resources()} are closed.
+     * region is created now and removed when {@link #resources()} are closed. With no {@code sharedName} (the reader
+     * is on another host) every tensor goes inline.
+     *
+     * @throws IllegalArgumentException if an inline tensor cannot fit a control frame
      */
     public WireWriter putTensor(Tensor value, String sharedName) {
         long[] shape = TorchTensors.shape(value);
         ScalarType dtype = TorchTensors.dtype(value);
         long nbytes = ShmTensors.byteSize(shape, dtype);
+        if (sharedName == null && nbytes > ControlChannel.MAX_PAYLOAD - position - 1024) {
+            throw new IllegalArgumentException("a tensor of " + nbytes + " bytes (shape " + java.util.Arrays.toString(shape)
+                + ") does not fit a control frame of " + ControlChannel.MAX_FRAME + " bytes to a worker on another node");
+        }
         putDtype(dtype);
         putLongs(shape);
-        if (nbytes <= INLINE_TENSOR_LIMIT) {
+        if (sharedName == null || nbytes <= INLINE_TENSOR_LIMIT) {
             putByte(INLINE);
             putInt((int) nbytes);
             ensure((int) nbytes);

@@ -24,12 +24,19 @@ public class WorkerDiedException extends CommException {
         this.exitStatus = exitStatus;
     }
 
+    /** A death told in {@code message} (a node lost as a whole); the exit status is unknown (-1). */
+    WorkerDiedException(Device device, String message) {
+        super(FailureKind.WORKER_DIED, message, null);
+        this.device = device;
+        this.exitStatus = -1;
+    }
+
     /** The device whose worker died. */
     public Device device() {
         return device;
     }
 
-    /** Its exit status (128 + n for signal n, as the JVM reports it). */
+    /** Its exit status (128 + n for signal n, as the JVM reports it); -1 when its node was lost with it. */
     public int exitStatus() {
         return exitStatus;
     }

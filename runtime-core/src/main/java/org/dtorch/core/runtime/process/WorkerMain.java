@@ -2,6 +2,7 @@ package org.dtorch.core.runtime.process;
 
 import java.io.EOFException;
 import java.io.IOException;
+import java.net.InetSocketAddress;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.channels.SocketChannel;
@@ -16,6 +17,7 @@ import org.dtorch.core.communication.CommException;
 import org.dtorch.core.communication.FailureKind;
 import org.dtorch.core.communication.group.ThreadGroupManager;
 import org.dtorch.core.communication.promise.RemoteFailureException;
+import org.dtorch.core.communication.store.RendezvousAddress;
 import org.dtorch.core.device.Cuda;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
@@ -33,8 +35,8 @@ import org.dtorch.core.trace.Tracer;
 
 
 /**
- * The main class of a worker process (per-device-process mode): one device, driven by the controller over
- * a Unix-domain socket. A reader thread decodes what the controller sends; the main thread runs the
+ * The main class of a worker process (per-device-process mode, and every device of a run across nodes): one device,
+ * driven by the controller over a Unix-domain socket, or over an authenticated TCP connection from another node. A reader thread decodes what the controller sends; the main thread runs the
  * operators in order with the same {@link DeviceLoop} and kernels as thread mode, and reports which ran
  * ({@code DONE}, in batches, with the number of tensors it holds) and which promise errors occurred
  * ({@code FAILED}).
@@ -46,7 +48,9 @@ import org.dtorch.core.trace.Tracer;
  * and exits with status {@value #EXIT_PROTOCOL}. When the controller goes away (its socket closes), the
  * worker cancels what is queued and exits.
  *
- * <p>Arguments: {@code --socket PATH --device N --devices N --instance ID --failures NAME --timeout-ms MS
+ * <p>Arguments: {@code --socket PATH} or {@code --connect HOST:PORT} (the token in {@value ClusterToken#ENV}, and
+ * {@code --rendezvous HOST:PORT}, the run's, where groups across nodes meet),
+ * {@code --device N --devices N --instance ID --failures NAME --timeout-ms MS
  * --same-device BOOL}, and optionally {@code --device-kind cpu|cuda} (default {@code cpu}),
  * {@code --physical-device N} (default: the {@code --device} index), the device the kernels run on
  * ({@link RuntimeOptions#physicalDevice}), and {@code --memory-growth-syncs N --memory-growth-floor BYTES}
@@ -66,6 +70,8 @@ public final class WorkerMain {
     private static final int DONE_BATCH = 256;
     private static final long REPORT_DELAY_NANOS = 200_000;
     private static final long ORPHAN_GRACE_MILLIS = 5_000;
+    /** The longest a worker on another node waits for the controller's side of the handshake. */
+    private static final Duration HANDSHAKE_TIMEOUT = Duration.ofSeconds(30);
 
     private final Device device;
     private final ControlChannel channel;
@@ -141,13 +147,13 @@ public final class WorkerMain {
             Cuda.setCurrentDevice(devices.physical());
             limitIntraOpThreads(Integer.parseInt(options.get("devices")));
             Duration timeout = Duration.ofMillis(Long.parseLong(options.get("timeout-ms")));
-            SocketChannel socket = SocketChannel.open(StandardProtocolFamily.UNIX);
-            socket.connect(UnixDomainSocketAddress.of(Path.of(options.get("socket"))));
-            ControlChannel channel = new ControlChannel(socket, "the controller");
+            ControlChannel channel = new ControlChannel(connect(options, timeout), "the controller");
+            watchParent(device);
             channel.send(ControlChannel.HELLO, new WireWriter().putInt(WorkerPool.PROTOCOL_VERSION).putLong(device.index())
                 .putLong(ProcessHandle.current().pid()).toByteArray());
+            String rendezvous = options.get("rendezvous");
             ThreadGroupManager groups = new ThreadGroupManager(Boolean.parseBoolean(options.get("same-device")), options.get("instance"),
-                timeout, ThreadGroupManager.Role.WORKER);
+                timeout, ThreadGroupManager.Role.WORKER, rendezvous == null ? null : RendezvousAddress.parse(rendezvous));
             worker = new WorkerMain(devices, channel, SharedFailureBoard.open(options.get("failures")), groups, timeout, memoryWatch(options));
         } catch (Throwable e) {
             System.err.println("worker could not start: " + e);
@@ -158,6 +164,39 @@ public final class WorkerMain {
         int status = worker.run();
         writeTracePart(tracePart);
         System.exit(status);
+    }
+
+    /**
+     * The control connection: the Unix-domain socket at {@code --socket} (one host), or, across nodes, a TCP connection
+     * to {@code --connect host:port} authenticated with the run's token, which the environment variable
+     * {@value ClusterToken#ENV} carries (never the command line).
+     */
+    private static SocketChannel connect(Map<String, String> options, Duration timeout) throws IOException {
+        String controller = options.get("connect");
+        if (controller == null) {
+            SocketChannel socket = SocketChannel.open(StandardProtocolFamily.UNIX);
+            socket.connect(UnixDomainSocketAddress.of(Path.of(options.get("socket"))));
+            return socket;
+        }
+        String token = System.getenv(ClusterToken.ENV);
+        if (token == null) {
+            throw new IllegalArgumentException("--connect " + controller + " needs the run's token in the environment variable " + ClusterToken.ENV);
+        }
+        RendezvousAddress address = RendezvousAddress.parse(controller);
+        Duration handshake = timeout.compareTo(HANDSHAKE_TIMEOUT) < 0 ? timeout : HANDSHAKE_TIMEOUT;
+        return ControlHandshake.connect(new InetSocketAddress(address.host(), address.port()), ClusterToken.of(token, ClusterToken.ENV),
+            handshake).getChannel();
+    }
+
+    /**
+     * Exits when the process that started this worker does (the controller, or the node agent of a run across nodes,
+     * killed with SIGKILL): a worker never outlives who supervises it.
+     */
+    private static void watchParent(Device device) {
+        ProcessHandle.current().parent().ifPresent(parent -> parent.onExit().thenRun(() -> {
+            System.err.println("worker of " + device + ": the process that started it (pid " + parent.pid() + ") exited; exiting");
+            Runtime.getRuntime().halt(EXIT_PROTOCOL);
+        }));
     }
 
     /**
@@ -201,18 +240,27 @@ public final class WorkerMain {
             Long.parseLong(options.getOrDefault("memory-growth-floor", String.valueOf(MemoryWatch.DEFAULT_FLOOR_BYTES))));
     }
 
-    /** The {@code --name value} pairs of the command line, the required ones checked present. */
+    /** The {@code --name value} pairs of a worker's command line, the required ones checked present. */
     static Map<String, String> parse(String[] args) {
+        Map<String, String> options = parse(args, List.of("device", "devices", "instance", "failures", "timeout-ms", "same-device"));
+        if (options.containsKey("socket") == options.containsKey("connect")) {
+            throw new IllegalArgumentException("expected one of --socket PATH and --connect HOST:PORT");
+        }
+        return options;
+    }
+
+    /** The {@code --name value} pairs of {@code args}, each of {@code required} checked present. */
+    static Map<String, String> parse(String[] args, List<String> required) {
         Map<String, String> options = new HashMap<>();
-        for (int i = 0; i + 1 < args.length; i += 2) {
-            if (!args[i].startsWith("--")) {
+        for (int i = 0; i < args.length; i += 2) {
+            if (!args[i].startsWith("--") || i + 1 == args.length) {
                 throw new IllegalArgumentException("expected --name value pairs, got '" + args[i] + "'");
             }
             options.put(args[i].substring(2), args[i + 1]);
         }
-        for (String required : List.of("socket", "device", "devices", "instance", "failures", "timeout-ms", "same-device")) {
-            if (!options.containsKey(required)) {
-                throw new IllegalArgumentException("missing --" + required);
+        for (String name : required) {
+            if (!options.containsKey(name)) {
+                throw new IllegalArgumentException("missing --" + name);
             }
         }
         return options;

@@ -42,7 +42,7 @@ final class WorkerPool {
     static final String STARTUP_PROPERTY = "dtorch.worker.startupSeconds";
     static final long DEFAULT_STARTUP_SECONDS = 120;
     /** Version of the control protocol; a worker of another version is refused. */
-    static final int PROTOCOL_VERSION = 3;
+    static final int PROTOCOL_VERSION = 4;
 
     private WorkerPool() {
     }
@@ -67,7 +67,8 @@ final class WorkerPool {
             madeDirectory = true;
             server.bind(UnixDomainSocketAddress.of(socket));
             for (Device device : devices) {
-                workers.put((long) device.index(), new WorkerProcess(device, spawn(options, device, instanceId, failureBoard, socket),
+                workers.put((long) device.index(), new WorkerProcess(device,
+                    new LocalWorkerLife(spawn(options, device, instanceId, failureBoard, socket), device.toString()),
                     graph, encoder, events));
             }
             Deadline deadline = Deadline.after(Duration.ofSeconds(Long.getLong(STARTUP_PROPERTY, DEFAULT_STARTUP_SECONDS)));
@@ -99,12 +100,28 @@ final class WorkerPool {
      * consumer with another numbering would read as another GPU.
      */
     static List<String> arguments(RuntimeOptions options, Device device, String instanceId, String failureBoard, Path socket) {
+        List<String> args = new ArrayList<>(List.of("--socket", socket.toString(), "--failures", failureBoard));
+        args.addAll(arguments(options, device, instanceId));
+        return args;
+    }
+
+    /**
+     * The arguments every worker of {@code device} gets, wherever it runs: all but its control connection and its
+     * failure board, which are its host's; across nodes, the run's rendezvous.
+     */
+    static List<String> arguments(RuntimeOptions options, Device device, String instanceId) {
         Device physical = options.physicalDevice(device);
-        return List.of("--socket", socket.toString(), "--device", String.valueOf(device.index()), "--device-kind",
+        List<String> args = List.of("--device", String.valueOf(device.index()), "--device-kind",
             device.kind().shortName(), "--physical-device", String.valueOf(physical.index()), "--devices",
-            String.valueOf(options.deviceCount()), "--instance", instanceId, "--failures", failureBoard, "--timeout-ms",
+            String.valueOf(options.deviceCount()), "--instance", instanceId, "--timeout-ms",
             String.valueOf(options.timeout().toMillis()), "--same-device", String.valueOf(options.sameDevice()), "--memory-growth-syncs",
-            String.valueOf(options.memoryWatch().growthSyncs()), "--memory-growth-floor", String.valueOf(options.memoryWatch().floorBytes()));
+            String.valueOf(options.memoryWatch().growthSyncs()), "--memory-growth-floor", String.valueOf(options.memoryWatch().floorBytes()),
+            "--trace-from-start", String.valueOf(Tracer.enabled()));
+        if (options.nodes() != null) {
+            args = new ArrayList<>(args);
+            args.addAll(List.of("--rendezvous", options.nodes().master().toString()));
+        }
+        return args;
     }
 
     /**
@@ -118,11 +135,22 @@ final class WorkerPool {
 
     private static Process spawn(RuntimeOptions options, Device device, String instanceId, String failureBoard, Path socket) {
         List<String> args = new ArrayList<>(arguments(options, device, instanceId, failureBoard, socket));
-        args.addAll(List.of("--trace-part", tracePart(instanceId, device).toString(), "--trace-from-start",
-            String.valueOf(Tracer.enabled())));
-        ProcessBuilder builder = JvmCommand.of(WorkerMain.class.getName(), args, Map.of(GlobalCommInstanceId.PROPERTY, instanceId),
+        args.addAll(List.of("--trace-part", tracePart(instanceId, device).toString()));
+        return launch(device, args, Map.of(GlobalCommInstanceId.PROPERTY, instanceId), null);
+    }
+
+    /**
+     * Starts a worker JVM with {@code args} and the system {@code properties} (the runtime's instance id among them); with
+     * a {@code token} (a worker that connects across nodes) the token goes into its environment, never on its command
+     * line. Its output is merged into one stream.
+     */
+    static Process launch(Device device, List<String> args, Map<String, String> properties, ClusterToken token) {
+        ProcessBuilder builder = JvmCommand.of(WorkerMain.class.getName(), args, properties,
             List.of("-Xmx" + System.getProperty("dtorch.worker.heap", "1g"))).processBuilder();
         builder.redirectErrorStream(true);
+        if (token != null) {
+            token.exportTo(builder.environment());
+        }
         try {
             return builder.start();
         } catch (IOException e) {
@@ -165,27 +193,27 @@ final class WorkerPool {
 
     /** Reads the HELLO of a new connection (within the deadline) and gives the channel to its worker. */
     private static void attach(ControlChannel channel, Map<Long, WorkerProcess> workers, Deadline deadline) {
-        ControlChannel.Frame hello;
-        try (var reader = java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor()) {
-            var frame = reader.submit(channel::receive);
-            hello = frame.get(Math.max(1, deadline.remainingNanos()), java.util.concurrent.TimeUnit.NANOSECONDS);
-        } catch (java.util.concurrent.TimeoutException e) {
-            channel.close();
-            throw new CommTimeoutException("a worker connected but sent no HELLO " + deadline.timedOutAfter());
-        } catch (java.util.concurrent.ExecutionException e) {
-            channel.close();
-            throw new CommException("a worker connected but its HELLO could not be read: " + e.getCause(), e.getCause());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            channel.close();
-            throw new CommException("interrupted while starting the worker processes");
-        }
+        ControlChannel.Frame hello = firstFrame(channel, deadline, "a worker connected but");
+        attachHello(channel, hello, workers);
+    }
+
+    /**
+     * Gives {@code channel} to the worker its {@code HELLO} names, if that worker expects it (same pid, not attached yet;
+     * a worker on another node may say hello before its node agent reported its pid).
+     *
+     * @return the worker
+     * @throws CommException naming what the worker said, and the channel is closed, otherwise
+     */
+    static WorkerProcess attachHello(ControlChannel channel, ControlChannel.Frame hello, Map<Long, WorkerProcess> workers) {
         WireReader in = hello.reader();
         int version = in.getInt("protocol version");
         long device = in.getLong("device");
         long pid = in.getLong("pid");
         in.expectEnd("HELLO");
         WorkerProcess worker = workers.get(device);
+        if (worker != null && worker.life() instanceof RemoteWorkerLife remote && remote.pid() < 0) {
+            remote.started(pid);
+        }
         if (hello.type() != ControlChannel.HELLO || version != PROTOCOL_VERSION || worker == null || worker.pid() != pid
             || worker.isAttached()) {
             channel.close();
@@ -194,13 +222,29 @@ final class WorkerPool {
         }
         channel.setPeer("the worker of " + worker.device());
         worker.attach(channel);
+        return worker;
     }
 
-    private static void closeQuietly(SocketChannel channel) {
-        try {
-            channel.close();
-        } catch (IOException ignored) {
-            // closing anyway
+    /**
+     * The first frame of a new connection, read within {@code deadline}; the channel is closed if none comes.
+     * {@code who} starts the error's message ("a worker connected but").
+     */
+    static ControlChannel.Frame firstFrame(ControlChannel channel, Deadline deadline, String who) {
+        try (var reader = java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor()) {
+            var frame = reader.submit(channel::receive);
+            try {
+                return frame.get(Math.max(1, deadline.remainingNanos()), java.util.concurrent.TimeUnit.NANOSECONDS);
+            } catch (java.util.concurrent.TimeoutException e) {
+                channel.close();
+                throw new CommTimeoutException(who + " sent nothing " + deadline.timedOutAfter());
+            } catch (java.util.concurrent.ExecutionException e) {
+                channel.close();
+                throw new CommException(who + " its first frame could not be read: " + e.getCause(), e.getCause());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                channel.close();
+                throw new CommException(who + " was interrupted while reading its first frame");
+            }
         }
     }
 }

@@ -1,18 +1,14 @@
 package org.dtorch.core.runtime.process;
 
-import java.io.BufferedReader;
 import java.io.ByteArrayOutputStream;
 import java.io.EOFException;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
 import org.dtorch.core.communication.FailureKind;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.graph.LogicalGraph;
@@ -20,27 +16,23 @@ import org.dtorch.core.graph.Operand;
 import org.dtorch.core.graph.Operator;
 import org.dtorch.core.runtime.DeviceNode;
 
-
-
-
-
 /**
  * The controller's handle on the worker process of one device (per-device-process mode): sends it
  * operators and releases over the {@link ControlChannel}, and on a reader thread takes its reports: which
  * operators it ran ({@code DONE}), which failed ({@code FAILED}), unrecoverable errors ({@code FATAL}), and the trace
  * a profiler window's stop asked for ({@code TRACE_EVENTS}).
- * The worker's output is forwarded to this process's standard error, prefixed with the device; its last
- * lines go into error messages.
+ * The process is a child of this JVM or runs on another node ({@link WorkerLife}); its last lines of output go into
+ * error messages.
  *
  * <p>Operators run in the order they were sent, so the ones sent and not yet reported are a queue. When the
- * process exits, the runtime hears of it through {@link Events#exited} (the JVM's process reaper calls back
- * within milliseconds of a SIGKILL), and every operator still queued here is abandoned.
+ * process exits, the runtime hears of it through {@link Events#exited} (for a child, the JVM's process reaper calls back
+ * within milliseconds of a SIGKILL; for a remote worker, its node agent or the loss of its node), and every operator
+ * still queued here is abandoned.
  *
  * <p>Thread-safe: the controller thread sends; the reader thread and the exit callback take reports.
  */
 final class WorkerProcess implements DeviceNode {
     private static final System.Logger LOG = System.getLogger(WorkerProcess.class.getName());
-    private static final int OUTPUT_TAIL = 40;
     private static final int FLUSH_BYTES = 32 * 1024;
 
     /** What the runtime hears from its workers. */
@@ -53,12 +45,11 @@ final class WorkerProcess implements DeviceNode {
     }
 
     private final Device device;
-    private final Process process;
+    private final WorkerLife process;
     private final LogicalGraph graph;
     private final OperatorEncoder encoder;
     private final Events events;
     private final Deque<Operator> inFlight = new ArrayDeque<>();
-    private final Deque<String> outputTail = new ArrayDeque<>();
     private volatile ControlChannel channel;
     private volatile int liveBlobs;
     private volatile String fatal;
@@ -71,13 +62,12 @@ final class WorkerProcess implements DeviceNode {
     /** The pieces of the trace being received; the reader thread's. */
     private final ByteArrayOutputStream tracePieces = new ByteArrayOutputStream();
 
-    WorkerProcess(Device device, Process process, LogicalGraph graph, OperatorEncoder encoder, Events events) {
+    WorkerProcess(Device device, WorkerLife process, LogicalGraph graph, OperatorEncoder encoder, Events events) {
         this.device = device;
         this.process = process;
         this.graph = graph;
         this.encoder = encoder;
         this.events = events;
-        Thread.ofPlatform().daemon().name("dtorch-worker-output-" + device).start(this::pumpOutput);
         process.onExit().thenRun(this::onExit);
     }
 
@@ -89,13 +79,23 @@ final class WorkerProcess implements DeviceNode {
         return process.pid();
     }
 
+    /** How the controller knows the process lives. */
+    WorkerLife life() {
+        return process;
+    }
+
+    /** Why it is gone when its whole node was lost, or null. */
+    WorkerDiedException lost() {
+        return process.lost();
+    }
+
     boolean isAlive() {
         return process.isAlive();
     }
 
     /** The exit status, or -1 while the process runs. */
     int exitStatusNow() {
-        return process.isAlive() ? -1 : process.exitValue();
+        return process.exitStatusNow();
     }
 
     boolean isAttached() {
@@ -187,7 +187,7 @@ final class WorkerProcess implements DeviceNode {
 
     @Override
     public boolean join(Duration timeout) throws InterruptedException {
-        return process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS);
+        return process.waitFor(timeout);
     }
 
     /** Queues {@code TRACE_START} (the controller's thread, in order with the operators); nothing once the worker died. */
@@ -225,9 +225,9 @@ final class WorkerProcess implements DeviceNode {
             + exitStatusNow() + (fatal != null ? " (" + fatal + ")" : "") + " before it sent its trace"));
     }
 
-    /** Kills the process (SIGKILL) if it still runs. */
+    /** Kills the process (SIGKILL) if it still runs; closes the channel of one on another node. */
     void destroy() {
-        process.destroyForcibly();
+        process.destroy();
     }
 
     @Override
@@ -254,9 +254,7 @@ final class WorkerProcess implements DeviceNode {
 
     /** The last lines the worker printed, for error messages. */
     String outputTail() {
-        synchronized (outputTail) {
-            return String.join("\n", outputTail);
-        }
+        return process.outputTail();
     }
 
     /** Fails every operator sent and not yet reported, and refuses new ones (they are abandoned at once). */
@@ -332,7 +330,7 @@ final class WorkerProcess implements DeviceNode {
             if (!exited && !stopRequested) {
                 fatal = fatal != null ? fatal : "the control channel broke: " + e;
                 LOG.log(System.Logger.Level.ERROR, "the control channel of " + device + " broke; stopping its worker", e);
-                process.destroyForcibly();
+                process.destroy();
             }
         }
     }
@@ -358,7 +356,7 @@ final class WorkerProcess implements DeviceNode {
 
     private void onExit() {
         exited = true;
-        int status = process.exitValue();
+        int status = process.exitStatusNow();
         try {
             if (reader != null) {
                 reader.join(2000);
@@ -368,21 +366,5 @@ final class WorkerProcess implements DeviceNode {
         }
         failTrace(); // after the reader, so that a trace it received whole is not failed
         events.exited(this, status, fatal);
-    }
-
-    private void pumpOutput() {
-        try (BufferedReader in = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-            for (String line; (line = in.readLine()) != null; ) {
-                synchronized (outputTail) {
-                    outputTail.addLast(line);
-                    if (outputTail.size() > OUTPUT_TAIL) {
-                        outputTail.removeFirst();
-                    }
-                }
-                System.err.println("[dtorch " + device + "] " + line);
-            }
-        } catch (IOException ignored) {
-            // the process is gone
-        }
     }
 }

@@ -1,8 +1,8 @@
 package org.dtorch.core.communication.group;
 
 import java.time.Duration;
-import java.util.List;
 import org.dtorch.core.device.DeviceKind;
+import org.dtorch.core.testing.ChildMain;
 
 /**
  * One rank of a group in a child JVM, for {@link ThreadGroupProcessTest}:
@@ -17,18 +17,13 @@ public final class GroupChild {
     public static void main(String[] args) {
         int world = Integer.parseInt(args[2]);
         int rank = Integer.parseInt(args[3]);
-        List<String> failures;
-        try (ThreadGroupManager manager = new ThreadGroupManager(Boolean.parseBoolean(args[1]), args[0], Duration.ofSeconds(60),
-            ThreadGroupManager.Role.WORKER)) {
-            ThreadGroup group = manager.getThreadGroup(DeviceKind.CPU, GroupFixtures.ids(world), rank);
-            System.out.println("BACKEND " + group.backendName());
-            failures = ThreadGroupProcessTest.runAll(group);
-        } catch (Throwable e) {
-            e.printStackTrace(System.out);
-            System.exit(1);
-            return;
-        }
-        System.out.println(failures.isEmpty() ? "OK" : "FAILED " + failures);
-        System.exit(failures.isEmpty() ? 0 : 1);
+        ChildMain.exitWithMismatches(() -> {
+            try (ThreadGroupManager manager = new ThreadGroupManager(Boolean.parseBoolean(args[1]), args[0], Duration.ofSeconds(60),
+                ThreadGroupManager.Role.WORKER)) {
+                ThreadGroup group = manager.getThreadGroup(DeviceKind.CPU, GroupFixtures.ids(world), rank);
+                System.out.println("BACKEND " + group.backendName());
+                return ThreadGroupProcessTest.runAll(group);
+            }
+        });
     }
 }
