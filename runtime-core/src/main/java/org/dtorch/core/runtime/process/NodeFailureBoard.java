@@ -23,6 +23,7 @@ import org.dtorch.core.runtime.FailureRegistry;
 final class NodeFailureBoard implements FailureRegistry {
     /** A counted record is written before the count grows: it is there at once; the bound only covers a broken store. */
     private static final Duration RECORD_WAIT = Duration.ofSeconds(10);
+    private static final System.Logger LOG = System.getLogger(NodeFailureBoard.class.getName());
 
     private final SharedFailureBoard board;
     private final RendezvousClient rendezvous;
@@ -37,12 +38,22 @@ final class NodeFailureBoard implements FailureRegistry {
         this.prefix = instanceId + "/failed";
     }
 
+    /**
+     * Records the failure in the rendezvous, then on the board. A rendezvous that cannot be reached (node 0 is gone) is
+     * logged: the run is ending, and the failure stays on this node.
+     */
     @Override
     public void fail(long operandId, Throwable cause) {
         if (board.failure(operandId) == null) {
-            long n = rendezvous.add(prefix + "/next", 1);
-            rendezvous.set(prefix + "/" + n, operandId + "\t" + FailureKind.of(cause).ordinal() + "\t" + RemoteFailureException.describe(cause));
-            rendezvous.add(prefix, 1); // published after the record, so a reader of the count finds every record it counts
+            try {
+                long n = rendezvous.add(prefix + "/next", 1);
+                rendezvous.set(prefix + "/" + n, operandId + "\t" + FailureKind.of(cause).ordinal() + "\t"
+                    + RemoteFailureException.describe(cause));
+                rendezvous.add(prefix, 1); // after the record: a reader of the count finds every record it counts
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "the failure of %" + operandId + " stays on this node: the rendezvous "
+                    + rendezvous.address() + " failed: " + e.getMessage());
+            }
         }
         board.fail(operandId, cause);
     }

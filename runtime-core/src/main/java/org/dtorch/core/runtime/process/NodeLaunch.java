@@ -265,7 +265,7 @@ final class NodeLaunch implements AutoCloseable {
             throw new CommException("the node agent at " + peer + " (" + host + ", pid " + pid + ") " + problem
                 + "; every node of a run gets the same --nnodes and --devices, and its own --node-rank");
         }
-        NodeLink link = new NodeLink(spec, rank, peer + " (" + host + ", agent pid " + pid + ")", channel, kind);
+        NodeLink link = new NodeLink(spec, rank, peer + " (" + host + ", agent pid " + pid + ")", channel, options.deviceKind());
         links.put(rank, link);
         LOG.log(System.Logger.Level.DEBUG, spec.describeNode(rank) + " connected from " + link.peer());
         return link;
