@@ -31,10 +31,13 @@ record BenchOptions(List<String> selected, Path report, Path root, int runs, int
      * takes seconds per 4096 x 4096 product on 2 cores, minutes per run at the default runs and rounds; {@code gathers} and
      * {@code ulysses} measure issue 13's stacked gather and Ulysses' all-to-all against their alternatives; {@code trace}
      * repeats {@code pipeline}'s small {@code add} with tracing off and on; {@code network} moves issue 15's 256 MiB through
-     * the Network store against Gloo's own send and receive (about a minute).
+     * the Network store against Gloo's own send and receive (about a minute); {@code networksmall} compares small hand-offs
+     * and promise wake-ups between two JVMs through the Network backends with the File ones, and {@code rendezvous} times
+     * c10d's rendezvous of 2 and 4 node JVMs; {@code nodes} starts runs across nodes (agent JVMs) for the per-operator cost
+     * against process mode and the start of a run of 2 and 4 nodes (issue 15).
      */
     static final List<String> ON_REQUEST = List.of("gpu", "channelcuda", "speed", "gloocopy", "matmul", "gathers", "ulysses", "trace",
-        "network");
+        "network", "networksmall", "rendezvous", "nodes");
 
     /** System property: how many runs; default {@value #DEFAULT_RUNS}. */
     static final String RUNS_PROPERTY = "bench.runs";

@@ -4,7 +4,7 @@ package org.dtorch.benchmarks;
  * Runs the selected benchmarks and writes their tables to a Markdown report.
  *
  * <p>Usage: {@code CommBenchmarks [all|store,future,allreduce,redistribute,pipeline,process,python,channel,stagechannel|gpu|
- * channelcuda|speed|gloocopy|gathers|ulysses|trace|network] [report.md]}, with the options of {@link BenchOptions} as system
+ * channelcuda|speed|gloocopy|gathers|ulysses|trace|network|networksmall|rendezvous] [report.md]}, with the options of {@link BenchOptions} as system
  * properties; docs/benchmarks.md gives the Maven command and
  * {@code benchmarks/run-all.sh} runs everything. A harness that fails is reported and the others still run;
  * the exit status is then 1.
@@ -59,6 +59,9 @@ public final class CommBenchmarks {
             case "ulysses" -> UlyssesBenchmark::run;
             case "trace" -> TraceBenchmark::run;
             case "network" -> NetworkStoreBenchmark::run;
+            case "networksmall" -> NetworkSmallBenchmark::run;
+            case "rendezvous" -> RendezvousBenchmark::run;
+            case "nodes" -> NodesBenchmark::run;
             default -> throw new IllegalArgumentException("no harness named " + name + "; choose from " + BenchOptions.BENCHMARKS);
         };
     }

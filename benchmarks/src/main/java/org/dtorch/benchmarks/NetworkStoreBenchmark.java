@@ -2,16 +2,11 @@ package org.dtorch.benchmarks;
 
 import java.time.Duration;
 import java.util.List;
-import org.bytedeco.javacpp.chrono.Milliseconds;
-import org.bytedeco.pytorch.PrefixStore;
 import org.bytedeco.pytorch.ProcessGroupGloo;
-import org.bytedeco.pytorch.TCPStore;
-import org.bytedeco.pytorch.TCPStoreOptions;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.Work;
 import org.bytedeco.pytorch.global.torch;
-import org.dtorch.core.communication.group.GlooLog;
 import org.dtorch.core.communication.store.RendezvousServer;
 import org.dtorch.core.communication.store.TensorStore;
 import org.dtorch.core.communication.store.TensorStoreCreateInfo;
@@ -119,24 +114,6 @@ final class NetworkStoreBenchmark {
 
     /** Rank {@code rank} of a Gloo group of two over the benchmark's rendezvous; the group owns its stores. */
     private static ProcessGroupGloo glooGroup(RendezvousServer server, String key, int rank) {
-        try (TCPStoreOptions options = new TCPStoreOptions(); Milliseconds millis = new Milliseconds(TIMEOUT.toMillis());
-             ProcessGroupGloo.Options glooOptions = ProcessGroupGloo.Options.create(millis)) {
-            options.port((short) server.address().port());
-            options.isServer(false);
-            options.waitWorkers(false);
-            options.timeout(millis);
-            TCPStore client = new TCPStore(server.address().host(), options);
-            PrefixStore prefixed = new PrefixStore(key + "/direct/", client);
-            client.deallocate(false); // adopted by the PrefixStore (decision 443)
-            glooOptions.devices().push_back(ProcessGroupGloo.createDeviceForHostname("127.0.0.1"));
-            glooOptions.threads(1);
-            GlooLog.Muting quiet = GlooLog.muteWhileConnecting();
-            try {
-                return new ProcessGroupGloo(prefixed, rank, 2, glooOptions);
-            } finally {
-                prefixed.deallocate(false); // adopted by the group
-                quiet.close();
-            }
-        }
+        return DirectC10d.glooGroup(DirectC10d.client(server.address(), TIMEOUT), key + "/direct/", rank, 2, TIMEOUT);
     }
 }

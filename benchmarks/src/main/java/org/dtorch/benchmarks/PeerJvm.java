@@ -1,8 +1,10 @@
 package org.dtorch.benchmarks;
 
 import java.io.BufferedReader;
+import java.io.BufferedWriter;
 import java.io.IOException;
 import java.io.InputStreamReader;
+import java.io.OutputStreamWriter;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
@@ -24,11 +26,13 @@ final class PeerJvm implements AutoCloseable {
     private final String mode;
     private final Process process;
     private final BufferedReader out;
+    private final BufferedWriter in;
 
     private PeerJvm(String mode, Process process) {
         this.mode = mode;
         this.process = process;
         this.out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+        this.in = new BufferedWriter(new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8));
     }
 
     static PeerJvm start(String mode, String instance, String key, int n, int blocks) throws IOException {
@@ -37,9 +41,21 @@ final class PeerJvm implements AutoCloseable {
 
     /** A JVM running {@code mainClass} with {@code args}; {@code mode} names it in errors. */
     static PeerJvm start(Class<?> mainClass, String mode, List<String> args) throws IOException {
-        ProcessBuilder builder = JvmCommand.of(mainClass.getName(), args, Map.of(), List.of("-Xmx2g")).processBuilder();
+        return start(mainClass, mode, args, Map.of());
+    }
+
+    /** A JVM running {@code mainClass} with {@code args} and the system properties {@code properties}. */
+    static PeerJvm start(Class<?> mainClass, String mode, List<String> args, Map<String, String> properties) throws IOException {
+        ProcessBuilder builder = JvmCommand.of(mainClass.getName(), args, properties, List.of("-Xmx2g")).processBuilder();
         builder.redirectError(ProcessBuilder.Redirect.INHERIT);
         return new PeerJvm(mode, builder.start());
+    }
+
+    /** Writes {@code line} to the peer's standard input (the harnesses whose peers take commands). */
+    void send(String line) throws IOException {
+        in.write(line);
+        in.newLine();
+        in.flush();
     }
 
     /** The rest of the peer's next line starting with {@code prefix}, trimmed. */
@@ -95,6 +111,7 @@ final class PeerJvm implements AutoCloseable {
 
     @Override
     public void close() throws Exception {
+        in.close(); // the end of its input ends a peer that takes commands
         if (!process.waitFor(TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
             process.destroyForcibly();
             throw new IllegalStateException("the " + mode + " peer did not exit within " + TIMEOUT_SECONDS + " s; killed it");

@@ -73,15 +73,7 @@ public final class ProcessBenchPeer {
                 }
                 case "latency" -> {
                     for (int block = 0; block < blocks; block++) {
-                        StringBuilder samples = new StringBuilder("SAMPLES");
-                        for (int i = 0; i < n; i++) {
-                            try (Tensor got = store.destGet("x", CPU)) {
-                                long sent = new LongPointer(got.data_ptr()).get(0);
-                                samples.append(' ').append(System.nanoTime() - sent);
-                            }
-                            store.destFinishGet("x", CPU);
-                        }
-                        System.out.println(samples);
+                        consumeTimed(store, n);
                     }
                 }
                 default -> throw new IllegalArgumentException("unknown peer mode: " + mode);
@@ -89,6 +81,22 @@ public final class ProcessBenchPeer {
             store.barrier();
         }
         System.exit(0);
+    }
+
+    /**
+     * Takes and finishes key {@code x} of {@code store} {@code n} times, reading the producer's send time from the first
+     * 8 bytes of each value, and prints the latencies ({@code SAMPLES ...}).
+     */
+    static void consumeTimed(TensorStore store, int n) {
+        StringBuilder samples = new StringBuilder("SAMPLES");
+        for (int i = 0; i < n; i++) {
+            try (Tensor got = store.destGet("x", CPU)) {
+                long sent = new LongPointer(got.data_ptr()).get(0);
+                samples.append(' ').append(System.nanoTime() - sent);
+            }
+            store.destFinishGet("x", CPU);
+        }
+        System.out.println(samples);
     }
 
     private static TensorStoreCreateInfo info(String instance, String key) {

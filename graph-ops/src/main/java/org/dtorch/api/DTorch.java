@@ -43,6 +43,7 @@ import org.dtorch.core.graph.Operand;
 import org.dtorch.core.runtime.EagerRuntime;
 import org.dtorch.core.runtime.MemoryStats;
 import org.dtorch.core.runtime.PromiseSpec;
+import org.dtorch.core.runtime.process.NodeSpec;
 import org.dtorch.core.trace.Profiler;
 import org.dtorch.core.distributed.RedistributionPlanner;
 import org.dtorch.core.graph.TensorMeta;
@@ -367,13 +368,15 @@ public final class DTorch implements AutoCloseable {
      * {@code redistribute} from exactly that mesh onto exactly that one goes through a WorkerTensorChannel whose waits
      * end after {@code timeout} (docs/decisions.md 375-379). The channel's control region is made here, now.
      *
-     * @throws IllegalArgumentException if the meshes share a device, are of different kinds or not this runtime's
+     * @throws IllegalArgumentException if the meshes share a device, are of different kinds or not this runtime's, or, in
+     *                                  a run across nodes, are not both on node 0
      * @throws IllegalStateException    if the edge is declared already
      */
     public synchronized ChannelEdge channel(DeviceMesh source, DeviceMesh target, Duration timeout) {
         checkKind("channel", Objects.requireNonNull(source, "channel: source mesh is null"));
         checkKind("channel", Objects.requireNonNull(target, "channel: target mesh is null"));
         CommOptions.validateTimeout(timeout);
+        checkOnControllerNode(source, target);
         List<DeviceMesh> key = List.of(source, target);
         if (channels.containsKey(key)) {
             throw new IllegalStateException("channel: the edge " + source + " -> " + target + " is declared already ("
@@ -386,6 +389,27 @@ public final class DTorch implements AutoCloseable {
         channelsDeclared++;
         channels.put(key, edge);
         return edge;
+    }
+
+    /**
+     * A channel's control region and shared memory are made on the controller's host: across nodes, both meshes must be
+     * on node 0 (docs/decisions.md 470-479).
+     */
+    private void checkOnControllerNode(DeviceMesh source, DeviceMesh target) {
+        NodeSpec nodes = runtime.options().nodes();
+        if (nodes == null) {
+            return;
+        }
+        for (DeviceMesh mesh : List.of(source, target)) {
+            for (long id : mesh.deviceIds()) {
+                if (nodes.nodeOf(id) != 0) {
+                    throw new IllegalArgumentException("channel: device " + id + " of " + mesh + " is on node " + nodes.nodeOf(id)
+                        + "; a WorkerTensorChannel moves tensors through the shared memory of one host, so in a run across nodes both "
+                        + "meshes must be on node 0 (devices " + nodes.devicesOf(0) + "); redistribute between meshes on other nodes "
+                        + "without a channel");
+                }
+            }
+        }
     }
 
     /** The open edge from {@code source} to {@code target}, or null if none. */

@@ -25,6 +25,7 @@ import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
 import org.dtorch.core.communication.CommException;
 import org.dtorch.core.communication.Deadline;
+import org.dtorch.core.communication.FailureKind;
 import org.dtorch.core.communication.promise.FutureFailedException;
 import org.dtorch.core.communication.promise.TensorFuture;
 import org.dtorch.core.communication.store.RendezvousAddress;
@@ -161,14 +162,25 @@ class AcrossNodesFaultsTest {
         }
     }
 
+    /**
+     * A kernel that fails on node 1 reaches node 0 through the collective after it: node 1 recorded the failure in the
+     * run's rendezvous before it sent its placeholder data, and node 0 looks there after every kernel that communicated.
+     * Then garbage on the control port is refused and the run goes on.
+     */
     @Test
-    void shouldRefuseGarbageOnTheControlPortAndKeepServing() throws Exception {
+    void shouldCarryAFailureAcrossNodesAndRefuseGarbageOnTheControlPort() throws Exception {
         try (TwoNodes.Run run = TwoNodes.start(2, 1, TIMEOUT)) {
             String published;
             try (RendezvousClient rendezvous = RendezvousClient.connect(new RendezvousAddress("127.0.0.1", run.port()),
                 Deadline.after(TIMEOUT), "the test")) {
                 published = rendezvous.await("dtorch/control", Deadline.after(TIMEOUT), "the control port");
             }
+            DTorch dt = run.dt();
+            DTensor x = dt.ones(new long[] {4}, dt.defaultMesh(), Placement.shard(0));
+            DTensor failed = dt.apply(new TestOps.FailOn(1), x).redistribute(Placement.replicate()).sum();
+            FutureFailedException e = assertThrows(FutureFailedException.class, () -> failed.toTorchAsync().get());
+            assertEquals(FailureKind.KERNEL, FailureKind.of(e), e.getMessage());
+            assertTrue(e.getMessage().contains("boom on purpose"), e.getMessage());
             RendezvousAddress control = RendezvousAddress.parse(published.split("\t")[0]);
             byte[] garbage = "GET / HTTP/1.1\r\nHost: dtorch\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
             // A frame header that promises 1 KiB, then a few bytes and a close; then garbage; then silence.
@@ -184,8 +196,7 @@ class AcrossNodesFaultsTest {
                     // the listener may close before our write completes: refused all the same
                 }
             }
-            DTorch dt = run.dt();
-            DTensor x = dt.full(3, new long[] {6, 2}, dt.defaultMesh(), Placement.shard(0));
+            x = dt.full(3, new long[] {6, 2}, dt.defaultMesh(), Placement.shard(0));
             try (Tensor value = x.redistribute(Placement.replicate()).sum().toTorch()) {
                 assertEquals(36.0, value.item_double(), "the run goes on, its nodes still connected");
             }

@@ -1,6 +1,7 @@
 package org.dtorch.ops;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
@@ -45,6 +46,8 @@ class AcrossNodesSmokeTest {
                 }
             }
             assertEquals(threads, ProcessModeSmokeTest.mlp(dt), "a 2 x 2 mesh with one node per row, bit for bit as threads");
+            IllegalArgumentException channel = assertThrows(IllegalArgumentException.class, () -> dt.channel(dt.mesh(0, 1), dt.mesh(2, 3)));
+            assertTrue(channel.getMessage().contains("device 2 of") && channel.getMessage().contains("is on node 1"), channel.getMessage());
             dt.sync();
         }
         assertEquals(java.util.List.of(), TwoNodes.sharedMemoryOf(instance), "the run's shared memory is gone on every node");

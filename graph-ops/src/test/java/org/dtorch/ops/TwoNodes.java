@@ -15,7 +15,6 @@ import org.dtorch.api.DTorch;
 import org.dtorch.api.DTorchOptions;
 import org.dtorch.core.communication.store.RendezvousAddress;
 import org.dtorch.core.runtime.process.ClusterToken;
-import org.dtorch.core.runtime.process.JvmCommand;
 import org.dtorch.core.runtime.process.NodeAgent;
 import org.dtorch.core.runtime.process.NodeSpec;
 import org.dtorch.core.shm.SharedRegion;
@@ -48,10 +47,8 @@ final class TwoNodes {
 
     /** Starts node {@code rank}'s agent of a run of {@code nodes} nodes of {@code perNode} CPU devices at 127.0.0.1:{@code port}. */
     static Process startAgent(int nodes, int rank, int port, int perNode, Duration timeout, String token) {
-        ProcessBuilder builder = JvmCommand.of(NodeAgent.class.getName(), List.of("--nnodes", String.valueOf(nodes), "--node-rank",
-            String.valueOf(rank), "--master", "127.0.0.1:" + port, "--devices", "cpu:" + perNode, "--timeout-seconds",
-            String.valueOf(timeout.toSeconds())), Map.of("dtorch.host.id", "node" + rank), List.of("-Xmx256m")).processBuilder();
-        builder.environment().put(ClusterToken.ENV, token);
+        ProcessBuilder builder = NodeAgent.command(nodes, rank, new RendezvousAddress("127.0.0.1", port), "cpu:" + perNode, timeout,
+            ClusterToken.of(token, "the test"), Map.of("dtorch.host.id", "node" + rank));
         builder.redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log(rank).toFile()));
         try {
             return builder.start();

@@ -11,11 +11,12 @@ import java.util.concurrent.ConcurrentHashMap;
  *
  * <p>Each {@link DeviceFleet} owns its registry: in thread mode a map of this process ({@link #inMemory()}); in
  * per-device-process mode a board in shared memory ({@code process.SharedFailureBoard}) that every worker writes
- * and reads. A failure keeps its {@link org.dtorch.core.communication.FailureKind} in both.
+ * and reads; across nodes, each node's board and the run's rendezvous ({@code process.NodeFailureBoard}). A failure keeps
+ * its {@link org.dtorch.core.communication.FailureKind} in every one.
  *
  * <p>Thread-safe: every implementation.
  */
-public interface FailureRegistry {
+public interface FailureRegistry extends AutoCloseable {
 
     /** Records that {@code operandId} failed; the first cause stays. */
     void fail(long operandId, Throwable cause);
@@ -31,6 +32,20 @@ public interface FailureRegistry {
 
     /** Operands recorded as failed. */
     int size();
+
+    /**
+     * After a kernel that communicated: why an input or output of {@code op} failed where this registry does not see directly
+     * (another node of a run across hosts), or null. The default, for registries every peer writes, has nothing more to
+     * say than {@link #failure}.
+     */
+    default Throwable remoteFailure(org.dtorch.core.graph.Operator op) {
+        return null;
+    }
+
+    /** Releases what the registry holds (a mapping, a connection); the default holds nothing. */
+    @Override
+    default void close() {
+    }
 
     /** A registry for devices that are threads of this process. */
     static FailureRegistry inMemory() {

@@ -147,6 +147,9 @@ final class NaiveRunner {
             return;
         }
         Throwable late = peerFailure(op);
+        if (late == null && communicates) {
+            late = failures.remoteFailure(op);
+        }
         if (late != null) {
             closeNew(outputs, inputs);
             failOutputs(op, late);

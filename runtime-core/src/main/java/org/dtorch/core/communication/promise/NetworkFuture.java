@@ -8,7 +8,6 @@ import java.util.concurrent.locks.ReentrantLock;
 import org.bytedeco.javacpp.chrono.Milliseconds;
 import org.bytedeco.pytorch.ByteVector;
 import org.bytedeco.pytorch.StringVector;
-import org.bytedeco.pytorch.TCPStore;
 import org.bytedeco.pytorch.Tensor;
 import org.dtorch.core.communication.CommException;
 import org.dtorch.core.communication.CommInterruptedException;
@@ -115,8 +114,10 @@ final class NetworkFuture implements DirectCompletion {
         if (!reading.tryLock()) {
             return false;
         }
-        try (TCPStore client = store.connect(CommOptions.global().timeout()); StringVector keys = new StringVector(key)) {
-            return held.outcome() != null || client.check(keys);
+        try (StringVector keys = new StringVector(key)) {
+            return held.outcome() != null || store.call(CommOptions.global().timeout(), client -> client.check(keys));
+        } catch (CommException e) {
+            throw e;
         } catch (RuntimeException e) {
             throw storeFailure("isReady()", e);
         } finally {
@@ -148,22 +149,27 @@ final class NetworkFuture implements DirectCompletion {
 
     /** With {@link #reading} held: waits in the store until the deadline, then reads, keeps and deletes the outcome. */
     private NetworkPromiseWire.Outcome read(Deadline deadline, String call) {
-        try (TCPStore client = store.connect(Duration.ofMillis(remainingMillis(deadline))); StringVector keys = new StringVector(key)) {
-            try (Milliseconds wait = new Milliseconds(remainingMillis(deadline))) {
-                client._wait(keys, wait);
-            } catch (RuntimeException e) {
-                if (deadline.expired() && !client.check(keys)) {
-                    return null;
+        try (StringVector keys = new StringVector(key)) {
+            NetworkPromiseWire.Outcome outcome = store.call(Duration.ofMillis(remainingMillis(deadline)), client -> {
+                try (Milliseconds wait = new Milliseconds(remainingMillis(deadline))) {
+                    client._wait(keys, wait);
+                } catch (RuntimeException e) {
+                    if (deadline.expired() && !client.check(keys)) {
+                        return null;
+                    }
+                    throw e;
                 }
-                throw e;
+                NetworkPromiseWire.Outcome read;
+                try (ByteVector bytes = client.get(key)) {
+                    read = NetworkPromiseWire.decode(bytes.get(), key);
+                }
+                client.deleteKey(key);
+                return read;
+            });
+            if (outcome != null) {
+                held.set(outcome);
+                completeView(outcome);
             }
-            NetworkPromiseWire.Outcome outcome;
-            try (ByteVector bytes = client.get(key)) {
-                outcome = NetworkPromiseWire.decode(bytes.get(), key);
-            }
-            held.set(outcome);
-            client.deleteKey(key);
-            completeView(outcome);
             return outcome;
         } catch (CommException | IllegalStateException e) {
             throw e;

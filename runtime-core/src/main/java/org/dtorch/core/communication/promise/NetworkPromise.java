@@ -6,7 +6,6 @@ import java.util.Objects;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.bytedeco.pytorch.ByteVector;
-import org.bytedeco.pytorch.TCPStore;
 import org.dtorch.core.communication.CommException;
 import org.dtorch.core.communication.CommOptions;
 import org.dtorch.core.trace.Tracer;
@@ -85,12 +84,18 @@ abstract class NetworkPromise {
     /** Claims the promise and writes {@code outcome} under its key; false if another completer claimed it first. */
     final boolean tryComplete(byte[] outcome) {
         Duration timeout = CommOptions.global().timeout();
-        try (TCPStore client = store.connect(timeout)) {
-            if (client.add(key + "/claim", 1) != 1) {
+        try {
+            boolean claimed = store.call(timeout, client -> {
+                if (client.add(key + "/claim", 1) != 1) {
+                    return false;
+                }
+                try (ByteVector bytes = new ByteVector(outcome)) {
+                    client.set(key, bytes);
+                }
+                return true;
+            });
+            if (!claimed) {
                 return false;
-            }
-            try (ByteVector bytes = new ByteVector(outcome)) {
-                client.set(key, bytes);
             }
         } catch (CommException e) {
             throw e;

@@ -3,18 +3,20 @@ package org.dtorch.core.communication.promise;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.bytedeco.javacpp.chrono.Milliseconds;
+import java.util.function.Function;
 import org.bytedeco.pytorch.IntOptional;
+import org.bytedeco.pytorch.Store;
 import org.bytedeco.pytorch.TCPStore;
 import org.bytedeco.pytorch.TCPStoreOptions;
 import org.dtorch.core.communication.CommException;
+import org.dtorch.core.communication.store.StoreClients;
 
 /**
  * Where Network promises keep their outcomes: a c10d {@code TCPStore} at {@code host:port} (decision 446). Either this
  * process hosts the server ({@link #host}; the promise's creator, when no shared store is given) or it names a store
- * that someone else serves ({@link #shared}; the runtime-wide store of a multi-node run). Each blocking call opens a
- * client of its own ({@link #connect}), owned and closed by the caller, so a waiter blocked in the store never holds
- * up another call.
+ * that someone else serves ({@link #shared}; the runtime-wide store of a multi-node run). Each blocking call has a
+ * client to itself for its duration ({@link #call}), taken from the process's pool, so a waiter blocked in the store
+ * never holds up another call and a new connection's reverse lookup is paid once per client, not per call.
  *
  * <p>A hosted server is reference-counted: the promise and its future each hold one reference, released once
  * ({@link #share}, {@link #release}); the last release closes the server's socket.
@@ -76,19 +78,13 @@ final class NetworkPromiseStore {
     }
 
     /**
-     * A new client of the store; connecting retries until {@code timeout}, which is also the client's default deadline.
-     * The caller closes it.
+     * Runs {@code call} on a pooled client of the store ({@link StoreClients}): connecting retries until {@code timeout},
+     * which is also the deadline of each of its c10d calls.
      *
      * @throws CommException naming host and port if the store cannot be reached in time
      */
-    TCPStore connect(Duration timeout) {
-        try (TCPStoreOptions options = new TCPStoreOptions(); Milliseconds deadline = new Milliseconds(Math.max(1, timeout.toMillis()))) {
-            options.port((short) port).isServer(false).waitWorkers(false).timeout(deadline);
-            return new TCPStore(host, options);
-        } catch (RuntimeException e) {
-            throw new CommException("connecting to the TCPStore at " + this + " within " + timeout.toMillis() + " ms failed: "
-                + e.getMessage(), e);
-        }
+    <T> T call(Duration timeout, Function<Store, T> call) {
+        return StoreClients.call(host, port, Duration.ofMillis(Math.max(1, timeout.toMillis())), "a Network promise at " + this, call);
     }
 
     /** One more holder of a hosted server; returns this. */
@@ -100,6 +96,7 @@ final class NetworkPromiseStore {
     /** Drops one holder; the last closes a hosted server. Each holder calls it once. */
     void release() {
         if (references.decrementAndGet() == 0 && server != null) {
+            StoreClients.forget(host, port);
             server.close();
         }
     }

@@ -55,7 +55,8 @@ public final class NodeAgent {
     /** The address by which the controller (and so the other nodes) reach this node. */
     private String address;
     private volatile long lastHeardNanos = System.nanoTime();
-    private volatile boolean ended;
+    /** Set by the heartbeat when it closes a silent controller's connection: the read that fails then reports silence. */
+    private volatile boolean silenced;
     /** This node is on node 0's machine (a test): node 0 removes the run's shared memory, which this node shares. */
     private boolean sharesNodeZeroMemory;
 
@@ -93,6 +94,19 @@ public final class NodeAgent {
         NodeSpec spec = new NodeSpec(nodes, Integer.parseInt(options.get("node-rank")), RendezvousAddress.parse(options.get("master")), token,
             Integer.parseInt(devices[1]));
         System.exit(serve(spec, kind, Duration.ofSeconds(Long.parseLong(options.get("timeout-seconds")))));
+    }
+
+    /**
+     * A command that runs node {@code rank}'s agent in a JVM of this class path ({@link #main}), the token in its
+     * environment; {@code properties} are its system properties (a {@code dtorch.host.id} of its own, say).
+     */
+    public static ProcessBuilder command(int nodes, int rank, RendezvousAddress master, String devices, Duration timeout,
+                                        ClusterToken token, Map<String, String> properties) {
+        ProcessBuilder builder = JvmCommand.of(NodeAgent.class.getName(), List.of("--nnodes", String.valueOf(nodes), "--node-rank",
+            String.valueOf(rank), "--master", master.toString(), "--devices", devices, "--timeout-seconds",
+            String.valueOf(Math.max(1, timeout.toSeconds()))), properties, List.of("-Xmx256m")).processBuilder();
+        token.exportTo(builder.environment());
+        return builder;
     }
 
     private String me() {
@@ -198,7 +212,6 @@ public final class NodeAgent {
                     case ControlChannel.HEARTBEAT -> frame.reader().expectEnd("HEARTBEAT");
                     case ControlChannel.NODE_KILL -> workers.values().forEach(LocalWorkerLife::destroy);
                     case ControlChannel.SHUTDOWN -> {
-                        ended = true;
                         return null;
                     }
                     default -> throw new ProtocolException("the controller sent a frame of type " + frame.type()
@@ -208,14 +221,14 @@ public final class NodeAgent {
         } catch (EOFException e) {
             return "the controller's control connection closed (the controller exited or was killed)";
         } catch (IOException | RuntimeException e) {
-            return ended ? "the controller fell silent" : "the controller's control connection broke: " + e.getMessage();
+            return silenced ? "the controller fell silent" : "the controller's control connection broke: " + e.getMessage();
         }
     }
 
     private void heartbeat(Duration timeout) {
         long silent = System.nanoTime() - lastHeardNanos;
         if (silent > timeout.toNanos()) {
-            ended = true; // serveControl's read fails once the channel closes: report silence, not a break
+            silenced = true; // serveControl's read fails once the channel closes: report silence, not a break
             LOG.log(System.Logger.Level.ERROR, me() + ": no heartbeat from the controller for " + silent / 1_000_000 + " ms");
             channel.close();
             return;

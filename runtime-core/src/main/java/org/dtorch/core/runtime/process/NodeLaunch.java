@@ -131,7 +131,8 @@ final class NodeLaunch implements AutoCloseable {
             String control = new RendezvousAddress(spec.master().host(), listener.address().getPort()).toString();
             for (long id : spec.devicesOf(0)) {
                 Device device = devices.get(Math.toIntExact(id));
-                List<String> args = new ArrayList<>(List.of("--connect", control, "--failures", failureBoard));
+                List<String> args = new ArrayList<>(List.of("--connect", control, "--failures", failureBoard, "--trace-part",
+                    WorkerPool.tracePart(instanceId, device).toString()));
                 args.addAll(WorkerPool.arguments(options, device, instanceId));
                 Process process = WorkerPool.launch(device, args, workerProperties(instanceId, spec.master().host()), spec.token());
                 workers.put(id, new WorkerProcess(device, new LocalWorkerLife(process, device.toString()), graph, encoder, events));
@@ -265,7 +266,7 @@ final class NodeLaunch implements AutoCloseable {
             throw new CommException("the node agent at " + peer + " (" + host + ", pid " + pid + ") " + problem
                 + "; every node of a run gets the same --nnodes and --devices, and its own --node-rank");
         }
-        NodeLink link = new NodeLink(spec, rank, peer + " (" + host + ", agent pid " + pid + ")", channel, kind);
+        NodeLink link = new NodeLink(spec, rank, peer + " (" + host + ", agent pid " + pid + ")", channel, options.deviceKind());
         links.put(rank, link);
         LOG.log(System.Logger.Level.DEBUG, spec.describeNode(rank) + " connected from " + link.peer());
         return link;

@@ -7,6 +7,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.dtorch.core.device.Device;
+import org.dtorch.core.device.DeviceKind;
 
 /**
  * The controller's connection to the node agent of one other node ({@link NodeAgent}): it hears which worker each
@@ -31,15 +32,13 @@ final class NodeLink implements AutoCloseable {
     private volatile boolean lost;
 
     /** A link over {@code channel}, on which node {@code rank}'s agent introduced itself from {@code peer}. */
-    NodeLink(NodeSpec spec, int rank, String peer, ControlChannel channel, String deviceKind) {
+    NodeLink(NodeSpec spec, int rank, String peer, ControlChannel channel, DeviceKind kind) {
         this.spec = spec;
         this.rank = rank;
         this.peer = peer;
         this.channel = channel;
         for (long id : spec.devicesOf(rank)) {
-            Device device = new Device(org.dtorch.core.device.DeviceKind.valueOf(deviceKind.toUpperCase(java.util.Locale.ROOT)),
-                Math.toIntExact(id));
-            workers.put(id, new RemoteWorkerLife(device, this));
+            workers.put(id, new RemoteWorkerLife(new Device(kind, Math.toIntExact(id)), this));
         }
         channel.setPeer(spec.describeNode(rank) + " at " + peer);
     }

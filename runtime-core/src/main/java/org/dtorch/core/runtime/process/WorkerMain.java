@@ -14,15 +14,18 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.dtorch.core.communication.CommException;
+import org.dtorch.core.communication.Deadline;
 import org.dtorch.core.communication.FailureKind;
 import org.dtorch.core.communication.group.ThreadGroupManager;
 import org.dtorch.core.communication.promise.RemoteFailureException;
 import org.dtorch.core.communication.store.RendezvousAddress;
+import org.dtorch.core.communication.store.RendezvousClient;
 import org.dtorch.core.device.Cuda;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.graph.Operator;
 import org.dtorch.core.runtime.DeviceLoop;
+import org.dtorch.core.runtime.FailureRegistry;
 import org.dtorch.core.runtime.MemoryWatch;
 import org.dtorch.core.runtime.RuntimeOptions;
 import org.dtorch.core.trace.Trace;
@@ -76,7 +79,7 @@ public final class WorkerMain {
     private final Device device;
     private final ControlChannel channel;
     private final DeviceLoop loop;
-    private final SharedFailureBoard failures;
+    private final FailureRegistry failures;
     private final ThreadGroupManager groups;
     private final List<Long> done = new ArrayList<>();
     private int reportedBlobs = -1;
@@ -88,7 +91,7 @@ public final class WorkerMain {
     /** Guarded by {@link #writeSignal}. */
     private boolean writerStopping;
 
-    private WorkerMain(Devices devices, ControlChannel channel, SharedFailureBoard failures, ThreadGroupManager groups, Duration timeout,
+    private WorkerMain(Devices devices, ControlChannel channel, FailureRegistry failures, ThreadGroupManager groups, Duration timeout,
                        MemoryWatch watch) {
         this.device = devices.logical();
         this.channel = channel;
@@ -154,7 +157,10 @@ public final class WorkerMain {
             String rendezvous = options.get("rendezvous");
             ThreadGroupManager groups = new ThreadGroupManager(Boolean.parseBoolean(options.get("same-device")), options.get("instance"),
                 timeout, ThreadGroupManager.Role.WORKER, rendezvous == null ? null : RendezvousAddress.parse(rendezvous));
-            worker = new WorkerMain(devices, channel, SharedFailureBoard.open(options.get("failures")), groups, timeout, memoryWatch(options));
+            SharedFailureBoard board = SharedFailureBoard.open(options.get("failures"));
+            FailureRegistry failures = rendezvous == null ? board : new NodeFailureBoard(board, RendezvousClient.connect(
+                RendezvousAddress.parse(rendezvous), Deadline.after(timeout), "the worker of " + device), options.get("instance"));
+            worker = new WorkerMain(devices, channel, failures, groups, timeout, memoryWatch(options));
         } catch (Throwable e) {
             System.err.println("worker could not start: " + e);
             e.printStackTrace();
