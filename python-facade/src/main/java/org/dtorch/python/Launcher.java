@@ -39,14 +39,15 @@ import picocli.CommandLine.Parameters;
 /**
  * {@code dtorch run [--devices cpu:N|cuda:N] [--same-device] [--per-device-process] [--isolated] [--timeout-seconds N]
  * [--log-level LEVEL] [--trace FILE] [--memory-growth-syncs N] [--memory-growth-floor BYTES] [--nnodes N --node-rank R
- * --master-addr HOST --master-port PORT --token-file FILE] script.py [args...]}: runs a Python script on a DTorch runtime
- * and exits with the script's exit code; across nodes ({@link NodeOptions}) node 0 does so and every other node serves
- * its devices ({@link NodeAgent}) and exits with the agent's status. Everything after the script goes to the script. Bad input (an option, a value, the script) gets one line on
- * standard error naming the problem and the accepted forms, and exit code 2, before anything starts; so does a bad
- * {@code dtorch.*} system property the runtime rejects when it starts, CUDA devices this process cannot use (the
- * runtime's {@link CudaUnavailableException}, whose message names what is missing and the fix: on the default build,
- * the one command that builds the GPU natives), a combination of options the runtime does not run, and a run across nodes
- * that does not assemble (a node missing at the deadline, a wrong token).
+ * --master-addr HOST --master-port PORT --token-file FILE] script.py [args...]}: runs a Python script on a DTorch
+ * runtime and exits with the script's exit code; across nodes ({@link NodeOptions}) node 0 does so and every other node
+ * serves its devices ({@link NodeAgent}) and exits with the agent's status. Everything after the script goes to the
+ * script. Bad input (an option, a value, the script) gets one line on standard error naming the problem and the
+ * accepted forms, and exit code 2, before anything starts; so does a bad {@code dtorch.*} system property the runtime
+ * rejects when it starts, CUDA devices this process cannot use (the runtime's {@link CudaUnavailableException}, whose
+ * message names what is missing and the fix: on the default build, the one command that builds the GPU natives), a
+ * combination of options the runtime does not run, and a run across nodes that does not assemble (a node missing at the
+ * deadline, a wrong token).
  *
  * <p>{@code --probe-jit}, as the only argument, prints the GraalPy engine's implementation ({@code GraalVM CE} when the
  * optimizing JIT is on) and exits; the {@code dtorch} script uses it once to choose how to start the JVM.

@@ -65,8 +65,8 @@ final class NodeOptions {
             return environmentProblem;
         }
         if (nodeRank >= nodes) {
-            return "node rank " + nodeRank + " (--node-rank or NODE_RANK) is not a node of a run of " + nodes + " node" + (nodes == 1 ? "" : "s")
-                + " (--nnodes or NNODES): expected 0 to " + (nodes - 1);
+            return "node rank " + nodeRank + " (--node-rank or NODE_RANK) is not a node of a run of " + nodes + " node"
+                + (nodes == 1 ? "" : "s") + " (--nnodes or NNODES): expected 0 to " + (nodes - 1);
         }
         if (nodes > 1 && sameDevice) {
             return "--same-device (or DTORCH_DTENSOR_IN_SAME_DEVICE=1) simulates every device on one device of one host; a run of "
