@@ -29,7 +29,8 @@ import org.junit.jupiter.api.io.TempDir;
 @Timeout(180)
 class RuntimeBehaviourTest {
     /** Threads that serve every runtime of the process (the File-future watcher, the callback pool) and outlive each. */
-    private static final List<String> PROCESS_WIDE = List.of("dtorch-file-futures", "dtorch-callbacks-");
+    /** Threads that serve every runtime of the process (and end after a minute idle, for the store's waiters). */
+    private static final List<String> PROCESS_WIDE = List.of("dtorch-file-futures", "dtorch-callbacks-", "dtorch-network-store-wait-");
 
     /** Per-device-process mode instead of threads; {@code RuntimeBehaviourInProcessesTest} turns it on. */
     boolean processes() {
@@ -182,8 +183,9 @@ class RuntimeBehaviourTest {
         assertThrows(IllegalStateException.class, () -> x.mul(2.0));
         Thread.sleep(50);
         // The File-future watcher serves every runtime of the process and outlives each of them.
-        assertTrue(Thread.getAllStackTraces().keySet().stream()
-                .noneMatch(th -> th.getName().startsWith("dtorch-") && PROCESS_WIDE.stream().noneMatch(th.getName()::startsWith) && th.isAlive()),
+        assertEquals(List.of(), Thread.getAllStackTraces().keySet().stream()
+                .filter(th -> th.getName().startsWith("dtorch-") && PROCESS_WIDE.stream().noneMatch(th.getName()::startsWith) && th.isAlive())
+                .map(Thread::getName).toList(),
             "every runtime thread has stopped");
     }
 

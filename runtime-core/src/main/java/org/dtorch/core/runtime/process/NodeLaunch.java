@@ -173,8 +173,12 @@ final class NodeLaunch implements AutoCloseable {
             }
             if (socket != null) {
                 ControlChannel channel = new ControlChannel(socket.getChannel(), "a peer at " + socket.getRemoteSocketAddress());
-                ControlChannel.Frame first = WorkerPool.firstFrame(channel, deadline, "a peer at " + socket.getRemoteSocketAddress()
-                    + " connected but");
+                ControlChannel.Frame first;
+                try {
+                    first = WorkerPool.firstFrame(channel, deadline, "a peer at " + socket.getRemoteSocketAddress() + " connected but");
+                } catch (CommTimeoutException e) {
+                    throw new CommTimeoutException(missing(workers, expected, deadline), e); // the start's deadline: say what is missing
+                }
                 if (first.type() == ControlChannel.NODE_HELLO) {
                     NodeLink link = linkNode(channel, first, socket.getRemoteSocketAddress().toString());
                     for (Map.Entry<Long, RemoteWorkerLife> w : link.workers().entrySet()) {
