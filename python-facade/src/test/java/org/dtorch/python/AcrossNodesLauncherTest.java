@@ -166,6 +166,20 @@ class AcrossNodesLauncherTest {
         }
     }
 
+    @Test
+    void shouldStopANodeThatFindsNoNodeZeroByItsDeadline(@TempDir Path dir) throws IOException {
+        String port = String.valueOf(freePort());
+        long start = System.nanoTime();
+        LauncherTest.Outcome node1 = LauncherTest.capture(() -> Launcher.run(LauncherTest.args("run", "--nnodes", "2", "--node-rank", "1",
+            "--master-port", port, "--devices", "cpu:1", "--timeout-seconds", "3", dir.resolve("not-read.py").toString()),
+            Map.of(ClusterToken.ENV, LauncherTest.TOKEN)));
+        long seconds = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start);
+        assertEquals(NodeAgent.EXIT_START_FAILED, node1.status(), node1.err());
+        assertTrue(node1.errLines().getLast().startsWith("dtorch: node 1 (device 1): cannot join the run at 127.0.0.1:" + port),
+            node1.err());
+        assertTrue(seconds >= 3 && seconds < 20, "gave up after " + seconds + " s, the deadline was 3 s");
+    }
+
     /**
      * Node 0 ran in this JVM and failed to start: within 10 s, no process this JVM started is left but those the test
      * started itself (node 0's worker processes were stopped).
