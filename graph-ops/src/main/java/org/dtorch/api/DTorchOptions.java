@@ -20,6 +20,8 @@ import org.dtorch.core.runtime.process.NodeSpec;
  * <p>Thread-safe: immutable.
  */
 public final class DTorchOptions {
+    /** The number of devices when none is given. */
+    public static final int DEFAULT_DEVICES = 4;
     private final RuntimeOptions runtime;
     private final int[] meshShape;
     private final List<String> meshDimNames;
@@ -78,7 +80,7 @@ public final class DTorchOptions {
      */
     public static final class Builder {
         private DeviceKind kind = DeviceKind.CPU;
-        private int devices = 4;
+        private int devices = DEFAULT_DEVICES;
         private boolean sameDevice;
         private boolean perDevicePerProcess;
         private Duration timeout = CommOptions.global().timeout();

@@ -1,5 +1,6 @@
 package org.dtorch.python;
 
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
@@ -17,11 +18,17 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.dtorch.api.DTorch;
 import org.dtorch.api.DTorchOptions;
+import org.dtorch.core.communication.CommException;
+import org.dtorch.core.communication.CommOptions;
 import org.dtorch.core.communication.group.GlooLog;
 import org.dtorch.core.device.Cuda;
 import org.dtorch.core.device.CudaUnavailableException;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.runtime.MemoryWatch;
+import org.dtorch.core.runtime.process.ClusterToken;
+import org.dtorch.core.runtime.process.NodeAgent;
+import org.dtorch.core.runtime.process.NodeSpec;
+import org.dtorch.core.shm.UnsafePathException;
 import org.dtorch.polyglot.PyBridge;
 import org.dtorch.polyglot.PythonHost;
 import picocli.CommandLine;
@@ -31,12 +38,16 @@ import picocli.CommandLine.Parameters;
 
 /**
  * {@code dtorch run [--devices cpu:N|cuda:N] [--same-device] [--per-device-process] [--isolated] [--timeout-seconds N]
- * [--log-level LEVEL] [--trace FILE] [--memory-growth-syncs N] [--memory-growth-floor BYTES] script.py [args...]}: runs a Python script on a DTorch runtime and exits with the script's exit
- * code. Everything after the script goes to the script. Bad input (an option, a value, the script) gets one line on
- * standard error naming the problem and the accepted forms, and exit code 2, before anything starts; so does a bad
- * {@code dtorch.*} system property the runtime rejects when it starts, CUDA devices this process cannot use (the
- * runtime's {@link CudaUnavailableException}, whose message names what is missing and the fix: on the default build,
- * the one command that builds the GPU natives) and a combination of options the runtime does not run.
+ * [--log-level LEVEL] [--trace FILE] [--memory-growth-syncs N] [--memory-growth-floor BYTES] [--nnodes N --node-rank R
+ * --master-addr HOST --master-port PORT --token-file FILE] script.py [args...]}: runs a Python script on a DTorch
+ * runtime and exits with the script's exit code; across nodes ({@link NodeOptions}) node 0 does so and every other node
+ * serves its devices ({@link NodeAgent}) and exits with the agent's status. Everything after the script goes to the
+ * script. Bad input (an option, a value, the script) gets one line on standard error naming the problem and the
+ * accepted forms, and exit code 2, before anything starts; so does a bad {@code dtorch.*} system property the runtime
+ * rejects when it starts, CUDA devices this process cannot use (the runtime's {@link CudaUnavailableException}, whose
+ * message names what is missing and the fix: on the default build, the one command that builds the GPU natives), a
+ * combination of options the runtime does not run, and a run across nodes that does not assemble (a node missing at the
+ * deadline, a wrong token).
  *
  * <p>{@code --probe-jit}, as the only argument, prints the GraalPy engine's implementation ({@code GraalVM CE} when the
  * optimizing JIT is on) and exits; the {@code dtorch} script uses it once to choose how to start the JVM.
@@ -56,7 +67,7 @@ public final class Launcher {
 
     private static final String SYNOPSIS = "dtorch run [--devices cpu:N|cuda:N] [--same-device] [--per-device-process] "
         + "[--isolated] [--timeout-seconds N] [--log-level LEVEL] [--trace FILE] [--memory-growth-syncs N] [--memory-growth-floor BYTES] "
-        + "script.py [args...]";
+        + "[--nnodes N --node-rank R --master-addr HOST --master-port PORT --token-file FILE] script.py [args...]";
     private static final String USAGE = "usage: " + SYNOPSIS;
     private static final int BAD_INPUT = 2;
 
@@ -84,7 +95,7 @@ public final class Launcher {
             return reject(USAGE);
         }
         RunCommand command = new RunCommand();
-        CommandLine line = commandLine(command);
+        CommandLine line = commandLine(command, env);
         if (args.length == 1 && (args[0].equals("--help") || args[0].equals("-h") || args[0].equals("help"))) {
             line.usage(System.out);
             return 0;
@@ -108,18 +119,22 @@ public final class Launcher {
             return reject(e.getMessage());
         }
         command.applyEnvironment(simulation);
-        return command.execute();
+        return command.execute(env);
     }
 
-    /** The {@code run} command as {@code runArgs} (what follows {@code run}) fill it, before the environment applies. */
-    static RunCommand parseRun(String... runArgs) {
+    /**
+     * The {@code run} command as {@code runArgs} (what follows {@code run}) and the node options' environment variables in
+     * {@code env} fill it, before the same-device switch applies.
+     */
+    static RunCommand parseRun(Map<String, String> env, String... runArgs) {
         RunCommand command = new RunCommand();
-        commandLine(command).parseArgs(runArgs);
+        commandLine(command, env).parseArgs(runArgs);
         return command;
     }
 
-    private static CommandLine commandLine(RunCommand command) {
+    private static CommandLine commandLine(RunCommand command, Map<String, String> env) {
         return new CommandLine(command)
+            .setDefaultValueProvider(command.nodes().environmentDefaults(env))
             .setStopAtPositional(true)      // everything after the script is the script's
             .setExpandAtFiles(false)        // an argument such as @file is the script's, not picocli's
             .setOverwrittenOptionsAllowed(false)
@@ -195,11 +210,16 @@ public final class Launcher {
             "CUDA devices need the GPU natives: mvn -B -Pgpu -DskipTests install (then dtorch run --devices cuda:N ...).",
             "DTORCH_DTENSOR_IN_SAME_DEVICE=1 is --same-device with DTORCH_NUM_GPU_WHEN_ENABLE_DTENSOR_IN_SAME_DEVICE devices",
             "(default 8; CUDA where this process can run it, else CPU), unless the options say otherwise.",
-            "Bad input exits with code 2 and one line on standard error."})
+            "Across nodes (README, \"Across hosts\"): the same command on every node but --node-rank; node 0 runs the",
+            "script (only node 0 reads it), every other node serves its devices and exits when node 0 ends the run:",
+            "0, or 1 when node 0 is lost, 2 when it could not join. Nodes may start in any order.",
+            "Bad input exits with code 2 and one line on standard error; so does a run whose nodes did not assemble."})
     static final class RunCommand {
         @Option(names = "--devices", paramLabel = "cpu:N|cuda:N", converter = DevicesConverter.class,
             description = {"N CPU devices (default cpu:4), or N CUDA devices (the -Pgpu build):",
-                "cuda:0 to cuda:N-1, or all on cuda:0 with --same-device; N from 1 to " + MAX_DEVICES + "."})
+                "cuda:0 to cuda:N-1, or all on cuda:0 with --same-device; N from 1 to " + MAX_DEVICES + ".",
+                "With --nnodes, N devices per node, numbered node-major (cpu:2 on 2 nodes:",
+                "devices 0 and 1 on node 0, 2 and 3 on node 1)."})
         private DeviceSpec devices;
 
         @Option(names = "--same-device", description = {"Simulate every device on one (same-device collectives, no Gloo or NCCL):",
@@ -215,7 +235,8 @@ public final class Launcher {
         private boolean isolated;
 
         @Option(names = "--timeout-seconds", paramLabel = "N", converter = TimeoutConverter.class,
-            description = "Deadline of the runtime's blocking calls, 1 to " + MAX_TIMEOUT_SECONDS + " (default 300).")
+            description = {"Deadline of the runtime's blocking calls, 1 to " + MAX_TIMEOUT_SECONDS + " (default 300); with",
+                "--nnodes, also of the wait for the other nodes at the start."})
         private Duration timeout;
 
         @Option(names = "--log-level", paramLabel = "LEVEL", converter = LogLevelConverter.class,
@@ -235,6 +256,9 @@ public final class Launcher {
         @Option(names = "--memory-growth-floor", paramLabel = "BYTES", converter = BytesConverter.class,
             description = "... and reached BYTES at the last of them (default " + MemoryWatch.DEFAULT_FLOOR_BYTES + ", 1 GiB).")
         private Long memoryGrowthFloor;
+
+        @CommandLine.Mixin
+        private NodeOptions nodes = new NodeOptions();
 
         @Option(names = {"-h", "--help"}, usageHelp = true, description = "Show this help.")
         private boolean help;
@@ -271,10 +295,22 @@ public final class Launcher {
             return devices;
         }
 
-        /** Checks what picocli cannot, then runs the script; returns the exit code. */
-        int execute() {
-            String problem = scriptProblem(script);
-            if (problem == null && trace != null) {
+        /** The node options (flags, or their environment variables). */
+        NodeOptions nodes() {
+            return nodes;
+        }
+
+        /**
+         * Checks what picocli cannot, then runs the script (node 0) or serves this node's devices (other nodes); returns
+         * the exit code. {@code env} holds the run's token ({@value ClusterToken#ENV}) when no token file is given.
+         */
+        int execute(Map<String, String> env) {
+            String problem = nodes.problem(sameDevice, perDeviceProcess);
+            // Only node 0 reads the script: the others need not have it.
+            if (problem == null && nodes.nodeRank() == 0) {
+                problem = scriptProblem(script);
+            }
+            if (problem == null && trace != null && nodes.nodeRank() == 0) {
                 problem = traceProblem(trace);
             }
             if (problem != null) {
@@ -284,54 +320,82 @@ public final class Launcher {
             int limit = cpus * DEVICES_PER_CPU;
             if (devices != null && devices.count() > limit) {
                 int count = devices.count();
-                if (perDeviceProcess) {
-                    return reject("--devices " + devices + " with --per-device-process would start " + count + " worker JVMs on "
-                        + cpus + " CPUs; at most " + limit + " (" + DEVICES_PER_CPU + " per CPU) are allowed: use fewer devices, or "
-                        + "device threads (without --per-device-process)");
+                if (perDeviceProcess || nodes.nodes() > 1) {
+                    return reject("--devices " + devices + (perDeviceProcess ? " with --per-device-process" : " on each of " + nodes.nodes()
+                        + " nodes") + " would start " + count + " worker JVMs on " + cpus + " CPUs; at most " + limit + " ("
+                        + DEVICES_PER_CPU + " per CPU) are allowed: use fewer devices" + (perDeviceProcess ? ", or device threads "
+                        + "(without --per-device-process)" : " per node"));
                 }
                 System.err.println("dtorch: warning: --devices " + devices + " runs " + count + " device threads on " + cpus
                     + " CPUs (more than " + limit + ", " + DEVICES_PER_CPU + " per CPU): expect slow collectives");
             }
+            DeviceSpec perNode = devices != null ? devices : new DeviceSpec(DeviceKind.CPU, DTorchOptions.DEFAULT_DEVICES);
+            NodeSpec node;
+            try {
+                node = nodes.spec(perNode.count(), env);
+            } catch (IllegalArgumentException | UnsafePathException | UncheckedIOException e) {
+                return reject(oneLine(e.getMessage()));
+            }
+            try (LogSettings ignored = LogSettings.apply(logLevel)) {
+                return node != null && node.nodeRank() > 0 ? serveNode(node, perNode.kind()) : runScript(node);
+            }
+        }
+
+        /** Serves this node's devices until node 0 ends the run; {@link NodeAgent#serve}'s exit status. */
+        private int serveNode(NodeSpec node, DeviceKind kind) {
+            Duration deadline;
+            try {
+                deadline = timeout != null ? timeout : CommOptions.global().timeout();
+            } catch (IllegalArgumentException e) {
+                return reject("invalid configuration (dtorch.* system properties): " + rootMessage(e));
+            }
+            return NodeAgent.serve(node, kind, deadline);
+        }
+
+        /** Starts the runtime (node 0 of {@code node}'s run, or alone when null) and runs the script on it. */
+        private int runScript(NodeSpec node) {
             // libtorch decides once per process whether it has CUDA: its CUDA library loads before any tensor.
             Cuda.loadNatives();
             Path scriptPath = Path.of(script);
-            try (LogSettings ignored = LogSettings.apply(logLevel)) {
-                DTorch runtime;
-                try {
-                    DTorchOptions.Builder options = DTorchOptions.builder()
-                        .sameDevice(sameDevice)
-                        .perDevicePerProcess(perDeviceProcess);
-                    if (devices != null) {
-                        options.deviceKind(devices.kind()).devices(devices.count());
-                    }
-                    if (timeout != null) {
-                        options.timeout(timeout);
-                    }
-                    if (trace != null) {
-                        options.trace(Path.of(trace));
-                    }
-                    if (memoryGrowthSyncs != null || memoryGrowthFloor != null) {
-                        options.memoryGrowthWarning(Objects.requireNonNullElse(memoryGrowthSyncs, MemoryWatch.DEFAULT_GROWTH_SYNCS),
-                            Objects.requireNonNullElse(memoryGrowthFloor, MemoryWatch.DEFAULT_FLOOR_BYTES));
-                    }
-                    runtime = DTorch.init(options.build());
-                } catch (CudaUnavailableException e) {
-                    // CUDA asked for where it cannot run; the message names what is missing and the fix.
-                    return reject(oneLine(e.getMessage()));
-                } catch (UnsupportedOperationException e) {
-                    // A combination of options the runtime does not run (it names the alternative).
-                    return reject(oneLine(e.getMessage()));
-                } catch (IllegalArgumentException | ExceptionInInitializerError e) {
-                    // A dtorch.* system property the runtime rejects: the configuration, not the script, is wrong.
-                    return reject("invalid configuration (dtorch.* system properties): " + rootMessage(e));
+            DTorch runtime;
+            try {
+                DTorchOptions.Builder options = DTorchOptions.builder()
+                    .sameDevice(sameDevice)
+                    .perDevicePerProcess(perDeviceProcess);
+                if (devices != null) {
+                    options.deviceKind(devices.kind()).devices(devices.count());
                 }
-                PythonHost.Builder host = PythonHost.builder().bridge(new PyBridge(runtime));
-                if (isolated) {
-                    host.isolatedIn(scriptPath.toAbsolutePath().getParent());
+                options.nodes(node); // after the devices: a run across nodes counts every node's
+                if (timeout != null) {
+                    options.timeout(timeout);
                 }
-                try (runtime; PythonHost python = host.build()) {
-                    return python.runScript(scriptPath, scriptArgs);
+                if (trace != null) {
+                    options.trace(Path.of(trace));
                 }
+                if (memoryGrowthSyncs != null || memoryGrowthFloor != null) {
+                    options.memoryGrowthWarning(Objects.requireNonNullElse(memoryGrowthSyncs, MemoryWatch.DEFAULT_GROWTH_SYNCS),
+                        Objects.requireNonNullElse(memoryGrowthFloor, MemoryWatch.DEFAULT_FLOOR_BYTES));
+                }
+                runtime = DTorch.init(options.build());
+            } catch (CudaUnavailableException e) {
+                // CUDA asked for where it cannot run; the message names what is missing and the fix.
+                return reject(oneLine(e.getMessage()));
+            } catch (UnsupportedOperationException e) {
+                // A combination of options the runtime does not run (it names the alternative).
+                return reject(oneLine(e.getMessage()));
+            } catch (CommException e) {
+                // The run did not assemble: a node missing at the deadline, a wrong token, a worker that could not start.
+                return reject(oneLine(e.getMessage()));
+            } catch (IllegalArgumentException | ExceptionInInitializerError e) {
+                // A dtorch.* system property the runtime rejects: the configuration, not the script, is wrong.
+                return reject("invalid configuration (dtorch.* system properties): " + rootMessage(e));
+            }
+            PythonHost.Builder host = PythonHost.builder().bridge(new PyBridge(runtime));
+            if (isolated) {
+                host.isolatedIn(scriptPath.toAbsolutePath().getParent());
+            }
+            try (runtime; PythonHost python = host.build()) {
+                return python.runScript(scriptPath, scriptArgs);
             }
         }
 
@@ -493,7 +557,7 @@ public final class Launcher {
     }
 
     /** A whole number of at most 18 digits, or -1 (never a valid count or timeout). */
-    private static long parseWhole(String digits) {
+    static long parseWhole(String digits) {
         if (digits.isEmpty() || digits.length() > 18 || !digits.chars().allMatch(c -> c >= '0' && c <= '9')) {
             return -1;
         }

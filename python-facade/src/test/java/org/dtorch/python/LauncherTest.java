@@ -2,6 +2,7 @@ package org.dtorch.python;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -15,12 +16,15 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
+import org.dtorch.core.communication.store.RendezvousAddress;
 import org.dtorch.core.device.Cuda;
 import org.dtorch.core.runtime.process.JvmCommand;
+import org.dtorch.core.runtime.process.NodeSpec;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -38,18 +42,21 @@ class LauncherTest {
         "assert y.sum().to_torch().item() == 56",
         "");
 
+    /** A token of the length {@code ClusterToken} asks for. */
+    static final String TOKEN = "launcher-test-token-0123456789";
+
     private static int launch(String... args) {
         return Launcher.run(args);
     }
 
     /** What a launch printed on the JVM's standard streams, and its exit code. */
-    private record Outcome(int status, String out, String err) {
+    record Outcome(int status, String out, String err) {
         List<String> errLines() {
             return err.lines().filter(line -> !line.isBlank()).toList();
         }
     }
 
-    private static Outcome capture(Supplier<Integer> body) {
+    static Outcome capture(Supplier<Integer> body) {
         PrintStream originalOut = System.out;
         PrintStream originalErr = System.err;
         ByteArrayOutputStream out = new ByteArrayOutputStream();
@@ -68,7 +75,12 @@ class LauncherTest {
 
     /** The launch fails with exit code 2 and one line on standard error that contains every one of {@code expected}. */
     private static String assertRejected(String[] args, String... expected) {
-        Outcome outcome = capture(() -> launch(args));
+        return assertRejected(Map.of(), args, expected);
+    }
+
+    /** {@link #assertRejected(String[], String...)} with {@code env} as the environment the launcher reads. */
+    static String assertRejected(Map<String, String> env, String[] args, String... expected) {
+        Outcome outcome = capture(() -> Launcher.run(args, env));
         String shown = String.join(" ", args) + " printed:\n" + outcome.err;
         assertEquals(2, outcome.status, shown);
         List<String> lines = outcome.errLines();
@@ -82,7 +94,7 @@ class LauncherTest {
         return line;
     }
 
-    private static String[] args(String... values) {
+    static String[] args(String... values) {
         return values;
     }
 
@@ -303,15 +315,15 @@ class LauncherTest {
         assertEquals(SameDeviceSwitch.OFF, SameDeviceSwitch.from(Map.of("DTORCH_DTENSOR_IN_SAME_DEVICE", "0")));
         assertEquals(SameDeviceSwitch.OFF, SameDeviceSwitch.from(Map.of()));
 
-        Launcher.RunCommand fromEnvironment = Launcher.parseRun("x.py");
+        Launcher.RunCommand fromEnvironment = Launcher.parseRun(Map.of(), "x.py");
         fromEnvironment.applyEnvironment(three);
         assertTrue(fromEnvironment.sameDevice());
         assertEquals(3, fromEnvironment.devices().count());
-        Launcher.RunCommand flagsWin = Launcher.parseRun("--devices", "cpu:2", "x.py");
+        Launcher.RunCommand flagsWin = Launcher.parseRun(Map.of(), "--devices", "cpu:2", "x.py");
         flagsWin.applyEnvironment(three);
         assertTrue(flagsWin.sameDevice());
         assertEquals(new Launcher.DeviceSpec(org.dtorch.core.device.DeviceKind.CPU, 2), flagsWin.devices());
-        Launcher.RunCommand off = Launcher.parseRun("x.py");
+        Launcher.RunCommand off = Launcher.parseRun(Map.of(), "x.py");
         off.applyEnvironment(SameDeviceSwitch.OFF);
         assertFalse(off.sameDevice());
 
@@ -338,13 +350,80 @@ class LauncherTest {
     }
 
     @Test
+    void shouldTakeTheNodeOptionsFromTheFlagsElseFromTorchrunsEnvironmentVariables() {
+        Map<String, String> token = Map.of("DTORCH_TOKEN", TOKEN);
+        NodeSpec defaults = Launcher.parseRun(Map.of(), "--nnodes", "2", "x.py").nodes().spec(3, token);
+        assertEquals(List.of(2, 0, new RendezvousAddress("127.0.0.1", 29500), 3, 6), facts(defaults));
+        assertNull(Launcher.parseRun(Map.of(), "x.py").nodes().spec(4, Map.of()), "one node: no spec, no token needed");
+
+        Map<String, String> env = new HashMap<>(token);
+        env.putAll(Map.of("NNODES", "3", "NODE_RANK", "2", "MASTER_ADDR", "10.77.0.1", "MASTER_PORT", "1234"));
+        assertEquals(List.of(3, 2, new RendezvousAddress("10.77.0.1", 1234), 2, 6),
+            facts(Launcher.parseRun(env, "x.py").nodes().spec(2, env)));
+        NodeSpec flagsWin = Launcher.parseRun(env, "--nnodes", "4", "--node-rank", "1", "--master-addr", "node0.example",
+            "--master-port", "29400", "x.py").nodes().spec(1, env);
+        assertEquals(List.of(4, 1, new RendezvousAddress("node0.example", 29400), 1, 4), facts(flagsWin));
+        // A flag given makes its variable irrelevant, even a variable that is not valid.
+        assertEquals(2, Launcher.parseRun(Map.of("NNODES", "many"), "--nnodes", "2", "x.py").nodes().nodes());
+    }
+
+    private static List<Object> facts(NodeSpec spec) {
+        return List.of(spec.nodes(), spec.nodeRank(), spec.master(), spec.devicesPerNode(), spec.deviceCount());
+    }
+
+    @Test
+    void shouldRejectBadNodeOptionsAndVariablesInOneLineBeforeAnythingStarts(@TempDir Path dir) throws IOException {
+        String script = Files.writeString(dir.resolve("ok.py"), "raise SystemExit(7)\n").toString();
+        Map<String, String> token = Map.of("DTORCH_TOKEN", TOKEN);
+        assertRejected(token, args("run", "--nnodes", "0", script), "--nnodes", "'0'", "nodes from 1");
+        assertRejected(token, args("run", "--nnodes", "x", script), "--nnodes", "'x'", "nodes from 1");
+        assertRejected(token, args("run", "--node-rank", "-1", script), "--node-rank", "'-1'");
+        assertRejected(token, args("run", "--nnodes", "2", "--node-rank", "2", script), "node rank 2", "run of 2 nodes", "0 to 1");
+        assertRejected(token, args("run", "--node-rank", "1", script), "node rank 1", "run of 1 node ", "0 to 0");
+        assertRejected(token, args("run", "--master-port", "0", script), "--master-port", "'0'", "1 to 65535");
+        assertRejected(token, args("run", "--master-port", "65536", script), "--master-port", "'65536'", "1 to 65535");
+        assertRejected(token, args("run", "--master-addr", "", script), "--master-addr", "host name or address");
+        assertRejected(token, args("run", "--master-addr", "a b", script), "--master-addr", "'a b'");
+        assertRejected(Map.of("NNODES", "two"), args("run", script), "environment variable NNODES", "--nnodes", "'two'");
+        assertRejected(Map.of("NODE_RANK", "-3"), args("run", script), "NODE_RANK", "--node-rank", "'-3'");
+        assertRejected(Map.of("MASTER_PORT", "70000"), args("run", script), "MASTER_PORT", "'70000'", "1 to 65535");
+        assertRejected(Map.of("MASTER_ADDR", " "), args("run", script), "MASTER_ADDR", "host name or address");
+        assertRejected(Map.of("NNODES", "2", "NODE_RANK", "5", "DTORCH_TOKEN", TOKEN), args("run", script), "node rank 5",
+            "NODE_RANK", "NNODES");
+
+        assertRejected(token, args("run", "--nnodes", "2", "--same-device", script), "--same-device", "2 nodes", "worker process");
+        assertRejected(Map.of("DTORCH_TOKEN", TOKEN, "NNODES", "2", "DTORCH_DTENSOR_IN_SAME_DEVICE", "1"), args("run", script),
+            "DTORCH_DTENSOR_IN_SAME_DEVICE", "2 nodes");
+        assertRejected(token, args("run", "--nnodes", "2", "--per-device-process", script), "--per-device-process", "--nnodes 2",
+            "worker process already");
+        int limit = Runtime.getRuntime().availableProcessors() * Launcher.DEVICES_PER_CPU;
+        assertRejected(token, args("run", "--nnodes", "2", "--node-rank", "1", "--devices", "cpu:" + (limit + 1), script),
+            "cpu:" + (limit + 1), "on each of 2 nodes", "worker JVMs", "fewer devices per node");
+
+        assertRejected(Map.of(), args("run", "--nnodes", "2", script), "2 nodes needs a shared token", "DTORCH_TOKEN", "--token-file");
+        assertRejected(Map.of("DTORCH_TOKEN", "short"), args("run", "--nnodes", "2", script), "5 bytes", "at least 16");
+        Path open = Files.writeString(dir.resolve("token"), TOKEN + "\n");
+        Files.setPosixFilePermissions(open, PosixFilePermissions.fromString("rw-r--r--"));
+        assertRejected(Map.of(), args("run", "--nnodes", "2", "--token-file", open.toString(), script), "token file", "0644",
+            "chmod 600");
+        assertRejected(Map.of(), args("run", "--nnodes", "2", "--token-file", dir.resolve("none").toString(), script),
+            "token file", "does not exist");
+        // Nodes other than 0 do not read the script: a missing one is no error there, but a missing token still is.
+        assertRejected(Map.of(), args("run", "--nnodes", "2", "--node-rank", "1", dir.resolve("absent.py").toString()), "shared token");
+        assertRejected(token, args("run", "--nnodes", "2", dir.resolve("absent.py").toString()), "absent.py", "no such file");
+    }
+
+    @Test
     void shouldPrintHelpAndExitZero() {
         Outcome outcome = capture(() -> launch("run", "--help"));
         assertEquals(0, outcome.status, outcome.err);
         for (String option : List.of("--devices", "--same-device", "--per-device-process", "--isolated", "--timeout-seconds", "--log-level",
-            "--trace", "--memory-growth-syncs", "--memory-growth-floor")) {
+            "--trace", "--memory-growth-syncs", "--memory-growth-floor", "--nnodes", "--node-rank", "--master-addr", "--master-port",
+            "--token-file", "NNODES", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT", "DTORCH_TOKEN", "per node")) {
             assertTrue(outcome.out.contains(option), outcome.out);
         }
+        // The help shows the defaults, not the environment's values, so a variable that is not valid does not break it.
+        assertEquals(0, capture(() -> Launcher.run(args("run", "--help"), Map.of("NNODES", "x", "MASTER_PORT", "0"))).status);
         assertEquals(0, capture(() -> launch("--help")).status);
     }
 

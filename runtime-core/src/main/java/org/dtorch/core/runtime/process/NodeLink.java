@@ -27,6 +27,7 @@ final class NodeLink implements AutoCloseable {
     private final Map<Long, RemoteWorkerLife> workers = new LinkedHashMap<>();
     private final AtomicBoolean killSent = new AtomicBoolean();
     private volatile long lastHeardNanos = System.nanoTime();
+    private volatile boolean reading;
     private volatile boolean stopping;
     private volatile boolean lost;
 
@@ -75,14 +76,16 @@ final class NodeLink implements AutoCloseable {
         }
     }
 
-    /** Starts the reader thread. */
+    /** Starts the reader thread; heartbeats go out from now on (none may precede {@code NODE_START}). */
     void start() {
+        lastHeardNanos = System.nanoTime();
+        reading = true;
         Thread.ofPlatform().daemon().name("dtorch-node-link-" + rank).start(this::read);
     }
 
     /** A second passed: sends a heartbeat, and loses the node if nothing came from it for {@code timeout}. */
     void heartbeat(Duration timeout) {
-        if (stopping || lost) {
+        if (!reading || stopping || lost) {
             return;
         }
         long silentNanos = System.nanoTime() - lastHeardNanos;
