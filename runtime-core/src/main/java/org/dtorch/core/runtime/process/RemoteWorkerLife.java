@@ -40,13 +40,21 @@ final class RemoteWorkerLife implements WorkerLife {
         exit.complete(status);
     }
 
-    /** Its node was lost with it: {@link #lost()} says so from now on. */
+    /**
+     * Its node was lost with it: {@link #lost()} says so from now on, and its control channel is closed (a host that
+     * fell off the network would otherwise keep the connection, and its reader, open); then it counts as exited.
+     */
     void nodeLost(String why) {
-        if (!exit.isDone()) {
-            lost = new WorkerDiedException(device, node.spec().describeNode(node.rank()) + " at " + node.peer() + " was lost: " + why
-                + "; the worker process of " + device + " (pid " + pid + ") is lost with it");
-            exit.complete(-1);
+        if (exit.isDone()) {
+            return;
         }
+        lost = new WorkerDiedException(device, node.spec().describeNode(node.rank()) + " at " + node.peer() + " was lost: " + why
+            + "; the worker process of " + device + " (pid " + pid + ") is lost with it");
+        ControlChannel c = channel;
+        if (c != null) {
+            c.close(); // first: the exit's handling waits for the channel's reader to end
+        }
+        exit.complete(-1);
     }
 
     /** Why it is gone when its node was lost (not a report of its exit), or null. */
