@@ -25,9 +25,10 @@ import org.dtorch.core.device.DeviceKind;
  * the strongest baseline, {@code ProcessGroupGloo.allreduce} called directly on the input (in place, no
  * copy): {@code ThreadGroup.allReduce} on Gloo, and the same-device backend. A context row compares the
  * Gloo wrapper with Gloo called directly on a fresh copy of the input, the contract of {@code ThreadGroup}
- * (the input is left alone), to separate the cost of that contract from the wrapper's own.
+ * (the input is left alone), to separate the cost of that contract from the wrapper's own; and another row compares
+ * {@code ThreadGroup.allReduceSum_}, which sums in place as the baseline does, with the baseline itself.
  *
- * <p>Every variant owns its inputs. The in-place variant's inputs are refilled with ones before each
+ * <p>Every variant owns its inputs. The in-place variants' inputs are refilled with ones before each
  * sample, outside the timed part, so it always reduces the same values; afterwards its result and the
  * untouched inputs of the other variants are checked. Variants are interleaved in rounds so drift of a
  * noisy machine hits all alike; each sample is rank 0's time from a common start to its result.
@@ -39,6 +40,7 @@ final class AllReduceBenchmark {
     static final String GLOO = "ThreadGroup (Gloo)";
     static final String SAME_DEVICE = "ThreadGroup (same-device backend)";
     static final String MEMCPY = "single-thread memcpy, rank 0";
+    static final String GLOO_IN_PLACE = "ThreadGroup (Gloo), in place: allReduceSum_";
     private static final long FULL_BYTES = 64L * 1024 * 1024;
     private static final int PER_ROUND = 5;
 
@@ -79,6 +81,8 @@ final class AllReduceBenchmark {
         Files.delete(directStore);
         Comparison glooRow = new Comparison("Gloo through ThreadGroup, same contract", Goal.ratioAtLeast(0.95));
         Comparison inPlaceRow = new Comparison("Gloo through ThreadGroup against in place", Goal.ratioAtLeast(0.9));
+        Comparison inPlaceApiRow = new Comparison("Gloo through ThreadGroup in place (`allReduceSum_`) against in place",
+            Goal.ratioAtLeast(0.9));
         Comparison sameRow = new Comparison("same-device backend", Goal.ratioAtLeast(3));
         Figure sameBandwidth = new Figure("same-device all-reduce, GB/s moved (p50 of the run)", Unit.GIGABYTES_PER_SECOND, Goal.context("measured"));
         Figure copyBandwidth = new Figure("single-thread memcpy, GB/s moved (p50 of the run)", Unit.GIGABYTES_PER_SECOND, Goal.context("baseline"));
@@ -116,10 +120,15 @@ final class AllReduceBenchmark {
                 }
             }, 1));
 
+            List<Tensor> glooInPlace = ones(pool, elements);
+            variants.add(new Variant(GLOO_IN_PLACE, glooInPlace, rank -> glooInPlace.get(rank).fill_(one),
+                rank -> glooGroups.get(rank).allReduceSum_(glooInPlace.get(rank)), WORLD));
+
             for (int run = 0; run < options.runs(); run++) {
                 List<Samples> samples = runOnce(pool, variants, options.rounds());
                 glooRow.add(samples.get(2), samples.get(1));
                 inPlaceRow.add(samples.get(2), samples.get(0));
+                inPlaceApiRow.add(samples.get(5), samples.get(0));
                 sameRow.add(samples.get(3), samples.get(0));
                 double sameGbs = 2.0 * WORLD * bytes / samples.get(3).p50();
                 double copyGbs = 2.0 * bytes / samples.get(4).p50();
@@ -135,7 +144,7 @@ final class AllReduceBenchmark {
             direct.forEach(ProcessGroupGloo::close);
             Files.deleteIfExists(directStore);
         }
-        return new Rows(List.of(glooRow, inPlaceRow, sameRow), List.of(sameBandwidth, copyBandwidth, bandwidthRatio));
+        return new Rows(List.of(glooRow, inPlaceRow, inPlaceApiRow, sameRow), List.of(sameBandwidth, copyBandwidth, bandwidthRatio));
     }
 
     /** One run: a warm-up round, then {@code rounds} rounds of {@value #PER_ROUND} samples of every variant in turn. */

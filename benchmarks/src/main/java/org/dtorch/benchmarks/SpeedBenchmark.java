@@ -20,13 +20,13 @@ final class SpeedBenchmark {
 
     static void run(Report report, BenchOptions options) throws Exception {
         report.section("Collective speed (issue 11): all-reduce, per operator, wake-ups", "speed",
-            "Rows 1 to 3: all-reduce (SUM) of " + Unit.size(options.bytes(64L << 20)) + " float32 over 4 ranks in threads, as the "
-                + "`allreduce` harness measures it (ranks released together, variants interleaved in rounds, rank 0's time). Row 4: "
-                + "`add` of shape (1,) through the pipeline against direct torch, as the `pipeline` harness. Rows 5 and 6: a getter "
+            "Rows 1 to 4: all-reduce (SUM) of " + Unit.size(options.bytes(64L << 20)) + " float32 over 4 ranks in threads, as the "
+                + "`allreduce` harness measures it (ranks released together, variants interleaved in rounds, rank 0's time). Row 5: "
+                + "`add` of shape (1,) through the pipeline against direct torch, as the `pipeline` harness. Rows 6 and 7: a getter "
                 + "blocked long enough to sleep (1 ms in-process, 2 ms across processes) against the JDK's `CompletableFuture` and "
                 + "against a bare futex wake-up between two processes; the in-process getter is one long-lived thread that blocks once per "
                 + "wake-up (decision 206); the File promise is made with its value's shape and dtype, as `get_tensor` makes it (decision 252). "
-                + "Row 7 (secondary): row 5 with a new getter thread per wake-up. Row 8 (secondary): row 6 without the value's shape.");
+                + "Row 8 (secondary): row 6 with a new getter thread per wake-up. Row 9 (secondary): row 7 without the value's shape.");
         AllReduceBenchmark.Rows allReduce = AllReduceBenchmark.measure(options);
         Comparison perOperator = new Comparison("add, shape (1,), through the pipeline",
             new Goal("at most 1.2x (ratio >= 0.83)", Goal.Target.RATIO, r -> r >= 0.83));

@@ -18,11 +18,13 @@ class AllReduceBenchmarkTest {
         AllReduceBenchmark.Rows measured = AllReduceBenchmark.measure(QUICK);
         List<Comparison> rows = measured.comparisons();
 
-        assertEquals(List.of("Gloo through ThreadGroup, same contract", "Gloo through ThreadGroup against in place", "same-device backend"),
+        assertEquals(List.of("Gloo through ThreadGroup, same contract", "Gloo through ThreadGroup against in place",
+            "Gloo through ThreadGroup in place (`allReduceSum_`) against in place", "same-device backend"),
             rows.stream().map(Comparison::label).toList());
         assertEquals(AllReduceBenchmark.DIRECT_COPY, rows.get(0).baselineName());
         assertEquals(AllReduceBenchmark.DIRECT, rows.get(1).baselineName());
-        assertEquals(AllReduceBenchmark.DIRECT, rows.get(2).baselineName(), "the same-device backend is held to direct Gloo, not our wrapper");
+        assertEquals(AllReduceBenchmark.DIRECT, rows.get(2).baselineName());
+        assertEquals(AllReduceBenchmark.DIRECT, rows.get(3).baselineName(), "the same-device backend is held to direct Gloo, not our wrapper");
         rows.forEach(row -> assertEquals(1, row.runs()));
         measured.figures().forEach(figure -> assertEquals(1, figure.runs()));
     }
