@@ -54,6 +54,8 @@ final class NodeLaunch implements AutoCloseable {
     /** System property: seconds of silence after which a node is lost; default {@value #DEFAULT_HEARTBEAT_TIMEOUT_SECONDS}. */
     static final String HEARTBEAT_TIMEOUT_PROPERTY = "dtorch.node.heartbeatTimeoutSeconds";
     static final long DEFAULT_HEARTBEAT_TIMEOUT_SECONDS = 10;
+    /** How long the end of a run waits for the agents to close their connections first. */
+    private static final Duration CLOSE_WAIT = Duration.ofSeconds(2);
     /** How long a peer has for the token handshake. */
     static final Duration HANDSHAKE_TIMEOUT = Duration.ofSeconds(10);
     private static final System.Logger LOG = System.getLogger(NodeLaunch.class.getName());
@@ -294,7 +296,10 @@ final class NodeLaunch implements AutoCloseable {
         links.values().forEach(l -> l.heartbeat(timeout));
     }
 
-    /** Ends the run on every node (their agents stop and exit), then stops serving. Idempotent. */
+    /**
+     * Ends the run on every node (their agents stop and exit; their connections are closed once they closed them, within
+     * {@link #CLOSE_WAIT}), then stops serving. Idempotent.
+     */
     @Override
     public void close() {
         heartbeats.shutdownNow();
@@ -302,7 +307,15 @@ final class NodeLaunch implements AutoCloseable {
         if (listener != null) {
             listener.close();
         }
-        links.values().forEach(NodeLink::close);
+        for (Socket socket; (socket = accepted.poll()) != null; ) { // accepted after a failed start, never read
+            try {
+                socket.close();
+            } catch (IOException ignored) {
+                // closing anyway
+            }
+        }
+        long agentsClosed = System.nanoTime() + CLOSE_WAIT.toNanos(); // one wait for all: they close at the same time
+        links.values().forEach(link -> link.close(agentsClosed));
         rendezvous.close();
     }
 }

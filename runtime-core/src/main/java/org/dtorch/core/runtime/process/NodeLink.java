@@ -17,7 +17,7 @@ import org.dtorch.core.device.DeviceKind;
  *
  * <p>Thread-safe: one reader thread; sends are the channel's (synchronized).
  */
-final class NodeLink implements AutoCloseable {
+final class NodeLink {
     private static final System.Logger LOG = System.getLogger(NodeLink.class.getName());
 
     private final NodeSpec spec;
@@ -28,6 +28,7 @@ final class NodeLink implements AutoCloseable {
     private final AtomicBoolean killSent = new AtomicBoolean();
     private volatile long lastHeardNanos = System.nanoTime();
     private volatile boolean reading;
+    private volatile Thread reader;
     private volatile boolean stopping;
     private volatile boolean lost;
 
@@ -80,7 +81,7 @@ final class NodeLink implements AutoCloseable {
     void start() {
         lastHeardNanos = System.nanoTime();
         reading = true;
-        Thread.ofPlatform().daemon().name("dtorch-node-link-" + rank).start(this::read);
+        reader = Thread.ofPlatform().daemon().name("dtorch-node-link-" + rank).start(this::read);
     }
 
     /** A second passed: sends a heartbeat, and loses the node if nothing came from it for {@code timeout}. */
@@ -110,9 +111,21 @@ final class NodeLink implements AutoCloseable {
         channel.shutdownOutput();
     }
 
-    @Override
-    public void close() {
+    /**
+     * Closes the connection, after the agent closed its side when the run was ended with {@link #shutdown} (waiting at
+     * most until {@code deadlineNanos}, a {@link System#nanoTime()} value): closing with its heartbeats unread would reset
+     * the connection, and the agent could take the reset for a broken controller.
+     */
+    void close(long deadlineNanos) {
         stopping = true;
+        Thread r = reader;
+        if (r != null) {
+            try {
+                r.join(Math.max(1, (deadlineNanos - System.nanoTime()) / 1_000_000));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
         channel.close();
     }
 
