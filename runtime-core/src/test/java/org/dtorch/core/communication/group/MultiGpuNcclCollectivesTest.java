@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.BiFunction;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.communication.GlobalCommInstanceId;
 import org.dtorch.core.device.Cuda;
@@ -33,14 +34,8 @@ class MultiGpuNcclCollectivesTest {
         List<long[]> shapes = List.of(new long[] {2L * world, 2L * world}, new long[] {world + 1, 2, world + 2},
             new long[] {world + 1, 1027});
         try (ThreadGroupManager manager = new ThreadGroupManager(false, GlobalCommInstanceId.next(), Duration.ofSeconds(120))) {
-            List<List<String>> failures = RankThreads.run(world, Duration.ofSeconds(300), rank -> {
-                Device gpu = Device.cuda(rank);
-                Cuda.setCurrentDevice(gpu);
-                ThreadGroup group = manager.getThreadGroup(DeviceKind.CUDA, GroupFixtures.ids(world), rank);
+            List<List<String>> failures = RankThreads.run(world, Duration.ofSeconds(300), rank -> onItsGpu(manager, world, rank, (group, gpu) -> {
                 List<String> all = new ArrayList<>();
-                if (!group.backendName().equals("nccl")) {
-                    all.add("rank " + rank + ": backend " + group.backendName());
-                }
                 for (ScalarType dtype : List.of(ScalarType.Float, ScalarType.BFloat16, ScalarType.Long)) {
                     for (long[] shape : shapes) {
                         all.addAll(ThreadGroupCollectivesTest.runEveryCollective(group, dtype, shape, gpu));
@@ -49,8 +44,24 @@ class MultiGpuNcclCollectivesTest {
                 all.addAll(ThreadGroupSharedCollectivesTest.runSharedCollectives(group, gpu));
                 all.addAll(ThreadGroupP2PTest.runPointToPoint(group, gpu));
                 return all;
-            });
+            }));
             assertEquals(List.of(), failures.stream().flatMap(List::stream).toList(), "world " + world);
         }
+    }
+
+    /**
+     * On the calling rank thread: makes {@code cuda:rank} current, joins {@code manager}'s CUDA group of {@code world}
+     * ranks, and returns {@code checks}' failures, with one more if the group is not on NCCL.
+     */
+    static List<String> onItsGpu(ThreadGroupManager manager, int world, int rank, BiFunction<ThreadGroup, Device, List<String>> checks) {
+        Device gpu = Device.cuda(rank);
+        Cuda.setCurrentDevice(gpu);
+        ThreadGroup group = manager.getThreadGroup(DeviceKind.CUDA, GroupFixtures.ids(world), rank);
+        List<String> all = new ArrayList<>();
+        if (!group.backendName().equals("nccl")) {
+            all.add("rank " + rank + ": backend " + group.backendName());
+        }
+        all.addAll(checks.apply(group, gpu));
+        return all;
     }
 }
