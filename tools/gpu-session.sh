@@ -6,6 +6,7 @@
 #
 #   tools/gpu-session.sh tests [JUnit selectors...]   the gpu-tagged tests (default: all of them)
 #   tools/gpu-session.sh bench [-Dbench.quick=true]   the gpu benchmarks (CommBenchmarks gpu,channelcuda)
+#   tools/gpu-session.sh multigpu [-Dbench.quick=true] NCCL across the GPUs against torch.distributed (CommBenchmarks multigpu)
 #   tools/gpu-session.sh java MAIN [ARGS...]          any main class on the class path
 # Writes JUnit's XML and the benchmark's report under $OUT when OUT is set.
 # DTORCH_STAGE names another folder than /tmp/stage for the parts (when something else stages there too).
@@ -31,7 +32,10 @@ case "$what" in
   bench)
     "${JVM[@]}" -Dbench.root=. -Dbench.commit="${COMMIT:-unknown}" "$@" \
       org.dtorch.benchmarks.CommBenchmarks gpu,channelcuda "$OUT/gpu-benchmarks.md" ;;
+  multigpu)
+    "${JVM[@]}" -Dbench.root=. -Dbench.commit="${COMMIT:-unknown}" "$@" \
+      org.dtorch.benchmarks.CommBenchmarks multigpu "$OUT/multigpu-benchmarks.md" ;;
   java)
     "${JVM[@]}" "$@" ;;
-  *) echo "gpu-session: tests | bench | java MAIN" >&2; exit 2 ;;
+  *) echo "gpu-session: tests | bench | multigpu | java MAIN" >&2; exit 2 ;;
 esac

@@ -4,7 +4,7 @@ package org.dtorch.benchmarks;
  * Runs the selected benchmarks and writes their tables to a Markdown report.
  *
  * <p>Usage: {@code CommBenchmarks [all|store,future,allreduce,redistribute,pipeline,process,python,channel,stagechannel|gpu|
- * channelcuda|speed|gloocopy|gathers|ulysses|trace|network|networksmall|rendezvous] [report.md]}, with the options of {@link BenchOptions} as system
+ * channelcuda|multigpu|speed|gloocopy|gathers|ulysses|trace|network|networksmall|rendezvous] [report.md]}, with the options of {@link BenchOptions} as system
  * properties; docs/benchmarks.md gives the Maven command and
  * {@code benchmarks/run-all.sh} runs everything. A harness that fails is reported and the others still run;
  * the exit status is then 1.
@@ -52,6 +52,7 @@ public final class CommBenchmarks {
             case "stagechannel" -> StageChannelBenchmark::run;
             case "matmul" -> MatmulBenchmark::run;
             case "gpu" -> GpuBenchmark::run;
+            case "multigpu" -> MultiGpuBenchmark::run;
             case "channelcuda" -> ChannelCudaBenchmark::run;
             case "speed" -> SpeedBenchmark::run;
             case "gloocopy" -> GlooCopyBenchmark::run;

@@ -58,12 +58,15 @@ final class GpuBenchmark {
     /** The tensor the IPC hand-off lends, as the issue names it; the same in quick mode. */
     static final long IPC_BYTES = 64L * 1024 * 1024;
     private static final double IPC_GOAL = 0.5;
+    /** The environment that keeps NVLink multicast off in NCCL, torch's symmetric memory and NVSHMEM (issue 16). */
+    static final Map<String, String> MULTICAST_OFF = Map.of("NCCL_NVLS_ENABLE", "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "1",
+        "NVSHMEM_DISABLE_NVLS", "1");
 
     private GpuBenchmark() {
     }
 
     /** One row: our figure, the baselines it is compared with, and the goal. */
-    private record Row(String measure, String ours, String baselines, String ratio, String goal) {
+    record Row(String measure, String ours, String baselines, String ratio, String goal) {
     }
 
     static void run(Report report, BenchOptions options) throws Exception {
@@ -86,7 +89,7 @@ final class GpuBenchmark {
             f(ratio) + " of PyTorch", verdict(">= 0.97x of PyTorch", ratio >= 0.97)));
 
         int adds = quick ? 2_000 : 20_000;
-        double runtimeAddUs = addThroughRuntime(adds) / 1e3;
+        double runtimeAddUs = addThroughRuntime(adds, 1) / 1e3;
         double directAddUs = addDirect(adds) / 1e3;
         double addRatio = runtimeAddUs / py.get("add_us");
         rows.add(new Row("`add` on (1,), us per operator (enqueue, then one sync)", f(runtimeAddUs) + " (runtime)",
@@ -141,12 +144,17 @@ final class GpuBenchmark {
                 + "each figure is the best of " + REPEATS + " repeats on both sides, except the IPC hand-off's percentiles, which come from one "
                 + "run of each side. The Java side runs from the `-Pgpu` class path "
                 + "staged with `gpu-stage` (docs/gpu.md).");
+        report.note(table(rows));
+    }
+
+    /** The rows as a Markdown table. */
+    static String table(List<Row> rows) {
         StringBuilder table = new StringBuilder("| measure | DTorch for the JVM | baselines | ratio | goal |\n|---|---|---|---|---|");
         for (Row row : rows) {
             table.append("\n| ").append(row.measure()).append(" | ").append(row.ours()).append(" | ").append(row.baselines()).append(" | ")
                 .append(row.ratio()).append(" | ").append(row.goal()).append(" |");
         }
-        report.note(table.toString());
+        return table.toString();
     }
 
     // ---- the Java side ---------------------------------------------------------------------------------
@@ -209,9 +217,12 @@ final class GpuBenchmark {
         }
     }
 
-    /** Nanoseconds per {@code add} on (1,) through a one-device CUDA runtime; best of the repeats. */
-    private static double addThroughRuntime(int ops) {
-        try (DTorch dt = DTorch.init(DTorchOptions.builder().devices("cuda:1").build())) {
+    /**
+     * Nanoseconds per {@code add} on (1,) through a CUDA runtime of {@code gpus} devices, one per GPU (the default mesh,
+     * replicated operands); best of the repeats.
+     */
+    static double addThroughRuntime(int ops, int gpus) {
+        try (DTorch dt = DTorch.init(DTorchOptions.builder().devices("cuda:" + gpus).build())) {
             DeviceMesh mesh = dt.defaultMesh();
             try (DTensor a = dt.ones(new long[] {1}, mesh); DTensor b = dt.ones(new long[] {1}, mesh)) {
                 LongSupplier round = () -> {
@@ -426,11 +437,22 @@ final class GpuBenchmark {
      * the figures {@code keys}.
      */
     static PyTorchSide pytorch(Path root, List<String> args, List<String> keys) throws IOException, InterruptedException {
-        Path script = root.resolve("benchmarks/python/bench_gpu_torch.py");
-        List<String> command = new ArrayList<>(List.of(System.getProperty("bench.python", "python3"), script.toString()));
+        return pytorch(root, "bench_gpu_torch.py", args, keys);
+    }
+
+    /**
+     * Runs {@code benchmarks/python/<script>} with {@code args}, NVLink multicast off in its environment
+     * ({@link #MULTICAST_OFF}: a program that uses it can take a multi-GPU host's GPUs out of service), and reads its
+     * JSON object, which must hold the figures {@code keys}.
+     */
+    static PyTorchSide pytorch(Path root, String script, List<String> args, List<String> keys) throws IOException, InterruptedException {
+        List<String> command = new ArrayList<>(List.of(System.getProperty("bench.python", "python3"),
+            root.resolve("benchmarks/python").resolve(script).toString()));
         command.addAll(args);
         Path out = Files.createTempFile("bench-gpu-torch", ".json");
-        Process process = new ProcessBuilder(command).redirectOutput(out.toFile()).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        ProcessBuilder builder = new ProcessBuilder(command).redirectOutput(out.toFile()).redirectError(ProcessBuilder.Redirect.INHERIT);
+        builder.environment().putAll(MULTICAST_OFF);
+        Process process = builder.start();
         if (!process.waitFor(PYTHON_TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
             process.destroyForcibly();
             throw new IllegalStateException(String.join(" ", command) + " did not finish within " + PYTHON_TIMEOUT_SECONDS + " s");

@@ -8,8 +8,6 @@ import java.util.List;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.communication.store.RendezvousServer;
 import org.dtorch.core.device.Cuda;
-import org.dtorch.core.device.Device;
-import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.testing.GpuTest;
 import org.dtorch.core.testing.RankThreads;
 import org.dtorch.core.testing.ShmFiles;
@@ -28,22 +26,17 @@ class NcclRendezvousTest {
         try (RendezvousServer server = RendezvousServer.start("127.0.0.1", 0);
              ThreadGroupManager groups = new ThreadGroupManager(false, ShmFiles.freshInstance("ncr"), Duration.ofSeconds(60),
                  ThreadGroupManager.Role.WORKER, server.address())) {
-            List<List<String>> failures = RankThreads.run(world, Duration.ofSeconds(120), rank -> {
-                Device gpu = Device.cuda(rank);
-                Cuda.setCurrentDevice(gpu);
-                ThreadGroup group = groups.getThreadGroup(DeviceKind.CUDA, GroupFixtures.ids(world), rank);
-                List<String> all = new ArrayList<>();
-                if (!group.backendName().equals("nccl")) {
-                    all.add("rank " + rank + ": backend " + group.backendName());
-                }
-                for (ScalarType dtype : List.of(ScalarType.Float, ScalarType.Long)) {
-                    all.addAll(ThreadGroupCollectivesTest.runEveryCollective(group, dtype, new long[] {4, 6}, gpu));
-                }
-                if (world > 1) {
-                    all.addAll(ThreadGroupP2PTest.runPointToPoint(group, gpu));
-                }
-                return all;
-            });
+            List<List<String>> failures = RankThreads.run(world, Duration.ofSeconds(120),
+                rank -> MultiGpuNcclCollectivesTest.onItsGpu(groups, world, rank, (group, gpu) -> {
+                    List<String> all = new ArrayList<>();
+                    for (ScalarType dtype : List.of(ScalarType.Float, ScalarType.Long)) {
+                        all.addAll(ThreadGroupCollectivesTest.runEveryCollective(group, dtype, new long[] {4, 6}, gpu));
+                    }
+                    if (world > 1) {
+                        all.addAll(ThreadGroupP2PTest.runPointToPoint(group, gpu));
+                    }
+                    return all;
+                }));
             assertEquals(List.of(), failures.stream().flatMap(List::stream).toList(), "world " + world);
         }
     }
