@@ -109,7 +109,7 @@ def main():
     if wrong:
         sys.exit("NVLink multicast must be off: set %s (found %s)" % (MULTICAST_OFF, wrong))
     if args.world < 2 or args.world > torch.cuda.device_count():
-        sys.exit("--world %d: needs 2 to %d (the visible GPUs)" % (args.world, torch.cuda.device_count()))
+        sys.exit("--world %d: must be at least 2 and at most the visible GPUs (%d visible)" % (args.world, torch.cuda.device_count()))
     sizes = [(s.lower(), parse_size(s)) for s in args.sizes.split(",")]
     alltoall = (args.alltoall.lower(), parse_size(args.alltoall))
     with tempfile.TemporaryDirectory() as tmp:
