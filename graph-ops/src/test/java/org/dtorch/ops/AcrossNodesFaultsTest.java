@@ -146,6 +146,22 @@ class AcrossNodesFaultsTest {
     }
 
     @Test
+    void shouldRefuseANodeOfAnotherConfigurationSayingWhyOnBothSides() throws Exception {
+        int port = TwoNodes.freePort();
+        Process agent = TwoNodes.startAgent(2, 1, port, 2, TIMEOUT, TwoNodes.TOKEN);
+        try {
+            CommException e = assertThrows(CommException.class, () -> DTorch.init(TwoNodes.options(2, port, 1, TIMEOUT).build()));
+            assertTrue(e.getMessage().contains("was started with 2 nodes of cpu:2, node 0 with 2 nodes of cpu:1"), e.getMessage());
+            assertTrue(agent.waitFor(20, TimeUnit.SECONDS), "node 1 gives up");
+            assertEquals(NodeAgent.EXIT_START_FAILED, agent.exitValue());
+            String log = Files.readString(TwoNodes.log(1));
+            assertTrue(log.contains("refused node 1 (devices 2, 3): the node agent at"), "node 1 says why it was refused:\n" + log);
+        } finally {
+            agent.destroyForcibly();
+        }
+    }
+
+    @Test
     void shouldRefuseANodeWithAnotherTokenAtOnce() throws Exception {
         int port = TwoNodes.freePort();
         Process agent = TwoNodes.startAgent(2, 1, port, 1, TIMEOUT, "another-token-0123456789abcdef");

@@ -163,9 +163,12 @@ public final class NodeAgent {
             .putInt(spec.nodes()).putInt(spec.devicesPerNode()).putString(kind.shortName()).putLong(ProcessHandle.current().pid())
             .putString(hostName()).toByteArray());
         ControlChannel.Frame start = WorkerPool.firstFrame(channel, deadline, "the controller at " + control + " accepted " + me() + " but");
+        if (start.type() == ControlChannel.FATAL) {
+            throw new CommException("the controller at " + control + " refused " + me() + ": " + start.reader().getString("refusal"));
+        }
         if (start.type() != ControlChannel.NODE_START) {
-            throw new CommException("the controller at " + control + " refused " + me() + " (it sent frame type " + start.type()
-                + "); its log says why");
+            throw new CommException("the controller at " + control + " answered " + me() + " with a frame of type " + start.type()
+                + " instead of NODE_START");
         }
         startWorkers(start.reader());
     }

@@ -35,7 +35,8 @@ import org.dtorch.core.runtime.RuntimeOptions;
  * every worker connected, at most the runtime's timeout: nodes may start in any order. Every worker, node 0's included,
  * connects over TCP and proves the run's token, so the control path is one whatever the node.
  *
- * <p>A node that does not arrive fails the start at the deadline naming the missing node ranks; a worker that exits
+ * <p>An agent whose configuration differs from node 0's is refused with a {@code FATAL} frame saying why, and the start
+ * fails. A node that does not arrive fails the start at the deadline naming the missing node ranks; a worker that exits
  * while starting fails it with its output; a connection that fails the handshake is refused and logged (the listener goes
  * on), and named in the start's error if the run then does not assemble; a peer with a wrong token fails the start at
  * once, saying so.
@@ -268,9 +269,15 @@ final class NodeLaunch implements AutoCloseable {
             problem = "says it is node rank " + rank + ", which " + links.get(rank).peer() + " is already";
         }
         if (problem != null) {
-            channel.close();
-            throw new CommException("the node agent at " + peer + " (" + host + ", pid " + pid + ") " + problem
+            CommException refused = new CommException("the node agent at " + peer + " (" + host + ", pid " + pid + ") " + problem
                 + "; every node of a run gets the same --nnodes and --devices, and its own --node-rank");
+            try {
+                channel.send(ControlChannel.FATAL, new WireWriter().putString(refused.getMessage()).toByteArray()); // the agent says why
+            } catch (IOException e) {
+                LOG.log(System.Logger.Level.DEBUG, "cannot tell " + peer + " why it was refused: " + e);
+            }
+            channel.close();
+            throw refused;
         }
         NodeLink link = new NodeLink(spec, rank, peer + " (" + host + ", agent pid " + pid + ")", channel, options.deviceKind());
         links.put(rank, link);
