@@ -38,10 +38,11 @@ import org.dtorch.core.trace.Tracer;
 
 /**
  * Per-device-process mode's fleet, and a run across nodes': one worker JVM per device ({@link WorkerPool} starts them
- * on one host; across nodes {@link NodeLaunch} starts node 0's and has the other nodes' {@link NodeAgent}s start theirs;
- * {@link WorkerProcess} is the controller's handle, {@link WorkerMain} the worker's entry point). Operators cross as encoded control
- * messages ({@link OperatorEncoder}), failures are recorded on a {@link SharedFailureBoard}, and promises are FILE
- * ones that the workers complete through shared memory.
+ * on one host; across nodes {@link NodeLaunch} starts node 0's and has the other nodes' {@link NodeAgent}s start
+ * theirs; {@link WorkerProcess} is the controller's handle, {@link WorkerMain} the worker's entry point). Operators
+ * cross as encoded control messages ({@link OperatorEncoder}), failures are recorded on a {@link SharedFailureBoard}
+ * (across nodes, each node's and the run's rendezvous: {@link NodeFailureBoard}), and promises are FILE ones that the
+ * workers complete through shared memory (NETWORK ones for the devices of other nodes).
  *
  * <p>A worker that dies is noticed within milliseconds (the JVM's process reaper): every pending operator fails with
  * a {@link WorkerDiedException} naming the device and the exit status, the other workers are cancelled and stopped,
