@@ -47,9 +47,10 @@ import org.junit.jupiter.api.io.TempDir;
 class AcrossNodesFaultsTest {
     private static final Duration TIMEOUT = Duration.ofSeconds(60);
 
+    /** Three nodes of one device; node 1 is killed, node 2 is told to end at once. */
     @Test
-    void shouldFailEveryPendingFutureNamingTheKilledNodeAndCleanUp(@TempDir Path dir) throws Exception {
-        TwoNodes.Run run = TwoNodes.start(2, 1, TIMEOUT);
+    void shouldFailEveryPendingFutureNamingTheKilledNodeEndTheOthersAndCleanUp(@TempDir Path dir) throws Exception {
+        TwoNodes.Run run = TwoNodes.start(3, 1, TIMEOUT);
         DTorch dt = run.dt();
         String instance = dt.runtime().instanceId();
         long remoteWorker = dt.runtime().workerPids().get(1L);
@@ -82,6 +83,9 @@ class AcrossNodesFaultsTest {
         long failedWithinMillis = (System.nanoTime() - killedAt) / 1_000_000;
         assertTrue(failed > 0, "the kill came while work was pending");
         assertTrue(failedWithinMillis < 10_000, "every future completed " + failedWithinMillis + " ms after the kill");
+        Process other = run.agents().get(1);
+        assertTrue(other.waitFor(15, TimeUnit.SECONDS), "node 2 ends with the run it was part of, before node 0 closes");
+        assertEquals(NodeAgent.EXIT_DONE, other.exitValue());
         IllegalStateException refused = assertThrows(IllegalStateException.class, () -> x.mul(2.0));
         assertTrue(refused.getMessage().contains("node 1"), refused.getMessage());
         long closing = System.nanoTime();

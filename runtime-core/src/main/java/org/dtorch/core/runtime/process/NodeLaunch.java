@@ -304,6 +304,14 @@ final class NodeLaunch implements AutoCloseable {
     }
 
     /**
+     * The run broke (a node or a worker was lost): every node still linked is told to end ({@code SHUTDOWN}), so that its
+     * agent stops its workers, cleans its host up and exits, without waiting for the runtime to close. Idempotent.
+     */
+    void endRun() {
+        links.values().forEach(NodeLink::shutdown);
+    }
+
+    /**
      * Ends the run on every node (their agents stop and exit; their connections are closed once they closed them, within
      * {@link #CLOSE_WAIT}), then stops serving. Idempotent.
      */

@@ -104,8 +104,11 @@ final class NodeLink {
         }
     }
 
-    /** The run ends: the agent stops its workers and exits; its connection closing is no loss from now on. */
+    /** The run ends: the agent stops its workers and exits; its connection closing is no loss from now on. Idempotent. */
     void shutdown() {
+        if (stopping) {
+            return;
+        }
         stopping = true;
         send(ControlChannel.SHUTDOWN, new byte[0]);
         channel.shutdownOutput();

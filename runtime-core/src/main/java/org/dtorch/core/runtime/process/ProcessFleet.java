@@ -390,6 +390,9 @@ public final class ProcessFleet implements DeviceFleet {
                     w.stop();
                 }
             }
+            if (nodes != null) {
+                nodes.endRun(); // the other nodes' agents stop too, and clean up their hosts
+            }
         }
     }
 }
