@@ -75,15 +75,6 @@ public final class RendezvousClient implements AutoCloseable {
         };
     }
 
-    /** Whether {@code key} exists now. */
-    public boolean has(String key) {
-        return clients.call("check " + key, c -> {
-            try (org.bytedeco.pytorch.StringVector one = new org.bytedeco.pytorch.StringVector(key)) {
-                return c.check(one);
-            }
-        });
-    }
-
     /** Adds {@code delta} to the counter {@code key} (created at 0) and returns the new value. */
     public long add(String key, long delta) {
         return clients.call("add " + key, c -> c.add(key, delta));

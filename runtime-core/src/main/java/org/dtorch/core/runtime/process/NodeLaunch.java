@@ -18,6 +18,7 @@ import java.util.concurrent.TimeUnit;
 import org.dtorch.core.communication.CommException;
 import org.dtorch.core.communication.CommTimeoutException;
 import org.dtorch.core.communication.Deadline;
+import org.dtorch.core.communication.GlobalCommInstanceId;
 import org.dtorch.core.communication.group.ThreadGroupManager;
 import org.dtorch.core.communication.store.HostIdentity;
 import org.dtorch.core.communication.store.RendezvousAddress;
@@ -155,7 +156,7 @@ final class NodeLaunch implements AutoCloseable {
      */
     static Map<String, String> workerProperties(String instanceId, String nodeAddress) {
         Map<String, String> properties = new LinkedHashMap<>();
-        properties.put(org.dtorch.core.communication.GlobalCommInstanceId.PROPERTY, instanceId);
+        properties.put(GlobalCommInstanceId.PROPERTY, instanceId);
         if (System.getProperty(ThreadGroupManager.GLOO_HOSTNAME_PROPERTY) == null) {
             properties.put(ThreadGroupManager.GLOO_HOSTNAME_PROPERTY, nodeAddress);
         }
