@@ -16,22 +16,26 @@ import org.dtorch.core.communication.group.ThreadGroupManager;
 import org.dtorch.core.device.DeviceKind;
 
 /**
- * The ways the Gloo backend can fill an all-reduce's result buffer, side by side in one run (decisions 200, 201 and
- * 203): each a {@code ThreadGroup.allReduce} of 64 MiB float32 over 4 ranks in threads against
+ * The ways the Gloo backend can fill an all-reduce's result buffer, side by side in one run (decisions 200, 201, 203
+ * and 485): each a {@code ThreadGroup.allReduce} of 64 MiB float32 over 4 ranks in threads against
  * {@code ProcessGroupGloo.allreduce} in place, measured as the {@code allreduce} harness does (ranks released
  * together, variants interleaved in rounds, rank 0's time).
  *
- * <p>A variant is {@code threads:firstPiece}, the values of {@code dtorch.gloo.copyThreads} (0: the processors' share
- * per rank) and {@code dtorch.gloo.overlapFirstPiece} (0: no overlap; auto: a quarter when each rank has two
- * processors or more) its groups are created with; {@value #VARIANTS_PROPERTY} lists them, comma-separated (default
- * {@value #DEFAULT_VARIANTS}). Each variant has its own groups and inputs.
+ * <p>A variant is {@code ring} (the default algorithm: the input read in place by a ring of sends and receives, with
+ * the default segments) or {@code ring:segmentBytes}, or a copy then Gloo in place, {@code threads:firstPiece}: the
+ * values of {@code dtorch.gloo.copyThreads} (0: the processors' share per rank) and {@code dtorch.gloo.overlapFirstPiece}
+ * (0: no overlap; auto: a quarter when each rank has two processors or more) its groups are created with;
+ * {@value #VARIANTS_PROPERTY} lists them, comma-separated (default {@value #DEFAULT_VARIANTS}). Each variant has its
+ * own groups and inputs.
  *
  * <p>Not thread-safe: the harness thread runs it.
  */
 final class GlooCopyBenchmark {
     /** System property: the variants, {@code threads:firstPiece} comma-separated. */
     static final String VARIANTS_PROPERTY = "bench.glooCopy";
-    static final String DEFAULT_VARIANTS = "1:0,0:0,1:0.25,0:auto";
+    static final String DEFAULT_VARIANTS = "ring,1:0,0:auto";
+    private static final String ALGORITHM_PROPERTY = "dtorch.gloo.allReduce";
+    private static final String SEGMENT_BYTES_PROPERTY = "dtorch.gloo.ringSegmentBytes";
     private static final String COPY_THREADS_PROPERTY = "dtorch.gloo.copyThreads";
     private static final String FIRST_PIECE_PROPERTY = "dtorch.gloo.overlapFirstPiece";
     private static final int WORLD = AllReduceBenchmark.WORLD;
@@ -41,11 +45,19 @@ final class GlooCopyBenchmark {
     private GlooCopyBenchmark() {
     }
 
+    /** A copy variant ({@code threads:firstPiece}), or the ring ({@code threads} is "ring", {@code firstPiece} its segment bytes or ""). */
     private record Variant(String threads, String firstPiece) {
+        boolean ring() {
+            return threads.equals("ring");
+        }
+
         String label() {
+            if (ring()) {
+                return "ThreadGroup (Gloo), ring" + (firstPiece.isEmpty() ? " (the default)" : ", segments of " + firstPiece + " bytes");
+            }
             boolean defaults = threads.equals("0") && firstPiece.equals("auto");
             return "ThreadGroup (Gloo), copy threads " + (threads.equals("0") ? "auto" : threads) + ", first piece "
-                + (firstPiece.equals("0") ? "none" : firstPiece) + (defaults ? " (the defaults)" : "");
+                + (firstPiece.equals("0") ? "none" : firstPiece) + (defaults ? " (the copy's defaults)" : "");
         }
     }
 
@@ -57,8 +69,8 @@ final class GlooCopyBenchmark {
         long bytes = options.bytes(FULL_BYTES);
         List<Variant> variants = parse(System.getProperty(VARIANTS_PROPERTY, ""));
         report.section("Gloo all-reduce: the copy into the result, " + WORLD + " ranks in threads, " + Unit.size(bytes) + " float32",
-            "gloocopy", "Each row a way of filling the result buffer (`-D" + VARIANTS_PROPERTY + "=threads:firstPiece,...`; "
-                + "threads 0 is the processors' share, " + Runtime.getRuntime().availableProcessors() + " processors / " + WORLD
+            "gloocopy", "Each row a way of filling the result buffer (`-D" + VARIANTS_PROPERTY + "=ring,threads:firstPiece,...`; "
+                + "ring reads the input in place, the others copy it first; threads 0 is the processors' share, " + Runtime.getRuntime().availableProcessors() + " processors / " + WORLD
                 + " ranks here; first piece 0 is no overlap, auto a quarter when that share is 2 or more) against "
                 + "`ProcessGroupGloo.allreduce` in place; per run " + options.rounds() * PER_ROUND
                 + " samples per variant, interleaved in rounds after a warm-up round.");
@@ -97,12 +109,17 @@ final class GlooCopyBenchmark {
      */
     private static Body variantBody(RankPool pool, ThreadGroupManager manager, Variant v, List<Tensor> inputs) throws Exception {
         List<Long> ids = List.of(0L, 1L, 2L, 3L);
-        String threadsBefore = System.setProperty(COPY_THREADS_PROPERTY, v.threads());
-        String pieceBefore = System.setProperty(FIRST_PIECE_PROPERTY, v.firstPiece());
+        String algorithmBefore = System.setProperty(ALGORITHM_PROPERTY, v.ring() ? "ring" : "copy");
+        String segmentBefore = v.ring() && !v.firstPiece().isEmpty() ? System.setProperty(SEGMENT_BYTES_PROPERTY, v.firstPiece())
+            : System.getProperty(SEGMENT_BYTES_PROPERTY);
+        String threadsBefore = v.ring() ? System.getProperty(COPY_THREADS_PROPERTY) : System.setProperty(COPY_THREADS_PROPERTY, v.threads());
+        String pieceBefore = v.ring() ? System.getProperty(FIRST_PIECE_PROPERTY) : System.setProperty(FIRST_PIECE_PROPERTY, v.firstPiece());
         List<ThreadGroup> groups;
         try {
             groups = pool.onRanks(rank -> manager.getThreadGroup(DeviceKind.CPU, ids, rank));
         } finally {
+            restore(ALGORITHM_PROPERTY, algorithmBefore);
+            restore(SEGMENT_BYTES_PROPERTY, segmentBefore);
             restore(COPY_THREADS_PROPERTY, threadsBefore);
             restore(FIRST_PIECE_PROPERTY, pieceBefore);
         }
@@ -154,8 +171,12 @@ final class GlooCopyBenchmark {
         String spec = text.isBlank() ? DEFAULT_VARIANTS : text;
         return Arrays.stream(spec.split(",")).map(String::strip).filter(s -> !s.isEmpty()).map(s -> {
             String[] parts = s.split(":");
+            if (parts[0].strip().equals("ring") && parts.length <= 2) {
+                return new Variant("ring", parts.length == 2 ? parts[1].strip() : "");
+            }
             if (parts.length != 2) {
-                throw new IllegalArgumentException(VARIANTS_PROPERTY + ": each variant is threads:firstPiece, got '" + s + "'");
+                throw new IllegalArgumentException(VARIANTS_PROPERTY + ": each variant is ring, ring:segmentBytes or threads:firstPiece, got '"
+                    + s + "'");
             }
             return new Variant(parts[0].strip(), parts[1].strip());
         }).toList();

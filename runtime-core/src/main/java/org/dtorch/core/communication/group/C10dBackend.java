@@ -74,8 +74,10 @@ final class C10dBackend implements CollectiveBackend {
     private final Backend pg;
     /** Host buffers for all-reduce results; NCCL's results come from libtorch's caching allocator. */
     private final ResultBufferCache results = ResultBufferCache.fromSystemProperties();
-    /** How a host all-reduce's input gets into its result buffer. */
+    /** How a host all-reduce's input gets into its result buffer when the ring does not apply. */
     private final GlooCopyOptions copyOptions = GlooCopyOptions.fromSystemProperties();
+    /** Whether large host all-reduces read their input in place (decision 485), and in what segments. */
+    private final GlooRing.Options ringOptions = GlooRing.Options.fromSystemProperties();
     private boolean closed;
 
     private C10dBackend(String backendName, String groupName, int rank, int size, RendezvousAddress rendezvous, Duration timeout,
@@ -201,14 +203,25 @@ final class C10dBackend implements CollectiveBackend {
     }
 
     /**
-     * The result is a new tensor, so the input is copied once, into a buffer from {@link #results}, and reduced
-     * there in place (decision 190). On the host the copy is cut into slices over spare processors and may overlap
-     * the reduction of a first piece ({@link #copyAndReduceOnHost}); elsewhere it is one {@code copy_}.
+     * The result is a new tensor, in a buffer from {@link #results}. A large contiguous host input is reduced into it by
+     * a ring of sends and receives that reads the input in place ({@link GlooRing}, decision 485). Otherwise the input is
+     * copied once into the result and reduced there in place (decision 190): on the host the copy is cut into slices
+     * over spare processors and may overlap the reduction of a first piece ({@link #copyAndReduceOnHost}); elsewhere it
+     * is one {@code copy_}.
      */
     @Override
     public Tensor allReduce(Tensor input, ReduceOpType op) {
         Tensor result = results.emptyLike(input);
         String name = "allReduce(" + op.shortName() + ")";
+        if (!backendName.equals("nccl") && ringOptions.applies(input, size)) {
+            try {
+                ringAllReduce(name, input, result, op);
+            } catch (RuntimeException e) {
+                result.close();
+                throw e;
+            }
+            return result;
+        }
         try (AllreduceOptions o = new AllreduceOptions(); ReduceOp reduce = reduceOp(op)) {
             o.reduceOp(reduce);
             o.timeout(timeoutMillis);
@@ -225,6 +238,28 @@ final class C10dBackend implements CollectiveBackend {
             throw e;
         }
         return result;
+    }
+
+    /**
+     * {@link GlooRing}'s all-reduce of {@code input} into {@code result}, with a scratch chunk from {@link #results}; one
+     * deadline, the group's timeout, for all of it.
+     */
+    private void ringAllReduce(String name, Tensor input, Tensor result, ReduceOpType op) {
+        if (closed) {
+            throw new IllegalStateException(name + " on " + describe() + ": the group is closed");
+        }
+        long startNanos = System.nanoTime();
+        long numel = input.numel();
+        int segments = ringOptions.segments((numel + size - 1) / size * input.element_size());
+        long scratchElements = GlooRing.scratchElements(numel, size, segments);
+        try (Tensor scratch = results.empty(new long[] {scratchElements}, TorchTensors.dtype(input))) {
+            new GlooRing(pg, rank, size).allReduce(input, result, scratch, op, segments, startNanos + timeout.toNanos(),
+                (what, cause) -> translate(backendName, name, what, describe(), timeout, cause, startNanos));
+        } catch (CommException e) {
+            throw e;
+        } catch (RuntimeException e) {
+            throw translate(name, e, startNanos);
+        }
     }
 
     /**
@@ -651,6 +686,12 @@ final class C10dBackend implements CollectiveBackend {
      */
     private static CommException translate(String backendName, String op, String described, Duration timeout,
                                            RuntimeException e, long startNanos) {
+        return translate(backendName, op, null, described, timeout, e, startNanos);
+    }
+
+    /** {@link #translate(String, String, String, Duration, RuntimeException, long)}, naming {@code waitingFor} when not null. */
+    private static CommException translate(String backendName, String op, String waitingFor, String described, Duration timeout,
+                                           RuntimeException e, long startNanos) {
         String message = String.valueOf(e.getMessage());
         int firstLine = message.indexOf('\n');
         // Drop the "[/path/to/source.cc:78] " prefix of c10 errors.
@@ -659,9 +700,10 @@ final class C10dBackend implements CollectiveBackend {
         long waitedNanos = System.nanoTime() - startNanos;
         if (waitedNanos >= Duration.ofMillis(timeout.toMillis()).toNanos()) {
             return new CommTimeoutException(prefix + Deadline.after(timeout).timedOutAfter()
-                + " waiting for the other ranks (" + backendName + ": " + c10dMessage + ")", e);
+                + " waiting for " + (waitingFor == null ? "the other ranks" : waitingFor) + " (" + backendName + ": " + c10dMessage + ")", e);
         }
-        return new CommException(FailureKind.COMMUNICATION, prefix + backendName + " failed: " + c10dMessage, e);
+        return new CommException(FailureKind.COMMUNICATION, prefix + backendName + " failed"
+            + (waitingFor == null ? "" : " in " + waitingFor) + ": " + c10dMessage, e);
     }
 
     private String describe() {

@@ -1,0 +1,272 @@
+package org.dtorch.core.communication.group;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Supplier;
+import org.bytedeco.javacpp.chrono.Milliseconds;
+import org.bytedeco.pytorch.Backend;
+import org.bytedeco.pytorch.Scalar;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorVector;
+import org.bytedeco.pytorch.Work;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.dtorch.core.communication.ReduceOpType;
+import org.dtorch.core.tensor.TorchTensors;
+
+/**
+ * The Gloo backend's all-reduce of a large contiguous host tensor into a new result, without copying the input first
+ * (decision 485): a ring of c10d sends and receives, a reduce-scatter then an all-gather, that reads the input where
+ * it lies and writes the result directly. {@code ProcessGroupGloo.allreduce} works in place only, so the copying
+ * contract used to pay one copy of the input per rank (decision 190); this ring moves the bytes Gloo's own ring moves
+ * and reduces with libtorch's kernels ({@code add_out} and its kin) into the result, so it costs what the in-place
+ * call costs.
+ *
+ * <p>The tensor is cut into one chunk per rank (the balanced split) and each chunk into segments of about
+ * {@link Options#segmentBytes} bytes. Step {@code j} of {@code 2 (n - 1)} sends chunk {@code rank - j} to the next
+ * rank and receives chunk {@code rank - j - 1} from the previous one: in the first {@code n - 1} steps into a scratch
+ * segment, combined with the input's own chunk into the result (the last of these steps finishes a chunk, and divides
+ * it for AVG); in the others straight into the result. Each segment moves to its next step as soon as it is done, so
+ * one segment is reduced while the next is on the wire. Every rank ends with the chunks their owners finished, so the
+ * ranks' results are equal bit for bit.
+ *
+ * <p>Every wait is bounded by what is left of the group's timeout, counted from the start of the all-reduce. On a
+ * failure every send and receive still pending is dropped (closing a c10d {@code Work} drops its Gloo buffer; until
+ * then it holds the tensors it reads or writes), so nothing writes into the result after the call has returned.
+ *
+ * <p>Not thread-safe: one rank's backend uses an instance.
+ */
+final class GlooRing {
+    /** System property: {@code ring} (the default) or {@code copy}, the copy into the result then Gloo in place. */
+    static final String ALGORITHM_PROPERTY = "dtorch.gloo.allReduce";
+    /** System property: bytes per segment, at least 4096; default {@value #DEFAULT_SEGMENT_BYTES}. */
+    static final String SEGMENT_BYTES_PROPERTY = "dtorch.gloo.ringSegmentBytes";
+    /** Measured best of 2 to 16 segments per 16 MiB chunk on 2 and on 16 cores (decision 485). */
+    static final long DEFAULT_SEGMENT_BYTES = 4L << 20;
+    /** Smaller all-reduces copy and call Gloo once: their copy is cheap, and the ring is 2 (n - 1) round trips. */
+    static final long MIN_BYTES = 1L << 20;
+    /** At most this many segments per chunk: each is a send and a receive per step. */
+    static final int MAX_SEGMENTS = 16;
+    /** The c10d tag of the ring's messages, apart from the user's sends and receives (tag 0). */
+    static final int TAG = 1;
+
+    /**
+     * Whether the ring is used, and its segment size.
+     *
+     * @param enabled      false when {@value #ALGORITHM_PROPERTY} is {@code copy}
+     * @param segmentBytes bytes per segment of a chunk
+     */
+    record Options(boolean enabled, long segmentBytes) {
+        Options {
+            if (segmentBytes < 4096) {
+                throw new IllegalArgumentException(SEGMENT_BYTES_PROPERTY + " must be at least 4096 bytes, got " + segmentBytes);
+            }
+        }
+
+        /** The options of this JVM's system properties. */
+        static Options fromSystemProperties() {
+            String algorithm = System.getProperty(ALGORITHM_PROPERTY, "ring").strip();
+            if (!algorithm.equals("ring") && !algorithm.equals("copy")) {
+                throw new IllegalArgumentException("system property " + ALGORITHM_PROPERTY + " must be 'ring' or 'copy', got '" + algorithm + "'");
+            }
+            String text = System.getProperty(SEGMENT_BYTES_PROPERTY);
+            long segmentBytes = DEFAULT_SEGMENT_BYTES;
+            if (text != null && !text.isBlank()) {
+                try {
+                    segmentBytes = Long.parseLong(text.strip());
+                } catch (NumberFormatException e) {
+                    throw new IllegalArgumentException("system property " + SEGMENT_BYTES_PROPERTY + " must be a whole number of bytes, got '"
+                        + text + "'", e);
+                }
+            }
+            return new Options(algorithm.equals("ring"), segmentBytes);
+        }
+
+        /**
+         * True when the ring all-reduces {@code input} over {@code size} ranks: enabled, two ranks or more, a contiguous
+         * host tensor of at least {@value #MIN_BYTES} bytes, of a real number type.
+         */
+        boolean applies(Tensor input, int size) {
+            return enabled && size >= 2 && !input.is_cuda() && input.is_contiguous() && input.nbytes() >= MIN_BYTES
+                && ringType(TorchTensors.dtype(input));
+        }
+
+        /** Segments per chunk of {@code chunkBytes}: about {@link #segmentBytes} each, 1 to {@value #MAX_SEGMENTS}. */
+        int segments(long chunkBytes) {
+            return (int) Math.max(1, Math.min(MAX_SEGMENTS, Math.round((double) chunkBytes / segmentBytes)));
+        }
+    }
+
+    /** Float, integer and byte types: sent as raw bytes and combined by libtorch like Gloo combines them. */
+    private static boolean ringType(ScalarType dtype) {
+        return switch (dtype) {
+            case Float, Double, Half, BFloat16, Byte, Char, Short, Int, Long -> true;
+            default -> false;
+        };
+    }
+
+    /** Names a failure of one wait: the c10d error as a {@code CommException} of the backend. */
+    interface Failures {
+        RuntimeException translate(String what, RuntimeException cause);
+    }
+
+    private final Backend pg;
+    private final int rank;
+    private final int size;
+    private final int next;
+    private final int previous;
+
+    GlooRing(Backend pg, int rank, int size) {
+        this.pg = pg;
+        this.rank = rank;
+        this.size = size;
+        this.next = (rank + 1) % size;
+        this.previous = (rank + size - 1) % size;
+    }
+
+    /**
+     * Writes the element-wise {@code op} of every rank's {@code input} into {@code result}, leaving {@code input} alone.
+     * {@code result} is contiguous, shaped and typed like the input; {@code scratch} is a contiguous host tensor of
+     * the input's type with at least {@link #scratchElements} elements. Every wait ends by {@code deadlineNanos} ({@code
+     * System.nanoTime()}); {@code failures} turns a c10d error of a wait into the backend's exception, given the step
+     * and peer it waited for.
+     */
+    void allReduce(Tensor input, Tensor result, Tensor scratch, ReduceOpType op, int segments, long deadlineNanos,
+                   Failures failures) {
+        long numel = input.numel();
+        int steps = 2 * (size - 1);
+        Flows flows = new Flows(steps, segments);
+        try (Tensor in = input.view(-1); Tensor out = result.view(-1); Tensor tmp = scratch.view(-1);
+             Scalar divisor = new Scalar((double) size)) {
+            for (int s = 0; s < segments; s++) {
+                post(flows, 0, s, numel, segments, in, out, tmp);
+            }
+            for (int j = 0; j < steps; j++) {
+                int chunk = Math.floorMod(rank - j - 1, size);
+                long chunkStart = SliceTeam.sliceStart(numel, size, chunk);
+                long chunkLength = SliceTeam.sliceStart(numel, size, chunk + 1) - chunkStart;
+                for (int s = 0; s < segments; s++) {
+                    long segmentStart = SliceTeam.sliceStart(chunkLength, segments, s);
+                    long length = SliceTeam.sliceStart(chunkLength, segments, s + 1) - segmentStart;
+                    int step = j;
+                    await(flows.receives[j][s], deadlineNanos, failures,
+                        () -> "ring step " + flows.step(step) + ": the receive of chunk " + chunk + " from rank " + previous);
+                    if (j < size - 1) {
+                        try (Tensor acc = out.narrow(0, chunkStart + segmentStart, length);
+                             Tensor mine = in.narrow(0, chunkStart + segmentStart, length);
+                             Tensor theirs = tmp.narrow(0, s * slot(numel, segments), length)) {
+                            SameDeviceBackend.combineOut(acc, mine, theirs, op);
+                            if (j == size - 2 && op == ReduceOpType.AVG) {
+                                acc.div_(divisor);
+                            }
+                        }
+                    }
+                    if (j + 1 < steps) {
+                        post(flows, j + 1, s, numel, segments, in, out, tmp);
+                    }
+                }
+            }
+            for (int j = 0; j < steps; j++) {
+                int chunk = Math.floorMod(rank - j, size);
+                for (int s = 0; s < segments; s++) {
+                    int step = j;
+                    await(flows.sends[j][s], deadlineNanos, failures,
+                        () -> "ring step " + flows.step(step) + ": the send of chunk " + chunk + " to rank " + next);
+                }
+            }
+        } finally {
+            flows.close();
+        }
+    }
+
+    /**
+     * Issues step {@code j}'s receive and send of segment {@code s}: the receive into the scratch (reduce-scatter) or
+     * the result (all-gather), the send from the input (step 0) or the result.
+     */
+    private void post(Flows flows, int j, int s, long numel, int segments, Tensor in, Tensor out, Tensor tmp) {
+        int sendChunk = Math.floorMod(rank - j, size);
+        int receiveChunk = Math.floorMod(rank - j - 1, size);
+        long receiveStart = SliceTeam.sliceStart(numel, size, receiveChunk);
+        long receiveLength = SliceTeam.sliceStart(numel, size, receiveChunk + 1) - receiveStart;
+        long receiveOffset = SliceTeam.sliceStart(receiveLength, segments, s);
+        long receiveCount = SliceTeam.sliceStart(receiveLength, segments, s + 1) - receiveOffset;
+        // Segment s has its own slot in the scratch: segments of chunks of different lengths start at different offsets.
+        Tensor into = j < size - 1 ? tmp.narrow(0, s * slot(numel, segments), receiveCount)
+            : out.narrow(0, receiveStart + receiveOffset, receiveCount);
+        flows.keep(into);
+        try (TensorVector one = new TensorVector(into)) {
+            flows.receives[j][s] = flows.keep(pg.recv(one, previous, TAG));
+        }
+        long sendStart = SliceTeam.sliceStart(numel, size, sendChunk);
+        long sendLength = SliceTeam.sliceStart(numel, size, sendChunk + 1) - sendStart;
+        long sendOffset = SliceTeam.sliceStart(sendLength, segments, s);
+        long sendCount = SliceTeam.sliceStart(sendLength, segments, s + 1) - sendOffset;
+        Tensor from = (j == 0 ? in : out).narrow(0, sendStart + sendOffset, sendCount);
+        flows.keep(from);
+        try (TensorVector one = new TensorVector(from)) {
+            flows.sends[j][s] = flows.keep(pg.send(one, next, TAG));
+        }
+    }
+
+    /** Elements of one segment's slot in the scratch: the largest segment of the largest chunk. */
+    private long slot(long numel, int segments) {
+        return scratchElements(numel, size, segments) / segments;
+    }
+
+    /** Elements of the scratch {@link #allReduce} needs for {@code numel} elements cut into {@code segments} per chunk. */
+    static long scratchElements(long numel, int size, int segments) {
+        long largestChunk = (numel + size - 1) / size;
+        return (largestChunk + segments - 1) / segments * segments;
+    }
+
+    /** Waits for {@code work} until {@code deadlineNanos}; a failure is translated with {@code what} it waited for. */
+    private static void await(Work work, long deadlineNanos, Failures failures, Supplier<String> what) {
+        long leftMillis = Math.max(1, (deadlineNanos - System.nanoTime() + 999_999) / 1_000_000);
+        try (Milliseconds left = new Milliseconds(leftMillis)) {
+            work._wait(left);
+        } catch (RuntimeException e) {
+            throw failures.translate(what.get(), e);
+        }
+    }
+
+    /** The sends and receives of one all-reduce, and every native handle made for them; closed together. */
+    private static final class Flows implements AutoCloseable {
+        final Work[][] sends;
+        final Work[][] receives;
+        private final int steps;
+        private final List<AutoCloseable> handles = new ArrayList<>();
+
+        Flows(int steps, int segments) {
+            this.steps = steps;
+            this.sends = new Work[steps][segments];
+            this.receives = new Work[steps][segments];
+        }
+
+        <T extends AutoCloseable> T keep(T handle) {
+            handles.add(handle);
+            return handle;
+        }
+
+        String step(int j) {
+            return (j + 1) + " of " + steps;
+        }
+
+        /** Closes the work first (a pending send or receive is dropped with it), then the views it used. */
+        @Override
+        public void close() {
+            for (AutoCloseable handle : handles) {
+                if (handle instanceof Work work) {
+                    work.close();
+                }
+            }
+            for (AutoCloseable handle : handles) {
+                if (!(handle instanceof Work)) {
+                    try {
+                        handle.close();
+                    } catch (Exception e) {
+                        throw new IllegalStateException("closing a ring view", e);
+                    }
+                }
+            }
+        }
+    }
+}
