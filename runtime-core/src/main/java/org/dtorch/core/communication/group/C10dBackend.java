@@ -240,10 +240,7 @@ final class C10dBackend implements CollectiveBackend {
         return result;
     }
 
-    /**
-     * {@link GlooRing}'s all-reduce of {@code input} into {@code result}, with a scratch chunk from {@link #results}; one
-     * deadline, the group's timeout, for all of it.
-     */
+    /** {@link GlooRing}'s all-reduce of {@code input} into {@code result}; one deadline, the group's timeout, for all of it. */
     private void ringAllReduce(String name, Tensor input, Tensor result, ReduceOpType op) {
         if (closed) {
             throw new IllegalStateException(name + " on " + describe() + ": the group is closed");
@@ -251,9 +248,8 @@ final class C10dBackend implements CollectiveBackend {
         long startNanos = System.nanoTime();
         long numel = input.numel();
         int segments = ringOptions.segments((numel + size - 1) / size * input.element_size());
-        long scratchElements = GlooRing.scratchElements(numel, size, segments);
-        try (Tensor scratch = results.empty(new long[] {scratchElements}, TorchTensors.dtype(input))) {
-            new GlooRing(pg, rank, size).allReduce(input, result, scratch, op, segments, startNanos + timeout.toNanos(),
+        try {
+            new GlooRing(pg, rank, size).allReduce(input, result, op, segments, startNanos + timeout.toNanos(),
                 (what, cause) -> translate(backendName, name, what, describe(), timeout, cause, startNanos));
         } catch (CommException e) {
             throw e;

@@ -21,9 +21,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * The Gloo all-reduce's copy into its result buffer (decisions 200 and 201): the sliced copy moves every byte whatever the
- * number of threads, and a group forced onto several copy threads and a two-piece overlap still reduces exactly like
- * torch and leaves its input alone.
+ * The Gloo all-reduce's copy into its result buffer (decisions 200 and 201; since decision 485 the algorithm of small,
+ * non-contiguous or bool inputs, and of {@code dtorch.gloo.allReduce=copy}): the sliced copy moves every byte whatever
+ * the number of threads, and a group forced onto the copy with several copy threads and a two-piece overlap still
+ * reduces exactly like torch and leaves its input alone.
  */
 @Timeout(180)
 class GlooResultCopyTest {
@@ -76,7 +77,8 @@ class GlooResultCopyTest {
     void shouldReduceExactlyWithForcedCopyThreadsAndOverlap() {
         try (ThreadGroupManager manager = GroupFixtures.manager(GroupFixtures.Backend.GLOO, Duration.ofSeconds(60))) {
             List<Long> ids = GroupFixtures.ids(WORLD);
-            // The groups read their copy options when they are created, so create them with the properties set.
+            // The groups read their options when they are created, so create them with the properties set: the copy, not
+            // the ring, which large contiguous inputs take by default.
             List<ThreadGroup> groups = withProperties("3", "0.3",
                 () -> RankThreads.run(WORLD, rank -> manager.getThreadGroup(DeviceKind.CPU, ids, rank)));
             // Over the overlap's minimum in every dtype (bfloat16 too), not a multiple of the piece alignment or of the threads.
@@ -110,12 +112,15 @@ class GlooResultCopyTest {
         return check.failures;
     }
 
+    /** Runs {@code body} with the copy algorithm (not the ring, decision 485) and the given copy options. */
     private static <T> T withProperties(String copyThreads, String firstPiece, java.util.function.Supplier<T> body) {
+        String algorithmBefore = System.setProperty(GlooRing.ALGORITHM_PROPERTY, "copy");
         String threadsBefore = System.setProperty(GlooCopyOptions.COPY_THREADS_PROPERTY, copyThreads);
         String pieceBefore = System.setProperty(GlooCopyOptions.FIRST_PIECE_PROPERTY, firstPiece);
         try {
             return body.get();
         } finally {
+            restore(GlooRing.ALGORITHM_PROPERTY, algorithmBefore);
             restore(GlooCopyOptions.COPY_THREADS_PROPERTY, threadsBefore);
             restore(GlooCopyOptions.FIRST_PIECE_PROPERTY, pieceBefore);
         }
