@@ -3,6 +3,7 @@ package org.dtorch.core.communication.group;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.function.Supplier;
 import org.bytedeco.javacpp.chrono.Milliseconds;
@@ -240,6 +241,94 @@ final class C10dBackend implements CollectiveBackend {
         return result;
     }
 
+    /** True when a host collective of tensors like {@code like}, {@code bytes} in all, goes round {@link GlooRing} (decision 486). */
+    private boolean ringFor(Tensor like, long bytes) {
+        return !backendName.equals("nccl") && ringOptions.applies(like, bytes, size);
+    }
+
+    /** Bytes of one index of {@code dim} of {@code t}: the element size times the other dims' sizes. */
+    private static long rowBytes(Tensor t, int dim) {
+        long bytes = t.element_size();
+        for (int d = 0; d < t.dim(); d++) {
+            if (d != dim) {
+                bytes *= t.size(d);
+            }
+        }
+        return bytes;
+    }
+
+    /** {@code dims}' sizes with dim 0 replaced by {@code rows}. */
+    private static long[] withRows(long[] shape, long rows) {
+        long[] out = shape.clone();
+        out[0] = rows;
+        return out;
+    }
+
+    /**
+     * The all-gather along {@code dim} round {@link GlooRing}: rank r's rows land at their place in one result buffer
+     * from {@link #results}, no padding, no per-rank pieces, no concatenation. Along another dim the rows are gathered
+     * with {@code dim} moved first, and moved back into a contiguous result.
+     */
+    private Tensor ringGather(String name, Tensor input, int dim, long[] sizes) {
+        long startNanos = System.nanoTime();
+        if (closed) {
+            throw new IllegalStateException(name + " on " + describe() + ": the group is closed");
+        }
+        try (Tensor moved = dim == 0 ? input.contiguous() : input.movedim(dim, 0).contiguous()) {
+            long[] shape = TorchTensors.shape(moved);
+            long rowElements = rowBytes(moved, 0) / moved.element_size();
+            long[] bounds = GlooRing.rows(sizes, rowElements);
+            Tensor gathered = results.empty(withRows(shape, CollectiveShapes.sum(sizes)), TorchTensors.dtype(moved));
+            try {
+                int segments = ringOptions.segments(CollectiveShapes.max(sizes) * rowElements * moved.element_size());
+                new GlooRing(pg, rank, size).allGather(moved, gathered, bounds, segments, startNanos + timeout.toNanos(),
+                    (what, cause) -> translate(backendName, name, what, describe(), timeout, cause, startNanos));
+            } catch (CommException e) {
+                gathered.close();
+                throw e;
+            } catch (RuntimeException e) {
+                gathered.close();
+                throw translate(name, e, startNanos);
+            }
+            if (dim == 0) {
+                return gathered;
+            }
+            try (gathered; Tensor back = gathered.movedim(0, dim)) {
+                return back.contiguous();
+            }
+        }
+    }
+
+    /**
+     * The reduce-scatter along dim 0 of a host tensor round {@link GlooRing}: the chunks are the ranks' rows as they
+     * lie, so uneven sizes need no padding; the partial sums travel through a buffer from {@link #results}.
+     */
+    private Tensor ringReduceScatter(Tensor input, long[] sizes, ReduceOpType op) {
+        String name = "reduceScatterTensor(" + op.shortName() + ")";
+        long startNanos = System.nanoTime();
+        if (closed) {
+            throw new IllegalStateException(name + " on " + describe() + ": the group is closed");
+        }
+        try (Tensor x = input.contiguous()) {
+            long[] shape = TorchTensors.shape(x);
+            long rowElements = rowBytes(x, 0) / x.element_size();
+            long[] bounds = GlooRing.rows(sizes, rowElements);
+            Tensor result = results.empty(withRows(shape, sizes[rank]), TorchTensors.dtype(x));
+            try (Tensor work = size > 2 ? results.empty(shape, TorchTensors.dtype(x)) : null) {
+                int segments = ringOptions.segments(CollectiveShapes.max(sizes) * rowElements * x.element_size());
+                new GlooRing(pg, rank, size).reduceScatter(x, work, result, bounds, op, segments, startNanos + timeout.toNanos(),
+                    (what, cause) -> translate(backendName, name, what, describe(), timeout, cause, startNanos));
+            } catch (CommException e) {
+                result.close();
+                throw e;
+            } catch (RuntimeException e) {
+                result.close();
+                throw translate(name, e, startNanos);
+            }
+            return result;
+        }
+    }
+
     /** {@link GlooRing}'s all-reduce of {@code input} into {@code result}; one deadline, the group's timeout, for all of it. */
     private void ringAllReduce(String name, Tensor input, Tensor result, ReduceOpType op) {
         if (closed) {
@@ -340,6 +429,9 @@ final class C10dBackend implements CollectiveBackend {
 
     @Override
     public Tensor allGather(Tensor input, int dim, long[] sizes) {
+        if (ringFor(input, CollectiveShapes.sum(sizes) * rowBytes(input, dim))) {
+            return ringGather("allGather", input, dim, sizes);
+        }
         List<Tensor> pieces = gatherPieces(input, dim, sizes, "allGather");
         try {
             if (pieces.size() == 1) {
@@ -411,6 +503,13 @@ final class C10dBackend implements CollectiveBackend {
         long[] stacked = new long[shape.length + 1];
         stacked[0] = size;
         System.arraycopy(shape, 0, stacked, 1, shape.length);
+        if (ringFor(input, size * input.nbytes())) {
+            long[] rows = new long[size];
+            Arrays.fill(rows, 1);
+            try (Tensor one = input.unsqueeze(0); Tensor gathered = ringGather("allGatherStacked", one, 0, rows)) {
+                return gathered.view(stacked);
+            }
+        }
         Tensor out = input.new_empty(stacked);
         if (input.numel() == 0) {
             return out;
@@ -529,6 +628,9 @@ final class C10dBackend implements CollectiveBackend {
     }
 
     private Tensor reduceScatterDim0(Tensor input, long[] sizes, ReduceOpType op) {
+        if (ringFor(input, input.nbytes())) {
+            return ringReduceScatter(input, sizes, op);
+        }
         long max = CollectiveShapes.max(sizes);
         long[] offsets = CollectiveShapes.offsets(sizes);
         Tensor x = input.contiguous();

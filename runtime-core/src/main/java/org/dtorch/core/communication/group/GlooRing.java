@@ -87,8 +87,16 @@ final class GlooRing {
          * host tensor of at least {@value #MIN_BYTES} bytes, of a real number type.
          */
         boolean applies(Tensor input, int size) {
-            return enabled && size >= 2 && !input.is_cuda() && input.is_contiguous() && input.nbytes() >= MIN_BYTES
-                && ringType(TorchTensors.dtype(input));
+            return input.is_contiguous() && applies(input, input.nbytes(), size);
+        }
+
+        /**
+         * True when a reduce-scatter or all-gather of host tensors like {@code like} over {@code size} ranks, whose
+         * whole (all chunks) is {@code bytes} bytes, goes round the ring: enabled, two ranks or more, at least
+         * {@value #MIN_BYTES} bytes, a real number type. Its caller makes the tensors contiguous.
+         */
+        boolean applies(Tensor like, long bytes, int size) {
+            return enabled && size >= 2 && !like.is_cuda() && bytes >= MIN_BYTES && ringType(TorchTensors.dtype(like));
         }
 
         /** Segments per chunk of {@code chunkBytes}: about {@link #segmentBytes} each, 1 to {@value #MAX_SEGMENTS}. */
@@ -124,6 +132,24 @@ final class GlooRing {
         this.previous = (rank + size - 1) % size;
     }
 
+    /** Element offsets of {@code size} chunks of the balanced split of {@code numel}: {@code size + 1} of them. */
+    static long[] balanced(long numel, int size) {
+        long[] bounds = new long[size + 1];
+        for (int c = 0; c <= size; c++) {
+            bounds[c] = SliceTeam.sliceStart(numel, size, c);
+        }
+        return bounds;
+    }
+
+    /** Element offsets of chunks of {@code rows[c]} rows of {@code rowElements} elements each: {@code rows.length + 1} of them. */
+    static long[] rows(long[] rows, long rowElements) {
+        long[] bounds = new long[rows.length + 1];
+        for (int c = 0; c < rows.length; c++) {
+            bounds[c + 1] = bounds[c] + rows[c] * rowElements;
+        }
+        return bounds;
+    }
+
     /**
      * Writes the element-wise {@code op} of every rank's {@code input} into {@code result}, leaving {@code input} alone.
      * {@code result} is contiguous, shaped and typed like the input. Every wait ends by {@code deadlineNanos} ({@code
@@ -131,42 +157,105 @@ final class GlooRing {
      * and peer it waited for.
      */
     void allReduce(Tensor input, Tensor result, ReduceOpType op, int segments, long deadlineNanos, Failures failures) {
-        long numel = input.numel();
-        int steps = 2 * (size - 1);
-        Flows flows = new Flows(steps, segments);
-        try (Tensor in = input.view(-1); Tensor out = result.view(-1); Scalar divisor = new Scalar((double) size)) {
+        try (Tensor in = input.view(-1); Tensor out = result.view(-1)) {
+            Place input0 = new Place(in, 0);
+            Place result0 = new Place(out, 0);
+            run(0, 2 * (size - 1), in, j -> j == 0 ? input0 : result0, j -> result0, balanced(in.numel(), size), op, segments,
+                deadlineNanos, failures);
+        }
+    }
+
+    /**
+     * Writes into {@code result} the element-wise {@code op} of every rank's chunk {@code rank} of {@code input}, whose
+     * chunks lie at the element offsets {@code bounds}; {@code work} (contiguous, typed and sized like the input;
+     * unused, and may be null, with two ranks) holds the partial reductions of the other chunks on their way round.
+     * The first {@code n - 1} steps of {@link #allReduce}'s ring, whose last step lands in {@code result}.
+     */
+    void reduceScatter(Tensor input, Tensor work, Tensor result, long[] bounds, ReduceOpType op, int segments, long deadlineNanos,
+                       Failures failures) {
+        try (Tensor in = input.view(-1); Tensor partial = size > 2 ? work.view(-1) : null; Tensor mine = result.view(-1)) {
+            Place input0 = new Place(in, 0);
+            Place work0 = new Place(partial, 0); // two ranks: the only step sends the input and receives into the result
+            Place own = new Place(mine, bounds[rank]);
+            run(0, size - 1, in, j -> j == 0 ? input0 : work0, j -> j == size - 2 ? own : work0, bounds, op, segments, deadlineNanos,
+                failures);
+        }
+    }
+
+    /**
+     * Gathers every rank's {@code input} into {@code result} at the element offsets {@code bounds} (chunk {@code c} is
+     * rank {@code c}'s input); this rank's own chunk is copied first. The last {@code n - 1} steps of {@link #allReduce}'s
+     * ring.
+     */
+    void allGather(Tensor input, Tensor result, long[] bounds, int segments, long deadlineNanos, Failures failures) {
+        try (Tensor in = input.view(-1); Tensor out = result.view(-1);
+             Tensor own = out.narrow(0, bounds[rank], bounds[rank + 1] - bounds[rank])) {
+            own.copy_(in);
+            Place mine = new Place(in, bounds[rank]);
+            Place result0 = new Place(out, 0);
+            run(size - 1, 2 * (size - 1), null, j -> j == size - 1 ? mine : result0, j -> result0, bounds, ReduceOpType.SUM, segments,
+                deadlineNanos, failures);
+        }
+    }
+
+    /**
+     * A flat tensor holding the elements from {@code origin} on of the whole the chunks' bounds describe: the whole
+     * ({@code origin} 0), or one chunk of it held apart.
+     */
+    private record Place(Tensor flat, long origin) {
+        Tensor narrow(long start, long count) {
+            return flat.narrow(0, start - origin, count);
+        }
+    }
+
+    /** Where step {@code j} reads what it sends, or writes what it receives. */
+    private interface Ends {
+        Place at(int j);
+    }
+
+    /**
+     * Steps {@code [first, last)} of the ring of {@code 2 (n - 1)} steps: step {@code j} sends chunk {@code rank - j - 1}
+     * to the next rank and receives chunk {@code rank - j - 2} from the previous one, segment by segment, each segment
+     * going on to its next step as soon as it is done. In the first {@code n - 1} steps what arrives is a partial
+     * reduction, and {@code in}'s own chunk is combined into it where it landed (the last of them finishes the chunk
+     * this rank owns, chunk {@code rank}, and divides it for AVG); in the others it is a finished chunk.
+     */
+    private void run(int first, int last, Tensor in, Ends sendFrom, Ends receiveInto, long[] bounds, ReduceOpType op, int segments,
+                     long deadlineNanos, Failures failures) {
+        int steps = last - first;
+        Flows flows = new Flows(first, steps, segments);
+        try (Scalar divisor = new Scalar((double) size)) {
             for (int s = 0; s < segments; s++) {
-                post(flows, 0, s, numel, segments, in, out);
+                post(flows, first, s, sendFrom, receiveInto, bounds, segments);
             }
-            for (int j = 0; j < steps; j++) {
-                int chunk = Math.floorMod(rank - j - 1, size);
-                long chunkStart = SliceTeam.sliceStart(numel, size, chunk);
-                long chunkLength = SliceTeam.sliceStart(numel, size, chunk + 1) - chunkStart;
+            for (int j = first; j < last; j++) {
+                int chunk = receiveChunk(j);
+                long chunkLength = bounds[chunk + 1] - bounds[chunk];
+                Place into = receiveInto.at(j);
                 for (int s = 0; s < segments; s++) {
-                    long segmentStart = SliceTeam.sliceStart(chunkLength, segments, s);
-                    long length = SliceTeam.sliceStart(chunkLength, segments, s + 1) - segmentStart;
+                    long segmentStart = bounds[chunk] + SliceTeam.sliceStart(chunkLength, segments, s);
+                    long length = bounds[chunk] + SliceTeam.sliceStart(chunkLength, segments, s + 1) - segmentStart;
                     int step = j;
-                    await(flows.receives[j][s], deadlineNanos, failures,
+                    await(flows.receive(j, s), deadlineNanos, failures,
                         () -> "ring step " + flows.step(step) + ": the receive of chunk " + chunk + " from rank " + previous);
-                    if (j < size - 1) {
-                        try (Tensor acc = out.narrow(0, chunkStart + segmentStart, length);
-                             Tensor mine = in.narrow(0, chunkStart + segmentStart, length)) {
+                    if (j < size - 1 && length > 0) {
+                        try (Tensor acc = into.narrow(segmentStart, length); Tensor mine = in.narrow(0, segmentStart, length)) {
                             SameDeviceBackend.combine(acc, mine, op);
                             if (j == size - 2 && op == ReduceOpType.AVG) {
                                 acc.div_(divisor);
                             }
                         }
                     }
-                    if (j + 1 < steps) {
-                        post(flows, j + 1, s, numel, segments, in, out);
+                    if (j + 1 < last) {
+                        post(flows, j + 1, s, sendFrom, receiveInto, bounds, segments);
                     }
                 }
             }
-            for (int j = 0; j < steps; j++) {
-                int chunk = Math.floorMod(rank - j, size);
+            for (int j = first; j < last; j++) {
+                int chunk = sendChunk(j);
                 for (int s = 0; s < segments; s++) {
                     int step = j;
-                    await(flows.sends[j][s], deadlineNanos, failures,
+                    await(flows.send(j, s), deadlineNanos, failures,
                         () -> "ring step " + flows.step(step) + ": the send of chunk " + chunk + " to rank " + next);
                 }
             }
@@ -175,35 +264,45 @@ final class GlooRing {
         }
     }
 
-    /**
-     * Issues step {@code j}'s receive and send of segment {@code s}: the receive into the result, the send from the input
-     * (step 0) or the result.
-     */
-    private void post(Flows flows, int j, int s, long numel, int segments, Tensor in, Tensor out) {
-        int sendChunk = Math.floorMod(rank - j, size);
-        int receiveChunk = Math.floorMod(rank - j - 1, size);
-        long receiveStart = SliceTeam.sliceStart(numel, size, receiveChunk);
-        long receiveLength = SliceTeam.sliceStart(numel, size, receiveChunk + 1) - receiveStart;
-        long receiveOffset = SliceTeam.sliceStart(receiveLength, segments, s);
-        long receiveCount = SliceTeam.sliceStart(receiveLength, segments, s + 1) - receiveOffset;
-        Tensor into = out.narrow(0, receiveStart + receiveOffset, receiveCount);
-        flows.keep(into);
-        try (TensorVector one = new TensorVector(into)) {
-            flows.receives[j][s] = flows.keep(pg.recv(one, previous, TAG));
+    private int sendChunk(int j) {
+        return Math.floorMod(rank - j - 1, size);
+    }
+
+    private int receiveChunk(int j) {
+        return Math.floorMod(rank - j - 2, size);
+    }
+
+    /** Issues step {@code j}'s receive and send of segment {@code s}; an empty segment moves nothing. */
+    private void post(Flows flows, int j, int s, Ends sendFrom, Ends receiveInto, long[] bounds, int segments) {
+        Tensor into = segment(receiveInto.at(j), bounds, receiveChunk(j), s, segments);
+        if (into != null) {
+            flows.keep(into);
+            try (TensorVector one = new TensorVector(into)) {
+                flows.receives[j - flows.first][s] = flows.keep(pg.recv(one, previous, TAG));
+            }
         }
-        long sendStart = SliceTeam.sliceStart(numel, size, sendChunk);
-        long sendLength = SliceTeam.sliceStart(numel, size, sendChunk + 1) - sendStart;
-        long sendOffset = SliceTeam.sliceStart(sendLength, segments, s);
-        long sendCount = SliceTeam.sliceStart(sendLength, segments, s + 1) - sendOffset;
-        Tensor from = (j == 0 ? in : out).narrow(0, sendStart + sendOffset, sendCount);
-        flows.keep(from);
-        try (TensorVector one = new TensorVector(from)) {
-            flows.sends[j][s] = flows.keep(pg.send(one, next, TAG));
+        Tensor from = segment(sendFrom.at(j), bounds, sendChunk(j), s, segments);
+        if (from != null) {
+            flows.keep(from);
+            try (TensorVector one = new TensorVector(from)) {
+                flows.sends[j - flows.first][s] = flows.keep(pg.send(one, next, TAG));
+            }
         }
+    }
+
+    /** Segment {@code s} of chunk {@code chunk} at {@code place}, or null when it is empty. */
+    private static Tensor segment(Place place, long[] bounds, int chunk, int s, int segments) {
+        long length = bounds[chunk + 1] - bounds[chunk];
+        long start = SliceTeam.sliceStart(length, segments, s);
+        long count = SliceTeam.sliceStart(length, segments, s + 1) - start;
+        return count == 0 ? null : place.narrow(bounds[chunk] + start, count);
     }
 
     /** Waits for {@code work} until {@code deadlineNanos}; a failure is translated with {@code what} it waited for. */
     private static void await(Work work, long deadlineNanos, Failures failures, Supplier<String> what) {
+        if (work == null) {
+            return; // an empty segment
+        }
         long leftMillis = Math.max(1, (deadlineNanos - System.nanoTime() + 999_999) / 1_000_000);
         try (Milliseconds left = new Milliseconds(leftMillis)) {
             work._wait(left);
@@ -212,17 +311,30 @@ final class GlooRing {
         }
     }
 
-    /** The sends and receives of one all-reduce, and every native handle made for them; closed together. */
+    /** The sends and receives of one ring, and every native handle made for them; closed together. */
     private static final class Flows implements AutoCloseable {
         final Work[][] sends;
         final Work[][] receives;
+        /** The ring step of index 0 here. */
+        final int first;
         private final int steps;
         private final List<AutoCloseable> handles = new ArrayList<>();
 
-        Flows(int steps, int segments) {
+        Flows(int first, int steps, int segments) {
+            this.first = first;
             this.steps = steps;
             this.sends = new Work[steps][segments];
             this.receives = new Work[steps][segments];
+        }
+
+        /** Step {@code j}'s receive of segment {@code s}, or null when the segment is empty. */
+        Work receive(int j, int s) {
+            return receives[j - first][s];
+        }
+
+        /** Step {@code j}'s send of segment {@code s}, or null when the segment is empty. */
+        Work send(int j, int s) {
+            return sends[j - first][s];
         }
 
         <T extends AutoCloseable> T keep(T handle) {
@@ -231,7 +343,7 @@ final class GlooRing {
         }
 
         String step(int j) {
-            return (j + 1) + " of " + steps;
+            return (j - first + 1) + " of " + steps;
         }
 
         /** Closes the work first (a pending send or receive is dropped with it), then the views it used. */

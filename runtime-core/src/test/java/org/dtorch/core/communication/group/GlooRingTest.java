@@ -29,10 +29,11 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * The Gloo backend's ring all-reduce (decision 485), which reads the input in place and writes a new result: exact like
- * torch in every op and real type, on worlds of 2 to 4 ranks with chunks and segments that do not divide evenly; the
- * same bits on every rank; the input left alone; a peer that never comes or an abort ends it by its deadline, naming
- * the step and the peer it waited for.
+ * The Gloo backend's ring (decisions 485 and 486): the all-reduce, which reads the input in place and writes a new result,
+ * exact like torch in every op and real type, on worlds of 2 to 4 ranks with chunks and segments that do not divide
+ * evenly; the reduce-scatter and all-gathers round the same ring, with uneven and empty chunks; the same bits on every
+ * rank; the input left alone; a peer that never comes or an abort ends it by its deadline, naming the step and the
+ * peer it waited for.
  */
 @Timeout(180)
 class GlooRingTest {
@@ -91,6 +92,44 @@ class GlooRingTest {
         return check.failures;
     }
 
+    @ParameterizedTest
+    @ValueSource(ints = {2, 3, 4})
+    void shouldGatherAndScatterRoundTheRingLikeTorch(int world) {
+        try (ThreadGroupManager manager = GroupFixtures.manager(GroupFixtures.Backend.GLOO, Duration.ofSeconds(60))) {
+            List<ThreadGroup> groups = withRing(SMALL_SEGMENTS,
+                () -> RankThreads.run(world, rank -> manager.getThreadGroup(DeviceKind.CPU, GroupFixtures.ids(world), rank)));
+            List<List<String>> failures = RankThreads.run(world, Duration.ofSeconds(150), rank -> {
+                ThreadGroup group = groups.get(rank);
+                List<String> found = new ArrayList<>();
+                // Over the ring's minimum in all: uneven rows and columns on 3 and 4 ranks, and chunks of one or two long
+                // rows (5 rows on 4 ranks), both along dim 0 and along the last dim.
+                found.addAll(ThreadGroupCollectivesTest.runEveryCollective(group, ScalarType.Float, new long[] {1031, 263}));
+                found.addAll(ThreadGroupCollectivesTest.runEveryCollective(group, ScalarType.Long, new long[] {5, 50021}));
+                found.addAll(gatherStacked(group, rank, world));
+                return found;
+            });
+            assertEquals(List.of(), failures.stream().flatMap(List::stream).toList());
+        }
+    }
+
+    /** {@code allGatherStacked} of 1.2 MB per rank: slice r of the result is rank r's tensor; the mismatches. */
+    private static List<String> gatherStacked(ThreadGroup group, int rank, int world) {
+        ThreadGroupCollectivesTest.Checker check = new ThreadGroupCollectivesTest.Checker(rank);
+        long[] shape = {300, 1000};
+        List<Tensor> locals = GroupFixtures.perRank(world, r -> TestTensors.pattern(shape, ScalarType.Float, 7 * r, 37, 0));
+        try (Tensor stacked = group.allGatherStacked(locals.get(rank))) {
+            check.that("allGatherStacked shape", stacked.dim() == 3 && stacked.size(0) == world, TorchTensors.describe(stacked));
+            for (int r = 0; r < world; r++) {
+                try (Tensor slice = stacked.select(0, r)) {
+                    check.equal("allGatherStacked slice " + r, locals.get(r), slice, false);
+                }
+            }
+        } finally {
+            locals.forEach(Tensor::close);
+        }
+        return check.failures;
+    }
+
     @Test
     void shouldGiveEveryRankTheSameBitsOfAnInexactSum() {
         int world = 4;
@@ -131,7 +170,7 @@ class GlooRingTest {
                 CommTimeoutException e = assertThrows(CommTimeoutException.class, () -> lonely.allReduce(x));
                 long millis = (System.nanoTime() - start) / 1_000_000;
                 assertTrue(e.getMessage().startsWith("allReduce(sum) on group cpu[0, 1] (rank 0 of 2, gloo): timed out after 4 s waiting for "
-                    + "ring step 1 of 2: the receive of chunk 1 from rank 1 (gloo: "), e.getMessage());
+                    + "ring step 1 of 2: the receive of chunk 0 from rank 1 (gloo: "), e.getMessage());
                 assertTrue(millis < 10_000, "one deadline for the whole ring, not one per wait: " + millis + " ms");
                 try (Tensor ones = TestTensors.full(1f, SHAPE)) {
                     assertTrue(x.equal(ones), "the input is left alone after a failure");
@@ -161,7 +200,7 @@ class GlooRingTest {
             Throwable failure = blocked.get(10, TimeUnit.SECONDS);
             long millis = (System.nanoTime() - start) / 1_000_000;
             assertInstanceOf(CommException.class, failure);
-            assertTrue(failure.getMessage().contains("ring step 1 of 2: the receive of chunk 1 from rank 1"), failure.getMessage());
+            assertTrue(failure.getMessage().contains("ring step 1 of 2: the receive of chunk 0 from rank 1"), failure.getMessage());
             assertTrue(failure.getMessage().contains("the group was being aborted: the test aborts"), failure.getMessage());
             assertEquals(FailureKind.COMMUNICATION, FailureKind.of(failure));
             assertTrue(millis < 5_000, "freed in " + millis + " ms, not at the 60 s deadline");
