@@ -34,7 +34,7 @@ final class GlooCopyBenchmark {
     /** System property: the variants, {@code threads:firstPiece} comma-separated. */
     static final String VARIANTS_PROPERTY = "bench.glooCopy";
     static final String DEFAULT_VARIANTS = "ring,1:0,0:auto";
-    private static final String ALGORITHM_PROPERTY = "dtorch.gloo.allReduce";
+    private static final String RING_PROPERTY = "dtorch.gloo.ring";
     private static final String SEGMENT_BYTES_PROPERTY = "dtorch.gloo.ringSegmentBytes";
     private static final String COPY_THREADS_PROPERTY = "dtorch.gloo.copyThreads";
     private static final String FIRST_PIECE_PROPERTY = "dtorch.gloo.overlapFirstPiece";
@@ -109,7 +109,7 @@ final class GlooCopyBenchmark {
      */
     private static Body variantBody(RankPool pool, ThreadGroupManager manager, Variant v, List<Tensor> inputs) throws Exception {
         List<Long> ids = List.of(0L, 1L, 2L, 3L);
-        String algorithmBefore = System.setProperty(ALGORITHM_PROPERTY, v.ring() ? "ring" : "copy");
+        String algorithmBefore = System.setProperty(RING_PROPERTY, String.valueOf(v.ring()));
         String segmentBefore = v.ring() && !v.firstPiece().isEmpty() ? System.setProperty(SEGMENT_BYTES_PROPERTY, v.firstPiece())
             : System.getProperty(SEGMENT_BYTES_PROPERTY);
         String threadsBefore = v.ring() ? System.getProperty(COPY_THREADS_PROPERTY) : System.setProperty(COPY_THREADS_PROPERTY, v.threads());
@@ -118,7 +118,7 @@ final class GlooCopyBenchmark {
         try {
             groups = pool.onRanks(rank -> manager.getThreadGroup(DeviceKind.CPU, ids, rank));
         } finally {
-            restore(ALGORITHM_PROPERTY, algorithmBefore);
+            restore(RING_PROPERTY, algorithmBefore);
             restore(SEGMENT_BYTES_PROPERTY, segmentBefore);
             restore(COPY_THREADS_PROPERTY, threadsBefore);
             restore(FIRST_PIECE_PROPERTY, pieceBefore);

@@ -37,8 +37,11 @@ import org.dtorch.core.tensor.TorchTensors;
  * <p>Not thread-safe: one rank's backend uses an instance.
  */
 final class GlooRing {
-    /** System property: {@code ring} (the default) or {@code copy}, the copy into the result then Gloo in place. */
-    static final String ALGORITHM_PROPERTY = "dtorch.gloo.allReduce";
+    /**
+     * System property: {@code true} (the default) sends large host all-reduces, reduce-scatters and all-gathers round
+     * the ring; {@code false} calls c10d's own Gloo collectives (the all-reduce after a copy into its result).
+     */
+    static final String RING_PROPERTY = "dtorch.gloo.ring";
     /** System property: bytes per segment, at least 4096; default {@value #DEFAULT_SEGMENT_BYTES}. */
     static final String SEGMENT_BYTES_PROPERTY = "dtorch.gloo.ringSegmentBytes";
     /** Measured best of 2 to 16 segments per 16 MiB chunk on 2 and on 16 cores (decision 485). */
@@ -53,7 +56,7 @@ final class GlooRing {
     /**
      * Whether the ring is used, and its segment size.
      *
-     * @param enabled      false when {@value #ALGORITHM_PROPERTY} is {@code copy}
+     * @param enabled      false when {@value #RING_PROPERTY} is {@code false}
      * @param segmentBytes bytes per segment of a chunk
      */
     record Options(boolean enabled, long segmentBytes) {
@@ -65,9 +68,9 @@ final class GlooRing {
 
         /** The options of this JVM's system properties. */
         static Options fromSystemProperties() {
-            String algorithm = System.getProperty(ALGORITHM_PROPERTY, "ring").strip();
-            if (!algorithm.equals("ring") && !algorithm.equals("copy")) {
-                throw new IllegalArgumentException("system property " + ALGORITHM_PROPERTY + " must be 'ring' or 'copy', got '" + algorithm + "'");
+            String ring = System.getProperty(RING_PROPERTY, "true").strip();
+            if (!ring.equals("true") && !ring.equals("false")) {
+                throw new IllegalArgumentException("system property " + RING_PROPERTY + " must be 'true' or 'false', got '" + ring + "'");
             }
             String text = System.getProperty(SEGMENT_BYTES_PROPERTY);
             long segmentBytes = DEFAULT_SEGMENT_BYTES;
@@ -79,7 +82,7 @@ final class GlooRing {
                         + text + "'", e);
                 }
             }
-            return new Options(algorithm.equals("ring"), segmentBytes);
+            return new Options(ring.equals("true"), segmentBytes);
         }
 
         /**

@@ -22,7 +22,7 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * The Gloo all-reduce's copy into its result buffer (decisions 200 and 201; since decision 485 the algorithm of small,
- * non-contiguous or bool inputs, and of {@code dtorch.gloo.allReduce=copy}): the sliced copy moves every byte whatever
+ * non-contiguous or bool inputs, and of {@code dtorch.gloo.ring=false}): the sliced copy moves every byte whatever
  * the number of threads, and a group forced onto the copy with several copy threads and a two-piece overlap still
  * reduces exactly like torch and leaves its input alone.
  */
@@ -114,13 +114,13 @@ class GlooResultCopyTest {
 
     /** Runs {@code body} with the copy algorithm (not the ring, decision 485) and the given copy options. */
     private static <T> T withProperties(String copyThreads, String firstPiece, java.util.function.Supplier<T> body) {
-        String algorithmBefore = System.setProperty(GlooRing.ALGORITHM_PROPERTY, "copy");
+        String algorithmBefore = System.setProperty(GlooRing.RING_PROPERTY, "false");
         String threadsBefore = System.setProperty(GlooCopyOptions.COPY_THREADS_PROPERTY, copyThreads);
         String pieceBefore = System.setProperty(GlooCopyOptions.FIRST_PIECE_PROPERTY, firstPiece);
         try {
             return body.get();
         } finally {
-            restore(GlooRing.ALGORITHM_PROPERTY, algorithmBefore);
+            restore(GlooRing.RING_PROPERTY, algorithmBefore);
             restore(GlooCopyOptions.COPY_THREADS_PROPERTY, threadsBefore);
             restore(GlooCopyOptions.FIRST_PIECE_PROPERTY, pieceBefore);
         }

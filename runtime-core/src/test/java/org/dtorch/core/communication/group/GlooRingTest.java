@@ -218,7 +218,7 @@ class GlooRingTest {
             assertFalse(ring.applies(small, 4), "under 1 MiB: copied and reduced by Gloo in one call");
             assertFalse(ring.applies(strided, 4), "not contiguous");
             assertFalse(ring.applies(flags, 4), "bool is not a real number type");
-            assertFalse(new GlooRing.Options(false, GlooRing.DEFAULT_SEGMENT_BYTES).applies(large, 4), "algorithm 'copy'");
+            assertFalse(new GlooRing.Options(false, GlooRing.DEFAULT_SEGMENT_BYTES).applies(large, 4), "the ring turned off");
         }
         assertEquals(4, ring.segments(16L << 20), "16 MiB chunks: four 4 MiB segments");
         assertEquals(1, ring.segments(1L << 20), "at least one segment");
@@ -229,12 +229,12 @@ class GlooRingTest {
     @Test
     void shouldRefuseBadPropertiesByName() {
         String algorithm = assertThrows(IllegalArgumentException.class,
-            () -> withProperty(GlooRing.ALGORITHM_PROPERTY, "tree", GlooRing.Options::fromSystemProperties)).getMessage();
-        assertTrue(algorithm.contains("dtorch.gloo.allReduce must be 'ring' or 'copy', got 'tree'"), algorithm);
+            () -> withProperty(GlooRing.RING_PROPERTY, "yes", GlooRing.Options::fromSystemProperties)).getMessage();
+        assertTrue(algorithm.contains("dtorch.gloo.ring must be 'true' or 'false', got 'yes'"), algorithm);
         String segments = assertThrows(IllegalArgumentException.class,
             () -> withProperty(GlooRing.SEGMENT_BYTES_PROPERTY, "4M", GlooRing.Options::fromSystemProperties)).getMessage();
         assertTrue(segments.contains("dtorch.gloo.ringSegmentBytes must be a whole number of bytes, got '4M'"), segments);
-        assertFalse(withProperty(GlooRing.ALGORITHM_PROPERTY, "copy", GlooRing.Options::fromSystemProperties).enabled());
+        assertFalse(withProperty(GlooRing.RING_PROPERTY, "false", GlooRing.Options::fromSystemProperties).enabled());
     }
 
     /** Creates groups with small ring segments: the backend reads its options when a group is created. */
