@@ -91,19 +91,8 @@ final class GatherBenchmark {
             for (int run = 0; run < options.runs(); run++) {
                 Samples measured = new Samples("allGatherStacked");
                 Samples baseline = new Samples(baselineName);
-                for (int round = -1; round < options.rounds(); round++) { // round -1 warms up; odd rounds take the baseline first
-                    for (int part = 0; part < 2; part++) {
-                        boolean isStacked = part == (round & 1);
-                        Gather gather = isStacked ? stacked : list;
-                        List<Tensor> inputs = isStacked ? stackedInputs : listInputs;
-                        for (int i = 0; i < PER_ROUND; i++) {
-                            long t = pool.time(rank -> gather.run(rank, inputs.get(rank)).close());
-                            if (round >= 0) {
-                                (isStacked ? measured : baseline).add(t);
-                            }
-                        }
-                    }
-                }
+                AlternatingRounds.measure(pool, options.rounds(), PER_ROUND, rank -> stacked.run(rank, stackedInputs.get(rank)).close(),
+                    measured, rank -> list.run(rank, listInputs.get(rank)).close(), baseline);
                 row.add(measured, baseline);
             }
             pool.onRanks(rank -> {

@@ -90,19 +90,8 @@ final class GlooRingBenchmark {
             for (int run = 0; run < options.runs(); run++) {
                 Samples measured = new Samples(label);
                 Samples base = new Samples(baselineName);
-                for (int round = -1; round < options.rounds(); round++) { // round -1 warms up; odd rounds take the baseline first
-                    for (int part = 0; part < 2; part++) {
-                        boolean isRing = part == (round & 1);
-                        Collective collective = isRing ? ring : baseline;
-                        List<Tensor> inputs = isRing ? ringInputs : baselineInputs;
-                        for (int i = 0; i < PER_ROUND; i++) {
-                            long t = pool.time(rank -> collective.run(rank, inputs.get(rank)).close());
-                            if (round >= 0) {
-                                (isRing ? measured : base).add(t);
-                            }
-                        }
-                    }
-                }
+                AlternatingRounds.measure(pool, options.rounds(), PER_ROUND, rank -> ring.run(rank, ringInputs.get(rank)).close(), measured,
+                    rank -> baseline.run(rank, baselineInputs.get(rank)).close(), base);
                 row.add(measured, base);
             }
             pool.onRanks(rank -> {

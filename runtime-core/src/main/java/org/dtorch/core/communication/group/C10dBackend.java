@@ -215,12 +215,7 @@ final class C10dBackend implements CollectiveBackend {
         Tensor result = results.emptyLike(input);
         String name = "allReduce(" + op.shortName() + ")";
         if (!backendName.equals("nccl") && ringOptions.applies(input, size)) {
-            try {
-                ringAllReduce(name, input, result, op);
-            } catch (RuntimeException e) {
-                result.close();
-                throw e;
-            }
+            ringAllReduce(name, input, result, op);
             return result;
         }
         try (AllreduceOptions o = new AllreduceOptions(); ReduceOp reduce = reduceOp(op)) {
@@ -270,26 +265,12 @@ final class C10dBackend implements CollectiveBackend {
      * with {@code dim} moved first, and moved back into a contiguous result.
      */
     private Tensor ringGather(String name, Tensor input, int dim, long[] sizes) {
-        long startNanos = System.nanoTime();
-        if (closed) {
-            throw new IllegalStateException(name + " on " + describe() + ": the group is closed");
-        }
         try (Tensor moved = dim == 0 ? input.contiguous() : input.movedim(dim, 0).contiguous()) {
-            long[] shape = TorchTensors.shape(moved);
             long rowElements = rowBytes(moved, 0) / moved.element_size();
-            long[] bounds = GlooRing.rows(sizes, rowElements);
-            Tensor gathered = results.empty(withRows(shape, CollectiveShapes.sum(sizes)), TorchTensors.dtype(moved));
-            try {
-                int segments = ringOptions.segments(CollectiveShapes.max(sizes) * rowElements * moved.element_size());
-                new GlooRing(pg, rank, size).allGather(moved, gathered, bounds, segments, startNanos + timeout.toNanos(),
-                    (what, cause) -> translate(backendName, name, what, describe(), timeout, cause, startNanos));
-            } catch (CommException e) {
-                gathered.close();
-                throw e;
-            } catch (RuntimeException e) {
-                gathered.close();
-                throw translate(name, e, startNanos);
-            }
+            int segments = ringOptions.segments(CollectiveShapes.max(sizes) * rowElements * moved.element_size());
+            Tensor gathered = results.empty(withRows(TorchTensors.shape(moved), CollectiveShapes.sum(sizes)), TorchTensors.dtype(moved));
+            onRing(name, gathered, (ring, deadlineNanos, failures) ->
+                ring.allGather(moved, gathered, GlooRing.rows(sizes, rowElements), segments, deadlineNanos, failures));
             if (dim == 0) {
                 return gathered;
             }
@@ -304,47 +285,49 @@ final class C10dBackend implements CollectiveBackend {
      * lie, so uneven sizes need no padding; the partial sums travel through a buffer from {@link #results}.
      */
     private Tensor ringReduceScatter(Tensor input, long[] sizes, ReduceOpType op) {
-        String name = "reduceScatterTensor(" + op.shortName() + ")";
-        long startNanos = System.nanoTime();
-        if (closed) {
-            throw new IllegalStateException(name + " on " + describe() + ": the group is closed");
-        }
-        try (Tensor x = input.contiguous()) {
-            long[] shape = TorchTensors.shape(x);
+        try (Tensor x = input.contiguous(); Tensor work = size > 2 ? results.empty(TorchTensors.shape(x), TorchTensors.dtype(x)) : null) {
             long rowElements = rowBytes(x, 0) / x.element_size();
-            long[] bounds = GlooRing.rows(sizes, rowElements);
-            Tensor result = results.empty(withRows(shape, sizes[rank]), TorchTensors.dtype(x));
-            try (Tensor work = size > 2 ? results.empty(shape, TorchTensors.dtype(x)) : null) {
-                int segments = ringOptions.segments(CollectiveShapes.max(sizes) * rowElements * x.element_size());
-                new GlooRing(pg, rank, size).reduceScatter(x, work, result, bounds, op, segments, startNanos + timeout.toNanos(),
-                    (what, cause) -> translate(backendName, name, what, describe(), timeout, cause, startNanos));
-            } catch (CommException e) {
-                result.close();
-                throw e;
-            } catch (RuntimeException e) {
-                result.close();
-                throw translate(name, e, startNanos);
-            }
+            int segments = ringOptions.segments(CollectiveShapes.max(sizes) * rowElements * x.element_size());
+            Tensor result = results.empty(withRows(TorchTensors.shape(x), sizes[rank]), TorchTensors.dtype(x));
+            onRing("reduceScatterTensor(" + op.shortName() + ")", result, (ring, deadlineNanos, failures) ->
+                ring.reduceScatter(x, work, result, GlooRing.rows(sizes, rowElements), op, segments, deadlineNanos, failures));
             return result;
         }
     }
 
-    /** {@link GlooRing}'s all-reduce of {@code input} into {@code result}; one deadline, the group's timeout, for all of it. */
-    private void ringAllReduce(String name, Tensor input, Tensor result, ReduceOpType op) {
-        if (closed) {
-            throw new IllegalStateException(name + " on " + describe() + ": the group is closed");
-        }
-        long startNanos = System.nanoTime();
-        long numel = input.numel();
-        int segments = ringOptions.segments((numel + size - 1) / size * input.element_size());
+    /** One collective on a {@link GlooRing}: its deadline, and how its waits' failures are named. */
+    private interface RingCall {
+        void run(GlooRing ring, long deadlineNanos, GlooRing.Failures failures);
+    }
+
+    /**
+     * Runs {@code call} on a new {@link GlooRing} with one deadline, the group's timeout from now. A failure closes
+     * {@code result}, which nothing may read then, and is thrown as a {@link CommException} of {@code name}.
+     */
+    private void onRing(String name, Tensor result, RingCall call) {
         try {
-            new GlooRing(pg, rank, size).allReduce(input, result, op, segments, startNanos + timeout.toNanos(),
-                (what, cause) -> translate(backendName, name, what, describe(), timeout, cause, startNanos));
-        } catch (CommException e) {
-            throw e;
+            if (closed) {
+                throw new IllegalStateException(name + " on " + describe() + ": the group is closed");
+            }
+            long startNanos = System.nanoTime();
+            try {
+                call.run(new GlooRing(pg, rank, size), startNanos + timeout.toNanos(),
+                    (what, cause) -> translate(backendName, name, what, describe(), timeout, cause, startNanos));
+            } catch (CommException e) {
+                throw e;
+            } catch (RuntimeException e) {
+                throw translate(name, e, startNanos);
+            }
         } catch (RuntimeException e) {
-            throw translate(name, e, startNanos);
+            result.close();
+            throw e;
         }
+    }
+
+    /** {@link GlooRing}'s all-reduce of {@code input} into {@code result}; on a failure {@code result} is closed. */
+    private void ringAllReduce(String name, Tensor input, Tensor result, ReduceOpType op) {
+        int segments = ringOptions.segments((input.numel() + size - 1) / size * input.element_size());
+        onRing(name, result, (ring, deadlineNanos, failures) -> ring.allReduce(input, result, op, segments, deadlineNanos, failures));
     }
 
     /**
