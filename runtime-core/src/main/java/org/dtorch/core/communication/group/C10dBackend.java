@@ -77,7 +77,7 @@ final class C10dBackend implements CollectiveBackend {
     private final ResultBufferCache results = ResultBufferCache.fromSystemProperties();
     /** How a host all-reduce's input gets into its result buffer when the ring does not apply. */
     private final GlooCopyOptions copyOptions = GlooCopyOptions.fromSystemProperties();
-    /** Whether large host all-reduces read their input in place (decision 485), and in what segments. */
+    /** Whether large host all-reduces, reduce-scatters and all-gathers go round {@link GlooRing} (decisions 485, 486), in what segments. */
     private final GlooRing.Options ringOptions = GlooRing.Options.fromSystemProperties();
     private boolean closed;
 

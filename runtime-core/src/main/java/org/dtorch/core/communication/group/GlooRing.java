@@ -14,23 +14,26 @@ import org.dtorch.core.communication.ReduceOpType;
 import org.dtorch.core.tensor.TorchTensors;
 
 /**
- * The Gloo backend's all-reduce of a large contiguous host tensor into a new result, without copying the input first
- * (decision 485): a ring of c10d sends and receives, a reduce-scatter then an all-gather, that reads the input where
+ * The Gloo backend's all-reduce, reduce-scatter and all-gather of large host tensors into new results, without the
+ * copies c10d's Gloo calls make (decisions 485 and 486): a ring of c10d sends and receives that reads the input where
  * it lies and writes the result directly. {@code ProcessGroupGloo.allreduce} works in place only, so the copying
- * contract used to pay one copy of the input per rank (decision 190); this ring moves the bytes Gloo's own ring moves
- * and reduces in place in the result with libtorch's kernels ({@code add_} and its kin), so it costs what the in-place
- * call costs (measured: 1.07 of it on 2 cores, 1.06 on 16).
+ * contract used to pay one copy of the input per rank (decision 190), and its reduce-scatter and all-gather copy
+ * more (decision 202). This ring moves the bytes Gloo's own ring moves and reduces in place in the result with
+ * libtorch's kernels ({@code add_} and its kin), so the all-reduce costs what the in-place call costs (measured: 1.07
+ * of it on 2 cores, 1.06 on 16).
  *
- * <p>The tensor is cut into one chunk per rank (the balanced split) and each chunk into segments of about
- * {@link Options#segmentBytes} bytes. Step {@code j} of {@code 2 (n - 1)} sends chunk {@code rank - j} to the next
- * rank and receives chunk {@code rank - j - 1} from the previous one, always into the result. In the first {@code n - 1}
- * steps what arrived is a partial reduction, and the input's own chunk is combined into it where it lies (the last of
- * these steps finishes a chunk, and divides it for AVG); in the others it is a finished chunk. No scratch is needed:
- * the result's regions that a step receives into are not read by any send still pending. Each segment moves to its next step as soon as it is done, so
- * one segment is reduced while the next is on the wire. Every rank ends with the chunks their owners finished, so the
- * ranks' results are equal bit for bit.
+ * <p>The whole is cut into one chunk per rank (element offsets {@code bounds}: the balanced split for the all-reduce,
+ * the ranks' rows otherwise) and each chunk into segments of about {@link Options#segmentBytes} bytes. Step {@code j}
+ * of {@code 2 (n - 1)} sends chunk {@code rank - j - 1} to the next rank and receives chunk {@code rank - j - 2} from
+ * the previous one, always where the bytes belong. In the first {@code n - 1} steps what arrives is a partial
+ * reduction, and the input's own chunk is combined into it where it landed (the last of these steps finishes chunk
+ * {@code rank}, and divides it for AVG); in the others it is a finished chunk. The all-reduce is the whole ring, the
+ * reduce-scatter its first half, the all-gather its second. No scratch is needed: the regions a step receives into
+ * are not read by any send still pending. Each segment moves to its next step as soon as it is done, so one segment
+ * is reduced while the next is on the wire. Every rank ends with the chunks their owners finished, so the ranks'
+ * results are equal bit for bit.
  *
- * <p>Every wait is bounded by what is left of the group's timeout, counted from the start of the all-reduce. On a
+ * <p>Every wait is bounded by what is left of the group's timeout, counted from the start of the collective. On a
  * failure every send and receive still pending is dropped (closing a c10d {@code Work} drops its Gloo buffer; until
  * then it holds the tensors it reads or writes), so nothing writes into the result after the call has returned.
  *
@@ -46,7 +49,7 @@ final class GlooRing {
     static final String SEGMENT_BYTES_PROPERTY = "dtorch.gloo.ringSegmentBytes";
     /** Measured best of 2 to 16 segments per 16 MiB chunk on 2 and on 16 cores (decision 485). */
     static final long DEFAULT_SEGMENT_BYTES = 4L << 20;
-    /** Smaller all-reduces copy and call Gloo once: their copy is cheap, and the ring is 2 (n - 1) round trips. */
+    /** Smaller collectives call c10d's Gloo once: their copies are cheap, and the ring is 2 (n - 1) round trips. */
     static final long MIN_BYTES = 1L << 20;
     /** At most this many segments per chunk: each is a send and a receive per step. */
     static final int MAX_SEGMENTS = 16;

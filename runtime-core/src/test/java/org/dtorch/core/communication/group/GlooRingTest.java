@@ -54,11 +54,15 @@ class GlooRingTest {
     }
 
     /**
-     * Over the ring's minimum, in the types a ring of ranks in other processes is most likely to meet (the process
-     * tests call it on Gloo, where it takes the ring, and on the same-device backend); the mismatches.
+     * Every op of the all-reduce over the ring's minimum in two types, then every collective on 2 MB (the reduce-scatter
+     * and all-gathers round the ring): the process and multi-node tests call it, on Gloo, where it takes the ring, and on
+     * the same-device backend; the mismatches.
      */
     static List<String> reduceLarge(ThreadGroup group) {
-        return reduceEveryOp(group, group.getRank(), group.getWorldSize(), List.of(ScalarType.Float, ScalarType.Long));
+        List<String> failures = new ArrayList<>(reduceEveryOp(group, group.getRank(), group.getWorldSize(),
+            List.of(ScalarType.Float, ScalarType.Long)));
+        failures.addAll(ThreadGroupCollectivesTest.runEveryCollective(group, ScalarType.Long, new long[] {5, 50021}));
+        return failures;
     }
 
     private static List<String> reduceEveryOp(ThreadGroup group, int rank, int world) {

@@ -22,14 +22,14 @@ import org.junit.jupiter.api.Timeout;
 class ThreadGroupProcessTest {
 
     /**
-     * Every collective in two dtypes and an uneven shape, an all-reduce large enough for Gloo's ring, then the per-rank
+     * Every collective in two dtypes and an uneven shape, then large enough for Gloo's ring, then the per-rank
      * primitives; the mismatches.
      */
     static List<String> runAll(ThreadGroup group) {
         List<String> failures = new ArrayList<>();
         failures.addAll(ThreadGroupCollectivesTest.runEveryCollective(group, ScalarType.Float, new long[] {7, 5}));
         failures.addAll(ThreadGroupCollectivesTest.runEveryCollective(group, ScalarType.Long, new long[] {4, 3, 6}));
-        failures.addAll(GlooRingTest.reduceLarge(group)); // Gloo's ring all-reduce (decision 485) between processes
+        failures.addAll(GlooRingTest.reduceLarge(group)); // Gloo's ring (decisions 485, 486) between processes
         failures.addAll(ThreadGroupSharedCollectivesTest.runSharedCollectives(group, Device.cpu(0)));
         failures.addAll(ThreadGroupP2PTest.runPointToPoint(group, Device.cpu(0)));
         group.barrier();
