@@ -46,7 +46,8 @@ import org.dtorch.core.tensor.TorchTensors;
  *
  * <p>Gloo and NCCL move equal-sized buffers; uneven shards are padded to the largest shard (at most one row
  * more, with the balanced split), moved, and trimmed. All-to-all sends flattened per-peer chunks with
- * split sizes, so unequal shapes on both dims need no padding.
+ * split sizes, so unequal shapes on both dims need no padding. On the host, all-reduces, reduce-scatters and
+ * all-gathers of 1 MiB and more go round {@link GlooRing} instead, whose chunks are the ranks' rows as they lie.
  *
  * <p>Streams: Gloo runs on the host, synchronously for the caller. NCCL runs on its own stream, which waits
  * for the caller's current stream when a collective is issued; {@code Work.wait()} then makes the current

@@ -343,7 +343,7 @@ public final class ThreadGroup implements AutoCloseable {
      * Every rank's {@code local} concatenated in rank order along {@code dim} (negative counts from the end), sizes on
      * {@code dim} free (TeleFuser's {@code all_gather_cat}). The ranks first gather each other's dtype and shape, so a
      * disagreement on anything but {@code dim} fails on every rank alike before any value moves; the values then travel
-     * padded to the largest size on {@code dim} and are cropped.
+     * padded to the largest size on {@code dim} and are cropped (on Gloo from 1 MiB in all, round its ring as they are).
      */
     public Tensor allGatherCat(Tensor local, int dim) {
         String op = "allGatherCat(dim " + dim + ")";
