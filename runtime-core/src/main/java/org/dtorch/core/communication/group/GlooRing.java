@@ -310,10 +310,14 @@ final class GlooRing {
             return; // an empty segment
         }
         long leftMillis = Math.max(1, (deadlineNanos - System.nanoTime() + 999_999) / 1_000_000);
+        boolean completed;
         try (Milliseconds left = new Milliseconds(leftMillis)) {
-            work._wait(left);
+            completed = work._wait(left);
         } catch (RuntimeException e) {
             throw failures.translate(what.get(), e);
+        }
+        if (!completed) { // Gloo's buffer was aborted: nothing arrived, or nothing left
+            throw failures.translate(what.get(), new IllegalStateException("the transfer was aborted before it completed"));
         }
     }
 
