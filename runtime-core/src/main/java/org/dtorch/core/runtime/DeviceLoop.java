@@ -121,7 +121,7 @@ public final class DeviceLoop {
 
     /**
      * Runs on the calling thread until {@link #stop} (null) or {@link #stopWith} (its error); frees the device's
-     * tensors on the way out.
+     * tensors on the way out, and returns with the thread's interrupt status clear (a cancel's interrupt is the loop's).
      */
     public RuntimeException run(Listener listener) {
         // A cancel that came before this line finds no thread to interrupt; its cause is read before every operator.
@@ -170,6 +170,10 @@ public final class DeviceLoop {
                 }
             }
         } finally {
+            // A cancel interrupts this thread to wake the loop's own waits; the interrupt must not outlive the loop. Left
+            // set, it made the worker's shutdown skip the wait for its writer thread, and the FATAL report of a rejected
+            // message could be lost when the socket closed first (WorkerProtocolTest saw it once in a CI run).
+            Thread.interrupted();
             runner.clear();
         }
     }
