@@ -5,7 +5,10 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import org.bytedeco.pytorch.ProcessGroupGloo;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
@@ -31,7 +34,7 @@ import org.dtorch.core.device.DeviceKind;
  * <p>Not thread-safe: the harness thread runs it.
  */
 final class GlooCopyBenchmark {
-    /** System property: the variants, {@code threads:firstPiece} comma-separated. */
+    /** System property: the variants, {@code ring}, {@code ring:segmentBytes} or {@code threads:firstPiece}, comma-separated. */
     static final String VARIANTS_PROPERTY = "bench.glooCopy";
     static final String DEFAULT_VARIANTS = "ring,1:0,0:auto";
     private static final String RING_PROPERTY = "dtorch.gloo.ring";
@@ -45,19 +48,26 @@ final class GlooCopyBenchmark {
     private GlooCopyBenchmark() {
     }
 
-    /** A copy variant ({@code threads:firstPiece}), or the ring ({@code threads} is "ring", {@code firstPiece} its segment bytes or ""). */
-    private record Variant(String threads, String firstPiece) {
-        boolean ring() {
-            return threads.equals("ring");
+    /** A way of filling the result: its row's label, and the system properties its groups are created with. */
+    private record Variant(String label, Map<String, String> properties) {
+
+        /** The ring, with its default segments or {@code segmentBytes} (empty for the default). */
+        static Variant ring(String segmentBytes) {
+            Map<String, String> properties = new LinkedHashMap<>();
+            properties.put(RING_PROPERTY, "true");
+            if (!segmentBytes.isEmpty()) {
+                properties.put(SEGMENT_BYTES_PROPERTY, segmentBytes);
+            }
+            return new Variant("ThreadGroup (Gloo), ring" + (segmentBytes.isEmpty() ? " (the default)" : ", segments of " + segmentBytes
+                + " bytes"), properties);
         }
 
-        String label() {
-            if (ring()) {
-                return "ThreadGroup (Gloo), ring" + (firstPiece.isEmpty() ? " (the default)" : ", segments of " + firstPiece + " bytes");
-            }
+        /** The copy then Gloo in place, with {@code threads} copy threads (0: the share) and {@code firstPiece}. */
+        static Variant copy(String threads, String firstPiece) {
             boolean defaults = threads.equals("0") && firstPiece.equals("auto");
-            return "ThreadGroup (Gloo), copy threads " + (threads.equals("0") ? "auto" : threads) + ", first piece "
-                + (firstPiece.equals("0") ? "none" : firstPiece) + (defaults ? " (the copy's defaults)" : "");
+            return new Variant("ThreadGroup (Gloo), copy threads " + (threads.equals("0") ? "auto" : threads) + ", first piece "
+                + (firstPiece.equals("0") ? "none" : firstPiece) + (defaults ? " (the copy's defaults)" : ""),
+                Map.of(RING_PROPERTY, "false", COPY_THREADS_PROPERTY, threads, FIRST_PIECE_PROPERTY, firstPiece));
         }
     }
 
@@ -109,19 +119,13 @@ final class GlooCopyBenchmark {
      */
     private static Body variantBody(RankPool pool, ThreadGroupManager manager, Variant v, List<Tensor> inputs) throws Exception {
         List<Long> ids = List.of(0L, 1L, 2L, 3L);
-        String algorithmBefore = System.setProperty(RING_PROPERTY, String.valueOf(v.ring()));
-        String segmentBefore = v.ring() && !v.firstPiece().isEmpty() ? System.setProperty(SEGMENT_BYTES_PROPERTY, v.firstPiece())
-            : System.getProperty(SEGMENT_BYTES_PROPERTY);
-        String threadsBefore = v.ring() ? System.getProperty(COPY_THREADS_PROPERTY) : System.setProperty(COPY_THREADS_PROPERTY, v.threads());
-        String pieceBefore = v.ring() ? System.getProperty(FIRST_PIECE_PROPERTY) : System.setProperty(FIRST_PIECE_PROPERTY, v.firstPiece());
+        Map<String, String> before = new HashMap<>();
+        v.properties().forEach((name, value) -> before.put(name, System.setProperty(name, value)));
         List<ThreadGroup> groups;
         try {
             groups = pool.onRanks(rank -> manager.getThreadGroup(DeviceKind.CPU, ids, rank));
         } finally {
-            restore(RING_PROPERTY, algorithmBefore);
-            restore(SEGMENT_BYTES_PROPERTY, segmentBefore);
-            restore(COPY_THREADS_PROPERTY, threadsBefore);
-            restore(FIRST_PIECE_PROPERTY, pieceBefore);
+            before.forEach(GlooCopyBenchmark::restore);
         }
         pool.onRanks(rank -> {
             try (Tensor result = groups.get(rank).allReduce(inputs.get(rank))) {
@@ -172,13 +176,13 @@ final class GlooCopyBenchmark {
         return Arrays.stream(spec.split(",")).map(String::strip).filter(s -> !s.isEmpty()).map(s -> {
             String[] parts = s.split(":");
             if (parts[0].strip().equals("ring") && parts.length <= 2) {
-                return new Variant("ring", parts.length == 2 ? parts[1].strip() : "");
+                return Variant.ring(parts.length == 2 ? parts[1].strip() : "");
             }
             if (parts.length != 2) {
                 throw new IllegalArgumentException(VARIANTS_PROPERTY + ": each variant is ring, ring:segmentBytes or threads:firstPiece, got '"
                     + s + "'");
             }
-            return new Variant(parts[0].strip(), parts[1].strip());
+            return Variant.copy(parts[0].strip(), parts[1].strip());
         }).toList();
     }
 

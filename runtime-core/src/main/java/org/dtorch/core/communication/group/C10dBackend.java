@@ -216,7 +216,7 @@ final class C10dBackend implements CollectiveBackend {
         Tensor result = results.emptyLike(input);
         String name = "allReduce(" + op.shortName() + ")";
         if (!backendName.equals("nccl") && ringOptions.applies(input, size)) {
-            ringAllReduce(name, input, result, op);
+            onRing(name, result, (ring, deadlineNanos, failures) -> ring.allReduce(input, result, op, deadlineNanos, failures));
             return result;
         }
         try (AllreduceOptions o = new AllreduceOptions(); ReduceOp reduce = reduceOp(op)) {
@@ -242,15 +242,15 @@ final class C10dBackend implements CollectiveBackend {
         return !backendName.equals("nccl") && ringOptions.applies(like, bytes, size);
     }
 
-    /** Bytes of one index of {@code dim} of {@code t}: the element size times the other dims' sizes. */
-    private static long rowBytes(Tensor t, int dim) {
-        long bytes = t.element_size();
+    /** Elements of one index of {@code dim} of {@code t}: the product of the other dims' sizes. */
+    private static long rowElements(Tensor t, int dim) {
+        long elements = 1;
         for (int d = 0; d < t.dim(); d++) {
             if (d != dim) {
-                bytes *= t.size(d);
+                elements *= t.size(d);
             }
         }
-        return bytes;
+        return elements;
     }
 
     /** {@code dims}' sizes with dim 0 replaced by {@code rows}. */
@@ -267,11 +267,10 @@ final class C10dBackend implements CollectiveBackend {
      */
     private Tensor ringGather(String name, Tensor input, int dim, long[] sizes) {
         try (Tensor moved = dim == 0 ? input.contiguous() : input.movedim(dim, 0).contiguous()) {
-            long rowElements = rowBytes(moved, 0) / moved.element_size();
-            int segments = ringOptions.segments(CollectiveShapes.max(sizes) * rowElements * moved.element_size());
+            long rowElements = rowElements(moved, 0);
             Tensor gathered = results.empty(withRows(TorchTensors.shape(moved), CollectiveShapes.sum(sizes)), TorchTensors.dtype(moved));
             onRing(name, gathered, (ring, deadlineNanos, failures) ->
-                ring.allGather(moved, gathered, GlooRing.rows(sizes, rowElements), segments, deadlineNanos, failures));
+                ring.allGather(moved, gathered, GlooRing.rows(sizes, rowElements), deadlineNanos, failures));
             if (dim == 0) {
                 return gathered;
             }
@@ -287,11 +286,10 @@ final class C10dBackend implements CollectiveBackend {
      */
     private Tensor ringReduceScatter(Tensor input, long[] sizes, ReduceOpType op) {
         try (Tensor x = input.contiguous(); Tensor work = size > 2 ? results.empty(TorchTensors.shape(x), TorchTensors.dtype(x)) : null) {
-            long rowElements = rowBytes(x, 0) / x.element_size();
-            int segments = ringOptions.segments(CollectiveShapes.max(sizes) * rowElements * x.element_size());
+            long rowElements = rowElements(x, 0);
             Tensor result = results.empty(withRows(TorchTensors.shape(x), sizes[rank]), TorchTensors.dtype(x));
             onRing("reduceScatterTensor(" + op.shortName() + ")", result, (ring, deadlineNanos, failures) ->
-                ring.reduceScatter(x, work, result, GlooRing.rows(sizes, rowElements), op, segments, deadlineNanos, failures));
+                ring.reduceScatter(x, work, result, GlooRing.rows(sizes, rowElements), op, deadlineNanos, failures));
             return result;
         }
     }
@@ -312,7 +310,7 @@ final class C10dBackend implements CollectiveBackend {
             }
             long startNanos = System.nanoTime();
             try {
-                call.run(new GlooRing(pg, rank, size), startNanos + timeout.toNanos(),
+                call.run(new GlooRing(pg, rank, size, ringOptions), startNanos + timeout.toNanos(),
                     (what, cause) -> translate(backendName, name, what, describe(), timeout, cause, startNanos));
             } catch (CommException e) {
                 throw e;
@@ -323,12 +321,6 @@ final class C10dBackend implements CollectiveBackend {
             result.close();
             throw e;
         }
-    }
-
-    /** {@link GlooRing}'s all-reduce of {@code input} into {@code result}; on a failure {@code result} is closed. */
-    private void ringAllReduce(String name, Tensor input, Tensor result, ReduceOpType op) {
-        int segments = ringOptions.segments((input.numel() + size - 1) / size * input.element_size());
-        onRing(name, result, (ring, deadlineNanos, failures) -> ring.allReduce(input, result, op, segments, deadlineNanos, failures));
     }
 
     /**
@@ -413,7 +405,7 @@ final class C10dBackend implements CollectiveBackend {
 
     @Override
     public Tensor allGather(Tensor input, int dim, long[] sizes) {
-        if (ringFor(input, CollectiveShapes.sum(sizes) * rowBytes(input, dim))) {
+        if (ringFor(input, CollectiveShapes.sum(sizes) * rowElements(input, dim) * input.element_size())) {
             return ringGather("allGather", input, dim, sizes);
         }
         List<Tensor> pieces = gatherPieces(input, dim, sizes, "allGather");

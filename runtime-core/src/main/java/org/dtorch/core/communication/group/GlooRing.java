@@ -127,11 +127,14 @@ final class GlooRing {
     private final Backend pg;
     private final int rank;
     private final int size;
+    private final Options options;
     private final int next;
     private final int previous;
 
-    GlooRing(Backend pg, int rank, int size) {
+    /** Rank {@code rank} of {@code size} on {@code pg}, cutting chunks into segments as {@code options} say. */
+    GlooRing(Backend pg, int rank, int size, Options options) {
         this.pg = pg;
+        this.options = options;
         this.rank = rank;
         this.size = size;
         this.next = (rank + 1) % size;
@@ -162,12 +165,12 @@ final class GlooRing {
      * System.nanoTime()}); {@code failures} turns a c10d error of a wait into the backend's exception, given the step
      * and peer it waited for.
      */
-    void allReduce(Tensor input, Tensor result, ReduceOpType op, int segments, long deadlineNanos, Failures failures) {
+    void allReduce(Tensor input, Tensor result, ReduceOpType op, long deadlineNanos, Failures failures) {
         try (Tensor in = input.view(-1); Tensor out = result.view(-1)) {
             Place input0 = new Place(in, 0);
             Place result0 = new Place(out, 0);
-            run(0, 2 * (size - 1), in, j -> j == 0 ? input0 : result0, j -> result0, balanced(in.numel(), size), op, segments,
-                deadlineNanos, failures);
+            run(0, 2 * (size - 1), in, j -> j == 0 ? input0 : result0, j -> result0, balanced(in.numel(), size), op, deadlineNanos,
+                failures);
         }
     }
 
@@ -177,14 +180,12 @@ final class GlooRing {
      * unused, and may be null, with two ranks) holds the partial reductions of the other chunks on their way round.
      * The first {@code n - 1} steps of {@link #allReduce}'s ring, whose last step lands in {@code result}.
      */
-    void reduceScatter(Tensor input, Tensor work, Tensor result, long[] bounds, ReduceOpType op, int segments, long deadlineNanos,
-                       Failures failures) {
+    void reduceScatter(Tensor input, Tensor work, Tensor result, long[] bounds, ReduceOpType op, long deadlineNanos, Failures failures) {
         try (Tensor in = input.view(-1); Tensor partial = size > 2 ? work.view(-1) : null; Tensor mine = result.view(-1)) {
             Place input0 = new Place(in, 0);
             Place work0 = new Place(partial, 0); // two ranks: the only step sends the input and receives into the result
             Place own = new Place(mine, bounds[rank]);
-            run(0, size - 1, in, j -> j == 0 ? input0 : work0, j -> j == size - 2 ? own : work0, bounds, op, segments, deadlineNanos,
-                failures);
+            run(0, size - 1, in, j -> j == 0 ? input0 : work0, j -> j == size - 2 ? own : work0, bounds, op, deadlineNanos, failures);
         }
     }
 
@@ -193,13 +194,13 @@ final class GlooRing {
      * rank {@code c}'s input); this rank's own chunk is copied first. The last {@code n - 1} steps of {@link #allReduce}'s
      * ring.
      */
-    void allGather(Tensor input, Tensor result, long[] bounds, int segments, long deadlineNanos, Failures failures) {
+    void allGather(Tensor input, Tensor result, long[] bounds, long deadlineNanos, Failures failures) {
         try (Tensor in = input.view(-1); Tensor out = result.view(-1);
              Tensor own = out.narrow(0, bounds[rank], bounds[rank + 1] - bounds[rank])) {
             own.copy_(in);
             Place mine = new Place(in, bounds[rank]);
             Place result0 = new Place(out, 0);
-            run(size - 1, 2 * (size - 1), null, j -> j == size - 1 ? mine : result0, j -> result0, bounds, ReduceOpType.SUM, segments,
+            run(size - 1, 2 * (size - 1), null, j -> j == size - 1 ? mine : result0, j -> result0, bounds, ReduceOpType.SUM,
                 deadlineNanos, failures);
         }
     }
@@ -226,8 +227,9 @@ final class GlooRing {
      * reduction, and {@code in}'s own chunk is combined into it where it landed (the last of them finishes the chunk
      * this rank owns, chunk {@code rank}, and divides it for AVG); in the others it is a finished chunk.
      */
-    private void run(int first, int last, Tensor in, Ends sendFrom, Ends receiveInto, long[] bounds, ReduceOpType op, int segments,
-                     long deadlineNanos, Failures failures) {
+    private void run(int first, int last, Tensor in, Ends sendFrom, Ends receiveInto, long[] bounds, ReduceOpType op, long deadlineNanos,
+                     Failures failures) {
+        int segments = options.segments(largestChunk(bounds) * receiveInto.at(first).flat().element_size());
         int steps = last - first;
         Flows flows = new Flows(first, steps, segments);
         try (Scalar divisor = new Scalar((double) size)) {
@@ -268,6 +270,15 @@ final class GlooRing {
         } finally {
             flows.close();
         }
+    }
+
+    /** Elements of the largest chunk. */
+    private static long largestChunk(long[] bounds) {
+        long largest = 0;
+        for (int c = 0; c + 1 < bounds.length; c++) {
+            largest = Math.max(largest, bounds[c + 1] - bounds[c]);
+        }
+        return largest;
     }
 
     private int sendChunk(int j) {
