@@ -55,11 +55,17 @@ def test_python_scalars_promote_as_in_torch():
     assert dtorch.tensor([1.5, -2.7], dtype=dtorch.int64).to_torch().tolist() == [1, -2]
 
 
-def test_casts_that_do_not_commute_with_the_partial_reduction_are_refused():
+def test_casts_that_do_not_commute_with_the_partial_reduction_reduce_first_or_are_refused_when_strict():
     pair = dtorch.DeviceMesh("cpu", [0, 1])
     partial = dtorch.tensor([1, -1], device_mesh=pair, placements=[Shard(0)]).sum()
     assert partial.placements == (Partial("sum"),)
-    e = raises(dtorch.ShardingError, partial.to, dtorch.bool, contains="to(bool)")
+    assert partial.to(dtorch.bool).to_torch().item() is False
+    dtorch.set_implicit_redistribution(False)
+    try:
+        assert not dtorch.implicit_redistribution()
+        e = raises(dtorch.ShardingError, partial.to, dtorch.bool, contains="to(bool)")
+    finally:
+        dtorch.set_implicit_redistribution(True)
     assert "Replicate" in str(e), str(e)
     assert partial.redistribute(pair, [Replicate()]).to(dtorch.bool).to_torch().item() is False
     assert partial.to(dtorch.float64).redistribute(pair, [Replicate()]).to_torch().item() == 0.0

@@ -45,13 +45,10 @@ import org.dtorch.core.runtime.MemoryStats;
 import org.dtorch.core.runtime.PromiseSpec;
 import org.dtorch.core.runtime.process.NodeSpec;
 import org.dtorch.core.trace.Profiler;
-import org.dtorch.core.distributed.RedistributionPlanner;
-import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.core.kernel.ChannelTransferKernel;
 import org.dtorch.ops.AtenSpec;
 import org.dtorch.ops.ChannelDetachSpec;
 import org.dtorch.ops.FallbackWarnings;
-import org.dtorch.ops.RedistributeAllSpec;
 import org.dtorch.ops.ShardingStrategy;
 import org.dtorch.ops.StrategyTable;
 import org.dtorch.ops.aten.AtenCall;
@@ -84,9 +81,12 @@ public final class DTorch implements AutoCloseable {
     private final Profiler profiler = new Profiler();
     /** Where {@link #close()} writes the trace, or null; set to null once written. */
     private Path tracePath;
+    /** Moves operators' inputs to placements they take, unless the strict mode is on. */
+    private final ImplicitRedistribution implicit;
 
     private DTorch(DTorchOptions options) {
         this.tracePath = options.trace().orElse(null);
+        this.implicit = new ImplicitRedistribution(this, options.implicitRedistribution());
         if (tracePath != null) {
             profiler.start();
         }
@@ -553,76 +553,46 @@ public final class DTorch implements AutoCloseable {
      */
     public List<DTensor> aten(AtenCall call, DTensor... inputs) {
         Objects.requireNonNull(call, "aten: call is null");
-        AtenSpec spec = new AtenSpec(call);
-        operands(spec, inputs);
-        List<TensorMeta> metas = new ArrayList<>(inputs.length);
-        for (DTensor t : inputs) {
-            t.ensureOpen();
-            metas.add(t.meta());
-        }
-        ShardingStrategy.Decision decision = spec.decide(metas);
-        DTensor[] actual = inputs.clone();
-        List<DTensor> moved = new ArrayList<>();
-        List<String> costs = new ArrayList<>();
-        try {
-            redistributeInputs(inputs, metas, decision, actual, moved);
-            for (int i = 0; i < inputs.length; i++) {
-                if (actual[i] != inputs[i]) {
-                    costs.add("input " + i + " " + metas.get(i).placements() + " -> " + decision.inputs().get(i) + " ("
-                        + RedistributionPlanner.plan(metas.get(i).sharding(), actual[i].meta().sharding(), metas.get(i).shape()) + ")");
-                }
-            }
-            if (!costs.isEmpty() && spec.strategy().family().equals("replicate")) {
-                FallbackWarnings.warnOnce(call.qualifiedName(), String.join("; ", costs));
-            }
-            return applyMulti(spec, actual);
-        } finally {
-            moved.forEach(DTensor::close);
-        }
+        return applyMulti(new AtenSpec(call), inputs);
     }
 
     /**
-     * Moves the inputs whose placements differ from the decision's into {@code actual} (and {@code moved}): one
-     * redistribution, or one operator for several, whose partial sums on one group are reduced together (decision 361).
+     * Whether operators redistribute inputs whose placements fit none of their strategies (the default, as PyTorch
+     * DTensor does), or refuse them, naming the placements they take (the strict mode, {@code false}): then every
+     * collective is one the program wrote. Applies to the operators added after the call.
      */
-    private void redistributeInputs(DTensor[] inputs, List<TensorMeta> metas, ShardingStrategy.Decision decision, DTensor[] actual,
-        List<DTensor> moved) {
-        List<Integer> moving = new ArrayList<>();
-        for (int i = 0; i < inputs.length; i++) {
-            if (!metas.get(i).placements().equals(decision.inputs().get(i))) {
-                moving.add(i);
-            }
-        }
-        if (moving.size() == 1) {
-            int i = moving.getFirst();
-            actual[i] = inputs[i].redistribute(decision.inputs().get(i).toArray(Placement[]::new));
-            moved.add(actual[i]);
-        } else if (moving.size() > 1) {
-            List<Sharding> targets = moving.stream().map(i -> new Sharding(inputs[i].mesh(), decision.inputs().get(i))).toList();
-            DTensor[] sources = moving.stream().map(i -> inputs[i]).toArray(DTensor[]::new);
-            List<DTensor> outputs = applyMulti(new RedistributeAllSpec(targets), sources);
-            for (int k = 0; k < moving.size(); k++) {
-                actual[moving.get(k)] = outputs.get(k);
-            }
-            moved.addAll(outputs);
-        }
+    public void setImplicitRedistribution(boolean enabled) {
+        implicit.setEnabled(enabled);
+    }
+
+    /** True unless the strict mode is on ({@link #setImplicitRedistribution}). */
+    public boolean implicitRedistribution() {
+        return implicit.enabled();
     }
 
     // ---- custom operators -----------------------------------------------------------------------------
 
-    /** Adds an operator of one output on {@code inputs} and returns its handle. */
+    /**
+     * Adds an operator of one output on {@code inputs} and returns its handle. An operator that chooses its input
+     * placements ({@link org.dtorch.ops.PlacementChoice}) gets its inputs redistributed there first, unless the strict
+     * mode is on ({@link #setImplicitRedistribution}).
+     */
     public DTensor apply(OpSpec spec, DTensor... inputs) {
-        Operand output = graph().addSingle(spec, operands(spec, inputs));
-        return new DTensor(this, output);
+        try (ImplicitRedistribution.Fitted fitted = implicit.fit(Objects.requireNonNull(spec, "apply: spec is null"), inputs)) {
+            Operand output = graph().addSingle(spec, operands(spec, fitted.inputs()));
+            return new DTensor(this, output);
+        }
     }
 
-    /** Adds an operator and returns handles of all its outputs. */
+    /** Adds an operator and returns handles of all its outputs, its inputs fitted as {@link #apply} fits them. */
     public List<DTensor> applyMulti(OpSpec spec, DTensor... inputs) {
-        List<DTensor> outputs = new ArrayList<>();
-        for (Operand o : graph().add(spec, operands(spec, inputs))) {
-            outputs.add(new DTensor(this, o));
+        try (ImplicitRedistribution.Fitted fitted = implicit.fit(Objects.requireNonNull(spec, "apply: spec is null"), inputs)) {
+            List<DTensor> outputs = new ArrayList<>();
+            for (Operand o : graph().add(spec, operands(spec, fitted.inputs()))) {
+                outputs.add(new DTensor(this, o));
+            }
+            return outputs;
         }
-        return outputs;
     }
 
     void applyNoOutput(OpSpec spec, DTensor... inputs) {

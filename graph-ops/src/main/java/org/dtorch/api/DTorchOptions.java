@@ -26,9 +26,11 @@ public final class DTorchOptions {
     private final int[] meshShape;
     private final List<String> meshDimNames;
     private final Path trace;
+    private final boolean implicitRedistribution;
 
     private DTorchOptions(Builder b) {
         this.trace = b.trace;
+        this.implicitRedistribution = b.implicitRedistribution;
         this.runtime = new RuntimeOptions(b.kind, b.devices, b.sameDevice, b.perDevicePerProcess, b.timeout, b.shutdownTimeout,
             b.memoryWatch, b.nodes);
         this.meshShape = b.meshShape == null ? new int[] {b.devices} : b.meshShape.clone();
@@ -74,6 +76,14 @@ public final class DTorchOptions {
     }
 
     /**
+     * Whether operators redistribute inputs whose placements fit none of their strategies ({@link Builder#implicitRedistribution};
+     * {@link DTorch#setImplicitRedistribution} changes it for a running runtime).
+     */
+    public boolean implicitRedistribution() {
+        return implicitRedistribution;
+    }
+
+    /**
      * Builds {@link DTorchOptions}.
      *
      * <p>Not thread-safe: one thread fills a builder.
@@ -90,6 +100,7 @@ public final class DTorchOptions {
         private List<String> meshDimNames = List.of();
         private Path trace;
         private NodeSpec nodes;
+        private boolean implicitRedistribution = true;
 
         private Builder() {
         }
@@ -196,6 +207,16 @@ public final class DTorchOptions {
         public Builder defaultMesh(int[] shape, String... dimNames) {
             this.meshShape = Objects.requireNonNull(shape, "defaultMesh: shape is null").clone();
             this.meshDimNames = DTorch.nonNullElements("defaultMesh", "dimNames", dimNames);
+            return this;
+        }
+
+        /**
+         * Whether an operator whose inputs' placements fit none of its strategies redistributes them itself, the
+         * cheapest way, as PyTorch DTensor does (default true); false is the strict mode, where such an operator is
+         * refused, naming the placements it takes, and every collective is one the program wrote.
+         */
+        public Builder implicitRedistribution(boolean value) {
+            this.implicitRedistribution = value;
             return this;
         }
 

@@ -29,7 +29,7 @@ import org.dtorch.ops.aten.AtenCall;
  *
  * <p>Immutable; one kernel serves every device. Thread-safe.
  */
-public final class AtenSpec implements OpSpec {
+public final class AtenSpec implements OpSpec, PlacementChoice {
     private final AtenCall call;
     private final ShardingStrategy strategy;
     private final DeviceKernel kernel;
@@ -84,6 +84,18 @@ public final class AtenSpec implements OpSpec {
         // A tensor list's length depends on the shapes (split, chunk, unbind): the call on meta tensors counts it.
         int returns = lists > 0 ? MetaInference.infer(call, inputs, strategy).size() : types.size();
         return strategy.decide(call, inputs, returns);
+    }
+
+    /** {@link #decide}: the strategy's cheapest placements. */
+    @Override
+    public ShardingStrategy.Decision choose(List<TensorMeta> inputs) {
+        return decide(inputs);
+    }
+
+    /** True for operators in no family, which run on replicated inputs. */
+    @Override
+    public boolean isFallback() {
+        return strategy == ReplicateStrategy.INSTANCE;
     }
 
     @Override

@@ -22,7 +22,7 @@ import org.dtorch.core.graph.TensorMeta;
  *
  * <p>Thread-safe: immutable.
  */
-public final class BinarySpec implements OpSpec {
+public final class BinarySpec implements OpSpec, PlacementChoice {
     /** The four operations. */
     public enum Kind { ADD, SUB, MUL, DIV }
 
@@ -70,6 +70,15 @@ public final class BinarySpec implements OpSpec {
             out.add(placement(inputs, m, a.placement(m), b.placement(m), shape));
         }
         return List.of(new TensorMeta(shape, dtype, Rules.sharding(mesh, out)));
+    }
+
+    /** The element-wise rule's cheapest placements ({@link PointwiseStrategy}), under the ATen overload of this kind. */
+    @Override
+    public ShardingStrategy.Decision choose(List<TensorMeta> inputs) {
+        Rules.arity(name(), inputs, 2);
+        Rules.sameMesh(name(), inputs);
+        long[] shape = Rules.broadcast(name(), inputs.get(0).shape(), inputs.get(1).shape());
+        return PointwiseStrategy.decide("aten::" + name() + ".Tensor", inputs, shape, 1);
     }
 
     private Placement placement(List<TensorMeta> inputs, int m, Placement pa, Placement pb, long[] shape) {

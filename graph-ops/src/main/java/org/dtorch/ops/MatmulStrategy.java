@@ -6,9 +6,8 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Set;
 import org.dtorch.core.distributed.Placement;
-import org.dtorch.core.distributed.RedistributionPlanner;
-import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.graph.TensorMeta;
+import org.dtorch.ops.OptionSearch.Option;
 import org.dtorch.ops.aten.AtenCall;
 
 /**
@@ -26,7 +25,7 @@ import org.dtorch.ops.aten.AtenCall;
  * Where the output is {@code P(sum)} an added input (a bias, {@code addmm}'s {@code self}) must be {@code P(sum)} too,
  * so the reduction adds it once; the planner makes it so locally from {@code R}. Of all combinations over the mesh
  * dimensions the strategy takes the one whose redistribution of the inputs the planner prices lowest
- * ({@link RedistributionPlanner#cost}), so inputs that already fit one stay as they are (only the identity costs 0: the
+ * ({@link OptionSearch}), so inputs that already fit one stay as they are (only the identity costs 0: the
  * search stops at the first such combination).
  *
  * <p>Stateless. Thread-safe.
@@ -61,10 +60,6 @@ final class MatmulStrategy implements ShardingStrategy {
         return eq.output().chars().mapToLong(c -> eq.size((char) c)).toArray();
     }
 
-    /** One choice for one mesh dimension: the placement of every input and of the output. */
-    private record Option(List<Placement> inputs, Placement output) {
-    }
-
     @Override
     public Decision decide(AtenCall call, List<TensorMeta> inputs, int outputs) {
         MatmulEquation eq = MatmulEquation.of(call, inputs);
@@ -73,29 +68,12 @@ final class MatmulStrategy implements ShardingStrategy {
         for (int m = 0; m < meshDims; m++) {
             options.add(options(eq, inputs, m));
         }
-        int[] choice = new int[meshDims];
-        int[] best = null;
-        double bestCost = Double.MAX_VALUE;
-        do {
-            double cost = cost(inputs, options, choice);
-            if (cost < bestCost) {
-                bestCost = cost;
-                best = choice.clone();
-            }
-        } while (bestCost > 0 && next(choice, options));
-        if (best == null) {
+        try {
+            return OptionSearch.cheapest(call.qualifiedName(), inputs, options, outputs);
+        } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException(call.qualifiedName() + ": no placement of " + shapes(inputs) + " on mesh "
-                + inputs.getFirst().sharding().mesh() + " fits the product (" + legal() + ")");
+                + inputs.getFirst().sharding().mesh() + " fits the product (" + legal() + ")", e);
         }
-        List<List<Placement>> in = new ArrayList<>();
-        for (int i = 0; i < inputs.size(); i++) {
-            in.add(targets(options, best, i));
-        }
-        List<Placement> out = new ArrayList<>();
-        for (int m = 0; m < meshDims; m++) {
-            out.add(options.get(m).get(best[m]).output());
-        }
-        return new Decision(in, Collections.nCopies(outputs, out));
     }
 
     /** The choices on mesh dimension {@code m}: replicate, each label sharded, each factor partial (if an input is). */
@@ -138,43 +116,6 @@ final class MatmulStrategy implements ShardingStrategy {
             }
         }
         return out;
-    }
-
-    /** The planner's price of moving every input to {@code choice}'s placements; MAX_VALUE where a layout is impossible. */
-    private static double cost(List<TensorMeta> inputs, List<List<Option>> options, int[] choice) {
-        double total = 0;
-        for (int i = 0; i < inputs.size(); i++) {
-            TensorMeta t = inputs.get(i);
-            List<Placement> target = targets(options, choice, i);
-            if (target.equals(t.placements())) {
-                continue;
-            }
-            try {
-                total += RedistributionPlanner.cost(t.sharding(), new Sharding(t.sharding().mesh(), target), t.shape());
-            } catch (IllegalArgumentException e) {
-                return Double.MAX_VALUE;
-            }
-        }
-        return total;
-    }
-
-    private static List<Placement> targets(List<List<Option>> options, int[] choice, int input) {
-        List<Placement> out = new ArrayList<>(choice.length);
-        for (int m = 0; m < choice.length; m++) {
-            out.add(options.get(m).get(choice[m]).inputs().get(input));
-        }
-        return out;
-    }
-
-    /** Advances {@code choice} like an odometer; false after the last combination. */
-    private static boolean next(int[] choice, List<List<Option>> options) {
-        for (int m = choice.length - 1; m >= 0; m--) {
-            if (++choice[m] < options.get(m).size()) {
-                return true;
-            }
-            choice[m] = 0;
-        }
-        return false;
     }
 
     static String shapes(List<TensorMeta> inputs) {

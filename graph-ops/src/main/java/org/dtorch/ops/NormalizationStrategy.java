@@ -8,6 +8,7 @@ import java.util.Set;
 import java.util.TreeSet;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.graph.TensorMeta;
+import org.dtorch.ops.OptionSearch.Option;
 import org.dtorch.ops.aten.AtenCall;
 
 /**
@@ -68,14 +69,34 @@ final class NormalizationStrategy implements ShardingStrategy {
     public Decision decide(AtenCall call, List<TensorMeta> inputs, int outputs) {
         TensorMeta x = inputs.getFirst();
         boolean[] normalized = normalized(call, x.ndim());
-        List<Placement> kept = keepIndependentShards(x, normalized);
-        List<List<Placement>> in = new ArrayList<>();
-        in.add(kept);
-        List<Placement> replicated = Collections.nCopies(kept.size(), Placement.replicate());
-        for (int i = 1; i < inputs.size(); i++) {
-            in.add(replicated);
+        List<List<Option>> options = new ArrayList<>();
+        for (int m = 0; m < x.placements().size(); m++) {
+            options.add(independentShards(inputs, normalized, m));
         }
-        return new Decision(in, Collections.nCopies(outputs, kept));
+        return OptionSearch.cheapest(call.qualifiedName(), inputs, options, outputs);
+    }
+
+    /**
+     * The ways to run on mesh dimension {@code m} an operator that treats the dimensions of its first input that
+     * {@code whole} marks together and the others independently: every input {@code R}, or the first input sharded on
+     * an independent dimension (not one shorter than the split, unless it is sharded so already) with the other inputs
+     * {@code R}, giving that shard.
+     */
+    static List<Option> independentShards(List<TensorMeta> inputs, boolean[] whole, int m) {
+        TensorMeta x = inputs.getFirst();
+        List<Placement> others = Collections.nCopies(inputs.size() - 1, Placement.replicate());
+        List<Option> out = new ArrayList<>();
+        out.add(new Option(Collections.nCopies(inputs.size(), Placement.replicate()), Placement.replicate()));
+        int ways = x.sharding().mesh().size(m);
+        for (int d = 0; d < x.ndim(); d++) {
+            if (!whole[d] && (x.size(d) >= ways || x.placement(m).isShard(d))) {
+                List<Placement> ps = new ArrayList<>(inputs.size());
+                ps.add(Placement.shard(d));
+                ps.addAll(others);
+                out.add(new Option(ps, Placement.shard(d)));
+            }
+        }
+        return out;
     }
 
     /** The input's shape. */

@@ -53,6 +53,16 @@ public final class OpsCodecs implements OpSpecCodecProvider {
             .putInt(c.maxProfiles()).putInt(c.refQueueBytes());
     }
 
+    /** An implicit move's operator name, or the empty string for an explicit move. */
+    private static void writeImplicitFor(String implicitFor, WireWriter out) {
+        out.putString(implicitFor == null ? "" : implicitFor);
+    }
+
+    private static String readImplicitFor(WireReader in) {
+        String implicitFor = in.getString("redistribute implicit for");
+        return implicitFor.isEmpty() ? null : implicitFor;
+    }
+
     private static ChannelOptions readChannel(WireReader in) {
         return new ChannelOptions(in.getString("channel instance"), in.getString("channel name"), in.getInt("channel consumers"),
             Duration.ofNanos(in.getLong("channel timeout")), in.getInt("channel profiles"), in.getInt("channel queue bytes"));
@@ -81,8 +91,13 @@ public final class OpsCodecs implements OpSpecCodecProvider {
                 if (s.channel() != null) {
                     writeChannel(s.channel(), out.wire());
                 }
-            }, in -> new RedistributeSpec(in.sharding("redistribute target"), in.wire().getBoolean("redistribute through a channel")
-                ? readChannel(in.wire()) : null)),
+                writeImplicitFor(s.implicitFor(), out.wire());
+            }, in -> {
+                Sharding target = in.sharding("redistribute target");
+                ChannelOptions channel = in.wire().getBoolean("redistribute through a channel") ? readChannel(in.wire()) : null;
+                String implicitFor = readImplicitFor(in.wire());
+                return implicitFor == null ? new RedistributeSpec(target, channel) : RedistributeSpec.implicit(target, implicitFor);
+            }),
             new Codec<>(ChannelDetachSpec.class, "ops.channel_detach", (s, out) -> {
                 writeChannel(s.channel(), out.wire());
                 out.wire().putBoolean(s.producer()).putLongs(s.ranks().stream().mapToLong(Long::longValue).toArray());
@@ -91,13 +106,14 @@ public final class OpsCodecs implements OpSpecCodecProvider {
             new Codec<>(RedistributeAllSpec.class, "ops.redistributeAll", (s, out) -> {
                 out.wire().putInt(s.targets().size());
                 s.targets().forEach(out::sharding);
+                writeImplicitFor(s.implicitFor(), out.wire());
             }, in -> {
                 int count = in.wire().getIntIn("redistribute count", 1, MAX_MOVES);
                 List<Sharding> targets = new ArrayList<>(count);
                 for (int i = 0; i < count; i++) {
                     targets.add(in.sharding("redistribute target " + i));
                 }
-                return new RedistributeAllSpec(targets);
+                return new RedistributeAllSpec(targets, readImplicitFor(in.wire()));
             }),
             new Codec<>(CopySpec.class, "ops.copy", (s, out) -> { }, in -> CopySpec.INSTANCE),
             new Codec<>(RingAttentionSpec.class, "ops.ring_attention", (s, out) -> out.wire().putBoolean(s.causal()),

@@ -6,22 +6,27 @@ import java.util.List;
 import java.util.Set;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.graph.TensorMeta;
+import org.dtorch.ops.OptionSearch.Option;
 import org.dtorch.ops.aten.AtenCall;
 
 /**
  * Element-wise operators, with NumPy broadcasting: every output element depends only on the input elements at the same
- * (broadcast) index. Per mesh dimension:
+ * (broadcast) index. Per mesh dimension an operator can run
  * <ul>
- *   <li>Shards: the first input sharded on a result dimension {@code k} it holds at full size decides {@code S(k)};
- *       every input that holds {@code k} at full size must be sharded on its own dimension aligned to {@code k}, every
- *       input broadcast along {@code k} (size 1 or absent) must be {@code R}. The output is {@code S(k)}.
- *       Inputs sharded elsewhere are moved (all-to-all), replicated ones are sliced locally.</li>
- *   <li>Partial values: kept only where the operator is linear in them. {@code P(sum)} stays {@code P(sum)} for
- *       {@code add}/{@code sub} of partial tensors, {@code neg}, {@code positive}, {@code mul}/{@code div} by a
- *       Python number, {@code mul} of one partial tensor by replicated ones and {@code div} of a partial numerator by a
- *       replicated denominator. Otherwise partial inputs are reduced to {@code R} (an all-reduce).</li>
- *   <li>Otherwise {@code R}.</li>
+ *   <li>with every input {@code R}, giving {@code R};</li>
+ *   <li>sharded on a result dimension {@code k}: every input that holds {@code k} at full size sharded on its own
+ *       dimension aligned to {@code k}, every input broadcast along {@code k} (size 1 or absent) {@code R}, giving
+ *       {@code S(k)};</li>
+ *   <li>on partial sums, where the operator is linear in them: {@code add}/{@code sub}, {@code neg}, {@code positive},
+ *       {@code clone} and {@code mul}/{@code div} by a Python number keep {@code P(sum)} with every tensor input
+ *       {@code P(sum)} (a replicated one becomes partial locally: one holder keeps it, the others hold 0); {@code mul}
+ *       of one partial tensor by replicated ones and {@code div} of a partial numerator by a replicated denominator keep
+ *       it too.</li>
  * </ul>
+ * Of these, the combination over the mesh dimensions whose input moves cost least wins ({@link OptionSearch}): inputs
+ * that fit one stay as they are, a replicated input next to a sharded one is sliced locally, and a partial input of
+ * an operator that is not linear in it is reduced, to a shard (a reduce-scatter) where that is cheaper than to
+ * {@code R} (an all-reduce).
  *
  * <p>Stateless. Thread-safe.
  */
@@ -61,66 +66,70 @@ final class PointwiseStrategy implements ShardingStrategy {
 
     @Override
     public Decision decide(AtenCall call, List<TensorMeta> inputs, int outputs) {
-        String name = call.qualifiedName();
-        long[] shape = outputShape(call, inputs);
-        int n = shape.length;
-        int meshDims = inputs.getFirst().placements().size();
-        List<List<Placement>> in = new ArrayList<>();
-        for (int i = 0; i < inputs.size(); i++) {
-            in.add(new ArrayList<>(Collections.nCopies(meshDims, Placement.replicate())));
-        }
-        List<Placement> out = new ArrayList<>();
-        for (int m = 0; m < meshDims; m++) {
-            Placement partial = keptPartial(name, inputs, m);
-            if (partial != null) {
-                for (int i = 0; i < inputs.size(); i++) {
-                    in.get(i).set(m, inputs.get(i).placement(m));
-                }
-                out.add(partial);
-                continue;
-            }
-            int k = -1;
-            for (TensorMeta t : inputs) {
-                int d = Rules.shardDim(t.placement(m));
-                if (d >= 0 && t.size(d) == shape[d + n - t.ndim()]) {
-                    k = d + n - t.ndim();
-                    break;
-                }
-            }
-            if (k < 0) {
-                out.add(Placement.replicate());
-                continue;
-            }
-            for (int i = 0; i < inputs.size(); i++) {
-                TensorMeta t = inputs.get(i);
-                int j = k - (n - t.ndim());
-                in.get(i).set(m, j >= 0 && t.size(j) == shape[k] ? Placement.shard(j) : Placement.replicate());
-            }
-            out.add(Placement.shard(k));
-        }
-        return new Decision(in, Collections.nCopies(outputs, out));
+        return decide(call.qualifiedName(), inputs, outputShape(call, inputs), outputs);
     }
 
-    /** The partial placement the output keeps on mesh dimension {@code m} when every input may stay as it is, or null. */
-    private static Placement keptPartial(String name, List<TensorMeta> inputs, int m) {
-        int partials = 0;
-        int replicated = 0;
-        int firstPartial = -1;
-        for (int i = 0; i < inputs.size(); i++) {
-            Placement p = inputs.get(i).placement(m);
-            if (Rules.isPartialSum(p)) {
-                partials++;
-                firstPartial = firstPartial < 0 ? i : firstPartial;
-            } else if (p.isReplicate()) {
-                replicated++;
+    /**
+     * The cheapest placements for the element-wise operator {@code name} (a qualified overload name, which says whether
+     * it is linear in partial values) of {@code inputs}, whose broadcast shape is {@code shape}: the hand-written
+     * operators of the Java API share this rule.
+     */
+    static Decision decide(String name, List<TensorMeta> inputs, long[] shape, int outputs) {
+        int meshDims = inputs.getFirst().placements().size();
+        List<List<Option>> options = new ArrayList<>(meshDims);
+        for (int m = 0; m < meshDims; m++) {
+            options.add(options(name, inputs, shape, m));
+        }
+        return OptionSearch.cheapest(name, inputs, options, outputs);
+    }
+
+    /**
+     * The ways to run on mesh dimension {@code m}: every input {@code R}; each result dimension sharded (inputs that
+     * hold it at full size sharded on it, inputs broadcast along it {@code R}); and, where an input is {@code P(sum)}
+     * there, the partial sums kept as far as the operator is linear in them ({@code R} inputs of an operator linear in
+     * all of them become {@code P(sum)} locally: one holder keeps the value, the others hold 0).
+     */
+    private static List<Option> options(String name, List<TensorMeta> inputs, long[] shape, int m) {
+        int n = shape.length;
+        int count = inputs.size();
+        List<Option> out = new ArrayList<>();
+        out.add(new Option(Collections.nCopies(count, Placement.replicate()), Placement.replicate()));
+        int ways = inputs.getFirst().sharding().mesh().size(m);
+        for (int k = 0; k < n; k++) {
+            List<Placement> ps = new ArrayList<>(count);
+            boolean held = false;
+            for (TensorMeta t : inputs) {
+                int j = k - (n - t.ndim());
+                boolean full = j >= 0 && t.size(j) == shape[k];
+                ps.add(full ? Placement.shard(j) : Placement.replicate());
+                held |= full && t.placement(m).isShard(j);
+            }
+            // A dimension shorter than the split would leave devices idle: chosen only where an input is sharded so already.
+            if (shape[k] >= ways || held) {
+                out.add(new Option(ps, Placement.shard(k)));
             }
         }
-        if (partials == 0 || partials + replicated != inputs.size()) {
-            return null;
+        Placement partial = null;
+        for (TensorMeta t : inputs) {
+            if (Rules.isPartialSum(t.placement(m))) {
+                partial = t.placement(m);
+                break;
+            }
         }
-        boolean linear = LINEAR_ALL.contains(name) && partials == inputs.size()
-            || LINEAR_ONE.contains(name) && partials == 1
-            || LINEAR_FIRST.contains(name) && partials == 1 && firstPartial == 0;
-        return linear ? inputs.get(firstPartial).placement(m) : null;
+        if (partial == null) {
+            return out;
+        }
+        if (LINEAR_ALL.contains(name)) {
+            out.add(new Option(Collections.nCopies(count, partial), partial));
+        } else if (LINEAR_ONE.contains(name) || LINEAR_FIRST.contains(name)) {
+            for (int i = 0; i < (LINEAR_ONE.contains(name) ? count : 1); i++) {
+                if (Rules.isPartialSum(inputs.get(i).placement(m))) {
+                    List<Placement> ps = new ArrayList<>(Collections.nCopies(count, Placement.replicate()));
+                    ps.set(i, partial);
+                    out.add(new Option(ps, partial));
+                }
+            }
+        }
+        return out;
     }
 }

@@ -24,15 +24,31 @@ import org.dtorch.core.kernel.KernelContext;
  */
 public final class RedistributeAllSpec implements OpSpec {
     private final List<Sharding> targets;
+    /** The operator whose inputs these implicit moves prepare, or null. */
+    private final String implicitFor;
 
     /** Moves of as many inputs as {@code targets}, in order. */
     public RedistributeAllSpec(List<Sharding> targets) {
+        this(targets, null);
+    }
+
+    /**
+     * Moves of as many inputs as {@code targets}, in order, that the runtime inserts for operator {@code implicitFor}
+     * (null: moves the program asked for), named as {@link RedistributeSpec#implicit} names them.
+     */
+    public RedistributeAllSpec(List<Sharding> targets, String implicitFor) {
         this.targets = List.copyOf(Objects.requireNonNull(targets, "targets"));
+        this.implicitFor = implicitFor;
     }
 
     @Override
     public String name() {
-        return "redistribute";
+        return RedistributeSpec.implicitName("redistribute", implicitFor);
+    }
+
+    /** The operator these implicit moves prepare the inputs of, or null. */
+    public String implicitFor() {
+        return implicitFor;
     }
 
     @Override

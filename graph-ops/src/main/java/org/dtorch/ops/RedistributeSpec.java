@@ -28,6 +28,8 @@ public final class RedistributeSpec implements OpSpec {
     private final Sharding target;
     /** The declared channel the move goes through, or null for the ordinary path. */
     private final ChannelOptions channel;
+    /** The operator an implicit move prepares the input of, or null for a move the program asked for. */
+    private final String implicitFor;
 
     /** A move to {@code target}. */
     public RedistributeSpec(Sharding target) {
@@ -36,13 +38,36 @@ public final class RedistributeSpec implements OpSpec {
 
     /** A move to {@code target} through {@code channel} (a declared edge from the input's mesh), or the ordinary path if null. */
     public RedistributeSpec(Sharding target, ChannelOptions channel) {
+        this(target, channel, null);
+    }
+
+    private RedistributeSpec(Sharding target, ChannelOptions channel, String implicitFor) {
         this.target = Objects.requireNonNull(target, "target");
         this.channel = channel;
+        this.implicitFor = implicitFor;
+    }
+
+    /**
+     * The move to {@code target} that the runtime inserts because operator {@code operator} cannot take its input's
+     * placements: named {@code redistribute (implicit, for <operator>)} in traces, the profiler and graph dumps.
+     */
+    public static RedistributeSpec implicit(Sharding target, String operator) {
+        return new RedistributeSpec(target, null, Objects.requireNonNull(operator, "operator"));
     }
 
     @Override
     public String name() {
-        return "redistribute";
+        return implicitName("redistribute", implicitFor);
+    }
+
+    /** {@code base}, or for an implicit move {@code base (implicit, for operator)}. */
+    static String implicitName(String base, String implicitFor) {
+        return implicitFor == null ? base : base + " (implicit, for " + implicitFor + ")";
+    }
+
+    /** The operator an implicit move prepares an input for, or null for an explicit one. */
+    public String implicitFor() {
+        return implicitFor;
     }
 
     @Override

@@ -29,7 +29,7 @@ import org.dtorch.core.graph.TensorMeta;
  *
  * <p>Thread-safe: immutable.
  */
-public final class ReduceSpec implements OpSpec {
+public final class ReduceSpec implements OpSpec, PlacementChoice {
     /** The reductions. */
     public enum Kind { SUM, MEAN, MAX }
 
@@ -105,6 +105,21 @@ public final class ReduceSpec implements OpSpec {
         }
         ScalarType dtype = kind == Kind.SUM && !Rules.isFloating(t.dtype()) ? ScalarType.Long : t.dtype();
         return List.of(new TensorMeta(shape.stream().mapToLong(Long::longValue).toArray(), dtype, Rules.sharding(t.sharding().mesh(), out)));
+    }
+
+    /**
+     * The reduction rule's cheapest placements ({@link ReductionStrategy#reduce}): a sum or mean of shards of a reduced
+     * dimension gives {@code P(sum)} (the mean divides by the global count), a max {@code P(max)}.
+     */
+    @Override
+    public ShardingStrategy.Decision choose(List<TensorMeta> inputs) {
+        Rules.arity(name(), inputs, 1);
+        TensorMeta t = inputs.getFirst();
+        boolean[] isReduced = new boolean[t.ndim()];
+        for (long d : reducedDims(t.ndim())) {
+            isReduced[(int) d] = true;
+        }
+        return ReductionStrategy.reduce(name(), t, isReduced, keepdim, kind == Kind.MAX ? ReduceOpType.MAX : ReduceOpType.SUM, 1);
     }
 
     @Override

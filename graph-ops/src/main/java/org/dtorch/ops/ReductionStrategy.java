@@ -8,6 +8,7 @@ import org.dtorch.core.communication.ReduceOpType;
 import org.dtorch.core.distributed.Partial;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.graph.TensorMeta;
+import org.dtorch.ops.OptionSearch.Option;
 import org.dtorch.ops.aten.AtenCall;
 
 /**
@@ -102,32 +103,40 @@ final class ReductionStrategy implements ShardingStrategy {
             return ReplicateStrategy.INSTANCE.decide(call, inputs, outputs);
         }
         TensorMeta t = inputs.getFirst();
-        boolean[] reduced = reduced(call, t.ndim());
-        boolean keepdim = keepdim(call);
+        return reduce(call.qualifiedName(), t, reduced(call, t.ndim()), keepdim(call), partialOp(call), outputs);
+    }
+
+    /**
+     * The cheapest placements of a reduction of {@code t} over the dimensions {@code reduced} whose partial results
+     * combine with {@code op} (null where they do not): the hand-written reductions of the Java API share this rule.
+     * Per mesh dimension the options are {@code R}; {@code S(d)} on a kept dimension, giving the shard of its new index;
+     * {@code S(d)} on a reduced dimension, giving {@code P(op)}, where {@code op} is not null; and {@code P(op)} kept.
+     */
+    static Decision reduce(String name, TensorMeta t, boolean[] reduced, boolean keepdim, ReduceOpType op, int outputs) {
         int[] newIndex = new int[t.ndim()];
         for (int d = 0, next = 0; d < t.ndim(); d++) {
             newIndex[d] = !reduced[d] || keepdim ? next++ : -1;
         }
-        ReduceOpType op = partialOp(call);
-        List<Placement> in = new ArrayList<>();
-        List<Placement> out = new ArrayList<>();
+        List<List<Option>> options = new ArrayList<>();
         for (int m = 0; m < t.placements().size(); m++) {
-            Placement p = t.placement(m);
-            int d = Rules.shardDim(p);
-            if (d >= 0 && !reduced[d]) {
-                in.add(p);
-                out.add(Placement.shard(newIndex[d]));
-            } else if (d >= 0 && op != null) {
-                in.add(p);
-                out.add(Placement.partial(op));
-            } else if (p instanceof Partial partial && partial.op() == op) {
-                in.add(p);
-                out.add(p);
-            } else {
-                in.add(Placement.replicate());
-                out.add(Placement.replicate());
+            List<Option> dim = new ArrayList<>();
+            dim.add(new Option(List.of(Placement.replicate()), Placement.replicate()));
+            int ways = t.sharding().mesh().size(m);
+            for (int d = 0; d < t.ndim(); d++) {
+                if (t.size(d) < ways && !t.placement(m).isShard(d)) {
+                    continue; // a dimension shorter than the split would leave devices idle
+                }
+                if (!reduced[d]) {
+                    dim.add(new Option(List.of(Placement.shard(d)), Placement.shard(newIndex[d])));
+                } else if (op != null) {
+                    dim.add(new Option(List.of(Placement.shard(d)), Placement.partial(op)));
+                }
             }
+            if (op != null && t.placement(m) instanceof Partial partial && partial.op() == op) {
+                dim.add(new Option(List.of(partial), partial));
+            }
+            options.add(dim);
         }
-        return new Decision(List.of(in), Collections.nCopies(outputs, out));
+        return OptionSearch.cheapest(name, List.of(t), options, outputs);
     }
 }

@@ -23,7 +23,7 @@ import org.dtorch.core.graph.TensorMeta;
  *
  * <p>Thread-safe: immutable.
  */
-public final class ScalarSpec implements OpSpec {
+public final class ScalarSpec implements OpSpec, PlacementChoice {
     /** The operations; {@code RSUB} is {@code s - t}, {@code RDIV} is {@code s / t}. */
     public enum Kind { ADD, SUB, MUL, DIV, RSUB, RDIV }
 
@@ -84,6 +84,20 @@ public final class ScalarSpec implements OpSpec {
         }
         value.checkFits(name(), dtype);
         return List.of(new TensorMeta(t.shape(), dtype, t.sharding()));
+    }
+
+    /**
+     * The element-wise rule's cheapest placements ({@link PointwiseStrategy}) under the ATen overload of this kind: only a
+     * product or quotient by the scalar keeps partial sums.
+     */
+    @Override
+    public ShardingStrategy.Decision choose(List<TensorMeta> inputs) {
+        Rules.arity(name(), inputs, 1);
+        String overload = switch (kind) {
+            case ADD, SUB, MUL, DIV, RSUB -> "aten::" + name() + ".Scalar";
+            case RDIV -> "aten::reciprocal";
+        };
+        return PointwiseStrategy.decide(overload, inputs, inputs.getFirst().shape(), 1);
     }
 
     @Override

@@ -18,7 +18,7 @@ import org.dtorch.core.graph.TensorMeta;
  *
  * <p>Thread-safe: immutable.
  */
-public final class UnarySpec implements OpSpec {
+public final class UnarySpec implements OpSpec, PlacementChoice {
     /** The functions. */
     public enum Kind { NEG, RELU, SILU, GELU, EXP, TANH, SIGMOID }
 
@@ -61,6 +61,13 @@ public final class UnarySpec implements OpSpec {
         }
         ScalarType dtype = floatingResult() && !Rules.isFloating(t.dtype()) ? ScalarType.Float : t.dtype();
         return List.of(new TensorMeta(t.shape(), dtype, t.sharding()));
+    }
+
+    /** The element-wise rule's cheapest placements ({@link PointwiseStrategy}): only {@code neg} keeps partial sums. */
+    @Override
+    public ShardingStrategy.Decision choose(List<TensorMeta> inputs) {
+        Rules.arity(name(), inputs, 1);
+        return PointwiseStrategy.decide("aten::" + name(), inputs, inputs.getFirst().shape(), 1);
     }
 
     private DeviceKernel newKernel() {

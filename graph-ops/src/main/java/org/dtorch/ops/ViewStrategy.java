@@ -371,12 +371,18 @@ final class ViewStrategy implements ShardingStrategy {
      */
     @Override
     public DeviceKernel kernel(AtenCall call, Operator op, long deviceId) {
-        AtenCall local = localCall(call, op.outputs().getFirst().meta().layout().localShape(deviceId));
+        AtenCall local = localCall(call, op.inputs().getFirst().meta(), op.outputs().getFirst().meta().layout().localShape(deviceId));
         return local == call ? null : (ctx, inputs) -> local.call(inputs);
     }
 
-    private static AtenCall localCall(AtenCall call, long[] localOutput) {
+    private static AtenCall localCall(AtenCall call, TensorMeta input, long[] localOutput) {
         String name = call.overload().name();
+        if (name.equals("narrow") && call.overload().overloadName().isEmpty()) {
+            // A narrow that keeps its dimension whole keeps that dimension's shards: each device takes all of its own.
+            int d = dim(call, "dim", input.ndim());
+            boolean sharded = input.placements().stream().anyMatch(p -> p.isShard(d));
+            return sharded && isWhole(call, input, d) ? withConstants(call, java.util.Map.of("start", 0L, "length", localOutput[d])) : call;
+        }
         if (RESHAPES.contains(name)) {
             Overload reshape = AtenOps.overload("reshape", "");
             return new AtenCall(reshape, List.of(new AtenCall.Input(0), new AtenCall.Constant(localOutput)));
@@ -392,6 +398,25 @@ final class ViewStrategy implements ShardingStrategy {
             return new AtenCall(call.overload(), args);
         }
         return call;
+    }
+
+    /** True when the narrow {@code call} keeps dimension {@code d} of {@code input} whole. */
+    private static boolean isWhole(AtenCall call, TensorMeta input, int d) {
+        Object length = call.constant("length");
+        return length instanceof Number n && n.longValue() == input.size(d);
+    }
+
+    /** {@code call} with the constants named in {@code values} replaced. */
+    private static AtenCall withConstants(AtenCall call, java.util.Map<String, Object> values) {
+        List<AtenCall.Arg> args = new ArrayList<>(call.args());
+        List<Overload.Param> params = call.overload().params();
+        for (int i = 0; i < params.size(); i++) {
+            Object v = values.get(params.get(i).name());
+            if (v != null) {
+                args.set(i, new AtenCall.Constant(v));
+            }
+        }
+        return new AtenCall(call.overload(), args);
     }
 
     private static int dim(AtenCall call, String param, int n) {

@@ -79,15 +79,18 @@ class FactoriesAndRulesTest {
         DeviceMesh line = dt.mesh(0, 1, 2, 3);
         DTensor rows = dt.ones(new long[] {4, 8}, line, Placement.shard(0));
         DTensor cols = dt.ones(new long[] {4, 8}, line, Placement.shard(1));
-        ShardingException add = assertThrows(ShardingException.class, () -> rows.add(cols));
+        assertEquals("[16.0, 16.0, 16.0, 16.0]", values(rows.add(cols).sum(1)), "implicit: one input moves (an all-to-all)");
+        ShardingException add = Strict.refuses(dt, ShardingException.class, () -> rows.add(cols));
         assertTrue(add.getMessage().startsWith("add: cannot take inputs with placements [S(0)] and [S(1)]"), add.getMessage());
         assertTrue(add.getMessage().contains("Legal: per mesh dimension, R with R; S on the same result dimension"), add.getMessage());
         assertTrue(add.getMessage().contains("no redistribution is inserted implicitly"), add.getMessage());
 
         DTensor partial = rows.sum(0);
-        ShardingException relu = assertThrows(ShardingException.class, partial::relu);
+        assertEquals("[4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0]", values(partial.relu()), "implicit: the partial sums are reduced first");
+        assertEquals("[5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0]", values(partial.add(1.0)));
+        ShardingException relu = Strict.refuses(dt, ShardingException.class, partial::relu);
         assertTrue(relu.getMessage().contains("relu: cannot take inputs with placements [P(sum)]") && relu.getMessage().contains("Legal: S or R"), relu.getMessage());
-        ShardingException plusOne = assertThrows(ShardingException.class, () -> partial.add(1.0));
+        ShardingException plusOne = Strict.refuses(dt, ShardingException.class, () -> partial.add(1.0));
         assertTrue(plusOne.getMessage().contains("a scalar does not distribute over partial P(sum)"), plusOne.getMessage());
 
         DTensor elsewhere = dt.ones(new long[] {4, 8}, dt.mesh(0, 1), Placement.shard(0));

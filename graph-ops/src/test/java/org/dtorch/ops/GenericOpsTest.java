@@ -251,15 +251,22 @@ class GenericOpsTest extends FourDeviceRuntime {
             try (DTensor p = da.redistribute(Placement.partial()); DTensor q = da.redistribute(Placement.partial())) {
                 assertEquals(List.of(Placement.partial()), dt.aten(call("add", "T,T", null, null), p, q).getFirst().placements());
                 assertEquals(List.of(Placement.partial()), dt.aten(call("mul", "T,f", null, 3.0), p).getFirst().placements());
-                assertEquals(List.of(R), dt.aten(call("relu", "T", (Object) null), p).getFirst().placements(), "relu is not linear");
-                assertEquals(List.of(R), dt.aten(call("add", "T,f", null, 1.0), p).getFirst().placements(), "adding a number is not linear");
+                // Not linear: the partial sums are reduced first, scattered over the rows (a reduce-scatter moves half
+                // of what an all-reduce moves).
+                assertEquals(List.of(Placement.shard(0)), dt.aten(call("relu", "T", (Object) null), p).getFirst().placements(), "relu is not linear");
+                assertEquals(List.of(Placement.shard(0)), dt.aten(call("add", "T,f", null, 1.0), p).getFirst().placements(),
+                    "adding a number is not linear");
+                try (Tensor got = dt.aten(call("add", "T,f", null, 1.0), p).getFirst().toTorch(); org.bytedeco.pytorch.Scalar one = new org.bytedeco.pytorch.Scalar(1.0);
+                     Tensor want = a.add(one)) {
+                    assertTrue(torch.allclose(got, want, 1e-5, 1e-6, false));
+                }
             }
             assertEquals(List.of(Placement.partial()), dt.aten(call("sum", "T|dim=[i]", null, List.of(0L)), da).getFirst().placements());
             assertEquals(List.of(Placement.partial(org.dtorch.core.communication.ReduceOpType.MAX)),
                 dt.aten(call("amax", "T|dim=[i]", null, List.of(0L)), da).getFirst().placements());
             assertEquals(List.of(Placement.shard(0)), dt.aten(call("sum", "T|dim=[i]", null, List.of(1L)), da).getFirst().placements());
-            assertEquals(List.of(R), dt.aten(call("mean", "T|dim=[i]", null, List.of(0L)), da).getFirst().placements(),
-                "mean over a sharded dimension gathers it first");
+            assertEquals(List.of(Placement.shard(0)), dt.aten(call("mean", "T|dim=[i]", null, List.of(0L)), da).getFirst().placements(),
+                "mean over a sharded dimension moves the shards to the kept dimension first (an all-to-all)");
             try (Tensor got = dt.aten(call("mean", "T|dim=[i]", null, List.of(0L)), da).getFirst().toTorch(); Tensor want = a.mean(new long[] {0})) {
                 assertTrue(torch.allclose(got, want, 1e-5, 1e-6, false));
             }
@@ -270,7 +277,7 @@ class GenericOpsTest extends FourDeviceRuntime {
     void shouldRefuseInputPlacementsTheStrategyDoesNotTakeListingTheLegalOnes() {
         DeviceMesh mesh = dt.initDeviceMesh(new int[] {2});
         try (Tensor a = torch.rand(4, 6); DTensor da = dt.tensor(a, mesh, Placement.shard(0)); DTensor db = dt.tensor(a, mesh, Placement.shard(1))) {
-            ShardingException e = assertThrows(ShardingException.class, () -> dt.apply(new AtenSpec(call("add", "T,T", null, null)), da, db));
+            ShardingException e = Strict.refuses(dt, ShardingException.class, () -> dt.apply(new AtenSpec(call("add", "T,T", null, null)), da, db));
             assertTrue(e.getMessage().contains("pointwise") && e.getMessage().contains("R for all inputs"), e.getMessage());
             assertThrows(UnsupportedOperationException.class, () -> dt.aten(call("relu_", "T", (Object) null), da));
             assertThrows(UnsupportedOperationException.class, () -> dt.aten(call("dropout", "T,f,b", null, 0.5, true), da));

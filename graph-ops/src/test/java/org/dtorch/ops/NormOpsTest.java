@@ -146,15 +146,17 @@ class NormOpsTest extends FourDeviceRuntime {
         try (Tensor x = torch.randn(5, 6, 7); Tensor w = torch.randn(7); Tensor b = torch.randn(7);
              Tensor g = torch.randn(6); Tensor h = torch.randn(6)) {
             assertEquals(List.of(S0), placements(GenericOpsTest.call("softmax", "T,i", null, -1L), line, List.of(x), p(S0)));
-            assertEquals(List.of(R), placements(GenericOpsTest.call("softmax", "T,i", null, 0L), line, List.of(x), p(S0)),
-                "the softmax dimension is gathered");
+            assertEquals(List.of(S1), placements(GenericOpsTest.call("softmax", "T,i", null, 0L), line, List.of(x), p(S0)),
+                "the softmax dimension moves to another dimension: an all-to-all moves less than gathering it");
             AtenCall layerNorm = GenericOpsTest.call("layer_norm", "T,[i],T,T", null, List.of(7L), null, null);
-            assertEquals(List.of(S1, R), placements(layerNorm, grid, List.of(x, w, b), p(S1, S2), p(S0, R), p(R, R)),
-                "normalized dims gather, others stay, weight and bias replicated");
+            assertEquals(List.of(S1, S0), placements(layerNorm, grid, List.of(x, w, b), p(S1, S2), p(S0, R), p(R, R)),
+                "a normalized dim moves to an independent one (an all-to-all), others stay, weight and bias replicated");
             AtenCall groupNorm = GenericOpsTest.call("group_norm", "T,i,T,T", null, 3L, null, null);
-            assertEquals(List.of(S0, R), placements(groupNorm, grid, List.of(x, g, h), p(S0, S1), p(R, R), p(R, R)));
+            assertEquals(List.of(S0, S0), placements(groupNorm, grid, List.of(x, g, h), p(S0, S1), p(R, R), p(R, R)),
+                "the normalized dimension 1 moves to the batch dimension, split further (an all-to-all)");
             try (DTensor dx = dt.tensor(x, line, S0); DTensor partial = dx.redistribute(Placement.partial())) {
-                assertEquals(List.of(R), dt.aten(GenericOpsTest.call("layer_norm", "T,[i]", null, List.of(7L)), partial).getFirst().placements(), "a partial input is reduced first");
+                assertEquals(List.of(S0), dt.aten(GenericOpsTest.call("layer_norm", "T,[i]", null, List.of(7L)), partial).getFirst().placements(),
+                    "a partial input is reduced first, scattered over an independent dimension");
             }
         }
     }
@@ -223,7 +225,7 @@ class NormOpsTest extends FourDeviceRuntime {
     void shouldRefuseWrongPlacementsGivenByHandListingTheLegalOnes() {
         DeviceMesh line = dt.initDeviceMesh(new int[] {2});
         try (Tensor x = torch.randn(4, 6); DTensor dx = dt.tensor(x, line, S1)) {
-            ShardingException e = assertThrows(ShardingException.class,
+            ShardingException e = Strict.refuses(dt, ShardingException.class,
                 () -> dt.apply(new AtenSpec(GenericOpsTest.call("softmax", "T,i", null, 1L)), dx));
             assertTrue(e.getMessage().contains("normalization") && e.getMessage().contains("a dimension it does not normalize"), e.getMessage());
             IndexOutOfBoundsException dim = assertThrows(IndexOutOfBoundsException.class, () -> dx.softmax(2));

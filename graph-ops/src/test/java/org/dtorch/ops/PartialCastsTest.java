@@ -1,6 +1,7 @@
 package org.dtorch.ops;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -33,7 +34,10 @@ class PartialCastsTest extends FourDeviceRuntime {
     void shouldRefuseABoolCastOfAPartialSumWhosePartsCancel() {
         DTensor partial = dt.tensor(new long[] {1, -1}, new long[] {2}, dt.mesh(0, 1), Placement.shard(0)).sum();
         assertEquals(List.of(Placement.partial()), partial.placements());
-        ShardingException e = assertThrows(ShardingException.class, () -> partial.to(ScalarType.Bool));
+        try (DTensor implicit = partial.to(ScalarType.Bool); Tensor value = implicit.toTorch()) {
+            assertEquals("0", TorchTensors.format(value, 1), "implicit: the partial sums are reduced before the cast");
+        }
+        ShardingException e = Strict.refuses(dt, ShardingException.class, () -> partial.to(ScalarType.Bool));
         assertTrue(e.getMessage().startsWith("to(bool): cannot take inputs with placements [P(sum)]"), e.getMessage());
         assertTrue(e.getMessage().contains("redistribute to R (Replicate) first"), e.getMessage());
         try (DTensor reduced = partial.redistribute(R); DTensor asBool = reduced.to(ScalarType.Bool); Tensor value = asBool.toTorch()) {
@@ -69,9 +73,9 @@ class PartialCastsTest extends FourDeviceRuntime {
             DTensor partial = c.partial().equals("sum") ? x.sum(0) : x.max(0);
             assertTrue(partial.placements().getFirst().isPartial(), what);
             if (!c.allowed()) {
-                ShardingException e = assertThrows(ShardingException.class, () -> partial.to(c.to()), what);
+                ShardingException e = Strict.refuses(dt, ShardingException.class, () -> partial.to(c.to()));
                 assertTrue(e.getMessage().contains(partial.placements().toString()), e.getMessage());
-                continue;
+                assertFalse(partial.to(c.to()).placements().getFirst().isPartial(), what + ": reduced first");
             }
             try (Tensor castFirst = partial.to(c.to()).redistribute(R).toTorch();
                  Tensor reducedFirst = partial.redistribute(R).to(c.to()).toTorch()) {
@@ -87,7 +91,8 @@ class PartialCastsTest extends FourDeviceRuntime {
         assertEquals(partial.dtype(), partial.to(ScalarType.Long).dtype());
         for (ReduceOpType op : List.of(ReduceOpType.SUM, ReduceOpType.MAX, ReduceOpType.MIN, ReduceOpType.PRODUCT)) {
             DTensor p = x.redistribute(R).redistribute(Placement.partial(op));
-            assertThrows(ShardingException.class, () -> p.to(ScalarType.Bool), op.toString());
+            Strict.refuses(dt, ShardingException.class, () -> p.to(ScalarType.Bool));
+            assertFalse(p.to(ScalarType.Bool).placements().getFirst().isPartial(), op + ": reduced first");
         }
         try (DTensor asBool = x.to(ScalarType.Bool); Tensor value = asBool.toTorch()) {
             assertEquals("[1, 1, 1, 1]", TorchTensors.format(value, 4));

@@ -261,7 +261,7 @@ class ViewOpsTest extends FourDeviceRuntime {
     void shouldRefuseInputsThatNeedGatheringListingTheLegalPlacements() {
         DeviceMesh mesh = dt.initDeviceMesh(new int[] {2});
         try (Tensor a = torch.rand(5, 6); DTensor da = dt.tensor(a, mesh, Placement.shard(0))) {
-            ShardingException e = assertThrows(ShardingException.class,
+            ShardingException e = Strict.refuses(dt, ShardingException.class,
                 () -> dt.apply(new AtenSpec(call("reshape", "T,[i]", null, List.of(-1L))), da));
             assertTrue(e.getMessage().contains("view") && e.getMessage().contains("outermost factor"), e.getMessage());
         }

@@ -503,6 +503,18 @@ public final class PyBridge {
         new RingAttentionSpec(causal).check(q, k, v, new Sharding(mesh, List.of(placementArray(placements))));
     }
 
+    /** Turns the implicit redistribution of operators' inputs on (the default) or off (the strict mode). */
+    @HostAccess.Export
+    public void setImplicitRedistribution(boolean enabled) {
+        runtime.setImplicitRedistribution(enabled);
+    }
+
+    /** True unless the strict mode is on. */
+    @HostAccess.Export
+    public boolean implicitRedistribution() {
+        return runtime.implicitRedistribution();
+    }
+
     /** {@code dst.copy_(src)}. */
     @HostAccess.Export
     public void copyInto(DTensor dst, DTensor src) {

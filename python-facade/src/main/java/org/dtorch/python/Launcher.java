@@ -37,8 +37,8 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 /**
- * {@code dtorch run [--devices cpu:N|cuda:N] [--same-device] [--per-device-process] [--isolated] [--timeout-seconds N]
- * [--log-level LEVEL] [--trace FILE] [--memory-growth-syncs N] [--memory-growth-floor BYTES] [--nnodes N --node-rank R
+ * {@code dtorch run [--devices cpu:N|cuda:N] [--same-device] [--per-device-process] [--isolated] [--strict-redistribution]
+ * [--timeout-seconds N] [--log-level LEVEL] [--trace FILE] [--memory-growth-syncs N] [--memory-growth-floor BYTES] [--nnodes N --node-rank R
  * --master-addr HOST --master-port PORT --token-file FILE] script.py [args...]}: runs a Python script on a DTorch
  * runtime and exits with the script's exit code; across nodes ({@link NodeOptions}) node 0 does so and every other node
  * serves its devices ({@link NodeAgent}) and exits with the agent's status. Everything after the script goes to the
@@ -66,7 +66,7 @@ public final class Launcher {
     static final long MAX_TIMEOUT_SECONDS = 365L * 24 * 3600;
 
     private static final String SYNOPSIS = "dtorch run [--devices cpu:N|cuda:N] [--same-device] [--per-device-process] "
-        + "[--isolated] [--timeout-seconds N] [--log-level LEVEL] [--trace FILE] [--memory-growth-syncs N] [--memory-growth-floor BYTES] "
+        + "[--isolated] [--strict-redistribution] [--timeout-seconds N] [--log-level LEVEL] [--trace FILE] [--memory-growth-syncs N] [--memory-growth-floor BYTES] "
         + "[--nnodes N --node-rank R --master-addr HOST --master-port PORT --token-file FILE] script.py [args...]";
     private static final String USAGE = "usage: " + SYNOPSIS;
     private static final int BAD_INPUT = 2;
@@ -234,6 +234,10 @@ public final class Launcher {
             "no sockets, no processes, no native code (values through tolist() and item())."})
         private boolean isolated;
 
+        @Option(names = "--strict-redistribution", description = {"Refuse operators whose inputs' placements fit none of their",
+            "strategies instead of redistributing them implicitly (dtorch.set_implicit_redistribution(False))."})
+        private boolean strictRedistribution;
+
         @Option(names = "--timeout-seconds", paramLabel = "N", converter = TimeoutConverter.class,
             description = {"Deadline of the runtime's blocking calls, 1 to " + MAX_TIMEOUT_SECONDS + " (default 300); with",
                 "--nnodes, also of the wait for the other nodes at the start."})
@@ -361,7 +365,8 @@ public final class Launcher {
             try {
                 DTorchOptions.Builder options = DTorchOptions.builder()
                     .sameDevice(sameDevice)
-                    .perDevicePerProcess(perDeviceProcess);
+                    .perDevicePerProcess(perDeviceProcess)
+                    .implicitRedistribution(!strictRedistribution);
                 if (devices != null) {
                     options.deviceKind(devices.kind()).devices(devices.count());
                 }

@@ -18,7 +18,7 @@ from ._tensor import (Tensor, zeros, ones, empty, full, rand, randn, arange, ten
                       relu, silu, gelu, redistribute, distribute_tensor, _GetTensorAsync, get_tensor_async, sync, device_count,
                       device_type)
 from .distributed_spec import DeviceMesh, init_device_mesh, Placement, Shard, Replicate, Partial
-from ._tensor import aten
+from ._tensor import aten, set_implicit_redistribution, implicit_redistribution
 from ._tensor import zeros_like, ones_like, empty_like, full_like, rand_like, randn_like
 from ._graph import dump_graph
 from ._memory import memory_stats, reset_peak_memory_stats
@@ -48,4 +48,5 @@ __all__ = [
     "DeviceMesh", "init_device_mesh", "Placement", "Shard", "Replicate", "Partial", "aten", "nn",
     "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "einsum",
     "memory_stats", "reset_peak_memory_stats", "dump_graph", "Channel", "channel", "profiler",
+    "set_implicit_redistribution", "implicit_redistribution",
 ]

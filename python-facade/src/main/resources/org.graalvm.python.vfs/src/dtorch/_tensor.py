@@ -642,6 +642,20 @@ def sync():
     _bridge.call(_b().sync)
 
 
+def set_implicit_redistribution(enabled):
+    """Whether an operator whose inputs' placements fit none of its sharding strategies redistributes them itself, the
+    cheapest way, as PyTorch DTensor does (True, the default), or refuses them with a ShardingError that names the
+    placements it takes (False, the strict mode: every collective is one the script wrote). The moves it makes show in
+    traces and the profiler as "redistribute (implicit, for <operator>)". Applies to the operators issued after it;
+    `./dtorch run --strict-redistribution` starts in the strict mode."""
+    _b().setImplicitRedistribution(bool(enabled))
+
+
+def implicit_redistribution():
+    """True unless the strict mode is on (see set_implicit_redistribution)."""
+    return _b().implicitRedistribution()
+
+
 def device_count():
     """The number of (logical) devices of the runtime: the ranks a mesh may use."""
     return _b().deviceCount()
