@@ -23,6 +23,7 @@ import org.dtorch.ops.ReduceSpec;
 import org.dtorch.ops.ScalarSpec;
 import org.dtorch.ops.Shapes;
 import org.dtorch.ops.UnarySpec;
+import org.dtorch.ops.Region;
 import org.dtorch.ops.ViewCalls;
 import org.dtorch.ops.aten.AtenCall;
 
@@ -50,11 +51,26 @@ public final class DTensor implements AutoCloseable {
     private final Operand operand;
     private final Cleaner.Cleanable release;
     private volatile boolean closed;
+    /** The memory this tensor shares with its views ({@link Storage}); set once more where the tensor is a derived view. */
+    private Storage storage;
 
     DTensor(DTorch runtime, Operand operand) {
+        this(runtime, operand, Storage.own());
+    }
+
+    DTensor(DTorch runtime, Operand operand, Storage storage) {
         this.runtime = runtime;
         this.operand = operand;
+        this.storage = storage;
         this.release = NativeMemoryBudget.global().register(this, deviceBytes(operand.meta()), new Release(runtime.graph(), operand));
+    }
+
+    Storage storage() {
+        return storage;
+    }
+
+    void shareStorage(Storage other) {
+        this.storage = other;
     }
 
     /** The bytes all devices of the mesh hold together: the global bytes, times the copies non-sharded mesh dimensions make. */
@@ -343,6 +359,9 @@ public final class DTensor implements AutoCloseable {
         if (edge != null) {
             edge.countTransfer();
         }
+        if (target.equals(meta().sharding())) {
+            moved.shareStorage(storage); // nothing moves: the result is this tensor's memory, as in PyTorch DTensor
+        }
         return moved;
     }
 
@@ -353,8 +372,139 @@ public final class DTensor implements AutoCloseable {
 
     /** Writes {@code source} into this tensor (redistributing and converting as needed); returns this tensor. */
     public DTensor copy_(DTensor source) {
-        runtime.applyNoOutput(CopySpec.INSTANCE, this, nonNull(source, "copy_", "source"));
+        runtime.write(CopySpec.INSTANCE, this, nonNull(source, "copy_", "source"));
         return this;
+    }
+
+    // ---- in place ----------------------------------------------------------------------------------
+
+    /**
+     * {@code this += other} in place, broadcasting {@code other}: each device adds into its own shard, so this tensor keeps
+     * its placements and {@code other} is moved to them where needed (on partial sums, {@code other} becomes partial).
+     * Returns this tensor. Views of it see the change, as torch's do.
+     */
+    public DTensor add_(DTensor other) {
+        return inPlace(ViewCalls.of("add_", "T,T", null, null), nonNull(other, "add_", "other"));
+    }
+
+    /** {@code this += value} in place. */
+    public DTensor add_(double value) {
+        return inPlace(ViewCalls.of("add_", "T,f", null, value));
+    }
+
+    /** {@code this += value} in place, an exact integer. */
+    public DTensor add_(long value) {
+        return inPlace(ViewCalls.of("add_", "T,i", null, value));
+    }
+
+    /** {@code this -= other} in place, broadcasting. */
+    public DTensor sub_(DTensor other) {
+        return inPlace(ViewCalls.of("sub_", "T,T", null, null), nonNull(other, "sub_", "other"));
+    }
+
+    /** {@code this -= value} in place. */
+    public DTensor sub_(double value) {
+        return inPlace(ViewCalls.of("sub_", "T,f", null, value));
+    }
+
+    /** {@code this *= other} in place, broadcasting. */
+    public DTensor mul_(DTensor other) {
+        return inPlace(ViewCalls.of("mul_", "T,T", null, null), nonNull(other, "mul_", "other"));
+    }
+
+    /** {@code this *= value} in place. */
+    public DTensor mul_(double value) {
+        return inPlace(ViewCalls.of("mul_", "T,f", null, value));
+    }
+
+    /** {@code this /= other} in place, broadcasting (true division: a floating-point tensor). */
+    public DTensor div_(DTensor other) {
+        return inPlace(ViewCalls.of("div_", "T,T", null, null), nonNull(other, "div_", "other"));
+    }
+
+    /** {@code this /= value} in place. */
+    public DTensor div_(double value) {
+        return inPlace(ViewCalls.of("div_", "T,f", null, value));
+    }
+
+    /** {@code value} where {@code mask} (bool, broadcasting) is true, in place. */
+    public DTensor maskedFill_(DTensor mask, double value) {
+        return inPlace(ViewCalls.of("masked_fill_", "T,T,f", null, null, value), nonNull(mask, "masked_fill_", "mask"));
+    }
+
+    /** Every element {@code value}, in place. */
+    public DTensor fill_(double value) {
+        return inPlace(ViewCalls.of("fill_", "T,f", null, value));
+    }
+
+    /** Every element 0, in place. */
+    public DTensor zero_() {
+        return inPlace(ViewCalls.of("zero_", "T", (Object) null));
+    }
+
+    private DTensor inPlace(AtenCall call, DTensor... others) {
+        DTensor[] inputs = new DTensor[others.length + 1];
+        inputs[0] = this;
+        System.arraycopy(others, 0, inputs, 1, others.length);
+        runtime.aten(call, inputs);
+        return this;
+    }
+
+    /**
+     * {@code this[index] = value} in place ({@code t[2:5] = v}, {@code t[..., i, :] = v}): each device writes the part of
+     * the indexed box in its own shard, so writing one row into a sharded tensor touches one row's bytes. {@code value}
+     * broadcasts to the box's shape. Returns this tensor.
+     */
+    public DTensor setItem(DTensor value, Index... index) {
+        runtime.setRegion(this, Index.region(shape(), index), nonNull(value, "setitem", "value"));
+        return this;
+    }
+
+    /** {@code this[index] = value} in place, for a number. */
+    public DTensor setItem(double value, Index... index) {
+        runtime.setRegion(this, Index.region(shape(), index), value);
+        return this;
+    }
+
+    /** {@code this[index] = value} in place, for an exact integer. */
+    public DTensor setItem(long value, Index... index) {
+        runtime.setRegion(this, Index.region(shape(), index), value);
+        return this;
+    }
+
+    /**
+     * {@code this[index]}: a view made of {@code select}, {@code slice} and {@code unsqueeze}; it shares this tensor's memory
+     * where the view keeps every shard where it is, and follows it otherwise (a write into either shows in the other).
+     */
+    public DTensor getItem(Index... index) {
+        List<Index> items = Index.expand(ndim(), index);
+        DTensor view = this;
+        int d = 0;
+        // The intermediate views stay open: a view derived from one of them writes back into it.
+        {
+            for (Index item : items) {
+                DTensor next = switch (item) {
+                    case Index.NewAxis n -> runtime.aten(ViewCalls.of("unsqueeze", "T,i", null, (long) d++), view).getFirst();
+                    case Index.At at -> {
+                        Region r = Index.region(new long[] {view.size(d)}, at);
+                        yield runtime.aten(ViewCalls.of("select", "T,i,i", null, (long) d, r.starts()[0]), view).getFirst();
+                    }
+                    case Index.Slice sl -> {
+                        Region r = Index.region(new long[] {view.size(d)}, sl);
+                        long start = r.starts()[0];
+                        long end = r.counts()[0] == 0 ? start : start + (r.counts()[0] - 1) * sl.step() + 1;
+                        d++;
+                        if (start == 0 && end == view.size(d - 1) && sl.step() == 1) {
+                            yield view;
+                        }
+                        yield runtime.aten(ViewCalls.of("slice", "T,i,i,i,i", null, (long) (d - 1), start, end, sl.step()), view).getFirst();
+                    }
+                    case Index.Ellipsis e -> throw new IllegalStateException("expanded away");
+                };
+                view = next;
+            }
+            return view == this ? runtime.aten(ViewCalls.of("alias", "T", (Object) null), this).getFirst() : view;
+        }
     }
 
     // ---- values -----------------------------------------------------------------------------------

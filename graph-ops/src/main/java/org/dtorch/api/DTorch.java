@@ -40,6 +40,7 @@ import org.dtorch.core.graph.GraphDot;
 import org.dtorch.core.graph.GraphHistory;
 import org.dtorch.core.graph.OpSpec;
 import org.dtorch.core.graph.Operand;
+import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.core.runtime.EagerRuntime;
 import org.dtorch.core.runtime.MemoryStats;
 import org.dtorch.core.runtime.PromiseSpec;
@@ -47,6 +48,11 @@ import org.dtorch.core.runtime.process.NodeSpec;
 import org.dtorch.core.trace.Profiler;
 import org.dtorch.core.kernel.ChannelTransferKernel;
 import org.dtorch.ops.AtenSpec;
+import org.dtorch.ops.CopySpec;
+import org.dtorch.ops.InPlaceSpec;
+import org.dtorch.ops.Region;
+import org.dtorch.ops.RegionWriteSpec;
+import org.dtorch.ops.aten.Overload;
 import org.dtorch.ops.ChannelDetachSpec;
 import org.dtorch.ops.FallbackWarnings;
 import org.dtorch.ops.ShardingStrategy;
@@ -83,6 +89,8 @@ public final class DTorch implements AutoCloseable {
     private Path tracePath;
     /** Moves operators' inputs to placements they take, unless the strict mode is on. */
     private final ImplicitRedistribution implicit;
+    /** Keeps views sharing memory with their bases, or following them. */
+    private final Aliasing aliasing = new Aliasing(this);
 
     private DTorch(DTorchOptions options) {
         this.tracePath = options.trace().orElse(null);
@@ -461,6 +469,8 @@ public final class DTorch implements AutoCloseable {
      */
     public TensorFuture getTensorAsync(DTensor t) {
         Objects.requireNonNull(t, "getTensorAsync: tensor is null");
+        t.ensureOpen();
+        aliasing.fresh(t);
         DTensor local = t;
         if (t.mesh().count() != 1) {
             // A distributed tensor on a CPU mesh of a runtime on CUDA is gathered on the GPU (decision 141).
@@ -472,7 +482,9 @@ public final class DTorch implements AutoCloseable {
         TensorPromise promise = runtime.newPromise(local.mesh().deviceIds().getFirst(), expected);
         TensorFuture future = promise.getFuture();
         try {
-            graph().add(PromiseSpec.getTensor(promise), List.of(local.operand()));
+            // The tensor itself (not a gathered copy) may be written after: its value is copied, as torch's .cpu() of a
+            // host tensor is not, so that to_torch() is what the tensor held at this point of the program.
+            graph().add(PromiseSpec.getTensor(promise, local == t), List.of(local.operand()));
         } finally {
             if (local != t) {
                 local.close();
@@ -553,7 +565,78 @@ public final class DTorch implements AutoCloseable {
      */
     public List<DTensor> aten(AtenCall call, DTensor... inputs) {
         Objects.requireNonNull(call, "aten: call is null");
+        Overload overload = call.overload();
+        if (InPlaceSpec.isInPlace(overload)) {
+            Objects.requireNonNull(inputs, () -> call.qualifiedName() + ": inputs is null");
+            if (inputs.length == 0 || inputs[0] == null) {
+                throw new NullPointerException(call.qualifiedName() + ": input 0 is null");
+            }
+            InPlaceSpec spec = new InPlaceSpec(call);
+            DTensor[] others = Arrays.copyOfRange(inputs, 1, inputs.length);
+            List<TensorMeta> metas = new ArrayList<>(inputs.length);
+            for (DTensor t : inputs) {
+                metas.add(Objects.requireNonNull(t, () -> call.qualifiedName() + ": an input is null").meta());
+            }
+            if (!spec.keepsPlacements(metas) && implicit.enabled()) {
+                // No shard can take its own part of the result where it is (a non-linear operator on partial sums, a
+                // dimension the operator mixes): the result is computed out of place and copied back, moved to the
+                // tensor's placements.
+                spec.check(metas);
+                List<DTensor> result = applyMulti(new AtenSpec(spec.functional()), inputs);
+                try {
+                    write(CopySpec.INSTANCE, inputs[0], result.getFirst());
+                } finally {
+                    result.forEach(DTensor::close);
+                }
+            } else {
+                write(spec, inputs[0], others);
+            }
+            return List.of(inputs[0]);
+        }
+        if (!overload.mutatedParams().isEmpty()) {
+            return OutVariants.run(this, call, inputs);
+        }
         return applyMulti(new AtenSpec(call), inputs);
+    }
+
+    /**
+     * Adds {@code spec}, an operator that writes into {@code target} (its first input) in place and has no output, after
+     * moving the other inputs where it needs them; then counts the write, so that views of {@code target} follow it.
+     */
+    void write(OpSpec spec, DTensor target, DTensor... others) {
+        Objects.requireNonNull(target, () -> spec.name() + ": the tensor written is null");
+        target.ensureOpen();
+        aliasing.checkWritable(target, spec.name());
+        DTensor[] inputs = new DTensor[others.length + 1];
+        inputs[0] = target;
+        System.arraycopy(others, 0, inputs, 1, others.length);
+        applyNoOutput(spec, inputs);
+        aliasing.written(target);
+    }
+
+    /**
+     * {@code t[region] = value} in place: each device writes the part of the region in its own shard, so a write of one
+     * row touches one row's bytes ({@link RegionWriteSpec}); {@code value} broadcasts to the region's shape and is moved
+     * where the devices need it.
+     */
+    public void setRegion(DTensor t, Region region, DTensor value) {
+        write(RegionWriteSpec.ofTensor(Objects.requireNonNull(region, "setitem: region is null")), t,
+            Objects.requireNonNull(value, "setitem: value is null"));
+    }
+
+    /** {@code t[region] = value} in place, for a number. */
+    public void setRegion(DTensor t, Region region, double value) {
+        write(RegionWriteSpec.ofNumber(Objects.requireNonNull(region, "setitem: region is null"), value), t);
+    }
+
+    /** {@code t[region] = value} in place, for an exact integer. */
+    public void setRegion(DTensor t, Region region, long value) {
+        write(RegionWriteSpec.ofNumber(Objects.requireNonNull(region, "setitem: region is null"), value), t);
+    }
+
+    /** {@code t[region] = value} in place, for a bool. */
+    public void setRegion(DTensor t, Region region, boolean value) {
+        write(RegionWriteSpec.ofNumber(Objects.requireNonNull(region, "setitem: region is null"), value), t);
     }
 
     /**
@@ -578,10 +661,7 @@ public final class DTorch implements AutoCloseable {
      * mode is on ({@link #setImplicitRedistribution}).
      */
     public DTensor apply(OpSpec spec, DTensor... inputs) {
-        try (ImplicitRedistribution.Fitted fitted = implicit.fit(Objects.requireNonNull(spec, "apply: spec is null"), inputs)) {
-            Operand output = graph().addSingle(spec, operands(spec, fitted.inputs()));
-            return new DTensor(this, output);
-        }
+        return applyMulti(spec, inputs).getFirst();
     }
 
     /** Adds an operator and returns handles of all its outputs, its inputs fitted as {@link #apply} fits them. */
@@ -591,14 +671,17 @@ public final class DTorch implements AutoCloseable {
             for (Operand o : graph().add(spec, operands(spec, fitted.inputs()))) {
                 outputs.add(new DTensor(this, o));
             }
+            aliasing.outputsOf(spec, inputs, fitted.inputs(), outputs);
             return outputs;
         }
     }
 
     void applyNoOutput(OpSpec spec, DTensor... inputs) {
-        List<Operand> outputs = graph().add(spec, operands(spec, inputs));
-        if (!outputs.isEmpty()) {
-            throw new IllegalStateException(spec.name() + " unexpectedly has outputs");
+        try (ImplicitRedistribution.Fitted fitted = implicit.fit(Objects.requireNonNull(spec, "apply: spec is null"), inputs)) {
+            List<Operand> outputs = graph().add(spec, operands(spec, fitted.inputs()));
+            if (!outputs.isEmpty()) {
+                throw new IllegalStateException(spec.name() + " unexpectedly has outputs");
+            }
         }
     }
 
@@ -611,6 +694,7 @@ public final class DTorch implements AutoCloseable {
             if (t.runtime() != this) {
                 throw new IllegalArgumentException("tensor " + t + " belongs to another runtime");
             }
+            aliasing.fresh(t);
             operands.add(DTensor.operandOf(t));
         }
         return operands;

@@ -53,6 +53,27 @@ public final class OpsCodecs implements OpSpecCodecProvider {
             .putInt(c.maxProfiles()).putInt(c.refQueueBytes());
     }
 
+    private static void writeRegion(Region r, WireWriter out) {
+        boolean[] selected = r.selected();
+        long[] flags = new long[selected.length];
+        for (int d = 0; d < flags.length; d++) {
+            flags[d] = selected[d] ? 1 : 0;
+        }
+        out.putLongs(r.starts()).putLongs(r.counts()).putLongs(r.steps()).putLongs(flags);
+    }
+
+    private static Region readRegion(WireReader in) {
+        long[] starts = in.getLongs("region starts");
+        long[] counts = in.getLongs("region counts");
+        long[] steps = in.getLongs("region steps");
+        long[] flags = in.getLongs("region selections");
+        boolean[] selected = new boolean[flags.length];
+        for (int d = 0; d < flags.length; d++) {
+            selected[d] = flags[d] != 0;
+        }
+        return new Region(starts, counts, steps, selected);
+    }
+
     /** An implicit move's operator name, or the empty string for an explicit move. */
     private static void writeImplicitFor(String implicitFor, WireWriter out) {
         out.putString(implicitFor == null ? "" : implicitFor);
@@ -120,6 +141,18 @@ public final class OpsCodecs implements OpSpecCodecProvider {
                 in -> new RingAttentionSpec(in.wire().getBoolean("ring attention causal"))),
             new Codec<>(AtenSpec.class, "ops.aten", (s, out) -> AtenCallCodec.write(s.call(), out.wire()),
                 in -> new AtenSpec(AtenCallCodec.read(in.wire()))),
+            new Codec<>(InPlaceSpec.class, "ops.inplace", (s, out) -> AtenCallCodec.write(s.call(), out.wire()),
+                in -> new InPlaceSpec(AtenCallCodec.read(in.wire()))),
+            new Codec<>(RegionWriteSpec.class, "ops.setitem", (s, out) -> {
+                writeRegion(s.region(), out.wire());
+                out.wire().putBoolean(s.scalar() != null);
+                if (s.scalar() != null) {
+                    s.scalar().write(out.wire());
+                }
+            }, in -> {
+                Region region = readRegion(in.wire());
+                return RegionWriteSpec.restore(region, in.wire().getBoolean("setitem number") ? ScalarValue.read(in.wire(), "setitem value") : null);
+            }),
             new Codec<>(FactorySpec.class, "ops.factory", (s, out) -> {
                 TensorMeta meta = s.meta();
                 out.wire().putByte(s.kind().ordinal()).putLongs(meta.shape()).putDtype(meta.dtype());

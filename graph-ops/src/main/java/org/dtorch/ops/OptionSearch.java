@@ -43,6 +43,24 @@ final class OptionSearch {
      * @throws IllegalArgumentException naming {@code op} when no combination gives the inputs a layout they can have
      */
     static ShardingStrategy.Decision cheapest(String op, List<TensorMeta> inputs, List<List<Option>> options, int outputs) {
+        return cheapest(op, inputs, options, outputs, -1);
+    }
+
+    /**
+     * As {@link #cheapest(String, List, List, int)}, but where {@code pinned >= 0} only the options that leave input
+     * {@code pinned} as it is and give the output its placements: an in-place operator writes its result into that input.
+     *
+     * @throws IllegalArgumentException as the other form, and when no option keeps the pinned input
+     */
+    static ShardingStrategy.Decision cheapest(String op, List<TensorMeta> inputs, List<List<Option>> options, int outputs, int pinned) {
+        if (pinned >= 0) {
+            List<List<Option>> kept = new ArrayList<>(options.size());
+            for (int m = 0; m < options.size(); m++) {
+                Placement own = inputs.get(pinned).placement(m);
+                kept.add(options.get(m).stream().filter(o -> o.inputs().get(pinned).equals(own) && o.output().equals(own)).toList());
+            }
+            options = kept;
+        }
         int[] fit = fitting(inputs, options);
         if (fit != null) {
             return decision(options, fit, inputs.size(), outputs);

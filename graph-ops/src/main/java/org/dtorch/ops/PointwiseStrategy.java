@@ -75,12 +75,27 @@ final class PointwiseStrategy implements ShardingStrategy {
      * operators of the Java API share this rule.
      */
     static Decision decide(String name, List<TensorMeta> inputs, long[] shape, int outputs) {
+        return OptionSearch.cheapest(name, inputs, options(name, inputs, shape), outputs);
+    }
+
+    /** The cheapest placements that keep input {@code pinned} and give the output its placements, or null. */
+    @Override
+    public Decision decidePinned(AtenCall call, List<TensorMeta> inputs, int pinned) {
+        String name = call.qualifiedName();
+        try {
+            return OptionSearch.cheapest(name, inputs, options(name, inputs, outputShape(call, inputs)), 1, pinned);
+        } catch (IllegalArgumentException e) {
+            return null;
+        }
+    }
+
+    private static List<List<Option>> options(String name, List<TensorMeta> inputs, long[] shape) {
         int meshDims = inputs.getFirst().placements().size();
         List<List<Option>> options = new ArrayList<>(meshDims);
         for (int m = 0; m < meshDims; m++) {
             options.add(options(name, inputs, shape, m));
         }
-        return OptionSearch.cheapest(name, inputs, options, outputs);
+        return options;
     }
 
     /**

@@ -95,6 +95,17 @@ public interface ShardingStrategy {
         return false;
     }
 
+    /**
+     * The placements for {@code call} when input {@code pinned} must keep its placements and the one output gets them too:
+     * an in-place operator writes its result into that input. By default {@link #decide}'s answer where it already
+     * is so, else null (the family cannot run {@code call} in place on these placements).
+     */
+    default Decision decidePinned(AtenCall call, List<TensorMeta> inputs, int pinned) {
+        Decision d = decide(call, inputs, 1);
+        List<Placement> own = inputs.get(pinned).placements();
+        return d.inputs().get(pinned).equals(own) && d.outputs().getFirst().equals(own) ? d : null;
+    }
+
     /** The input placements the strategy runs without communication, in words, for error messages. */
     String legal();
 }

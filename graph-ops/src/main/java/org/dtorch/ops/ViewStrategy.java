@@ -49,13 +49,13 @@ final class ViewStrategy implements ShardingStrategy {
     static final Set<String> NAMES = Set.of("reshape", "view", "_unsafe_view", "flatten", "unflatten", "squeeze", "unsqueeze",
         "expand", "permute", "transpose", "swapaxes", "swapdims", "t", "movedim", "moveaxis", "select", "narrow", "slice",
         "constant_pad_nd", "pad", "repeat", "repeat_interleave", "flip", "roll", "index_select", "slice_scatter", "select_scatter", "index_copy",
-        "fill");
+        "fill", "zero", "alias");
     /** Operators whose output is the input's elements in another shape, in the same order. */
     private static final Set<String> RESHAPES = Set.of("reshape", "view", "_unsafe_view", "flatten", "unflatten", "squeeze",
         "unsqueeze");
 
     /** Operators whose output has the input's shape. */
-    private static final Set<String> SHAPE_KEEPING = Set.of("flip", "roll", "fill", "index_copy");
+    private static final Set<String> SHAPE_KEEPING = Set.of("flip", "roll", "fill", "zero", "alias", "index_copy");
 
     private ViewStrategy() {
     }
@@ -202,8 +202,8 @@ final class ViewStrategy implements ShardingStrategy {
                     carry[Rules.normalizeDim(call.qualifiedName(), Math.toIntExact(d), n)] = -1;
                 }
             }
-            case "fill" -> {
-                // every element becomes the value: shards stay where they are
+            case "fill", "zero", "alias" -> {
+                // every element becomes the value, or stays itself: shards stay where they are
             }
             default -> throw new IllegalStateException(call.qualifiedName() + " is listed as a view but has no rule");
         }
@@ -351,11 +351,12 @@ final class ViewStrategy implements ShardingStrategy {
     private static boolean partialPasses(AtenCall call, ReduceOpType op) {
         String name = call.overload().name();
         Object mode = call.constant("mode"); // null: the default, "constant"
-        boolean constant = name.equals("constant_pad_nd") || name.equals("fill") || name.equals("pad") && (mode == null || mode.equals("constant"));
+        boolean constant = name.equals("constant_pad_nd") || name.equals("fill") || name.equals("zero")
+            || name.equals("pad") && (mode == null || mode.equals("constant"));
         if (!constant) {
             return true;
         }
-        Object v = call.constant("value");
+        Object v = name.equals("zero") ? Long.valueOf(0) : call.constant("value");
         double value = v == null ? 0 : v instanceof Boolean b ? (b ? 1 : 0) : ((Number) v).doubleValue();
         return switch (op) {
             case SUM -> value == 0;

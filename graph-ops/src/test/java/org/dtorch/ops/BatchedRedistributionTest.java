@@ -49,7 +49,7 @@ class BatchedRedistributionTest {
     @ValueSource(booleans = {false, true})
     void shouldMatchTorchWhenSeveralInputsMove(boolean sameDevice) {
         try (DTorch dt = DTorch.init(DTorchOptions.builder().devices(4).sameDevice(sameDevice).build());
-             Tensor a = values(0); Tensor b = values(5); Tensor product = a.mul(b); Tensor squared = a.mul(a);
+             Tensor a = values(0); Tensor b = values(5); Tensor product = a.mul(b); Tensor larger = torch.maximum(a, b);
              Tensor quotientBase = b.abs();
              Scalar one = new Scalar(1f); Tensor positive = quotientBase.add(one); Tensor quotient = a.div(positive)) {
             DeviceMesh line = dt.initDeviceMesh(new int[] {4});
@@ -58,23 +58,27 @@ class BatchedRedistributionTest {
                  DTensor p = ra.redistribute(Placement.partial()); DTensor q = rb.redistribute(Placement.partial());
                  DTensor sb = dt.tensor(b, line, Placement.shard(1)); DTensor rPositive = dt.tensor(positive, line, Placement.replicate());
                  DTensor pPositive = rPositive.redistribute(Placement.partial());
-                 DTensor pq = dt.aten(call("mul", "T,T", null, null), p, q).getFirst();
-                 DTensor square = dt.aten(call("mul", "T,T", null, null), p, p).getFirst();
-                 DTensor ps = dt.aten(call("mul", "T,T", null, null), p, sb).getFirst();
+                 DTensor pq = dt.aten(call("maximum", "T,T", null, null), p, q).getFirst();
+                 DTensor same = dt.aten(call("maximum", "T,T", null, null), p, p).getFirst();
+                 DTensor ps = dt.aten(call("maximum", "T,T", null, null), p, sb).getFirst();
+                 DTensor onePartialKept = dt.aten(call("mul", "T,T", null, null), p, q).getFirst();
                  DTensor pp = dt.aten(call("div", "T,T", null, null), p, pPositive).getFirst();
                  DTensor ssa = dt.tensor(a, grid, Placement.shard(0), Placement.replicate());
                  DTensor ssb = dt.tensor(b, grid, Placement.shard(0), Placement.replicate());
                  DTensor sa = ssa.redistribute(Placement.shard(0), Placement.partial());
                  DTensor sq = ssb.redistribute(Placement.shard(0), Placement.partial());
-                 DTensor nested = dt.aten(call("mul", "T,T", null, null), sa, sq).getFirst()) {
-                assertSame(product, pq, "partial * partial");
-                assertSame(squared, square, "one partial sum as both inputs");
-                assertSame(product, ps, "partial * shard");
+                 DTensor nested = dt.aten(call("maximum", "T,T", null, null), sa, sq).getFirst()) {
+                // maximum is linear in neither input: both partial sums are reduced, in one operator.
+                assertSame(larger, pq, "maximum(partial, partial)");
+                assertSame(a, same, "one partial sum as both inputs");
+                assertSame(larger, ps, "maximum(partial, shard)");
+                assertEquals(List.of(Placement.partial()), onePartialKept.placements(), "mul is linear in one factor: one stays partial");
+                assertSame(product, onePartialKept, "partial * partial");
                 try (Tensor got = pp.toTorch()) {
                     assertTrue(torch.allclose(quotient, got), "partial / partial: " + TestTensors.diff(quotient, got));
                 }
-                assertEquals(List.of(Placement.shard(0), Placement.replicate()), nested.placements());
-                assertSame(product, nested, "[S(0), P] * [S(0), P] on 2 x 2");
+                assertTrue(nested.placements().stream().noneMatch(Placement::isPartial), nested.placements().toString());
+                assertSame(larger, nested, "maximum([S(0), P], [S(0), P]) on 2 x 2");
             }
         }
     }

@@ -17,6 +17,7 @@ import org.bytedeco.pytorch.global.torch;
 import org.dtorch.api.ChannelEdge;
 import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
+import org.dtorch.api.Index;
 import org.dtorch.core.communication.ReduceOpType;
 import org.dtorch.core.communication.group.CollectiveKind;
 import org.dtorch.core.device.DeviceKind;
@@ -31,6 +32,7 @@ import org.dtorch.core.trace.Trace;
 import org.dtorch.ops.BinarySpec;
 import org.dtorch.ops.FactorySpec;
 import org.dtorch.ops.ReduceSpec;
+import org.dtorch.ops.Region;
 import org.dtorch.ops.RingAttentionSpec;
 import org.dtorch.ops.ScalarSpec;
 import org.dtorch.ops.Shapes;
@@ -513,6 +515,46 @@ public final class PyBridge {
     @HostAccess.Export
     public boolean implicitRedistribution() {
         return runtime.implicitRedistribution();
+    }
+
+    /**
+     * {@code t[index] = value} in place, for a basic index: {@code items} holds one entry per index item, a list
+     * {@code ["at", i]}, {@code ["slice", start, stop, step]} (None bounds), {@code ["none"]} or {@code ["ellipsis"]};
+     * {@code value} is a {@link DTensor} or a number of {@code valueKind} ({@code bool}, {@code int}, {@code float}).
+     */
+    @HostAccess.Export
+    public void setItem(DTensor t, Value items, Value value, String valueKind) {
+        Region region = Index.region(t.shape(), indexItems(items));
+        if (value.isHostObject() && value.asHostObject() instanceof DTensor v) {
+            runtime.setRegion(t, region, v);
+            return;
+        }
+        switch (valueKind) {
+            case "bool" -> runtime.setRegion(t, region, value.asBoolean());
+            case "int" -> runtime.setRegion(t, region, exactLong("setitem", value));
+            case "float" -> runtime.setRegion(t, region, value.asDouble());
+            default -> throw new IllegalArgumentException("setitem: unknown value kind '" + valueKind + "'");
+        }
+    }
+
+    private static Index[] indexItems(Value items) {
+        Index[] out = new Index[Math.toIntExact(items.getArraySize())];
+        for (int i = 0; i < out.length; i++) {
+            Value item = items.getArrayElement(i);
+            String kind = item.getArrayElement(0).asString();
+            out[i] = switch (kind) {
+                case "at" -> Index.at(item.getArrayElement(1).asLong());
+                case "slice" -> Index.slice(bound(item.getArrayElement(1)), bound(item.getArrayElement(2)), item.getArrayElement(3).asLong());
+                case "none" -> Index.none();
+                case "ellipsis" -> Index.ellipsis();
+                default -> throw new IllegalArgumentException("setitem: unknown index item '" + kind + "'");
+            };
+        }
+        return out;
+    }
+
+    private static Long bound(Value v) {
+        return v.isNull() ? null : v.asLong();
     }
 
     /** {@code dst.copy_(src)}. */

@@ -1,9 +1,10 @@
-"""dt[index] and dt[index] = value on distributed tensors, made of generic operators (see Tensor.__getitem__).
+"""dt[index] and dt[index] = value on distributed tensors (see Tensor.__getitem__ and Tensor.__setitem__).
 
-Basic indexing (ints, slices with steps, None, Ellipsis) is select, slice and unsqueeze; one long index (a dtorch or
-torch tensor, or a list of ints) is index_select. Assignment is functional: the value is written into copies with
-slice_scatter, select_scatter and index_copy (a 1-D long index), innermost first, and the caller rebinds the tensor to
-the result; a bool mask of the tensor's shape is a where."""
+Basic indexing (ints, slices with steps, None, Ellipsis) is select, slice and unsqueeze: views, which share the tensor's
+memory where they keep every shard where it is and follow it otherwise. One long index (a dtorch or torch tensor, or a
+list of ints) is index_select. Assignment writes in place: a basic index is a box each device writes its part of, a bool
+mask of the tensor's shape is masked_fill_ (or a where copied back), a long index is index_copy_ into the view of the
+basic items."""
 
 import builtins
 import numbers
@@ -111,50 +112,80 @@ def getitem(t, index):
     return state["t"]
 
 
+def _value_tensor(t, value):
+    """A value for an assignment into t: a dtorch.Tensor as it is, a torch.Tensor replicated on t's mesh."""
+    from ._tensor import Tensor, _from_torch
+    from .distributed_spec import Replicate
+    if isinstance(value, _torch.Tensor):
+        mesh = t.device_mesh
+        return _from_torch(value, mesh, [Replicate()] * mesh.ndim)
+    return value
+
+
 def setitem(t, index, value):
-    """The tensor t with t[index] = value written, as a new distributed tensor (t itself is unchanged)."""
-    from ._tensor import Tensor, _scalar
+    """t[index] = value, in place: t keeps its placements and every device writes the part of the indexed box in its own
+    shard (a one-row write touches one row's bytes); views of t see the change. A bool mask of t's shape writes where it
+    is true; one long index (a tensor or list) among basic items writes those positions (index_copy_)."""
+    from ._tensor import Tensor, _scalar, _b
+    from . import _bridge
+    value = _value_tensor(t, value)
+    if not isinstance(value, Tensor) and _scalar(value)[1] is None:
+        raise TypeError("a dtorch.Tensor takes a dtorch.Tensor, a torch.Tensor or a number in an assignment, got %r" % (value,))
     if _is_mask(index):
         mask = _index_tensor(t, index)
-        out = _aten("where", mask, value, t)
-        return out if out.dtype == t.dtype else out.to(t.dtype)
-    steps = []  # (tensor before the step, operator, dim, arguments), outermost first
-    state = {"t": t}
-
-    def step(op, dim, *args):
-        steps.append((state["t"], op, dim, args))
-        state["t"] = _aten(op, state["t"], dim, *args)
-
-    def on_int(dim, i):
-        step("select", dim, i)
-        return 0
-
-    def on_slice(dim, item):
-        step("slice", dim, item.start, item.stop, 1 if item.step is None else item.step)
-        return 1
-
-    def on_advanced(dim, item):
-        idx = _index_tensor(t, item)
-        if idx.ndim != 1 or builtins.any(op == "index_select" for _, op, _, _ in steps):
-            raise NotImplementedError("assignment through tensor or list indices takes one 1-D index on dtorch.Tensor")
-        step("index_select", dim, idx)
-        return 1
-
-    _walk(t, index, on_int, on_slice, lambda dim: 0, on_advanced)
-    view = state["t"]
+        if isinstance(value, Tensor):
+            t.copy_(_aten("where", mask, value, t))
+        else:
+            t.masked_fill_(mask, value)
+        return
+    items = index if type(index) is tuple else (index,)
+    spec = []
+    advanced = []
+    for position, item in enumerate(items):
+        if item is None:
+            spec.append(["none"])
+        elif item is Ellipsis:
+            spec.append(["ellipsis"])
+        elif isinstance(item, numbers.Integral) and not isinstance(item, builtins.bool):
+            spec.append(["at", int(item)])
+        elif type(item) is slice:
+            if item.step is not None and item.step <= 0:
+                raise ValueError("step must be greater than zero")
+            bounds = [None if b is None else int(b) for b in (item.start, item.stop)]
+            spec.append(["slice", bounds[0], bounds[1], 1 if item.step is None else int(item.step)])
+        elif isinstance(item, (Tensor, _torch.Tensor, list)) and not _is_mask(item):
+            advanced.append(position)
+        else:
+            raise TypeError("dtorch.Tensor indices are ints, slices (`:`), ellipsis (`...`), None, one long tensor or list, "
+                            "or (in an assignment) a bool mask of the tensor's shape; got %s" % type(item).__name__)
+    if not advanced:
+        if isinstance(value, Tensor):
+            _bridge.call(_b().setItem, t._java, spec, value._java, "tensor")
+        else:
+            number, kind = _scalar(value)
+            _bridge.call(_b().setItem, t._java, spec, number, kind)
+        return
+    if len(advanced) > 1:
+        raise NotImplementedError("assignment through tensor or list indices takes one index on dtorch.Tensor")
+    # The box of the basic items, with the indexed dimension whole: a view of t, which writes into t.
+    position = advanced[0]
+    idx = _index_tensor(t, items[position])
+    if idx.ndim != 1:
+        raise NotImplementedError("assignment through a tensor or list index takes a 1-D index on dtorch.Tensor")
+    basic = list(items)
+    basic[position] = slice(None)
+    view = getitem(t, tuple(basic))
+    dim = builtins.sum(1 for i in items[:position] if not (isinstance(i, numbers.Integral) and not isinstance(i, builtins.bool)))
+    if Ellipsis in items[:position]:
+        dim = position + (t.ndim - builtins.sum(1 for i in items if i is not None and i is not Ellipsis)) - 1
+    shape = list(view.shape)
+    shape[dim] = idx.shape[0]
     if isinstance(value, Tensor):
         src = value if value.dtype == view.dtype else value.to(view.dtype)
-        while src.ndim > view.ndim and src.shape[0] == 1:
+        while src.ndim > len(shape) and src.shape[0] == 1:
             src = _aten("squeeze", src, 0)
-        if src.shape != view.shape:
-            src = _aten("expand", src, list(view.shape))
-    elif _scalar(value)[1] is not None:
-        src = _aten("fill", view, value)
+        if list(src.shape) != shape:
+            src = _aten("expand", src, shape)
+        view.index_copy_(dim, idx, src)
     else:
-        raise TypeError("a dtorch.Tensor takes a dtorch.Tensor or a number in an assignment, got %r" % (value,))
-    for base, op, dim, args in reversed(steps):
-        if op == "index_select":
-            src = _aten("index_copy", base, dim, args[0], src)
-        else:
-            src = _aten(op + "_scatter", base, src, dim, *args)
-    return src
+        view.index_fill_(dim, idx, value)

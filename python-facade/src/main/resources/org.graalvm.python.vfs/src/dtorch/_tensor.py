@@ -277,10 +277,32 @@ class Tensor:
         return _indexing.getitem(self, index)
 
     def __setitem__(self, index, value):
-        """t[1:5] = value, functionally: this Tensor is rebound to a new distributed tensor with the value written
-        (slice_scatter, select_scatter, or where for a bool mask). Other Tensors that were taken from it before (views
-        included) keep the old values, and writing into them does not change this one."""
-        self._java = _indexing.setitem(self, index, value)._java
+        """t[1:5] = v, t[..., i, :] = 0, t[mask] = v, t[idx] = v: in place, as in torch. Every device writes the part of the
+        indexed box in its own shard (a one-row write touches one row's bytes); views of t, and t itself when it is a view,
+        see the change."""
+        _indexing.setitem(self, index, value)
+
+    # ---- in place (Python's augmented assignments are torch's in-place operators) ----
+    def __iadd__(self, other):
+        return aten("add_", (self, other))
+
+    def __isub__(self, other):
+        return aten("sub_", (self, other))
+
+    def __imul__(self, other):
+        return aten("mul_", (self, other))
+
+    def __itruediv__(self, other):
+        return aten("div_", (self, other))
+
+    def __iand__(self, other):
+        return aten("bitwise_and_", (self, other))
+
+    def __ior__(self, other):
+        return aten("bitwise_or_", (self, other))
+
+    def __ixor__(self, other):
+        return aten("bitwise_xor_", (self, other))
 
     def to(self, dtype):
         if dtype is None:
@@ -590,7 +612,13 @@ def aten(name, args=(), kwargs=None):
         if "ArgumentMismatchException" in message:
             raise TypeError(message.partition(": ")[2]) from None
         raise _bridge.translate(message) from None
-    return _returns(result)
+    out = (kwargs or {}).get("out")
+    if out is not None:
+        return out  # an out= call returns the tensors it wrote, as torch does
+    returned = _returns(result)
+    if name.endswith("_") and args and isinstance(args[0], Tensor) and isinstance(returned, Tensor) and returned._java == args[0]._java:
+        return args[0]  # an in-place operator returns the tensor it wrote
+    return returned
 
 
 # ---- functions ----

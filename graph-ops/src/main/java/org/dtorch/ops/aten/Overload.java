@@ -2,6 +2,7 @@ package org.dtorch.ops.aten;
 
 import java.util.ArrayList;
 import java.util.List;
+import org.bytedeco.pytorch.AliasInfo;
 import org.bytedeco.pytorch.Argument;
 import org.bytedeco.pytorch.FunctionSchema;
 import org.bytedeco.pytorch.IValue;
@@ -32,6 +33,10 @@ public final class Overload {
     private final int positionalCount;
     private final List<String> returnTypes;
     private final List<String> returnNames;
+    /** The parameters the operator writes into (alias annotation {@code (a!)}), by name, in order. */
+    private final List<String> mutated;
+    /** True when a return aliases an input without writing it (a view: {@code Tensor(a)}). */
+    private final boolean returnsView;
 
     public Overload(String name, String overloadName, OperatorHandle handle) {
         this.name = name;
@@ -40,6 +45,7 @@ public final class Overload {
         FunctionSchema schema = handle.schema();
         Argument arguments = schema.arguments();
         List<Param> ps = new ArrayList<>();
+        List<String> writes = new ArrayList<>();
         int positional = 0;
         for (long i = 0; i < arguments.limit(); i++) {
             Argument a = arguments.getPointer(i);
@@ -47,21 +53,30 @@ public final class Overload {
             IValueOptional dv = a.default_value();
             IValue def = dv.has_value() ? new IValue(dv.get()) : null;
             ps.add(new Param(a.name().getString(), type, a.kwarg_only(), def, def == null ? null : describe(def), elementType(a)));
+            AliasInfo alias = a.alias_info();
+            if (alias != null && !alias.isNull() && alias.isWrite()) {
+                writes.add(a.name().getString());
+            }
             if (!a.kwarg_only()) {
                 positional++;
             }
         }
         this.params = List.copyOf(ps);
         this.positionalCount = positional;
+        this.mutated = List.copyOf(writes);
         Argument returns = schema.returns();
         List<String> types = new ArrayList<>();
         List<String> names = new ArrayList<>();
+        boolean view = false;
         for (long i = 0; i < returns.limit(); i++) {
             Argument r = returns.getPointer(i);
+            AliasInfo alias = r.alias_info();
+            view |= alias != null && !alias.isNull() && !alias.isWrite();
             types.add(returnKind(r.real_type().get()));
             String n = r.name() == null ? "" : r.name().getString();
             names.add(n);
         }
+        this.returnsView = view;
         this.returnTypes = List.copyOf(types);
         this.returnNames = List.copyOf(names);
     }
@@ -140,6 +155,16 @@ public final class Overload {
 
     public List<String> returnNames() {
         return returnNames;
+    }
+
+    /** The names of the parameters the operator writes into ({@code self} of {@code add_}, {@code out} of {@code add.out}). */
+    public List<String> mutatedParams() {
+        return mutated;
+    }
+
+    /** True when the operator returns a view of an input ({@code select}, {@code transpose}, {@code view}, {@code split}). */
+    public boolean returnsView() {
+        return returnsView;
     }
 
     /** The overload name, empty for the default overload. */

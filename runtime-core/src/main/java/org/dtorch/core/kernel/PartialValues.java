@@ -11,13 +11,13 @@ import org.dtorch.core.tensor.TorchTensors;
  *
  * <p>Thread-safe: stateless.
  */
-final class PartialValues {
+public final class PartialValues {
 
     private PartialValues() {
     }
 
     /** The identity of {@code op} in {@code dtype}; the caller closes it. */
-    static Scalar identity(ReduceOpType op, ScalarType dtype) {
+    public static Scalar identity(ReduceOpType op, ScalarType dtype) {
         ScalarType type = dtype.intern();
         boolean floating = switch (type) {
             case Float, Double, Half, BFloat16 -> true;

@@ -67,11 +67,18 @@ public final class PromiseSpec implements OpSpec {
         void complete(KernelContext ctx, List<Tensor> inputs);
     }
 
-    private record TensorCompletion(TensorPromise promise) implements Completion {
+    private record TensorCompletion(TensorPromise promise, boolean snapshot) implements Completion {
         @Override
         public void complete(KernelContext ctx, List<Tensor> inputs) {
             Tensor value = inputs.getFirst();
             if (!value.is_cuda()) {
+                if (snapshot && promise.type() == TensorPromiseType.MEMORY) {
+                    // A memory promise hands out the tensor itself: a copy keeps the value from later in-place writes.
+                    try (Tensor copy = value.clone()) {
+                        promise.setValue(copy);
+                    }
+                    return;
+                }
                 promise.setValue(value);
                 return;
             }
@@ -127,7 +134,16 @@ public final class PromiseSpec implements OpSpec {
 
     /** An operator that completes {@code promise} with its input's value. */
     public static PromiseSpec getTensor(TensorPromise promise) {
-        return new PromiseSpec(Kind.GET_TENSOR, new TensorCompletion(Objects.requireNonNull(promise, "promise")), -1, null);
+        return getTensor(promise, false);
+    }
+
+    /**
+     * An operator that completes {@code promise} with its input's value; with {@code snapshot}, a value the promise would
+     * hand out by reference (a memory promise, in this process) is copied first, because the input is a tensor the
+     * program may still write in place.
+     */
+    public static PromiseSpec getTensor(TensorPromise promise, boolean snapshot) {
+        return new PromiseSpec(Kind.GET_TENSOR, new TensorCompletion(Objects.requireNonNull(promise, "promise"), snapshot), -1, null);
     }
 
     /** A marker for {@code device} that completes {@code promise} once everything before it ran there. */
