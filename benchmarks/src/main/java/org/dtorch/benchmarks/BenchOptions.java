@@ -39,7 +39,7 @@ record BenchOptions(List<String> selected, Path report, Path root, int runs, int
      * against process mode and the start of a run of 2 and 4 nodes (issue 15).
      */
     static final List<String> ON_REQUEST = List.of("gpu", "channelcuda", "multigpu", "speed", "gloocopy", "gloorings", "matmul", "gathers", "ulysses", "trace",
-        "network", "networksmall", "rendezvous", "nodes");
+        "network", "networksmall", "rendezvous", "nodes", "implicit");
 
     /** System property: how many runs; default {@value #DEFAULT_RUNS}. */
     static final String RUNS_PROPERTY = "bench.runs";

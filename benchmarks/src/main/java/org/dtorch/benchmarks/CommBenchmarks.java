@@ -64,6 +64,7 @@ public final class CommBenchmarks {
             case "networksmall" -> NetworkSmallBenchmark::run;
             case "rendezvous" -> RendezvousBenchmark::run;
             case "nodes" -> NodesBenchmark::run;
+            case "implicit" -> ImplicitBenchmark::run;
             default -> throw new IllegalArgumentException("no harness named " + name + "; choose from " + BenchOptions.BENCHMARKS);
         };
     }

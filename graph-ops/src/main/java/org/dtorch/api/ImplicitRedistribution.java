@@ -68,6 +68,9 @@ final class ImplicitRedistribution {
         if (!(spec instanceof PlacementChoice choice) || inputs == null || inputs.length == 0) {
             return unchanged(inputs);
         }
+        if (!enabled && !(spec instanceof AtenSpec)) {
+            return unchanged(inputs); // the operator's own inferOutputs refuses what it cannot take
+        }
         List<TensorMeta> metas = new ArrayList<>(inputs.length);
         for (DTensor t : inputs) {
             if (t == null) {
@@ -75,6 +78,9 @@ final class ImplicitRedistribution {
             }
             t.ensureOpen();
             metas.add(t.meta());
+        }
+        if (choice.fitsAsTheyAre(metas)) {
+            return unchanged(inputs);
         }
         ShardingStrategy.Decision decision = choice.choose(metas);
         List<Integer> moving = new ArrayList<>();
@@ -87,13 +93,11 @@ final class ImplicitRedistribution {
             return unchanged(inputs);
         }
         if (!enabled) {
-            if (spec instanceof AtenSpec aten) {
-                int i = moving.getFirst();
-                throw new ShardingException(aten.call().qualifiedName(), metas, "input " + i + " has placements " + metas.get(i).placements()
-                    + " where the " + aten.strategy().family() + " strategy runs with " + decision.inputs().get(i)
-                    + ", and implicit redistribution is off (strict mode): redistribute it first", aten.strategy().legal());
-            }
-            return unchanged(inputs);
+            AtenSpec aten = (AtenSpec) spec;
+            int i = moving.getFirst();
+            throw new ShardingException(aten.call().qualifiedName(), metas, "input " + i + " has placements " + metas.get(i).placements()
+                + " where the " + aten.strategy().family() + " strategy runs with " + decision.inputs().get(i)
+                + ", and implicit redistribution is off (strict mode): redistribute it first", aten.strategy().legal());
         }
         String operator = spec instanceof AtenSpec aten ? aten.call().qualifiedName() : spec.name();
         DTensor[] actual = inputs.clone();

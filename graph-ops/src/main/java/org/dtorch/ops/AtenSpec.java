@@ -1,6 +1,8 @@
 package org.dtorch.ops;
 
 import java.util.ArrayList;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.List;
 import java.util.Objects;
 import org.bytedeco.pytorch.Tensor;
@@ -81,10 +83,31 @@ public final class AtenSpec implements OpSpec, PlacementChoice {
             throw new UnsupportedOperationException(call.qualifiedName() + " does not return only tensors and at most one tensor list ("
                 + call.overload().signature() + "); it is not supported on distributed tensors");
         }
+        DecisionKey key = new DecisionKey(call, inputs);
+        ShardingStrategy.Decision known = DECISIONS.get(key);
+        if (known != null) {
+            return known;
+        }
         // A tensor list's length depends on the shapes (split, chunk, unbind): the call on meta tensors counts it.
         int returns = lists > 0 ? MetaInference.infer(call, inputs, strategy).size() : types.size();
-        return strategy.decide(call, inputs, returns);
+        ShardingStrategy.Decision decision = strategy.decide(call, inputs, returns);
+        if (DECISIONS.size() >= DECISIONS_KEPT) {
+            DECISIONS.clear();
+        }
+        DECISIONS.put(key, decision);
+        return decision;
     }
+
+    /** A call and its inputs' shapes, dtypes and shardings: all a strategy's decision depends on. */
+    private record DecisionKey(AtenCall call, List<TensorMeta> inputs) {
+    }
+
+    /**
+     * Decisions already made: an operator issued again on inputs of the same metadata (every step of a loop) takes its
+     * placements from here instead of searching them again. Cleared when full.
+     */
+    private static final Map<DecisionKey, ShardingStrategy.Decision> DECISIONS = new ConcurrentHashMap<>();
+    private static final int DECISIONS_KEPT = 4096;
 
     /** {@link #decide}: the strategy's cheapest placements. */
     @Override

@@ -72,6 +72,27 @@ public final class BinarySpec implements OpSpec, PlacementChoice {
         return List.of(new TensorMeta(shape, dtype, Rules.sharding(mesh, out)));
     }
 
+    /** Both inputs alike, neither partial, every sharded dimension of the same size in both: they fit as they are. */
+    @Override
+    public boolean fitsAsTheyAre(List<TensorMeta> inputs) {
+        if (inputs.size() != 2) {
+            return false;
+        }
+        TensorMeta a = inputs.get(0);
+        TensorMeta b = inputs.get(1);
+        List<Placement> pa = a.placements();
+        if (a.ndim() != b.ndim() || !pa.equals(b.placements())) {
+            return false;
+        }
+        for (Placement p : pa) {
+            int d = Rules.shardDim(p);
+            if (p.isPartial() || d >= 0 && a.size(d) != b.size(d)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     /** The element-wise rule's cheapest placements ({@link PointwiseStrategy}), under the ATen overload of this kind. */
     @Override
     public ShardingStrategy.Decision choose(List<TensorMeta> inputs) {

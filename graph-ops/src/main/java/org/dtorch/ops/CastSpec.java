@@ -42,6 +42,12 @@ public final class CastSpec implements OpSpec, PlacementChoice {
         return List.of(new TensorMeta(t.shape(), dtype, t.sharding()));
     }
 
+    /** Shards and replicas pass through this operator as they are: only partial values may need to move. */
+    @Override
+    public boolean fitsAsTheyAre(List<TensorMeta> inputs) {
+        return inputs.size() == 1 && PlacementChoice.nonePartial(inputs);
+    }
+
     /**
      * Placements pass through, but a partial placement the cast does not commute with, which is reduced first: to
      * {@code R}, or to a shard where that costs less.

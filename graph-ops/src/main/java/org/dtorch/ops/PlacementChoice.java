@@ -21,6 +21,26 @@ public interface PlacementChoice {
     ShardingStrategy.Decision choose(List<TensorMeta> inputs);
 
     /**
+     * True when the inputs certainly fit as they are, told without searching (a shortcut for the operators issued most
+     * often; false means "ask {@link #choose}"). The default knows nothing.
+     */
+    default boolean fitsAsTheyAre(List<TensorMeta> inputs) {
+        return false;
+    }
+
+    /** True when no input is partial on any mesh dimension. */
+    static boolean nonePartial(List<TensorMeta> inputs) {
+        for (TensorMeta t : inputs) {
+            for (org.dtorch.core.distributed.Placement p : t.placements()) {
+                if (p.isPartial()) {
+                    return false;
+                }
+            }
+        }
+        return true;
+    }
+
+    /**
      * True when the choice is the fallback for operators without a sharding rule (every input replicated): the first
      * such run of an operator warns, naming what it moved.
      */

@@ -107,6 +107,12 @@ public final class ReduceSpec implements OpSpec, PlacementChoice {
         return List.of(new TensorMeta(shape.stream().mapToLong(Long::longValue).toArray(), dtype, Rules.sharding(t.sharding().mesh(), out)));
     }
 
+    /** Shards and replicas pass through this operator as they are: only partial values may need to move. */
+    @Override
+    public boolean fitsAsTheyAre(List<TensorMeta> inputs) {
+        return inputs.size() == 1 && PlacementChoice.nonePartial(inputs);
+    }
+
     /**
      * The reduction rule's cheapest placements ({@link ReductionStrategy#reduce}): a sum or mean of shards of a reduced
      * dimension gives {@code P(sum)} (the mean divides by the global count), a max {@code P(max)}.

@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.atomic.LongAdder;
 import org.bytedeco.pytorch.LongOptional;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
@@ -27,9 +28,9 @@ import org.dtorch.core.kernel.PartialValues;
  * broadcasts to the region's shape, or a number) is moved where each device finds its part:
  * <ul>
  *   <li>where {@code x} is {@code R}, the value is {@code R} (every replica is written);</li>
- *   <li>where {@code x} is {@code S(d)}: if the region takes dimension {@code d} whole and the value holds it at full size,
- *       the value is sharded alike ({@code S} of its own dimension), so each device already has its part; otherwise
- *       {@code R} (a device takes the part of a value it needs: for one row, one row is gathered);</li>
+ *   <li>where {@code x} is {@code S(d)}, the value is {@code R}, each device taking the part of it it needs (for one row,
+ *       at most one row is gathered); but where the region takes dimension {@code d} whole and the value holds it at full
+ *       size sharded alike (or partial), it stays (or is reduce-scattered) so, each device holding its part;</li>
  *   <li>where {@code x} is {@code P(op)}, the value is {@code P(op)} (a replicated value becomes partial locally: one holder
  *       keeps it, the others hold the identity), so the region's partial values reduce to the value. A number is
  *       written by the holders of coordinate 0 on those mesh dimensions, the identity of {@code op} by the others.</li>
@@ -39,6 +40,8 @@ import org.dtorch.core.kernel.PartialValues;
  * <p>Immutable; the kernel of each device keeps only its bounds. Thread-safe.
  */
 public final class RegionWriteSpec implements OpSpec, PlacementChoice {
+    /** The bytes region writes have written into device tensors in this process, for tests and diagnostics. */
+    private static final LongAdder BYTES_WRITTEN = new LongAdder();
     private final Region region;
     /** The number written, or null when the value is the second input. */
     private final ScalarValue scalar;
@@ -72,6 +75,14 @@ public final class RegionWriteSpec implements OpSpec, PlacementChoice {
         return new RegionWriteSpec(region, scalar);
     }
 
+    /**
+     * The bytes that region writes ({@code t[box] = v}) have written into device tensors in this process so far: a
+     * device writes only the part of the box in its own shard. Worker processes count their own.
+     */
+    public static long bytesWritten() {
+        return BYTES_WRITTEN.sum();
+    }
+
     /** The region written. */
     public Region region() {
         return region;
@@ -101,16 +112,27 @@ public final class RegionWriteSpec implements OpSpec, PlacementChoice {
         int lead = leadingOnes(v.shape(), target);
         int[] kept = region.keptDims();
         List<Placement> value = new ArrayList<>();
+        // A value's shard holds a device's part of the box only where the value is split like x up to that mesh
+        // dimension: by the same mesh dimensions, outer first. Past the first mesh dimension where it is not, it is R.
+        boolean[] alike = new boolean[x.ndim()];
+        java.util.Arrays.fill(alike, true);
         for (int m = 0; m < x.placements().size(); m++) {
             Placement p = x.placement(m);
             int d = Rules.shardDim(p);
             Placement q = p.isPartial() ? p : Placement.replicate();
             if (d >= 0 && region.isWhole(d, x.size(d))) {
+                // A replicated value needs no move: each device takes its part of it. One already sharded alike (or
+                // partial, which a reduce-scatter shards more cheaply than an all-reduce replicates) stays sharded.
                 int r = indexOf(kept, d);
                 int j = r - (target.length - (v.ndim() - lead)) + lead;
-                if (j >= lead && v.size(j) == x.size(d)) {
+                Placement own = v.placement(m);
+                if (alike[d] && j >= lead && v.size(j) == x.size(d) && (own.isShard(j) || own.isPartial())) {
                     q = Placement.shard(j);
+                } else {
+                    alike[d] = false;
                 }
+            } else if (d >= 0) {
+                alike[d] = false;
             }
             value.add(q);
         }
@@ -190,9 +212,9 @@ public final class RegionWriteSpec implements OpSpec, PlacementChoice {
         if (empty) {
             return (ctx, inputs) -> List.of(); // none of the region is on this device
         }
-        Placement[] valuePlacements = op.inputs().size() > 1 ? op.inputs().get(1).meta().placements().toArray(Placement[]::new) : null;
+        // Where this device's part of the value starts in the value: its part of the box is taken from there.
+        long[] valueOffsets = op.inputs().size() > 1 ? op.inputs().get(1).meta().layout().offsets(deviceId) : null;
         ReduceOpType identityOf = scalar == null ? null : identityFor(x, deviceId);
-        boolean[] valueSharded = valuePlacements == null ? null : shardedDims(valuePlacements, op.inputs().get(1).meta().ndim());
         long[] target = region.shape();
         return new DeviceKernel() {
             @Override
@@ -223,13 +245,15 @@ public final class RegionWriteSpec implements OpSpec, PlacementChoice {
                         for (int j = 0; j < rank; j++) {
                             int r = j + target.length - rank;
                             int d = kept[r];
-                            if (src.size(j) != 1 && !valueSharded[j + lead] && count[d] != src.size(j)) {
-                                src = src.narrow(j, first[d], count[d]);
+                            long from = first[d] - valueOffsets[j + lead];
+                            if (src.size(j) != 1 && (from != 0 || count[d] != src.size(j))) {
+                                src = src.narrow(j, from, count[d]);
                                 views.add(src);
                             }
                         }
                         view.copy_(src);
                     }
+                    BYTES_WRITTEN.add(view.numel() * view.element_size());
                     return List.of();
                 } finally {
                     views.forEach(Tensor::close);
@@ -251,17 +275,6 @@ public final class RegionWriteSpec implements OpSpec, PlacementChoice {
             }
         }
         return null;
-    }
-
-    private static boolean[] shardedDims(Placement[] placements, int ndim) {
-        boolean[] out = new boolean[ndim];
-        for (Placement p : placements) {
-            int d = Rules.shardDim(p);
-            if (d >= 0) {
-                out[d] = true;
-            }
-        }
-        return out;
     }
 
     @Override

@@ -63,6 +63,12 @@ public final class UnarySpec implements OpSpec, PlacementChoice {
         return List.of(new TensorMeta(t.shape(), dtype, t.sharding()));
     }
 
+    /** Shards and replicas pass through this operator as they are: only partial values may need to move. */
+    @Override
+    public boolean fitsAsTheyAre(List<TensorMeta> inputs) {
+        return inputs.size() == 1 && PlacementChoice.nonePartial(inputs);
+    }
+
     /** The element-wise rule's cheapest placements ({@link PointwiseStrategy}): only {@code neg} keeps partial sums. */
     @Override
     public ShardingStrategy.Decision choose(List<TensorMeta> inputs) {
