@@ -2,7 +2,10 @@
 # Runs on the lent GPU machine, from the repository root, after ../shared/tools/gpu-stage's parts (the JDK
 # and the -Pgpu jars) were gathered in /tmp/stage. Our own classes travel with the call (`carry` the six module
 # target folders: runtime-core, graph-ops, benchmarks, polyglot-bindings, python-facade and examples `/target`; CLASSES
-# below lists what is used of them), so a code change needs no new staging. docs/gpu.md has the calls.
+# below lists what is used of them), so a code change needs no new staging. The calls, back to back on one warm machine:
+#   here:  tools/gpu-stage-jars.sh                        (the -Pgpu build, and the JDK and external jars in .stage/partNN)
+#   there: mkdir -p /tmp/stage && cp .stage/partNN /tmp/stage/   (one call per part, carrying that part)
+#   there: tools/gpu-session.sh tests|bench|multigpu|java ...    (carrying the six target folders)
 #
 #   tools/gpu-session.sh tests [JUnit selectors...]   the gpu-tagged tests (default: all of them)
 #   tools/gpu-session.sh bench [-Dbench.quick=true]   the gpu benchmarks (CommBenchmarks gpu,channelcuda)

@@ -5,7 +5,8 @@
 # launcher), in .stage/partNN, in the layout of ../shared/tools/gpu-stage (one 58 MiB part per device call, unpacked
 # into /tmp/stage there, with the same env.sh). It links the Java runtime itself because GraalPy needs the JDK module
 # jdk.security.auth (com.sun.security.auth.module.UnixSystem) besides the modules gpu-stage links.
-# The CPU natives that Maven still lists under -Pgpu (docs/gpu.md) are left out. Prints the calls to make.
+# The CPU natives that Maven still lists under -Pgpu (it reads the modules' own POMs with their default, cpu, profile;
+# JavaCPP loads the -gpu natives first) are left out. Prints the calls to make.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! "${JAVA_HOME:-/nonexistent}/bin/java" -version 2>&1 | grep -q 'version "2[5-9]'; then
