@@ -32,7 +32,8 @@ public final class Trace {
      * @param name       the operator's name, or the collective's or store call's
      * @param calls      how many times it ran, summed over devices
      * @param totalNanos the time it took, summed over calls
-     * @param bytes      bytes the ranks contributed, summed (collectives; 0 otherwise)
+     * @param bytes      bytes the ranks contributed, summed: a collective's own, a kernel's those of the collectives it ran
+     *                   (a redistribution's, implicit ones included); 0 otherwise
      */
     public record Summary(String category, String name, long calls, long totalNanos, long bytes) {
         /** Mean time per call, in microseconds. */
@@ -87,7 +88,9 @@ public final class Trace {
         Map<String, long[]> sums = new LinkedHashMap<>();
         Map<String, String[]> keys = new LinkedHashMap<>();
         for (Track track : tracks) {
-            for (TraceEvent e : track.events()) {
+            List<TraceEvent> events = track.events();
+            for (int i = 0; i < events.size(); i++) {
+                TraceEvent e = events.get(i);
                 if (e.kind().instant) {
                     continue;
                 }
@@ -96,13 +99,36 @@ public final class Trace {
                 long[] sum = sums.computeIfAbsent(key, k -> new long[3]);
                 sum[0]++;
                 sum[1] += e.end() - e.start();
-                sum[2] += e.kind() == TraceEvent.Kind.COLLECTIVE ? e.count() : 0;
+                sum[2] += switch (e.kind()) {
+                    case COLLECTIVE -> e.count();
+                    case KERNEL -> nestedBytes(events, i);
+                    default -> 0;
+                };
             }
         }
         List<Summary> out = new ArrayList<>();
         sums.forEach((key, sum) -> out.add(new Summary(keys.get(key)[0], keys.get(key)[1], sum[0], sum[1], sum[2])));
         out.sort(Comparator.comparingLong(Summary::totalNanos).reversed());
         return out;
+    }
+
+    /**
+     * The bytes of the collectives a kernel ran: those recorded on its thread before it (a kernel is recorded when it
+     * ends) that started within it.
+     */
+    private static long nestedBytes(List<TraceEvent> events, int kernel) {
+        TraceEvent k = events.get(kernel);
+        long bytes = 0;
+        for (int j = kernel - 1; j >= 0; j--) {
+            TraceEvent e = events.get(j);
+            if (e.start() < k.start()) {
+                break;
+            }
+            if (e.kind() == TraceEvent.Kind.COLLECTIVE) {
+                bytes += e.count();
+            }
+        }
+        return bytes;
     }
 
     /** {@link #keyAverages()} as a text table, in the manner of torch.profiler's {@code key_averages().table()}. */
