@@ -1,5 +1,5 @@
 """Views and shape operators on distributed tensors (the view family of the generic path), and indexing: reshape,
-permute, select, slice, pad, repeat, ... and dx[...], dx[...] = v on 1-, 2-, 4- and 2x2-device meshes with several
+permute, select, slice, pad, repeat, ... and dx[...], dx[...] = v (in place) on 1-, 2-, 4- and 2x2-device meshes with several
 placements (uneven sizes included), compared with the same operator in torch on one device."""
 
 import random
@@ -124,7 +124,7 @@ def test_getitem_matches_torch():
     same(dx[:, idx].to_torch(), x[:, torch.tensor([2, 0])], (mesh, dx.placements))
 
 
-def test_setitem_matches_torch_and_rebinds_the_tensor():
+def test_setitem_matches_torch_in_place():
     rng = random.Random(8)
     torch.manual_seed(8)
     indices = [1, slice(1, 4), (slice(None), slice(0, None, 2)), (Ellipsis, -1), (slice(1, 3), 0, slice(1, None)), slice(None),
