@@ -20,6 +20,7 @@ import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.graph.ShardingException;
 import org.dtorch.core.testing.TestTensors;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -227,6 +228,8 @@ class InPlaceWritesTest extends FourDeviceRuntime {
 
     @Test
     void shouldTouchOneRowsBytesWhenWritingOneRowIntoAShardedCache() {
+        // The counters are this process's: worker processes keep their own.
+        Assumptions.assumeFalse(dt.runtime().options().perDevicePerProcess(), "counts the kernels of this process");
         DeviceMesh line = dt.initDeviceMesh(new int[] {4});
         long rows = 4096;
         long width = 64;
