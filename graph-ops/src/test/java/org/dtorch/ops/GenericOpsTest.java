@@ -1,6 +1,7 @@
 package org.dtorch.ops;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -279,7 +280,12 @@ class GenericOpsTest extends FourDeviceRuntime {
         try (Tensor a = torch.rand(4, 6); DTensor da = dt.tensor(a, mesh, Placement.shard(0)); DTensor db = dt.tensor(a, mesh, Placement.shard(1))) {
             ShardingException e = Strict.refuses(dt, ShardingException.class, () -> dt.apply(new AtenSpec(call("add", "T,T", null, null)), da, db));
             assertTrue(e.getMessage().contains("pointwise") && e.getMessage().contains("R for all inputs"), e.getMessage());
-            assertThrows(UnsupportedOperationException.class, () -> dt.aten(call("relu_", "T", (Object) null), da));
+            // An in-place operator writes each device's shard and returns the tensor it wrote.
+            assertSame(da, dt.aten(call("relu_", "T", (Object) null), da).getFirst());
+            assertEquals(List.of(Placement.shard(0)), da.placements());
+            try (Tensor got = da.toTorch(); Tensor want = a.relu()) {
+                assertTrue(torch.equal(got, want));
+            }
             assertThrows(UnsupportedOperationException.class, () -> dt.aten(call("dropout", "T,f,b", null, 0.5, true), da));
             IllegalArgumentException bad = assertThrows(IllegalArgumentException.class,
                 () -> dt.aten(call("add", "T,T", null, null), da, dt.tensor(torch.rand(5), mesh, R)));

@@ -142,6 +142,7 @@ class ViewOpsTest extends FourDeviceRuntime {
                     new ScalarType[] {t, L, t}, 1, s[d]));
             }
             case "fill" -> List.of(Case.of(call(name, "T,f", null, 2.5), F, s), Case.of(call(name, "T,i", null, 0L), t, s));
+            case "zero", "alias" -> List.of(Case.of(call(name, "T", (Object) null), t, s));
             default -> throw new AssertionError("no case for view " + name);
         };
     }
