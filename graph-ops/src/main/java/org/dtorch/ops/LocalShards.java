@@ -113,7 +113,13 @@ public final class LocalShards {
         List<DTensor> parts = new ArrayList<>(ids.size());
         try {
             for (int i = 0; i < ids.size(); i++) {
-                parts.add(runtime.apply(new LocalShardSpec(locals.get(i), DeviceMesh.of(mesh.kind(), ids.get(i)))));
+                LocalShardSpec part = new LocalShardSpec(locals.get(i), DeviceMesh.of(mesh.kind(), ids.get(i)));
+                try {
+                    parts.add(runtime.apply(part));
+                } catch (RuntimeException e) {
+                    part.abandon(e); // refused (a broken runtime): its reference to the caller's tensor goes now
+                    throw e;
+                }
             }
             return runtime.apply(new AssembleShardsSpec(meta), parts.toArray(DTensor[]::new));
         } finally {
