@@ -435,8 +435,9 @@ public final class DTorch implements AutoCloseable {
      * <p>Replicas are taken as given (PyTorch's {@code run_check=False}); with {@code checkReplicas} the replicas along
      * every replicated mesh dimension are compared first and the first device whose tensor differs is named. In thread
      * mode every device keeps a reference to its tensor, not a copy: later writes to it show in the distributed tensor,
-     * as with PyTorch's {@code from_local}; in per-device-process mode each worker receives a copy of its own tensor only.
-     * The caller keeps its tensors.
+     * as with PyTorch's {@code from_local}, except where a tensor shares memory with an earlier device's (one tensor
+     * given for several replicas): those devices get a copy, so that every device owns its memory, as separate ranks do.
+     * In per-device-process mode each worker receives a copy of its own tensor only. The caller keeps its tensors.
      *
      * @throws IllegalArgumentException for a wrong count, dtype, device kind, shape or differing replica
      */

@@ -112,8 +112,17 @@ public final class LocalShards {
         synchronizeClientStreams(locals);
         List<DTensor> parts = new ArrayList<>(ids.size());
         try {
+            boolean threads = !runtime.runtime().options().workerProcesses();
             for (int i = 0; i < ids.size(); i++) {
-                LocalShardSpec part = new LocalShardSpec(locals.get(i), DeviceMesh.of(mesh.kind(), ids.get(i)));
+                DeviceMesh device = DeviceMesh.of(mesh.kind(), ids.get(i));
+                LocalShardSpec part;
+                if (threads && overlapsAnEarlierOne(locals, i)) {
+                    try (Tensor copy = locals.get(i).clone()) {
+                        part = new LocalShardSpec(copy, device);
+                    }
+                } else {
+                    part = new LocalShardSpec(locals.get(i), device);
+                }
                 try {
                     parts.add(runtime.apply(part));
                 } catch (RuntimeException e) {
@@ -125,6 +134,35 @@ public final class LocalShards {
         } finally {
             parts.forEach(DTensor::close);
         }
+    }
+
+    /**
+     * True when local tensor {@code i} shares memory with an earlier device's (the same tensor given twice, as
+     * {@code [x] * 4} for replicas, or overlapping views): in thread mode that device gets a copy, so that every device
+     * owns memory of its own, as separate ranks do, and an in-place operator runs once on each element. Views of disjoint
+     * parts of one tensor share nothing and stay references.
+     */
+    private static boolean overlapsAnEarlierOne(List<Tensor> locals, int i) {
+        Tensor t = locals.get(i);
+        if (t.numel() == 0) {
+            return false;
+        }
+        for (int j = 0; j < i; j++) {
+            Tensor u = locals.get(j);
+            if (u.numel() > 0 && t.is_alias_of(u) && t.storage_offset() < lastElement(u) && u.storage_offset() < lastElement(t)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** One past the last element of its storage that {@code t} (not empty) covers. */
+    private static long lastElement(Tensor t) {
+        long last = t.storage_offset();
+        for (int d = 0; d < t.dim(); d++) {
+            last += (t.size(d) - 1) * t.stride(d);
+        }
+        return last + 1;
     }
 
     private static long[] checkedShape(long[] shape, int ndim) {

@@ -195,6 +195,29 @@ class LocalShardsTest extends FourDeviceRuntime {
     }
 
     @Test
+    void shouldGiveEveryDeviceMemoryOfItsOwnWhenOneTensorIsGivenTwice() {
+        DeviceMesh line = dt.mesh(0, 1);
+        try (Tensor x = torch.randn(new long[] {4, 3}); Tensor top = x.narrow(0, 0, 2); Tensor bottom = x.narrow(0, 2, 2)) {
+            // One tensor for both replicas: the first device keeps it, the second gets a copy.
+            try (DTensor replicas = dt.fromLocal(List.of(x, x), line, R)) {
+                List<Tensor> back = replicas.toLocal();
+                assertEqual("replica 0", x, back.get(0));
+                assertEqual("replica 1", x, back.get(1));
+                assertEquals(aliases(), back.get(0).data_ptr().address() == x.data_ptr().address(), "the first device keeps the given tensor");
+                assertTrue(back.get(1).data_ptr().address() != x.data_ptr().address(), "the second device owns a copy");
+                back.forEach(Tensor::close);
+            }
+            // Views of disjoint parts of one tensor share nothing: both stay references in thread mode.
+            try (DTensor halves = dt.fromLocal(List.of(top, bottom), line, Placement.shard(0)); Tensor whole = halves.toTorch()) {
+                assertEqual("halves", x, whole);
+                List<Tensor> back = halves.toLocal();
+                assertEquals(aliases(), back.get(1).data_ptr().address() == bottom.data_ptr().address(), "a disjoint view stays a reference");
+                back.forEach(Tensor::close);
+            }
+        }
+    }
+
+    @Test
     void shouldRefuseABadLocalShapeBeforeAnythingRunsNamingTheDevice() {
         DeviceMesh line = dt.mesh(0, 1, 2, 3);
         List<Tensor> locals = List.of(torch.zeros(new long[] {3, 4}), torch.zeros(new long[] {3, 4}), torch.zeros(new long[] {3, 4}),

@@ -431,7 +431,8 @@ class Tensor:
 
         Replicas are taken as given (PyTorch's run_check=False); run_check=True compares them and names the first device
         whose tensor differs. In thread mode each device keeps a reference to its tensor, not a copy, so later writes to
-        it are visible, as with PyTorch's from_local; with worker processes each receives a copy of its own."""
+        it are visible, as with PyTorch's from_local (a tensor given for several devices, as [x] * 4, is copied for all
+        but the first, so that every device owns its memory); with worker processes each receives a copy of its own."""
         if isinstance(tensors, _torch.Tensor) or not isinstance(tensors, (list, tuple)):
             raise TypeError("from_local() takes a list of torch.Tensors, one per device of the mesh in its device order "
                             "(a single controller holds them all), got %r" % (type(tensors).__name__,))
