@@ -16,7 +16,10 @@ import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.core.tensor.NativeMemoryBudget;
 import org.dtorch.ops.BinarySpec;
 import org.dtorch.ops.CastSpec;
+import org.dtorch.ops.CompareCalls;
 import org.dtorch.ops.CopySpec;
+import org.dtorch.ops.LocalShards;
+import org.dtorch.ops.MaskIndexSpec;
 import org.dtorch.ops.ProductCalls;
 import org.dtorch.ops.RedistributeSpec;
 import org.dtorch.ops.ReduceSpec;
@@ -262,6 +265,182 @@ public final class DTensor implements AutoCloseable {
     /** The logistic function. */
     public DTensor sigmoid() {
         return runtime.apply(UnarySpec.of(UnarySpec.Kind.SIGMOID), this);
+    }
+
+    // ---- comparison, logical and bitwise (element-wise, through the generic operator: CompareCalls) ---------------
+
+    /** {@code this > other}, broadcasting; a bool tensor. */
+    public DTensor gt(DTensor other) {
+        return elementwise(CompareCalls.tensors("gt"), nonNull(other, "gt", "other"));
+    }
+
+    /** {@code this > value}; an integral tensor is compared in floating point, as torch does. */
+    public DTensor gt(double value) {
+        return elementwise(CompareCalls.scalar("gt", value));
+    }
+
+    /** {@code this > value}, exactly for integral tensors. */
+    public DTensor gt(long value) {
+        return elementwise(CompareCalls.scalar("gt", value));
+    }
+
+    /** {@code this < other}, broadcasting; a bool tensor. */
+    public DTensor lt(DTensor other) {
+        return elementwise(CompareCalls.tensors("lt"), nonNull(other, "lt", "other"));
+    }
+
+    /** {@code this < value}. */
+    public DTensor lt(double value) {
+        return elementwise(CompareCalls.scalar("lt", value));
+    }
+
+    /** {@code this < value}, exactly for integral tensors. */
+    public DTensor lt(long value) {
+        return elementwise(CompareCalls.scalar("lt", value));
+    }
+
+    /** {@code this >= other}, broadcasting; a bool tensor. */
+    public DTensor ge(DTensor other) {
+        return elementwise(CompareCalls.tensors("ge"), nonNull(other, "ge", "other"));
+    }
+
+    /** {@code this >= value}. */
+    public DTensor ge(double value) {
+        return elementwise(CompareCalls.scalar("ge", value));
+    }
+
+    /** {@code this >= value}, exactly for integral tensors. */
+    public DTensor ge(long value) {
+        return elementwise(CompareCalls.scalar("ge", value));
+    }
+
+    /** {@code this <= other}, broadcasting; a bool tensor. */
+    public DTensor le(DTensor other) {
+        return elementwise(CompareCalls.tensors("le"), nonNull(other, "le", "other"));
+    }
+
+    /** {@code this <= value}. */
+    public DTensor le(double value) {
+        return elementwise(CompareCalls.scalar("le", value));
+    }
+
+    /** {@code this <= value}, exactly for integral tensors. */
+    public DTensor le(long value) {
+        return elementwise(CompareCalls.scalar("le", value));
+    }
+
+    /** {@code this == other} element by element, broadcasting; a bool tensor. */
+    public DTensor eq(DTensor other) {
+        return elementwise(CompareCalls.tensors("eq"), nonNull(other, "eq", "other"));
+    }
+
+    /** {@code this == value} element by element. */
+    public DTensor eq(double value) {
+        return elementwise(CompareCalls.scalar("eq", value));
+    }
+
+    /** {@code this == value} element by element, exactly for integral tensors. */
+    public DTensor eq(long value) {
+        return elementwise(CompareCalls.scalar("eq", value));
+    }
+
+    /** {@code this != other} element by element, broadcasting; a bool tensor. */
+    public DTensor ne(DTensor other) {
+        return elementwise(CompareCalls.tensors("ne"), nonNull(other, "ne", "other"));
+    }
+
+    /** {@code this != value} element by element. */
+    public DTensor ne(double value) {
+        return elementwise(CompareCalls.scalar("ne", value));
+    }
+
+    /** {@code this != value} element by element, exactly for integral tensors. */
+    public DTensor ne(long value) {
+        return elementwise(CompareCalls.scalar("ne", value));
+    }
+
+    /** Element-wise logical and (non-zero is true), broadcasting; a bool tensor. */
+    public DTensor logicalAnd(DTensor other) {
+        return elementwise(CompareCalls.tensors("logical_and"), nonNull(other, "logicalAnd", "other"));
+    }
+
+    /** Element-wise logical or, broadcasting; a bool tensor. */
+    public DTensor logicalOr(DTensor other) {
+        return elementwise(CompareCalls.tensors("logical_or"), nonNull(other, "logicalOr", "other"));
+    }
+
+    /** Element-wise logical exclusive or, broadcasting; a bool tensor. */
+    public DTensor logicalXor(DTensor other) {
+        return elementwise(CompareCalls.tensors("logical_xor"), nonNull(other, "logicalXor", "other"));
+    }
+
+    /** Element-wise logical not (zero is true); a bool tensor. */
+    public DTensor logicalNot() {
+        return elementwise(CompareCalls.unary("logical_not"));
+    }
+
+    /** Bitwise and of integral or bool tensors, broadcasting (bool with bool stays bool). */
+    public DTensor bitwiseAnd(DTensor other) {
+        return elementwise(CompareCalls.tensors("bitwise_and"), nonNull(other, "bitwiseAnd", "other"));
+    }
+
+    /** Bitwise and with an exact integer. */
+    public DTensor bitwiseAnd(long value) {
+        return elementwise(CompareCalls.scalar("bitwise_and", value));
+    }
+
+    /** Bitwise or of integral or bool tensors, broadcasting. */
+    public DTensor bitwiseOr(DTensor other) {
+        return elementwise(CompareCalls.tensors("bitwise_or"), nonNull(other, "bitwiseOr", "other"));
+    }
+
+    /** Bitwise or with an exact integer. */
+    public DTensor bitwiseOr(long value) {
+        return elementwise(CompareCalls.scalar("bitwise_or", value));
+    }
+
+    /** Bitwise exclusive or of integral or bool tensors, broadcasting. */
+    public DTensor bitwiseXor(DTensor other) {
+        return elementwise(CompareCalls.tensors("bitwise_xor"), nonNull(other, "bitwiseXor", "other"));
+    }
+
+    /** Bitwise exclusive or with an exact integer. */
+    public DTensor bitwiseXor(long value) {
+        return elementwise(CompareCalls.scalar("bitwise_xor", value));
+    }
+
+    /** Bitwise not of an integral tensor; logical not of a bool one. */
+    public DTensor bitwiseNot() {
+        return elementwise(CompareCalls.unary("bitwise_not"));
+    }
+
+    /** This tensor with {@code value} where {@code mask} (bool, broadcast to this shape) is true; this dtype. */
+    public DTensor maskedFill(DTensor mask, double value) {
+        return elementwise(CompareCalls.of("masked_fill", "T,T,f", null, null, value), nonNull(mask, "maskedFill", "mask"));
+    }
+
+    /** This tensor with the exact integer {@code value} where {@code mask} is true; this dtype. */
+    public DTensor maskedFill(DTensor mask, long value) {
+        return elementwise(CompareCalls.of("masked_fill", "T,T,i", null, null, value), nonNull(mask, "maskedFill", "mask"));
+    }
+
+    /**
+     * {@code this[mask]} for a bool {@code mask} of this tensor's leading dimensions: the selected elements (or rows,
+     * for a mask of fewer dimensions) along one new first dimension, as torch's boolean indexing. The result's size
+     * depends on the values, so this blocks to read the mask's number of true elements first (a synchronization
+     * point, as the same indexing of a CUDA tensor in torch is) up to the runtime's timeout. Where no dimension the mask
+     * covers is sharded, every device selects from its own shard and the other dimensions keep their shards; otherwise
+     * the tensor is replicated first, with a warning once ({@link MaskIndexSpec}).
+     */
+    public DTensor indexByMask(DTensor mask) {
+        return MaskIndexSpec.index(this, nonNull(mask, "indexByMask", "mask"));
+    }
+
+    private DTensor elementwise(AtenCall call, DTensor... others) {
+        DTensor[] inputs = new DTensor[others.length + 1];
+        inputs[0] = this;
+        System.arraycopy(others, 0, inputs, 1, others.length);
+        return runtime.aten(call, inputs).getFirst();
     }
 
     // ---- linear algebra and reductions ------------------------------------------------------------
@@ -517,6 +696,23 @@ public final class DTensor implements AutoCloseable {
     /** The whole tensor as one torch tensor, which the caller owns; blocks up to the runtime's timeout. */
     public Tensor toTorch() {
         return toTorchAsync().get();
+    }
+
+    /**
+     * The local tensor of every device of the mesh, in the mesh's device order ({@link DeviceMesh#deviceIds()}): its
+     * shard, its replica, or its partial value, as PyTorch's {@code to_local} gives one rank's. The caller owns the list's
+     * tensors. In thread mode they are the workers' tensors themselves (no copy: an in-place change through one changes
+     * the shard; a CUDA tensor is synchronized with its worker's stream first); in per-device-process mode they are
+     * copies from the workers. One blocking read, up to the runtime's timeout; its error names this tensor and the
+     * devices that did not answer ({@link LocalShards#toLocal}).
+     */
+    public List<Tensor> toLocal() {
+        return LocalShards.toLocal(this);
+    }
+
+    /** The whole tensor as one torch tensor, which the caller owns: PyTorch's name for {@link #toTorch()}. */
+    public Tensor fullTensor() {
+        return toTorch();
     }
 
     /** Releases the tensor on the workers once the operators already queued have used it. Idempotent. */

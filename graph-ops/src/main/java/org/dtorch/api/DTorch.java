@@ -54,6 +54,8 @@ import org.dtorch.ops.Region;
 import org.dtorch.ops.RegionWriteSpec;
 import org.dtorch.ops.aten.Overload;
 import org.dtorch.ops.ChannelDetachSpec;
+import org.dtorch.ops.CompareCalls;
+import org.dtorch.ops.LocalShards;
 import org.dtorch.ops.FallbackWarnings;
 import org.dtorch.ops.ShardingStrategy;
 import org.dtorch.ops.StrategyTable;
@@ -362,6 +364,95 @@ public final class DTorch implements AutoCloseable {
         AtenCall call = new AtenCall(AtenOps.overload("cat", ""), List.of(new AtenCall.InputList(0, inputs.length),
             new AtenCall.Constant((long) dim)));
         return aten(call, inputs).getFirst();
+    }
+
+    // ---- where, and tensors from every device's local tensor ----------------------------------------------------
+
+    /**
+     * {@code a} where {@code condition} (bool) is true, else {@code b}, broadcasting the three: {@code aten::where}
+     * through {@link #aten} (element-wise placements); the dtype is torch's promotion of {@code a} and {@code b}.
+     */
+    public DTensor where(DTensor condition, DTensor a, DTensor b) {
+        return whereCall("T,T,T", null, condition, a, b);
+    }
+
+    /** {@code a} where {@code condition} is true, else the number {@code b}. */
+    public DTensor where(DTensor condition, DTensor a, double b) {
+        return whereCall("T,T,f", b, condition, a);
+    }
+
+    /** {@code a} where {@code condition} is true, else the exact integer {@code b}. */
+    public DTensor where(DTensor condition, DTensor a, long b) {
+        return whereCall("T,T,i", b, condition, a);
+    }
+
+    /** The number {@code a} where {@code condition} is true, else {@code b}. */
+    public DTensor where(DTensor condition, double a, DTensor b) {
+        return whereCall("T,f,T", a, condition, b);
+    }
+
+    /** The exact integer {@code a} where {@code condition} is true, else {@code b}. */
+    public DTensor where(DTensor condition, long a, DTensor b) {
+        return whereCall("T,i,T", a, condition, b);
+    }
+
+    /** {@code a} where {@code condition} is true, else {@code b}: a float32 tensor of the condition's shape and placements. */
+    public DTensor where(DTensor condition, double a, double b) {
+        Objects.requireNonNull(condition, "where: condition is null");
+        return aten(CompareCalls.of("where", "T,f,f", null, a, b), condition).getFirst();
+    }
+
+    /** {@code a} where {@code condition} is true, else {@code b}: an int64 tensor of the condition's shape and placements. */
+    public DTensor where(DTensor condition, long a, long b) {
+        Objects.requireNonNull(condition, "where: condition is null");
+        return aten(CompareCalls.of("where", "T,i,i", null, a, b), condition).getFirst();
+    }
+
+    /** {@code where} with one scalar branch ({@code scalar}, at the key's {@code f} or {@code i}) or none (null). */
+    private DTensor whereCall(String key, Object scalar, DTensor... tensors) {
+        for (int i = 0; i < tensors.length; i++) {
+            Objects.requireNonNull(tensors[i], "where: " + (i == 0 ? "condition" : "tensor branch " + i) + " is null");
+        }
+        boolean scalarLast = key.charAt(2) == 'T'; // "T,T,f": the condition and a tensor a, then the number b
+        Object[] values = scalar == null ? new Object[3] : scalarLast ? new Object[] {null, null, scalar} : new Object[] {null, scalar, null};
+        return aten(CompareCalls.of("where", key, values), tensors).getFirst();
+    }
+
+    /**
+     * {@link #fromLocal(List, DeviceMesh, long[], boolean, Placement...)} with the global shape inferred from the local
+     * shapes and replicas taken as given.
+     */
+    public DTensor fromLocal(List<Tensor> locals, DeviceMesh mesh, Placement... placements) {
+        return fromLocal(locals, mesh, null, false, placements);
+    }
+
+    /** {@link #fromLocal(List, DeviceMesh, long[], boolean, Placement...)} with replicas taken as given. */
+    public DTensor fromLocal(List<Tensor> locals, DeviceMesh mesh, long[] shape, Placement... placements) {
+        return fromLocal(locals, mesh, shape, false, placements);
+    }
+
+    /**
+     * A distributed tensor made of one local tensor per device of {@code mesh}, in the mesh's device order
+     * ({@link DeviceMesh#deviceIds()}): the single-controller form of PyTorch's {@code DTensor.from_local}, which takes
+     * one rank's. Each local tensor is its device's shard, replica or partial value under {@code placements}; their
+     * dtype and device kind must agree with each other and with the mesh, and each shape must be the one the layout of
+     * {@code shape} ({@link org.dtorch.core.distributed.ShardLayout}) gives its device. A null {@code shape} is inferred:
+     * the local sizes summed along each sharded dimension. All of this is checked before anything moves, and an error
+     * names the device, its shape and the expected one.
+     *
+     * <p>Replicas are taken as given (PyTorch's {@code run_check=False}); with {@code checkReplicas} the replicas along
+     * every replicated mesh dimension are compared first and the first device whose tensor differs is named. In thread
+     * mode every device keeps a reference to its tensor, not a copy: later writes to it show in the distributed tensor,
+     * as with PyTorch's {@code from_local}, except where a tensor shares memory with an earlier device's (one tensor
+     * given for several replicas): those devices get a copy, so that every device owns its memory, as separate ranks do.
+     * In per-device-process mode each worker receives a copy of its own tensor only. The caller keeps its tensors.
+     *
+     * @throws IllegalArgumentException for a wrong count, dtype, device kind, shape or differing replica
+     */
+    public DTensor fromLocal(List<Tensor> locals, DeviceMesh mesh, long[] shape, boolean checkReplicas, Placement... placements) {
+        Objects.requireNonNull(mesh, "fromLocal: mesh is null");
+        checkKind("fromLocal", mesh);
+        return LocalShards.fromLocal(this, locals, new Sharding(mesh, placementsFor("fromLocal", mesh, placements)), shape, checkReplicas);
     }
 
     // ---- pipeline edges -----------------------------------------------------------------------------------

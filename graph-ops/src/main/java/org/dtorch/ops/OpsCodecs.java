@@ -7,11 +7,15 @@ import java.util.List;
 import java.util.function.BiConsumer;
 import java.util.function.Function;
 import org.dtorch.core.communication.channel.ChannelOptions;
+import org.dtorch.core.communication.promise.TensorPromise;
+import org.dtorch.core.communication.promise.TensorPromiseType;
+import org.dtorch.core.communication.promise.TensorPromises;
 import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.graph.OpSpec;
 import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.core.runtime.process.OpSpecCodec;
 import org.dtorch.core.runtime.process.OpSpecCodecProvider;
+import org.dtorch.core.runtime.process.ProtocolException;
 import org.dtorch.core.runtime.process.SpecReader;
 import org.dtorch.core.runtime.process.SpecWriter;
 import org.dtorch.core.runtime.process.WireReader;
@@ -175,6 +179,29 @@ public final class OpsCodecs implements OpSpecCodecProvider {
             }, in -> {
                 var sharding = in.sharding("tensor sharding");
                 return FromTensorSpec.owningForOneDevice(in.tensor("tensor data"), sharding);
+            }),
+            new Codec<>(MaskIndexSpec.class, "ops.index_by_mask", (s, out) -> out.wire().putLong(s.count()),
+                in -> new MaskIndexSpec(in.wire().getLong("index_by_mask count"))),
+            new Codec<>(LocalShardSpec.class, "ops.local_shard", LocalShardSpec::write, LocalShardSpec::read),
+            new Codec<>(AssembleShardsSpec.class, "ops.from_local", (s, out) -> {
+                out.wire().putLongs(s.meta().shape()).putDtype(s.meta().dtype());
+                out.sharding(s.meta().sharding());
+            }, in -> {
+                long[] shape = in.wire().getShape("from_local shape");
+                var dtype = in.wire().getDtype("from_local dtype");
+                return new AssembleShardsSpec(new TensorMeta(shape, dtype, in.sharding("from_local sharding")));
+            }),
+            new Codec<>(LocalValueSpec.class, "ops.to_local", (s, out) -> {
+                out.promise(s.promise().type(), s.promise().serialize());
+                out.wire().putLong(s.device());
+            }, in -> {
+                TensorPromise promise = in.promise("to_local promise", TensorPromises::fromSerialized,
+                    () -> TensorPromises.create(TensorPromiseType.MEMORY));
+                long device = in.wire().getLong("to_local device");
+                if (device < 0) {
+                    throw new ProtocolException("to_local device " + device + " is negative");
+                }
+                return LocalValueSpec.copying(promise, device, in.failureSink());
             }));
     }
 }

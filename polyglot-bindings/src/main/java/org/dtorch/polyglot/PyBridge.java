@@ -563,6 +563,48 @@ public final class PyBridge {
         dst.copy_(src);
     }
 
+    // ---- boolean indexing and the local-shard API -------------------------------------------------------------------
+
+    /** {@code t[mask]} for a bool mask of {@code t}'s leading dimensions; blocks to read the mask's count ({@link DTensor#indexByMask}). */
+    @HostAccess.Export
+    public DTensor indexByMask(DTensor t, DTensor mask) {
+        return t.indexByMask(mask);
+    }
+
+    /**
+     * {@code Tensor.from_local}: one {@code torch.Tensor} per device of {@code mesh}, in its device order; {@code shape}
+     * None infers the global shape ({@link DTorch#fromLocal(List, DeviceMesh, long[], boolean, Placement...)}).
+     */
+    @HostAccess.Export
+    public DTensor fromLocal(Value tensors, DeviceMesh mesh, Value placements, Value shape, boolean runCheck) {
+        int n = Math.toIntExact(tensors.getArraySize());
+        List<Tensor> locals = new ArrayList<>(n);
+        try {
+            for (int i = 0; i < n; i++) {
+                Value v = tensors.getArrayElement(i);
+                if (!(v.isHostObject() && v.asHostObject() instanceof PyTensor t)) {
+                    throw new IllegalArgumentException("from_local: tensors[" + i + "] must be a torch.Tensor, got " + v);
+                }
+                locals.add(t.torch());
+            }
+            long[] global = shape == null || shape.isNull() ? null : longs(shape);
+            return runtime.fromLocal(locals, mesh, global, runCheck, placementArray(placements));
+        } finally {
+            locals.forEach(Tensor::close);
+        }
+    }
+
+    /** {@code Tensor.to_local}: every device's local tensor, in the mesh's device order ({@link DTensor#toLocal()}). */
+    @HostAccess.Export
+    public PyTensor[] toLocal(DTensor t) {
+        List<Tensor> locals = t.toLocal();
+        PyTensor[] out = new PyTensor[locals.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = PyTensor.wrap(locals.get(i));
+        }
+        return out;
+    }
+
     // ---- pipeline edges -----------------------------------------------------------------------------------------
 
     /** Declares the edge from {@code src} to {@code dst} ({@link DTorch#channel}); {@code timeoutSeconds} 0 means the runtime's. */

@@ -20,6 +20,7 @@ from ._tensor import (Tensor, zeros, ones, empty, full, rand, randn, arange, ten
 from .distributed_spec import DeviceMesh, init_device_mesh, Placement, Shard, Replicate, Partial
 from ._tensor import aten, set_implicit_redistribution, implicit_redistribution
 from ._tensor import zeros_like, ones_like, empty_like, full_like, rand_like, randn_like
+from ._tensor import from_local
 from ._graph import dump_graph
 from ._memory import memory_stats, reset_peak_memory_stats
 from ._channel import Channel, channel
@@ -47,6 +48,6 @@ __all__ = [
     "softmax", "redistribute", "distribute_tensor", "_GetTensorAsync", "get_tensor_async", "sync", "device_count", "device_type",
     "DeviceMesh", "init_device_mesh", "Placement", "Shard", "Replicate", "Partial", "aten", "nn",
     "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "einsum",
-    "memory_stats", "reset_peak_memory_stats", "dump_graph", "Channel", "channel", "profiler",
+    "memory_stats", "reset_peak_memory_stats", "dump_graph", "Channel", "channel", "profiler", "from_local",
     "set_implicit_redistribution", "implicit_redistribution",
 ]

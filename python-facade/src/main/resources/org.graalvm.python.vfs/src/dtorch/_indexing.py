@@ -81,9 +81,10 @@ def _walk(t, index, on_int, on_slice, on_none, on_advanced):
 
 def getitem(t, index):
     """t[index] as a new distributed tensor."""
+    if type(index) is tuple and len(index) == 1:
+        index = index[0]
     if _is_mask(index):
-        raise NotImplementedError("dtorch.Tensor[bool mask] has a shape that depends on the values, which the distributed "
-                                  "graph must know in advance; use dtorch.where(mask, t, other) or t.masked_fill(mask, v)")
+        return _getitem_mask(t, index)
     state = {"t": t, "advanced": 0}
 
     def on_int(dim, i):
@@ -110,6 +111,28 @@ def getitem(t, index):
 
     _walk(t, index, on_int, on_slice, on_none, on_advanced)
     return state["t"]
+
+
+def _getitem_mask(t, mask):
+    """t[mask] for a bool mask of t's leading dimensions (a dtorch or torch tensor; a torch one is replicated on t's mesh).
+
+    The result's first size is the mask's number of True elements, which only the values tell: this blocks to read it
+    (a synchronization point, as boolean indexing of a CUDA tensor is in torch). Where t is sharded only on dimensions the
+    mask does not cover, every device selects from its own shard and those shards stay; otherwise t is replicated first,
+    with a warning once naming that communication."""
+    from ._bridge import bridge, call
+    from ._tensor import Tensor
+    if mask.ndim == 0:
+        # torch's t[True] and t[False]: a new first dimension of size 1 or 0.
+        return _getitem_mask(_aten("unsqueeze", t, 0), mask.reshape(1))
+    shape, covered = tuple(t.shape), tuple(mask.shape)
+    if len(covered) > len(shape):
+        raise IndexError("too many indices for tensor of dimension %d" % len(shape))
+    for d, (m, s) in enumerate(zip(covered, shape)):
+        if m != s:
+            raise IndexError("The shape of the mask %s at index %d does not match the shape of the indexed tensor %s at index %d"
+                             % (list(covered), d, list(shape), d))
+    return Tensor(call(bridge().indexByMask, t._java, _index_tensor(t, mask)._java))
 
 
 def _value_tensor(t, value):

@@ -5,6 +5,7 @@ import numbers
 from . import _bridge, _dtypes, _indexing
 from ._future import TensorFuture
 import torch as _torch
+from torch._tensor import make_tensor
 from torch import _nested
 from .distributed_spec import DeviceMesh, Placement, Replicate, _placement, _specs
 
@@ -199,6 +200,72 @@ class Tensor:
     def div(self, other):
         return self.__truediv__(other)
 
+    # ---- comparison, logical and bitwise operators: element-wise ATen operators through the generic path, so the
+    # result dtypes are torch's (bool for comparisons; bool & bool is bool, int & int is int; an int tensor compared
+    # with a float compares in floating point; Python ints stay exact int64). The method forms (t.gt(0), t.eq(u),
+    # t.logical_and(u), t.bitwise_not()) and dtorch.gt(...) reach the same operators through __getattr__. ----
+    def _elementwise(self, op, other):
+        if isinstance(other, (Tensor, _torch.Tensor)) or _scalar(other)[1] is not None:
+            return aten(op, (self, other))  # a local torch.Tensor gets aten's TypeError, not a silent False
+        return NotImplemented
+
+    def __gt__(self, other):
+        return self._elementwise("gt", other)
+
+    def __lt__(self, other):
+        return self._elementwise("lt", other)
+
+    def __ge__(self, other):
+        return self._elementwise("ge", other)
+
+    def __le__(self, other):
+        return self._elementwise("le", other)
+
+    def __eq__(self, other):
+        return self._elementwise("eq", other)
+
+    def __ne__(self, other):
+        return self._elementwise("ne", other)
+
+    __hash__ = object.__hash__  # identity, as torch.Tensor's: == gives a tensor, not a truth value
+
+    def __and__(self, other):
+        return self._elementwise("bitwise_and", other)
+
+    __rand__ = __and__
+
+    def __or__(self, other):
+        return self._elementwise("bitwise_or", other)
+
+    __ror__ = __or__
+
+    def __xor__(self, other):
+        return self._elementwise("bitwise_xor", other)
+
+    __rxor__ = __xor__
+
+    def __invert__(self):
+        if self.dtype.is_floating_point:
+            raise TypeError("~ (bitwise_not) takes an integral or bool tensor, got %s" % self.dtype)
+        return aten("bitwise_not", (self,))
+
+    def item(self):
+        """The value of a one-element tensor as a Python number: a blocking read of the value (to_torch())."""
+        n = self.numel()
+        if n != 1:
+            raise RuntimeError("a Tensor with %d elements cannot be converted to Scalar" % n)
+        return self.to_torch().item()
+
+    def __bool__(self):
+        """The truth of a one-element tensor, as torch's: a blocking read of its value. Several elements (or none) are
+        ambiguous, as in torch: use .any() or .all()."""
+        n = self.numel()
+        if n == 0:
+            raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+        if n != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
     def _unary(self, op):
         return Tensor(_bridge.call(_b().unary, op, self._java))
 
@@ -273,7 +340,8 @@ class Tensor:
         return aten("narrow", (self, _index(dim, "dim"), _index(start, "start"), _index(length, "length")))
 
     def __getitem__(self, index):
-        """t[1:5, 2], t[..., None], t[idx] (one long tensor or list): select, slice, unsqueeze and index_select."""
+        """t[1:5, 2], t[..., None], t[idx] (one long tensor or list): select, slice, unsqueeze and index_select; t[mask]
+        (a bool mask of the leading dimensions) blocks to read the mask's count first, see _indexing._getitem_mask."""
         return _indexing.getitem(self, index)
 
     def __setitem__(self, index, value):
@@ -373,6 +441,43 @@ class Tensor:
     def to_torch(self):
         """The whole tensor in this process (blocks until the workers produced it)."""
         return self.to_torch_async().get()
+
+    # ---- the local-shard API (PyTorch DTensor's names, single-controller meanings: one tensor per device) ----
+    @staticmethod
+    def from_local(tensors, device_mesh=None, placements=None, shape=None, run_check=False):
+        """A distributed tensor made of one local torch.Tensor per device of `device_mesh`, in the mesh's device order
+        (device_mesh.device_ids): each is its device's shard, replica or partial value under `placements` (default:
+        Replicate on every mesh dimension). Their dtype and device kind must agree, and each shape must be the one the
+        layout of `shape` gives its device; shape=None infers it (the local sizes summed along sharded dimensions).
+        Everything is checked before anything moves; an error names the device, its shape and the expected one.
+
+        Replicas are taken as given (PyTorch's run_check=False); run_check=True compares them and names the first device
+        whose tensor differs. In thread mode each device keeps a reference to its tensor, not a copy, so later writes to
+        it are visible, as with PyTorch's from_local (a tensor given for several devices, as [x] * 4, is copied for all
+        but the first, so that every device owns its memory); with worker processes each receives a copy of its own."""
+        if isinstance(tensors, _torch.Tensor) or not isinstance(tensors, (list, tuple)):
+            raise TypeError("from_local() takes a list of torch.Tensors, one per device of the mesh in its device order "
+                            "(a single controller holds them all), got %r" % (type(tensors).__name__,))
+        for i, t in enumerate(tensors):
+            if not isinstance(t, _torch.Tensor):
+                raise TypeError("from_local(): tensors[%d] must be a torch.Tensor, got %r" % (i, type(t).__name__))
+        mesh = _mesh(device_mesh)
+        ndim = tensors[0].ndim if tensors else 0
+        size = None if shape is None else _shape((tuple(shape),), "shape sizes")
+        return Tensor(_bridge.call(_b().fromLocal, [t._java for t in tensors], mesh._java, _specs(placements, ndim), size,
+                                   bool(run_check)))
+
+    def to_local(self):
+        """Every device's local tensor (its shard, replica or partial value), one torch.Tensor per device in the mesh's
+        device order, as PyTorch's to_local gives one rank's. In thread mode they are the workers' tensors themselves
+        (no copy: an in-place change through one changes the shard, as PyTorch's to_local aliases it); with worker
+        processes, copies. One blocking read, up to the runtime's timeout, whose error names the devices that did not
+        answer."""
+        return [make_tensor(t) for t in _bridge.call(_b().toLocal, self._java)]
+
+    def full_tensor(self):
+        """The whole tensor as one torch.Tensor: PyTorch's name for to_torch()."""
+        return self.to_torch()
 
     def close(self):
         """Releases the tensor on the workers now (otherwise when garbage-collected). Idempotent."""
@@ -517,6 +622,9 @@ def randn_like(input, dtype=None, seed=None):
     """Standard normal values of `input`'s shape, mesh and placements, seeded as randn() is."""
     shape, mesh, placements = _like(input, "randn_like")
     return randn(*shape, dtype=dtype or input.dtype, device_mesh=mesh, placements=placements, seed=seed)
+
+
+from_local = Tensor.from_local
 
 
 def distribute_tensor(tensor, device_mesh=None, placements=None):

@@ -1,0 +1,68 @@
+package org.dtorch.ops;
+
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import org.dtorch.ops.aten.ArgKind;
+import org.dtorch.ops.aten.AtenCall;
+import org.dtorch.ops.aten.AtenOps;
+import org.dtorch.ops.aten.CallPlan;
+
+/**
+ * The ATen calls behind {@link org.dtorch.api.DTensor}'s comparison, logical and bitwise operators, {@code maskedFill}
+ * and {@link org.dtorch.api.DTorch#where}: element-wise operators that run through the generic operator under the
+ * {@link PointwiseStrategy}, so their result dtypes are libtorch's own (comparisons give bool, a {@code long} compared with
+ * an int64 tensor compares exactly, an int64 tensor compared with a {@code double} compares in floating point, bool with
+ * bool stays bool and int with int stays int for the bitwise operators).
+ *
+ * <p>A {@code long} scalar goes as an integral {@code Scalar} (the key {@code i}), a {@code double} as a floating one
+ * ({@code f}), exactly as Python's {@code int} and {@code float} do in the {@code torch} module.
+ *
+ * <p>Thread-safe: the overloads a key selects are cached in a concurrent map; calls are immutable values.
+ */
+public final class CompareCalls {
+    private static final Map<String, CallPlan> PLANS = new ConcurrentHashMap<>();
+
+    private CompareCalls() {
+    }
+
+    /**
+     * The call of {@code aten::<name>} with values of the kinds {@code key} ({@link ArgKind}: {@code T} for a tensor input,
+     * whose value is a placeholder, {@code i} for a {@code Long}, {@code f} for a {@code Double}), with the overload the
+     * {@code torch} module chooses for those kinds.
+     *
+     * @throws IllegalArgumentException when no overload of {@code name} takes {@code key}
+     */
+    public static AtenCall of(String name, String key, Object... values) {
+        CallPlan plan = PLANS.computeIfAbsent(name + "(" + key + ")", unused -> {
+            CallPlan found = AtenOps.bestPlan(Objects.requireNonNull(AtenOps.overloads(name), () -> "no operator aten::" + name),
+                ArgKind.Signature.parse(key));
+            if (found == null) {
+                throw new IllegalArgumentException("no overload of aten::" + name + " takes " + key + ": "
+                    + AtenOps.describe(AtenOps.overloads(name)));
+            }
+            return found;
+        });
+        return AtenCall.of(plan, values);
+    }
+
+    /** {@code aten::<name>(self, other)} on two tensors ({@code gt}, {@code logical_and}, {@code bitwise_or}, ...). */
+    public static AtenCall tensors(String name) {
+        return of(name, "T,T", null, null);
+    }
+
+    /** {@code aten::<name>(self)} on one tensor ({@code logical_not}, {@code bitwise_not}). */
+    public static AtenCall unary(String name) {
+        return of(name, "T", (Object) null);
+    }
+
+    /** {@code aten::<name>(self, value)} with a floating-point scalar. */
+    public static AtenCall scalar(String name, double value) {
+        return of(name, "T,f", null, value);
+    }
+
+    /** {@code aten::<name>(self, value)} with an exact integral scalar. */
+    public static AtenCall scalar(String name, long value) {
+        return of(name, "T,i", null, value);
+    }
+}

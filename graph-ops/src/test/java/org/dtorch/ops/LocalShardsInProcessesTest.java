@@ -1,0 +1,31 @@
+package org.dtorch.ops;
+
+import org.dtorch.api.DTorch;
+import org.dtorch.api.DTorchOptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+
+/**
+ * {@link LocalShardsTest} with every device a worker process: each worker receives its own local tensor only
+ * ({@link LocalShardSpec}'s codec), every local tensor comes back through a File promise, and both directions are
+ * copies, so later writes to the caller's tensors show nowhere.
+ */
+@Tag("multiprocess")
+class LocalShardsInProcessesTest extends LocalShardsTest {
+
+    @BeforeAll
+    static void startProcesses() {
+        dt.close();
+        dt = DTorch.init(DTorchOptions.builder().devices(4).perDevicePerProcess(true).build());
+    }
+
+    @Override
+    boolean aliases() {
+        return false;
+    }
+
+    @Override
+    boolean processes() {
+        return true;
+    }
+}
