@@ -646,12 +646,15 @@ public final class DTorch implements AutoCloseable {
      * input: every device runs it on its local shards through libtorch's dispatcher ({@link AtenSpec}). The operator's
      * {@link ShardingStrategy} ({@link StrategyTable}) says which input placements that works for; inputs with other
      * placements are first redistributed there (the planner's cheapest plan), and the intermediate tensors released
-     * once used. An operator in no family runs on replicated inputs, with a warning once per operator naming the
-     * communication ({@link FallbackWarnings}).
+     * once used (unless the strict mode is on: {@link #setImplicitRedistribution}). An operator in no family runs on
+     * replicated inputs, with a warning once per operator naming the communication ({@link FallbackWarnings}).
+     *
+     * <p>An in-place overload ({@code add_}) writes into its first input, which keeps its placements ({@link InPlaceSpec};
+     * where no shard can take its part of the result, the functional result is computed and copied back), and returns
+     * that input; an {@code out=} overload writes into its {@code out} tensors and returns them.
      *
      * @return one tensor per output of the operator
-     * @throws UnsupportedOperationException for in-place, {@code out=} and random operators, and operators whose outputs
-     *                                       cannot be inferred exactly
+     * @throws UnsupportedOperationException for random operators and operators whose outputs cannot be inferred exactly
      * @throws IllegalArgumentException      when the inputs do not fit the operator (libtorch's message)
      */
     public List<DTensor> aten(AtenCall call, DTensor... inputs) {
