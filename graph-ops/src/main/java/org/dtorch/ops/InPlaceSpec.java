@@ -2,7 +2,10 @@ package org.dtorch.ops;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
 import org.bytedeco.pytorch.Tensor;
 import org.dtorch.core.graph.DeviceKernel;
 import org.dtorch.core.graph.OpSpec;
@@ -108,10 +111,30 @@ public final class InPlaceSpec implements OpSpec, PlacementChoice {
      * result back ({@link org.dtorch.api.DTorch#aten}).
      */
     public boolean keepsPlacements(List<TensorMeta> inputs) {
+        return pinned(inputs).isPresent();
+    }
+
+    /** The family's placements keeping input 0, remembered per call and input metadata (a loop asks the same again). */
+    private Optional<ShardingStrategy.Decision> pinned(List<TensorMeta> inputs) {
         Rules.arity(call.qualifiedName(), inputs, call.inputCount());
         Rules.sameMesh(call.qualifiedName(), inputs);
-        return strategy.decidePinned(functional, inputs, 0) != null;
+        Key key = new Key(call, List.copyOf(inputs));
+        Optional<ShardingStrategy.Decision> known = DECISIONS.get(key);
+        if (known == null) {
+            known = Optional.ofNullable(strategy.decidePinned(functional, inputs, 0));
+            if (DECISIONS.size() >= DECISIONS_KEPT) {
+                DECISIONS.clear();
+            }
+            DECISIONS.put(key, known);
+        }
+        return known;
     }
+
+    private record Key(AtenCall call, List<TensorMeta> inputs) {
+    }
+
+    private static final Map<Key, Optional<ShardingStrategy.Decision>> DECISIONS = new ConcurrentHashMap<>();
+    private static final int DECISIONS_KEPT = 4096;
 
     /**
      * Has libtorch check the in-place call on meta tensors of the inputs' shapes and dtypes (the result must have input
@@ -126,9 +149,7 @@ public final class InPlaceSpec implements OpSpec, PlacementChoice {
     /** The written tensor's placements kept, the other inputs where the family needs them for that. */
     @Override
     public ShardingStrategy.Decision choose(List<TensorMeta> inputs) {
-        Rules.arity(call.qualifiedName(), inputs, call.inputCount());
-        Rules.sameMesh(call.qualifiedName(), inputs);
-        ShardingStrategy.Decision d = strategy.decidePinned(functional, inputs, 0);
+        ShardingStrategy.Decision d = pinned(inputs).orElse(null);
         if (d == null) {
             throw new ShardingException(call.qualifiedName(), inputs, "the " + strategy.family() + " rule cannot write the result into input 0 "
                 + "with its placements " + inputs.getFirst().placements() + " (an in-place operator keeps them); redistribute it first, or "
