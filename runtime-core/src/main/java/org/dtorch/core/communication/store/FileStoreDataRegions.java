@@ -1,5 +1,6 @@
 package org.dtorch.core.communication.store;
 
+import org.dtorch.core.tensor.TorchTensors;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -58,7 +59,7 @@ final class FileStoreDataRegions {
         if (nbytes == 0 || !value.is_contiguous()) {
             return null;
         }
-        SharedRegion region = ShmTensors.regionContaining(value.data_ptr().address(), nbytes);
+        SharedRegion region = ShmTensors.regionContaining(TorchTensors.address(value), nbytes);
         return region != null && region.name().startsWith(controlName + "-a") ? region : null;
     }
 
