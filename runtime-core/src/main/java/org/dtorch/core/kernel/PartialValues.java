@@ -7,17 +7,19 @@ import org.dtorch.core.tensor.TorchTensors;
 
 /**
  * The identity of each reduction, per dtype: what the holders of a partial value that is "not theirs"
- * contain, so that reducing gives back the value exactly.
+ * contain, so that reducing gives back the value exactly; and what a device whose shard is empty on a reduced
+ * dimension contributes to a reduction ({@code -inf} to a floating-point maximum, the dtype's least value to an
+ * integer one, false to a boolean one).
  *
  * <p>Thread-safe: stateless.
  */
-final class PartialValues {
+public final class PartialValues {
 
     private PartialValues() {
     }
 
     /** The identity of {@code op} in {@code dtype}; the caller closes it. */
-    static Scalar identity(ReduceOpType op, ScalarType dtype) {
+    public static Scalar identity(ReduceOpType op, ScalarType dtype) {
         ScalarType type = dtype.intern();
         boolean floating = switch (type) {
             case Float, Double, Half, BFloat16 -> true;
