@@ -77,6 +77,9 @@ def test_zero_length_narrow_and_tensors_with_no_element():
     same(nothing.sum(0).to_torch(), x.narrow(0, 2, 0).sum(0), "the sum of nothing is zeros")
     empty = dtorch.zeros(0, 3, device_mesh=mesh, placements=[Shard(0)])
     assert tuple(empty.to_torch().shape) == (0, 3)
+    three = torch.arange(3.0)
+    same(dtorch.distribute_tensor(three, mesh, [Shard(0)]).to_torch(), three, "distribute_tensor of 3 over 4")
+    same(dtorch.distribute_tensor(torch.zeros(0, 2), mesh, [Shard(1)]).to_torch(), torch.zeros(0, 2), "distribute_tensor of nothing")
     same((empty + 1).to_torch(), torch.zeros(0, 3) + 1, "an operator on nothing")
 
 
