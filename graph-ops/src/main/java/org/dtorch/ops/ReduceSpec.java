@@ -76,6 +76,10 @@ public final class ReduceSpec implements OpSpec {
         boolean[] isReduced = new boolean[t.ndim()];
         for (long d : reduced) {
             isReduced[(int) d] = true;
+            if (kind == Kind.MAX && t.size((int) d) == 0) {
+                // As torch's amax: a maximum of nothing has no value (an empty shard of a longer dimension is fine).
+                throw new IllegalArgumentException("max: dimension " + d + " of " + t + " has no element, so it has no maximum");
+            }
         }
         int[] newIndex = new int[t.ndim()];
         List<Long> shape = new ArrayList<>();

@@ -85,6 +85,21 @@ class EmptyShardsOpsTest extends FourDeviceRuntime {
         assertEquals(List.of(), api(dt));
     }
 
+    /** As torch, a maximum over a dimension with no element at all has no value; empty shards of a longer one are fine. */
+    @Test
+    void shouldRefuseTheMaximumOfNothingBeforeRunning() {
+        DeviceMesh line = dt.initDeviceMesh(LINE);
+        try (DTensor nothing = dt.zeros(new long[] {0, 3}, line, S0)) {
+            IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> nothing.max(0));
+            assertTrue(e.getMessage().contains("max: dimension 0 of") && e.getMessage().contains("has no element"), e.getMessage());
+            org.junit.jupiter.api.Assertions.assertThrows(RuntimeException.class,
+                () -> dt.aten(call("amax", "T|dim=[i]", null, List.of(0L)), nothing));
+            try (DTensor sum = nothing.sum(0); Tensor zeros = sum.toTorch()) {
+                assertTrue(torch.equal(zeros, torch.zeros(3)), "the sum of nothing is zeros: " + zeros);
+            }
+        }
+    }
+
     /** One check of the Java API: what it computes on the distributed {@code x}, and what torch computes on the whole one. */
     private record ApiCase(String what, java.util.function.Function<DTensor, DTensor> distributed, java.util.function.Function<Tensor, Tensor> whole) {
     }
