@@ -29,7 +29,8 @@ import org.junit.jupiter.api.Timeout;
  * libtorch on the whole tensors on one device: factories, pointwise operators, every reduction (the identity of an
  * empty shard: sums, products, extrema, arg-extrema, variances, norms, logical reductions), matrix products, views,
  * concatenation and splits, normalization, embedding, convolution with its halo, pooling, interpolation, attention and
- * dropout. {@link EmptyShardsInProcessesTest} runs the same walk with worker processes.
+ * dropout. {@link EmptyShardsInProcessesTest} runs the same walk with worker processes, {@link EmptyShardsAcrossNodesTest}
+ * across two nodes, {@link EmptyShardsOnCudaTest} and {@link EmptyShardsOnCudaInProcessesTest} on a GPU.
  */
 @Timeout(600)
 class EmptyShardsOpsTest extends FourDeviceRuntime {
