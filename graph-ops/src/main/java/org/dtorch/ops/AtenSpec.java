@@ -5,7 +5,11 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.List;
 import java.util.Objects;
+import org.bytedeco.pytorch.MemoryFormatOptional;
+import org.bytedeco.pytorch.ScalarTypeOptional;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.global.torch;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.ShardLayout;
 import org.dtorch.core.graph.DeviceKernel;
@@ -143,11 +147,35 @@ public final class AtenSpec implements OpSpec, PlacementChoice {
         return out;
     }
 
-    /** The strategy's kernel for the device where it has one, else the one kernel: the call on the device's local inputs. */
+    /**
+     * The strategy's kernel for the device where it has one, else the one kernel: the call on the device's local inputs.
+     * Where every output of a local kernel is empty on the device (its shards of a dimension shorter than the devices), it
+     * makes those empty outputs without calling the operator: there is nothing to compute, and some of libtorch's
+     * kernels fail on inputs with no element (its CPU flash attention divides by the batch size).
+     */
     @Override
     public DeviceKernel kernel(Operator op, long deviceId) {
         DeviceKernel own = strategy.kernel(call, op, deviceId);
-        return own != null ? own : kernel;
+        DeviceKernel run = own != null ? own : kernel;
+        if (strategy.communicates(call) || op.outputs().isEmpty()) {
+            return run;
+        }
+        List<TensorMeta> outputs = op.outputs().stream().map(o -> o.meta()).toList();
+        for (TensorMeta out : outputs) {
+            if (out.layout().localNumel(deviceId) != 0) {
+                return run;
+            }
+        }
+        List<long[]> shapes = outputs.stream().map(o -> o.layout().localShape(deviceId)).toList();
+        return (ctx, inputs) -> {
+            List<Tensor> empty = new ArrayList<>(shapes.size());
+            for (int r = 0; r < shapes.size(); r++) {
+                try (TensorOptions options = inputs.getFirst().options().dtype(new ScalarTypeOptional(outputs.get(r).dtype()))) {
+                    empty.add(torch.empty(shapes.get(r), options, new MemoryFormatOptional()));
+                }
+            }
+            return empty;
+        };
     }
 
     /** True where the strategy's kernels may communicate (a convolution's halo exchange). */

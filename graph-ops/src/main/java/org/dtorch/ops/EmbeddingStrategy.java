@@ -6,12 +6,14 @@ import java.util.Collections;
 import java.util.List;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.distributed.ShardLayout;
 import org.dtorch.core.graph.DeviceKernel;
 import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.core.kernel.KernelContext;
+import org.dtorch.core.tensor.TorchTensors;
 import org.dtorch.ops.aten.AtenCall;
 
 /**
@@ -81,15 +83,21 @@ final class EmbeddingStrategy implements ShardingStrategy {
     }
 
     /**
-     * The lookup on a device that holds rows {@code [first, first + rows)} of the weight (at least one: a shard is never
-     * empty): indices outside them pick local row 0 instead and their output rows are then set to zero, all through
-     * libtorch's kernels.
+     * The lookup on a device that holds rows {@code [first, first + rows)} of the weight: indices outside them pick local
+     * row 0 instead and their output rows are then set to zero, all through libtorch's kernels. A device whose shard
+     * holds no row (a weight with fewer rows than the devices that split it) has nothing to pick: its partial value is
+     * all zeros.
      */
     private record RowShardKernel(AtenCall call, long first, long rows) implements DeviceKernel {
         @Override
         public List<Tensor> run(KernelContext ctx, List<Tensor> inputs) {
             Tensor weight = inputs.get(0);
             Tensor indices = inputs.get(1);
+            if (rows == 0) {
+                long[] shape = Arrays.copyOf(TorchTensors.shape(indices), (int) indices.dim() + 1);
+                shape[shape.length - 1] = weight.size(1);
+                return List.of(torch.zeros(shape, weight.options()));
+            }
             try (Scalar offset = new Scalar(first); Scalar zero = new Scalar(0L); Scalar end = new Scalar(rows); Scalar none = new Scalar(0.0);
                  Tensor local = indices.sub(offset); Tensor below = local.lt(zero); Tensor above = local.ge(end);
                  Tensor outside = below.logical_or(above); Tensor safe = local.masked_fill(outside, zero);

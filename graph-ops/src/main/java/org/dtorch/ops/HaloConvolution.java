@@ -3,6 +3,7 @@ package org.dtorch.ops;
 import java.util.ArrayList;
 import java.util.List;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
 import org.dtorch.core.communication.group.HaloExchange;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.graph.DeviceKernel;
@@ -19,8 +20,11 @@ import org.dtorch.ops.aten.Overload;
  * (TeleFuser's spatial convolution). It applies where the output height equals the input height, so that the output's
  * shares are the input's: stride 1 in height and a padding {@code p} with {@code 2p = dilation * (kernel - 1)} (odd
  * kernels with {@code p = (k - 1) / 2}, {@code padding="same"} where it pads alike on both sides), the halo being
- * {@code h = p}, no larger than the smallest share. Width, groups, bias and the width's stride, padding and dilation
- * are the device's own and pass unchanged. Every other case is left to the convolution's other rules, which gather.
+ * {@code h = p}; its rows come from whichever devices hold them, past a neighbour whose share is shorter than the halo
+ * or empty. Width, groups, bias and the width's stride, padding and dilation are the device's own and pass unchanged.
+ * Every other case is left to the convolution's other rules, which gather. A device whose share is empty (a height
+ * shorter than the devices) convolves its halo rows and one zero row more, and keeps no row of the result: libtorch
+ * refuses a convolution whose output has no row, and this way the empty output still has the output's dtype and width.
  *
  * <pre>
  *   device r:  [ h rows of r - 1 | H_r rows | h rows of r + 1 ]  --conv, padding (0, p_w)-->  [ H_r rows ]
@@ -52,7 +56,7 @@ final class HaloConvolution {
     /**
      * The halo plan of {@code call} on {@code inputs} as they are placed, or null where the halo does not apply: not a
      * batched 2-D non-transposed convolution, the input's height sharded on no or several mesh dimensions, an output
-     * height other than the input's, an asymmetric {@code "same"} padding, or a halo larger than the smallest share.
+     * height other than the input's, or an asymmetric {@code "same"} padding.
      */
     static Plan plan(AtenCall call, List<TensorMeta> inputs) {
         if (!mayExchange(call) || inputs.size() < 2) {
@@ -77,9 +81,7 @@ final class HaloConvolution {
             || 2 * padding[0] != ConvolutionStrategy.at(call, "dilation", 0, 1) * (w.size(2) - 1)) {
             return null;
         }
-        long height = x.size(2);
-        long smallest = height / x.sharding().mesh().size(meshDim);
-        return padding[0] > smallest ? null : new Plan(meshDim, height, Math.toIntExact(padding[0]));
+        return new Plan(meshDim, x.size(2), Math.toIntExact(padding[0]));
     }
 
     /** The padding {@code (p_h, p_w)} of {@code call}; null for a {@code "same"} padding that is not alike on both sides. */
@@ -126,13 +128,27 @@ final class HaloConvolution {
         @Override
         public List<Tensor> run(KernelContext ctx, List<Tensor> inputs) {
             if (plan.halo() == 0) {
-                return local.call(inputs);
+                return convolve(inputs, inputs.get(INPUT));
             }
             try (HaloExchange exchange = new HaloExchange(ctx.groupOver(mesh, new int[] {plan.meshDim()}));
                  Tensor haloed = exchange.exchange(inputs.get(INPUT), plan.height(), plan.halo())) {
-                List<Tensor> args = new ArrayList<>(inputs);
-                args.set(INPUT, haloed);
+                return convolve(inputs, haloed);
+            }
+        }
+
+        /** {@code local} on {@code rows} in place of the input; with no row of this device's own, one zero row more, none kept. */
+        private List<Tensor> convolve(List<Tensor> inputs, Tensor rows) {
+            List<Tensor> args = new ArrayList<>(inputs);
+            if (inputs.get(INPUT).size(2) > 0) {
+                args.set(INPUT, rows);
                 return local.call(args);
+            }
+            try (Tensor taller = torch.constant_pad_nd(rows, new long[] {0, 0, 0, 1})) {
+                args.set(INPUT, taller);
+                List<Tensor> one = local.call(args);
+                try (Tensor row = one.getFirst(); Tensor none = row.narrow(2, 0, 0)) {
+                    return List.of(none.contiguous());
+                }
             }
         }
     }

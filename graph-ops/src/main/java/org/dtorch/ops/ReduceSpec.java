@@ -76,6 +76,10 @@ public final class ReduceSpec implements OpSpec, PlacementChoice {
         boolean[] isReduced = new boolean[t.ndim()];
         for (long d : reduced) {
             isReduced[(int) d] = true;
+            if (kind == Kind.MAX && t.size((int) d) == 0) {
+                // As torch's amax: a maximum of nothing has no value (an empty shard of a longer dimension is fine).
+                throw new IllegalArgumentException("max: dimension " + d + " of " + t + " has no element, so it has no maximum");
+            }
         }
         int[] newIndex = new int[t.ndim()];
         List<Long> shape = new ArrayList<>();
@@ -137,7 +141,15 @@ public final class ReduceSpec implements OpSpec, PlacementChoice {
             count *= input.size((int) d);
         }
         long globalCount = count;
-        ScalarType dtype = op.outputs().getFirst().meta().dtype();
+        TensorMeta output = op.outputs().getFirst().meta();
+        ScalarType dtype = output.dtype();
+        if (input.layout().localNumel(deviceId) == 0 && output.layout().localNumel(deviceId) != 0) {
+            // An empty shard of a reduced dimension: this device's partial value is the reduction's identity (libtorch's
+            // amax refuses an empty dimension; its sum gives 0, which a mean then divides by the global count).
+            long[] shape = output.layout().localShape(deviceId);
+            ReduceOpType identity = kind == Kind.MAX ? ReduceOpType.MAX : ReduceOpType.SUM;
+            return new LocalKernel(in -> ReductionStrategy.identity(identity, shape, dtype, in.getFirst()));
+        }
         return new LocalKernel(in -> {
             Tensor t = in.getFirst();
             return switch (kind) {

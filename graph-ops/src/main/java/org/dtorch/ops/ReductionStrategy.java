@@ -4,10 +4,19 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import org.bytedeco.pytorch.Scalar;
+import org.bytedeco.pytorch.ScalarTypeOptional;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.communication.ReduceOpType;
 import org.dtorch.core.distributed.Partial;
 import org.dtorch.core.distributed.Placement;
+import org.dtorch.core.graph.DeviceKernel;
+import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.TensorMeta;
+import org.dtorch.core.kernel.PartialValues;
 import org.dtorch.ops.OptionSearch.Option;
 import org.dtorch.ops.aten.AtenCall;
 
@@ -27,6 +36,11 @@ import org.dtorch.ops.aten.AtenCall;
  *       to {@code R} first;</li>
  *   <li>{@code R} stays {@code R}.</li>
  * </ul>
+ *
+ * <p>A device whose shard of a reduced dimension is empty contributes the reduction's identity to the partial result:
+ * 0 to a sum, 1 to a product, {@code -inf} (the dtype's least value for integers, false for booleans) to a maximum and
+ * {@code +inf} (the greatest value, true) to a minimum, as libtorch's own sum and product of nothing do; its
+ * {@code amax}, {@code amin} and {@code max} refuse an empty dimension, so the kernel makes the identity itself.
  *
  * <p>Stateless. Thread-safe.
  */
@@ -95,6 +109,33 @@ final class ReductionStrategy implements ShardingStrategy {
             }
         }
         return shape.stream().mapToLong(Long::longValue).toArray();
+    }
+
+    /**
+     * Where {@code op} is a reduction into partial values and device {@code deviceId}'s input shard is empty but its
+     * outputs are not (the shard of a reduced dimension is empty), a kernel that gives the identity of the reduction;
+     * null elsewhere (the call itself).
+     */
+    @Override
+    public DeviceKernel kernel(AtenCall call, Operator op, long deviceId) {
+        ReduceOpType partial = partialOp(call);
+        if (partial == null || op.inputs().size() != 1 || op.inputs().getFirst().meta().layout().localNumel(deviceId) != 0) {
+            return null;
+        }
+        List<TensorMeta> outputs = op.outputs().stream().map(o -> o.meta()).toList();
+        if (outputs.stream().anyMatch(o -> o.layout().localNumel(deviceId) == 0)) {
+            return null;
+        }
+        return (ctx, inputs) -> outputs.stream()
+            .map(o -> identity(partial, o.layout().localShape(deviceId), o.dtype(), inputs.getFirst())).toList();
+    }
+
+    /** A tensor of {@code shape} and {@code dtype} on {@code like}'s device filled with the identity of {@code op}. */
+    static Tensor identity(ReduceOpType op, long[] shape, ScalarType dtype, Tensor like) {
+        try (Scalar value = PartialValues.identity(op, dtype);
+             TensorOptions options = like.options().dtype(new ScalarTypeOptional(dtype))) {
+            return torch.full(shape, value, options);
+        }
     }
 
     @Override

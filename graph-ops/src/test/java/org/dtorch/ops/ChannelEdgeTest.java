@@ -125,6 +125,36 @@ class ChannelEdgeTest {
         }
     }
 
+    /**
+     * Empty shards cross a declared edge like any other: one row over two source devices (1, 0) to S(0), S(1) and R of
+     * the destination, two rows to three consumers (1, 1, 0), and a tensor with no element; exactly torch's values.
+     */
+    @Test
+    void shouldCarryEmptyShardsThroughADeclaredEdge() {
+        DeviceMesh src = dt.mesh(0, 1);
+        DeviceMesh dst = dt.mesh(2, 3);
+        torch.manual_seed(9);
+        try (Tensor row = torch.randn(1, 3); Tensor nothing = torch.randn(0, 3); ChannelEdge edge = dt.channel(src, dst)) {
+            for (Tensor whole : List.of(row, nothing)) {
+                for (Placement[] t : List.of(new Placement[] {S0}, new Placement[] {S1}, new Placement[] {R})) {
+                    String what = java.util.Arrays.toString(whole.sizes().vec().get()) + " [S(0)] -> " + List.of(t);
+                    try (DTensor x = dt.tensor(whole, src, S0); DTensor y = x.redistribute(dst, t)) {
+                        assertEquals(List.of(t), y.placements(), what);
+                        assertSame(whole, y, what);
+                    }
+                }
+            }
+            assertEquals(6, edge.transfers());
+        }
+        DeviceMesh one = dt.mesh(0);
+        DeviceMesh three = dt.mesh(1, 2, 3);
+        try (Tensor rows = torch.randn(2, 4); ChannelEdge edge = dt.channel(one, three); DTensor x = dt.tensor(rows, one);
+             DTensor y = x.redistribute(three, S0)) {
+            assertSame(rows, y, "two rows to three consumers");
+            assertEquals(1, edge.transfers());
+        }
+    }
+
     @Test
     void shouldLetTheSourceRunTwoTransfersAheadOfAHeldDestinationAndNoFurther() throws IOException {
         DeviceMesh src = dt.mesh(0, 1);

@@ -99,8 +99,9 @@ class FactoriesAndRulesTest {
         IllegalArgumentException shapes = assertThrows(IllegalArgumentException.class, () -> rows.add(dt.ones(new long[] {6, 8}, line, Placement.shard(0))));
         assertTrue(shapes.getMessage().contains("do not broadcast"), shapes.getMessage());
         assertThrows(ShardingException.class, () -> dt.zeros(new long[] {4}, line, Placement.partial()));
-        IllegalArgumentException tooShort = assertThrows(IllegalArgumentException.class, () -> dt.zeros(new long[] {3}, line, Placement.shard(0)));
-        assertTrue(tooShort.getMessage().contains("splits it 4 ways"), tooShort.getMessage());
+        IllegalArgumentException negative = assertThrows(IllegalArgumentException.class, () -> dt.zeros(new long[] {-3}, line, Placement.shard(0)));
+        assertTrue(negative.getMessage().contains("zeros") && negative.getMessage().contains("-3"), negative.getMessage());
+        assertEquals("[0.0, 0.0, 0.0]", values(dt.zeros(new long[] {3}, line, Placement.shard(0))), "3 over 4: the last device's shard is empty");
         IllegalArgumentException stranger = assertThrows(IllegalArgumentException.class,
             () -> dt.ones(new long[] {4}, org.dtorch.core.distributed.DeviceMesh.of(dt.deviceKind(), 0, 9), Placement.shard(0)));
         assertTrue(stranger.getMessage().contains("device 9 is not one of this runtime's cpu devices 0..3"), stranger.getMessage());

@@ -26,8 +26,9 @@ import org.junit.jupiter.api.Timeout;
 /**
  * 2-D convolutions of height-sharded inputs with a halo exchange ({@link HaloConvolution}) against libtorch's convolution
  * of the whole tensor, exactly (integer-valued float32, so that the order of the sums cannot matter): 7 rows over 2, 3
- * and 4 devices and a 2x2 mesh, the output sharded as the input, one point-to-point batch per device and no all-gather;
- * channels-last kept; and the cases no halo serves, which still gather and equal torch. {@link GenericOpsInProcessesTest}
+ * and 4 devices and a 2x2 mesh, and 2 and 3 rows over 4 devices (empty shares), the output sharded as the input, one
+ * point-to-point batch per device and no all-gather; channels-last kept; and the cases no halo serves, which still gather
+ * and equal torch. {@link GenericOpsInProcessesTest}
  * runs {@link #checkHaloCases} with worker processes.
  */
 @Timeout(120)
@@ -59,7 +60,7 @@ class HaloConvolutionTest extends FourDeviceRuntime {
         }
     }
 
-    /** Convolutions whose output height is the input's: the halo serves them on any mesh whose smallest share holds it. */
+    /** Convolutions whose output height is the input's: the halo serves them on any mesh, whatever the shares. */
     private static List<Conv> haloCases() {
         List<Long> one = List.of(1L, 1L);
         return List.of(
@@ -78,34 +79,27 @@ class HaloConvolutionTest extends FourDeviceRuntime {
 
     /**
      * Every halo case on 7 rows sharded as each of {@code layouts} says (over 2, 3 or 4 devices, or one dimension of a
-     * 2x2 mesh), against torch exactly; the output keeps the input's placements wherever the halo fits the smallest share (one row over 4
-     * devices: a 2-row halo falls back to a gather there). With {@code counts}, the runtime's collective counter
-     * (threads only) sees one point-to-point batch per device of a halo and no all-gather.
+     * 2x2 mesh), against torch exactly; the output keeps the input's placements, a halo taller than the smallest share
+     * included (one row over 4 devices: a 2-row halo reaches past the neighbour). With {@code counts}, the runtime's
+     * collective counter (threads only) sees one point-to-point batch per device of a halo and no all-gather.
      */
     static void checkHaloCases(DTorch runtime, boolean counts, Layout... layouts) {
         for (Layout layout : layouts) {
             DeviceMesh mesh = runtime.initDeviceMesh(layout.mesh());
-            int ways = layout.mesh()[Arrays.asList(layout.placements()).indexOf(ROWS)];
             for (Conv c : haloCases()) {
-                boolean fits = c.halo() <= HEIGHT / ways;
                 String what = c.what() + " on " + layout;
                 Map<CollectiveKind, Long> before = runtime.runtime().groups().collectiveCounter().snapshot();
                 List<Placement> got = check(runtime, c, mesh, layout.placements(), what);
-                assertEquals(fits ? List.of(layout.placements()) : replicatedRows(layout.placements()), got, what);
+                assertEquals(List.of(layout.placements()), got, what);
                 if (counts) {
                     Map<CollectiveKind, Long> after = runtime.runtime().groups().collectiveCounter().snapshot();
                     long p2p = after.get(CollectiveKind.POINT_TO_POINT) - before.get(CollectiveKind.POINT_TO_POINT);
                     long gathers = after.get(CollectiveKind.ALL_GATHER) - before.get(CollectiveKind.ALL_GATHER);
-                    assertEquals(fits && c.halo() > 0 ? mesh.count() : 0, p2p, what + ": one point-to-point batch per device");
-                    assertEquals(fits ? 0 : 1, Long.signum(gathers), what + ": the input gathered only where no halo serves");
+                    assertEquals(c.halo() > 0 ? mesh.count() : 0, p2p, what + ": one point-to-point batch per device");
+                    assertEquals(0, gathers, what + ": the input is not gathered");
                 }
             }
         }
-    }
-
-    /** {@code placements} with the height shard gathered, as the fallback leaves it. */
-    private static List<Placement> replicatedRows(Placement... placements) {
-        return Arrays.stream(placements).map(p -> p.equals(ROWS) ? R : p).toList();
     }
 
     /**
@@ -113,7 +107,12 @@ class HaloConvolutionTest extends FourDeviceRuntime {
      * replicated), against torch on the whole tensors; the output's placements, read before the result is gathered.
      */
     private static List<Placement> check(DTorch runtime, Conv c, DeviceMesh mesh, Placement[] placements, String what) {
-        List<Tensor> locals = new ArrayList<>(List.of(integers(2, 4, HEIGHT, 6), integers(c.weight())));
+        return check(runtime, c, mesh, placements, what, HEIGHT);
+    }
+
+    /** As {@link #check(DTorch, Conv, DeviceMesh, Placement[], String)}, on an input {@code height} rows tall. */
+    private static List<Placement> check(DTorch runtime, Conv c, DeviceMesh mesh, Placement[] placements, String what, long height) {
+        List<Tensor> locals = new ArrayList<>(List.of(integers(2, 4, height, 6), integers(c.weight())));
         if (c.bias()) {
             locals.add(integers(c.weight()[0]));
         }
@@ -142,6 +141,24 @@ class HaloConvolutionTest extends FourDeviceRuntime {
     @Test
     void shouldConvolveHeightShardsWithHalosLikeTorch() {
         checkHaloCases(dt, true, LAYOUTS);
+    }
+
+    /**
+     * Heights shorter than the devices (2 and 3 rows over 4: the last devices hold no row): the halo still serves, its
+     * rows coming past the empty shares, the output keeps the height shards, and no all-gather runs.
+     */
+    @Test
+    void shouldKeepHeightShardsWithEmptySharesThroughTheHalo() {
+        DeviceMesh line = dt.initDeviceMesh(new int[] {4});
+        for (long height : new long[] {2, 3}) {
+            for (Conv c : haloCases()) {
+                String what = c.what() + " on " + height + " rows over 4 devices";
+                Map<CollectiveKind, Long> before = dt.runtime().groups().collectiveCounter().snapshot();
+                assertEquals(List.of(ROWS), check(dt, c, line, new Placement[] {ROWS}, what, height), what);
+                Map<CollectiveKind, Long> after = dt.runtime().groups().collectiveCounter().snapshot();
+                assertEquals(before.get(CollectiveKind.ALL_GATHER), after.get(CollectiveKind.ALL_GATHER), what + ": the input is not gathered");
+            }
+        }
     }
 
     @Test

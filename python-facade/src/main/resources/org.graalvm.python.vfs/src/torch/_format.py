@@ -74,6 +74,8 @@ def _depth(values):
 
 def tensor_repr(t):
     dtype = t.dtype
+    if t.numel() == 0:
+        return _empty_repr(t)
     values, summarized = _summarized(t)
     leaves = _leaves(values, []) if isinstance(values, list) else [values]
     if dtype.is_floating_point:
@@ -89,11 +91,22 @@ def tensor_repr(t):
     else:
         body = fmt(values)
     extras = []
-    shape = tuple(t.shape)
-    if t.numel() == 0 and len(shape) != 1:
-        extras.append("size=%s" % (shape,))
     if t.is_cuda:
         extras.append("device='%s'" % t.device)
     if dtype.name not in _DEFAULT_DTYPES:
         extras.append("dtype=%r" % dtype)
     return prefix + body + "".join(", " + e for e in extras) + ")"
+
+
+def _empty_repr(t):
+    """A tensor with no element, as PyTorch prints it: no values to show, so its shape unless it is (0,), and its dtype
+    unless it is float32 (with no value to read, an int64 or bool tensor would look like a float one)."""
+    extras = []
+    if t.is_cuda:
+        extras.append("device='%s'" % t.device)
+    shape = tuple(t.shape)
+    if len(shape) != 1:
+        extras.append("size=%s" % (shape,))
+    if t.dtype.name != "float32":
+        extras.append("dtype=%r" % t.dtype)
+    return "tensor([]" + "".join(", " + e for e in extras) + ")"

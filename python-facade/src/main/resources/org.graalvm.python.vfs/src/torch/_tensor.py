@@ -168,16 +168,20 @@ class Tensor:
         n = self.nbytes
         if n == 0:
             _java_call(self._java.address)  # a closed tensor refuses, as for any size
-            return memoryview(b"")
-        owned = type("_TensorBytes", (ctypes.c_char * n,), {})
-        address = _java_call(self._java.pin)
-        try:
-            raw = owned.from_address(address)
-            weakref.finalize(raw, self._java.unpin)
-        except BaseException:
-            self._java.unpin()
-            raise
-        view = memoryview(raw).cast("B")
+            # No bytes to pin. Python's memoryview takes no zero in a shape, so the view is typed but flat.
+            view = memoryview(b"").cast("B")
+            fmt = self.dtype._format
+            return view if fmt is None else view.cast(fmt)
+        else:
+            owned = type("_TensorBytes", (ctypes.c_char * n,), {})
+            address = _java_call(self._java.pin)
+            try:
+                raw = owned.from_address(address)
+                weakref.finalize(raw, self._java.unpin)
+            except BaseException:
+                self._java.unpin()
+                raise
+            view = memoryview(raw).cast("B")
         fmt = self.dtype._format
         if fmt is None:
             return view

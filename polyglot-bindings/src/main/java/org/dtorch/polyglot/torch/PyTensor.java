@@ -248,7 +248,7 @@ public final class PyTensor implements AutoCloseable {
     /** Where the elements start; valid until {@link #close()}. To read them after this call returns, {@link #pin()} instead. */
     @HostAccess.Export
     public synchronized long address() {
-        return t().data_ptr().address();
+        return TorchTensors.address(t());
     }
 
     /**
@@ -265,7 +265,7 @@ public final class PyTensor implements AutoCloseable {
                 + " (call .contiguous() or .cpu() first)");
         }
         pins++;
-        return t.data_ptr().address();
+        return TorchTensors.address(t);
     }
 
     /** Drops one pin; the last one releases the tensor of a closed handle. */

@@ -1,5 +1,6 @@
 package org.dtorch.core.device;
 
+import org.dtorch.core.tensor.TorchTensors;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
@@ -90,8 +91,8 @@ public final class CudaFusedReduce {
         try (BytePointer block = new BytePointer(2L * MAX_TENSORS * Long.BYTES)) {
             block.fill(0);
             for (int k = 0; k < ins.length; k++) {
-                long in = ins[k].data_ptr().address();
-                long out = outs[k].data_ptr().address();
+                long in = TorchTensors.address(ins[k]);
+                long out = TorchTensors.address(outs[k]);
                 aligned &= (in + start * elementSize) % 16 == 0 && (out + start * elementSize) % 16 == 0;
                 block.putLong((long) k * Long.BYTES, in);
                 block.putLong((long) (MAX_TENSORS + k) * Long.BYTES, out);

@@ -15,6 +15,10 @@ import java.util.TreeSet;
  * Where a part is replicated on the source mesh, the target device takes it from itself if it holds a
  * replica, else from the replica chosen by its position, so the load spreads over the replicas.
  *
+ * <p>A target device whose slice is empty (a zero-size shard) receives one empty piece, from the holder of the
+ * first source slice chosen as above: the piece carries no element, but it gives the device the dtype and device of
+ * the tensor it allocates, as every other target device learns them from its pieces.
+ *
  * <p>Thread-safe: immutable.
  */
 public final class CrossMeshTransfer {
@@ -95,6 +99,13 @@ public final class CrossMeshTransfer {
             long targetDevice = targetDevices.get(t);
             long[] tOff = target.offsets(targetDevice);
             long[] tShape = target.localShape(targetDevice);
+            if (target.localNumel(targetDevice) == 0) {
+                List<Long> holders = replicas.values().iterator().next();
+                long sourceDevice = holders.contains(targetDevice) ? targetDevice : holders.get(t % holders.size());
+                long[] none = new long[tShape.length];
+                result.add(new Piece(sourceDevice, targetDevice, none, none.clone(), none.clone()));
+                continue;
+            }
             for (List<Long> holders : replicas.values()) {
                 long sourceDevice = holders.contains(targetDevice) ? targetDevice : holders.get(t % holders.size());
                 long[] sOff = source.offsets(sourceDevice);
@@ -107,7 +118,7 @@ public final class CrossMeshTransfer {
                 for (int d = 0; d < dims && !empty; d++) {
                     long lo = Math.max(tOff[d], sOff[d]);
                     long hi = Math.min(tOff[d] + tShape[d], sOff[d] + sShape[d]);
-                    empty = hi <= lo && !(tShape[d] == 0 && sShape[d] == 0);
+                    empty = hi <= lo;
                     shape[d] = Math.max(0, hi - lo);
                     inSource[d] = lo - sOff[d];
                     inTarget[d] = lo - tOff[d];

@@ -36,8 +36,8 @@ import org.dtorch.core.device.DeviceKind;
  * slice, and partial placements of the target are re-created locally ({@code R -> P}).
  *
  * <p>Every request is checked before anything is planned: one placement per mesh dimension, shard
- * dimensions in range, no dimension shorter than the mesh dimensions that split it, and no {@code P(avg)}
- * target that would have to be created. Errors list both placement sequences.
+ * dimensions in range, no negative dimension, and no {@code P(avg)} target that would have to be created
+ * (a dimension shorter than the mesh dimensions that split it is fine: some devices hold empty shards). Errors list both placement sequences.
  *
  * <p><b>Between device kinds</b> (a CPU mesh and a CUDA mesh of one runtime on CUDA): the plan is that between
  * the two meshes' CUDA twins, wrapped ({@link RedistributionPlan#throughDevice()}); the executor moves the input

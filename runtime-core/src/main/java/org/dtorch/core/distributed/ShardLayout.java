@@ -15,6 +15,10 @@ import org.dtorch.core.tensor.BalancedSplit;
  * so split first by the outer (lower) mesh dimension, then each part by the next. {@code R} and
  * {@code P} leave the shape alone: a partial value is full-size.
  *
+ * <p>A dimension shorter than the devices that split it leaves some devices a zero-size shard (2 rows over 4 devices
+ * are {@code 1, 1, 0, 0}), as PyTorch's DTensor does: an empty shard is an ordinary local tensor whose offset is where
+ * the elements before it end.
+ *
  * <p>Thread-safe: immutable.
  */
 public final class ShardLayout {
@@ -40,8 +44,7 @@ public final class ShardLayout {
     /**
      * The layout of a tensor of {@code globalShape} under {@code sharding}.
      *
-     * @throws IllegalArgumentException if a shard dimension is out of range or a dimension is shorter than
-     *                                  the mesh dimension that splits it
+     * @throws IllegalArgumentException if a shard dimension is out of range or a dimension is negative
      */
     public static ShardLayout of(long[] globalShape, Sharding sharding) {
         Objects.requireNonNull(globalShape, "globalShape");
@@ -61,28 +64,13 @@ public final class ShardLayout {
             }
         }
         DeviceMesh mesh = sharding.mesh();
-        long[] smallest = globalShape.clone();
         for (int i = 0; i < mesh.ndim(); i++) {
-            if (sharding.placement(i) instanceof Shard s) {
-                if (s.dim() >= globalShape.length) {
-                    return "placement " + s + " on mesh dimension " + i + " is out of range for a tensor of shape "
-                        + Arrays.toString(globalShape) + " (placements " + sharding.placements() + ")";
-                }
-                int parts = mesh.size(i);
-                if (smallest[s.dim()] < parts) {
-                    return "dimension " + s.dim() + " of shape " + Arrays.toString(globalShape) + " is " + describeSlice(globalShape, smallest, s.dim())
-                        + " but mesh dimension " + i + " splits it " + parts + " ways (placements " + sharding.placements()
-                        + " on " + mesh + "); every device needs at least one element";
-                }
-                // The smallest part after this split is what later splits see at worst.
-                smallest[s.dim()] = smallest[s.dim()] / parts;
+            if (sharding.placement(i) instanceof Shard s && s.dim() >= globalShape.length) {
+                return "placement " + s + " on mesh dimension " + i + " is out of range for a tensor of shape "
+                    + Arrays.toString(globalShape) + " (placements " + sharding.placements() + ")";
             }
         }
         return null;
-    }
-
-    private static String describeSlice(long[] global, long[] smallest, int dim) {
-        return global[dim] == smallest[dim] ? "of size " + global[dim] : "split down to " + smallest[dim] + " elements by outer mesh dimensions";
     }
 
     /** The shape of the slice held at {@code coords}, and its offsets in the global tensor. */

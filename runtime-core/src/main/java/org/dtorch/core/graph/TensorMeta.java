@@ -24,7 +24,7 @@ public final class TensorMeta {
     /**
      * Validates that the sharding can hold the shape.
      *
-     * @throws IllegalArgumentException if a shard dimension is out of range or shorter than its mesh dimension
+     * @throws IllegalArgumentException if a shard dimension is out of range or a dimension is negative
      */
     public TensorMeta(long[] shape, ScalarType dtype, Sharding sharding) {
         this.shape = Objects.requireNonNull(shape, "shape").clone();

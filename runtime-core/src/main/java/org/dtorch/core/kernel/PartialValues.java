@@ -7,7 +7,9 @@ import org.dtorch.core.tensor.TorchTensors;
 
 /**
  * The identity of each reduction, per dtype: what the holders of a partial value that is "not theirs"
- * contain, so that reducing gives back the value exactly.
+ * contain, so that reducing gives back the value exactly; and what a device whose shard is empty on a reduced
+ * dimension contributes to a reduction ({@code -inf} to a floating-point maximum, the dtype's least value to an
+ * integer one, false to a boolean one).
  *
  * <p>Thread-safe: stateless.
  */

@@ -207,7 +207,7 @@ public final class CudaIpcTensors {
                 written.record(stream);
             }
             byte[] eventHandle = written.ipcHandle();
-            long address = value.data_ptr().address();
+            long address = TorchTensors.address(value);
             long[] base = new long[1];
             long size;
             byte[] memHandle = new byte[CudaIpcDescriptor.HANDLE_BYTES];

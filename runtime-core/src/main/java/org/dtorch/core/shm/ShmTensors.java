@@ -113,7 +113,7 @@ public final class ShmTensors {
         if (value.is_contiguous()) {
             // One plain memcpy: libtorch's copy kernel splits the work into parallel chunks, which on a busy
             // machine moves memory slower than a single streaming copy does.
-            MemorySegment.copy(MemorySegment.ofAddress(value.data_ptr().address()).reinterpret(bytes), ValueLayout.JAVA_BYTE, 0, target,
+            MemorySegment.copy(MemorySegment.ofAddress(TorchTensors.address(value)).reinterpret(bytes), ValueLayout.JAVA_BYTE, 0, target,
                 ValueLayout.JAVA_BYTE, 0, bytes);
             return;
         }
@@ -126,7 +126,7 @@ public final class ShmTensors {
     /** A new tensor with a copy of the bytes at {@code source}. */
     public static Tensor copyOut(MemorySegment source, long[] shape, ScalarType dtype) {
         Tensor out = empty(shape, dtype);
-        copyOut(source, shape, dtype, out.data_ptr().address());
+        copyOut(source, shape, dtype, TorchTensors.address(out));
         return out;
     }
 

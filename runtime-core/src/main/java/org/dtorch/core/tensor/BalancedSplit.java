@@ -11,7 +11,9 @@ package org.dtorch.core.tensor;
  * and it can even produce fewer shards than asked. Tensors exchanged with PyTorch code must be
  * re-split.
  *
- * <p>A dimension shorter than the number of parts is rejected: every shard holds at least one element.
+ * <p>A dimension shorter than the number of parts gives the last shards no element, as PyTorch's DTensor gives such
+ * devices zero-size shards: 2 over 4 is {@code 1, 1, 0, 0} with offsets {@code 0, 1, 2, 2}, and 0 over 4 is
+ * {@code 0, 0, 0, 0}. An empty shard starts where the elements end.
  *
  * <p>Thread-safe: stateless.
  */
@@ -23,7 +25,7 @@ public final class BalancedSplit {
     /**
      * The shard sizes of a dimension of {@code dimSize} elements over {@code parts} shards.
      *
-     * @throws IllegalArgumentException if {@code parts < 1} or {@code dimSize < parts}
+     * @throws IllegalArgumentException if {@code parts < 1} or {@code dimSize < 0}
      */
     public static long[] sizes(long dimSize, int parts) {
         check(dimSize, parts);
@@ -58,7 +60,7 @@ public final class BalancedSplit {
         return offsetUnchecked(dimSize, parts, index);
     }
 
-    /** The size of the largest shard, {@code ceil(dimSize / parts)}. */
+    /** The size of the largest shard, {@code ceil(dimSize / parts)}; 0 when the dimension is empty. */
     public static long maxSize(long dimSize, int parts) {
         check(dimSize, parts);
         return sizeUnchecked(dimSize, parts, 0);
@@ -84,9 +86,8 @@ public final class BalancedSplit {
         if (parts < 1) {
             throw new IllegalArgumentException("cannot split a dimension into " + parts + " shards; need at least 1");
         }
-        if (dimSize < parts) {
-            throw new IllegalArgumentException("cannot split a dimension of size " + dimSize + " over " + parts
-                + " shards: every shard needs at least one element (dimension size must be >= " + parts + ")");
+        if (dimSize < 0) {
+            throw new IllegalArgumentException("cannot split a dimension of negative size " + dimSize + " over " + parts + " shards");
         }
     }
 

@@ -36,6 +36,15 @@ public final class TorchTensors {
     }
 
     /**
+     * The address of a tensor's first element, or 0 when it has none: libtorch gives a tensor without elements a null
+     * data pointer, which JavaCPP returns as null.
+     */
+    public static long address(Tensor t) {
+        org.bytedeco.javacpp.Pointer data = t.data_ptr();
+        return data == null ? 0 : data.address();
+    }
+
+    /**
      * The dtype of a tensor as a canonical enum constant. JavaCPP returns enum values from native calls
      * as fresh instances (so {@code ==} and {@code switch} fail on them); always read dtypes here.
      */

@@ -107,7 +107,7 @@ class RedistributionMatrixTest {
         return values;
     }
 
-    private static void allPairs(ThreadGroupManager groups, DeviceMesh mesh, long[] shape, ScalarType dtype) {
+    static void allPairs(ThreadGroupManager groups, DeviceMesh mesh, long[] shape, ScalarType dtype) {
         List<List<Placement>> sequences = sequences(mesh.ndim());
         List<String> failures = new ArrayList<>();
         try (Tensor reference = TestTensors.pattern(shape, dtype, 0, 37, 0)) {

@@ -28,7 +28,7 @@ class BalancedSplitTest {
     @Test
     void shouldCoverTheDimensionWithSizesDifferingByAtMostOne() {
         for (int parts = 1; parts <= 9; parts++) {
-            for (long n = parts; n <= 40; n++) {
+            for (long n = 0; n <= 40; n++) {
                 long[] sizes = BalancedSplit.sizes(n, parts);
                 long[] offsets = BalancedSplit.offsets(n, parts);
                 long total = 0;
@@ -51,9 +51,27 @@ class BalancedSplitTest {
     }
 
     @Test
-    void shouldRejectDimensionShorterThanParts() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> BalancedSplit.sizes(3, 4));
-        assertTrue(e.getMessage().contains("size 3 over 4 shards"), e.getMessage());
+    void shouldGiveTheLastShardsNothingWhenTheDimensionIsShorterThanTheParts() {
+        assertArrayEquals(new long[] {1, 1, 0, 0}, BalancedSplit.sizes(2, 4));
+        assertArrayEquals(new long[] {0, 1, 2, 2}, BalancedSplit.offsets(2, 4));
+        assertArrayEquals(new long[] {1, 1, 1, 0}, BalancedSplit.sizes(3, 4));
+        assertArrayEquals(new long[] {0, 1, 2, 3}, BalancedSplit.offsets(3, 4));
+        assertEquals(1, BalancedSplit.maxSize(2, 4));
+        assertFalse(BalancedSplit.isEven(2, 4));
+    }
+
+    @Test
+    void shouldSplitAnEmptyDimensionIntoEmptyShards() {
+        assertArrayEquals(new long[] {0, 0, 0, 0}, BalancedSplit.sizes(0, 4));
+        assertArrayEquals(new long[] {0, 0, 0, 0}, BalancedSplit.offsets(0, 4));
+        assertEquals(0, BalancedSplit.maxSize(0, 4));
+        assertTrue(BalancedSplit.isEven(0, 4));
+    }
+
+    @Test
+    void shouldRejectNegativeSizesAndBadParts() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> BalancedSplit.sizes(-1, 4));
+        assertTrue(e.getMessage().contains("negative size -1 over 4 shards"), e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> BalancedSplit.sizes(5, 0));
         assertThrows(IllegalArgumentException.class, () -> BalancedSplit.size(5, 2, 2));
     }

@@ -51,7 +51,9 @@ public final class TestTensors {
         try (Tensor d = t.to(ScalarType.Double).contiguous()) {
             int n = (int) Math.min(d.numel(), 64);
             double[] out = new double[n];
-            new org.bytedeco.javacpp.DoublePointer(d.data_ptr()).capacity(n).get(out);
+            if (n > 0) {
+                new org.bytedeco.javacpp.DoublePointer(d.data_ptr()).capacity(n).get(out);
+            }
             return java.util.Arrays.toString(out) + (d.numel() > n ? "..." : "");
         }
     }

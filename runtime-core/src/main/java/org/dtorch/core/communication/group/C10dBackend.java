@@ -387,7 +387,7 @@ final class C10dBackend implements CollectiveBackend {
     }
 
     private static MemorySegment hostBytes(Tensor t) {
-        return MemorySegment.ofAddress(t.data_ptr().address()).reinterpret(t.nbytes());
+        return MemorySegment.ofAddress(TorchTensors.address(t)).reinterpret(t.nbytes());
     }
 
     /**
@@ -646,7 +646,7 @@ final class C10dBackend implements CollectiveBackend {
     public Tensor allToAll(Tensor input, int srcDim, int destDim, long[] srcSizes, long[] destSizes) {
         long[] destOffsets = CollectiveShapes.offsets(destSizes);
         long[] srcOffsets = CollectiveShapes.offsets(srcSizes);
-        long rowElements = input.numel() / input.size(destDim);
+        long rowElements = rowElements(input, destDim);
         long[] sendSplits = new long[size];
         long[] recvSplits = new long[size];
         for (int r = 0; r < size; r++) {

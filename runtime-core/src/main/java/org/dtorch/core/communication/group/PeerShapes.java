@@ -43,7 +43,7 @@ final class PeerShapes {
         row[1] = shape.length;
         System.arraycopy(shape, 0, row, 2, shape.length);
         Tensor host = torch.empty(new long[] {ROW}, TorchTensors.options(ScalarType.Long, Device.cpu(0)), new MemoryFormatOptional());
-        MemorySegment.ofAddress(host.data_ptr().address()).reinterpret(ROW * Long.BYTES)
+        MemorySegment.ofAddress(TorchTensors.address(host)).reinterpret(ROW * Long.BYTES)
             .copyFrom(MemorySegment.ofArray(row));
         if (!local.is_cuda()) {
             return host;
@@ -60,7 +60,7 @@ final class PeerShapes {
     static long[] sizesOnDim(String where, Tensor local, int dim, Tensor gathered) {
         long[] rows;
         try (gathered; Tensor host = gathered.cpu(); Tensor dense = host.contiguous()) {
-            rows = MemorySegment.ofAddress(dense.data_ptr().address()).reinterpret(dense.numel() * Long.BYTES)
+            rows = MemorySegment.ofAddress(TorchTensors.address(dense)).reinterpret(dense.numel() * Long.BYTES)
                 .toArray(ValueLayout.JAVA_LONG);
         }
         int world = rows.length / ROW;

@@ -112,12 +112,11 @@ final class SameDeviceBackend implements CollectiveBackend {
             if (x.is_cuda() && CudaFusedReduce.supports(x.scalar_type(), combine, op == ReduceOpType.AVG) && size <= CudaFusedReduce.MAX_TENSORS) {
                 // One pass over this rank's slice: every input read once, every output written once (decision 146).
                 // Slices are whole 16-byte units, so that the kernel moves vectors; the last rank takes the tail.
-                // Fewer units than ranks: rank 0 takes everything, as the libtorch path below does.
+                // Fewer units than ranks leave the last ranks no unit (the balanced split), only the last one its tail.
                 long perUnit = Math.max(1, 16 / x.element_size());
                 long units = numel / perUnit;
-                long start = units < size ? 0 : BalancedSplit.offset(units, size, rank) * perUnit;
-                long count = units < size ? (rank == 0 ? numel : 0)
-                    : rank == size - 1 ? numel - start : BalancedSplit.size(units, size, rank) * perUnit;
+                long start = BalancedSplit.offset(units, size, rank) * perUnit;
+                long count = rank == size - 1 ? numel - start : BalancedSplit.size(units, size, rank) * perUnit;
                 CudaFusedReduce.allReduceRange(inputs.tensors, outputs.tensors, start, count, combine, op == ReduceOpType.AVG,
                     DeviceStream.of(TorchTensors.device(x)));
             } else if (!x.is_cuda()) {
@@ -126,10 +125,9 @@ final class SameDeviceBackend implements CollectiveBackend {
                 if (rank == 0) {
                     HostReduction.allReduce(inputs.tensors, outputs.tensors, op, store.timeout());
                 }
-            } else if (numel >= size || rank == 0) {
-                long start = numel >= size ? BalancedSplit.offset(numel, size, rank) : 0;
-                long count = numel >= size ? BalancedSplit.size(numel, size, rank) : numel;
-                reduceIntoAll(inputs.tensors, outputs.tensors, start, count, op);
+            } else {
+                // Rank r reduces its balanced slice; fewer elements than ranks leave the last ranks nothing to do.
+                reduceIntoAll(inputs.tensors, outputs.tensors, BalancedSplit.offset(numel, size, rank), BalancedSplit.size(numel, size, rank), op);
             }
         } catch (RuntimeException e) {
             inputs.abandon(e);

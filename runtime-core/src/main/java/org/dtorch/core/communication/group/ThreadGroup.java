@@ -45,7 +45,8 @@ import org.dtorch.core.trace.Tracer;
  * stream sees it. {@link #setStream(DeviceStream)} makes a stream current.
  *
  * <p>Shards follow the balanced split ({@link BalancedSplit}): a dimension of {@code n} elements over
- * {@code size} ranks gives rank {@code r} {@code BalancedSplit.size(n, size, r)} of them. Every method
+ * {@code size} ranks gives rank {@code r} {@code BalancedSplit.size(n, size, r)} of them, none for the last ranks when
+ * {@code n < size}: every collective takes zero-size inputs and gives zero-size results. Every method
  * checks its input (device, dims, sizes against the split, reduce op against dtype) before any
  * communication and fails with an {@link IllegalArgumentException} naming the operation, the rank and the
  * value. Every method is synchronous and returns a new tensor, and inputs are never modified, except the per-rank
@@ -374,7 +375,7 @@ public final class ThreadGroup implements AutoCloseable {
         for (int i = 0; i < tensors.length; i++) {
             checkTensor(op + " tensor " + i, tensors[i]);
             for (int j = 0; j < i; j++) {
-                if (tensors[j].data_ptr().address() == tensors[i].data_ptr().address() && tensors[i].numel() > 0) {
+                if (TorchTensors.address(tensors[j]) == TorchTensors.address(tensors[i]) && tensors[i].numel() > 0) {
                     throw new IllegalArgumentException(where(op) + ": tensors " + j + " and " + i + " share their data ("
                         + TorchTensors.describe(tensors[i]) + "); each would be summed twice");
                 }
@@ -619,11 +620,14 @@ public final class ThreadGroup implements AutoCloseable {
         }
     }
 
-    /** Sizes of the balanced split of {@code dimSize} over the group, with a message naming the operation. */
+    /**
+     * Sizes of the balanced split of {@code dimSize} over the group, with a message naming the operation. A dimension
+     * shorter than the group gives the last ranks empty shares.
+     */
     private long[] checkSplit(String op, Tensor input, int dim, long dimSize) {
-        if (dimSize < size) {
-            throw new IllegalArgumentException(where(op) + ": dimension " + dim + " of size " + dimSize + " is shorter than the "
-                + size + " ranks of the group (input " + TorchTensors.describe(input) + "); every rank needs at least one element");
+        if (dimSize < 0) {
+            throw new IllegalArgumentException(where(op) + ": dimension " + dim + " has the negative size " + dimSize + " (input "
+                + TorchTensors.describe(input) + ")");
         }
         return BalancedSplit.sizes(dimSize, size);
     }

@@ -238,7 +238,7 @@ final class FilePromiseRegion {
     private void writeValueRegion(Tensor value, long nbytes) {
         String valueName = name() + "-v";
         SharedRegion.unlink(valueName);
-        try (SharedRegion data = SharedRegion.create(valueName, Math.max(1, nbytes))
+        try (SharedRegion data = SharedRegion.create(valueName, nbytes)
             .orElseThrow(() -> new IllegalStateException("cannot create " + valueName))) {
             ShmTensors.copyInto(value, data.segment());
         }

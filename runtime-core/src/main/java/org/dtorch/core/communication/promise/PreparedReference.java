@@ -1,5 +1,6 @@
 package org.dtorch.core.communication.promise;
 
+import org.dtorch.core.tensor.TorchTensors;
 import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -91,7 +92,7 @@ final class PreparedReference implements AutoCloseable {
         }
         if (expected != null) {
             target = ShmTensors.empty(expected.shape(), expected.dtype());
-            targetAddress = target.data_ptr().address();
+            targetAddress = TorchTensors.address(target);
             result = new Tensor(target);
             resultRefersTo = target;
             return;

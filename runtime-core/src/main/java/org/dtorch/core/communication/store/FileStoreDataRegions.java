@@ -1,5 +1,6 @@
 package org.dtorch.core.communication.store;
 
+import org.dtorch.core.tensor.TorchTensors;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -58,7 +59,7 @@ final class FileStoreDataRegions {
         if (nbytes == 0 || !value.is_contiguous()) {
             return null;
         }
-        SharedRegion region = ShmTensors.regionContaining(value.data_ptr().address(), nbytes);
+        SharedRegion region = ShmTensors.regionContaining(TorchTensors.address(value), nbytes);
         return region != null && region.name().startsWith(controlName + "-a") ? region : null;
     }
 
@@ -155,14 +156,20 @@ final class FileStoreDataRegions {
         return ShmTensors.view(region, offset, shape, dtype);
     }
 
-    /** A new tensor in a region of its own, removed when the tensor and every view of it are freed. */
+    /**
+     * A new tensor in a region of its own, removed when the tensor and every view of it are freed. A tensor with no
+     * element needs no shared memory (a region cannot be empty, and nobody writes into it): it is an ordinary one, and
+     * publishing it copies its no bytes into its entry.
+     */
     Tensor allocate(long[] shape, ScalarType dtype) {
         long nbytes = ShmTensors.byteSize(shape, dtype);
+        if (nbytes == 0) {
+            return ShmTensors.empty(shape, dtype);
+        }
         SharedRegion region;
         synchronized (this) {
             while (true) {
-                Optional<SharedRegion> created = SharedRegion.create(controlName + "-a" + rank + "-" + nextDataSequence++,
-                    Math.max(1, nbytes));
+                Optional<SharedRegion> created = SharedRegion.create(controlName + "-a" + rank + "-" + nextDataSequence++, nbytes);
                 if (created.isPresent()) {
                     region = created.get();
                     break;

@@ -185,7 +185,7 @@ public final class FileTensorStore extends TensorStore {
                 dataRegions.hold(key, value);
                 try {
                     reserve(op, key, keyBytes, shape, dtype, nbytes, getCount, null, shared.name(),
-                        value.data_ptr().address() - shared.address(), flags, null);
+                        TorchTensors.address(value) - shared.address(), flags, null);
                 } catch (RuntimeException e) {
                     dataRegions.unhold(key);
                     throw e;

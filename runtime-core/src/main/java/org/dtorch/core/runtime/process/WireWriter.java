@@ -124,7 +124,7 @@ public final class WireWriter {
             MemorySegment target = MemorySegment.ofArray(buffer).asSlice(position, nbytes);
             try (Tensor contiguous = value.contiguous()) {
                 if (nbytes > 0) {
-                    MemorySegment.copy(MemorySegment.ofAddress(contiguous.data_ptr().address()).reinterpret(nbytes), ValueLayout.JAVA_BYTE, 0,
+                    MemorySegment.copy(MemorySegment.ofAddress(TorchTensors.address(contiguous)).reinterpret(nbytes), ValueLayout.JAVA_BYTE, 0,
                         target, ValueLayout.JAVA_BYTE, 0, nbytes);
                 }
             }

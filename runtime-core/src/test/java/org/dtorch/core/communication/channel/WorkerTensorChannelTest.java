@@ -251,6 +251,33 @@ class WorkerTensorChannelTest {
         }
     }
 
+    /**
+     * Zero-size tensors are ordinary leaves: a shard dimension shorter than the consumers gives the last ranks empty
+     * shares (2 rows over 3 ranks are 1, 1, 0), a leaf with no element at all arrives with its shape, and a profile of
+     * nothing but empty leaves has no byte to stage.
+     */
+    @Test
+    void shouldHandOffEmptySharesAndLeavesWithNoElement() {
+        ChannelOptions o = options(3);
+        try (WorkerTensorChannel channel = WorkerTensorChannel.create(o);
+             ChannelProducer p = WorkerTensorChannel.producer(o);
+             Tensor rows = pattern(3, 2, 4); Tensor nothing = pattern(0, 0, 5)) {
+            WorkerTensorRef shared = p.publish(Map.of("rows", rows, "nothing", nothing), 0);
+            WorkerTensorRef empty = p.publish(List.of(nothing));
+            RankThreads.run(3, rank -> {
+                try (ChannelConsumer c = WorkerTensorChannel.consumer(o, rank);
+                     Tensor expected = rows.narrow(0, BalancedSplit.offset(2, 3, rank), BalancedSplit.size(2, 3, rank))) {
+                    Map<?, ?> back = assertInstanceOf(Map.class, c.resolve(shared));
+                    assertSameTensor(expected, back.get("rows"));
+                    assertSameTensor(nothing, back.get("nothing"));
+                    List<?> alone = assertInstanceOf(List.class, c.resolve(empty));
+                    assertSameTensor(nothing, alone.getFirst());
+                }
+                return null;
+            });
+        }
+    }
+
     @Test
     void shouldKeepNestedStructuresAndSendARepeatedLeafOnce() {
         ChannelOptions o = options(1);

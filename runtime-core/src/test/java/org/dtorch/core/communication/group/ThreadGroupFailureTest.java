@@ -49,8 +49,8 @@ class ThreadGroupFailureTest {
                         rejected(() -> group.allReduce(x, null)),
                         rejected(() -> group.allToAll(x, 0, 0, 10)),
                         rejected(() -> group.allToAll(x, 0, 5, 10)),
-                        rejected(() -> group.reduceScatterTensor(tiny, ReduceOpType.SUM)),
-                        rejected(() -> group.replicateToShard(tiny, 0)),
+                        rejected(() -> group.reduceScatterTensor(tiny, 2, ReduceOpType.SUM)),
+                        rejected(() -> group.replicateToShard(tiny, 3)),
                         rejected(() -> group.equalShapeAllGatherIntoTensor(new Tensor())));
                     // Nothing moved: the group still works.
                     try (Tensor sum = group.allReduce(x)) {
@@ -65,14 +65,15 @@ class ThreadGroupFailureTest {
             assertTrue(rank1.get(0).startsWith("allGather on group cpu[0, 1] (rank 1 of 2"), rank1.get(0));
             assertTrue(rank1.get(0).contains("shard dim 2 is out of range for input float32[5, 3] on cpu (valid: 0..1)"), rank1.get(0));
             assertTrue(rank1.get(1).contains("rank 1's balanced share of 7 over 2 ranks is 3 (shares: [4, 3])"), rank1.get(1));
-            assertTrue(rank1.get(2).contains("dimension 0 of size 1 is shorter than the 2 ranks"), rank1.get(2));
+            // A dimension shorter than the group is split with empty shares: rank 1's share of 1 row is none.
+            assertTrue(rank1.get(2).contains("rank 1's balanced share of 1 over 2 ranks is 0 (shares: [1, 0])"), rank1.get(2));
             assertTrue(rank1.get(3).contains("AVG needs a floating-point input, got int64[4] on cpu"), rank1.get(3));
             assertTrue(rank1.get(4).contains("input is null"), rank1.get(4));
             assertTrue(rank1.get(5).contains("reduce op is null"), rank1.get(5));
             assertTrue(rank1.get(6).contains("srcDim and destDim are both 0"), rank1.get(6));
             assertTrue(rank1.get(7).contains("destDim 5 is out of range"), rank1.get(7));
-            assertTrue(rank1.get(8).contains("shorter than the 2 ranks"), rank1.get(8));
-            assertTrue(rank1.get(9).contains("shorter than the 2 ranks"), rank1.get(9));
+            assertTrue(rank1.get(8).contains("scatter dim 2 is out of range for input float32[1, 3]"), rank1.get(8));
+            assertTrue(rank1.get(9).contains("shardDim 3 is out of range for input float32[1, 3]"), rank1.get(9));
             assertTrue(rank1.get(10).contains("an undefined tensor"), rank1.get(10));
         }
     }

@@ -23,7 +23,7 @@ class ThreadGroupProcessTest {
 
     /**
      * Every collective in two dtypes and an uneven shape, then large enough for Gloo's ring, then the per-rank
-     * primitives; the mismatches.
+     * primitives, then every collective again with ranks that hold zero elements; the mismatches.
      */
     static List<String> runAll(ThreadGroup group) {
         List<String> failures = new ArrayList<>();
@@ -32,6 +32,7 @@ class ThreadGroupProcessTest {
         failures.addAll(GlooRingTest.reduceLarge(group)); // Gloo's ring (decisions 485, 486) between processes
         failures.addAll(ThreadGroupSharedCollectivesTest.runSharedCollectives(group, Device.cpu(0)));
         failures.addAll(ThreadGroupP2PTest.runPointToPoint(group, Device.cpu(0)));
+        failures.addAll(ThreadGroupEmptyShardsTest.runWithEmptyShards(group, Device.cpu(0)));
         group.barrier();
         return failures;
     }

@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-/** File promises completed in a child JVM: the value, the error, and a future's own timeout. */
+/** File promises completed in a child JVM: the value, a value with no element, the error, and a future's own timeout. */
 @Tag("multiprocess")
 @Timeout(120)
 class FilePromiseProcessTest {
@@ -25,16 +25,21 @@ class FilePromiseProcessTest {
         TensorPromise failing = TensorPromises.create(TensorPromiseType.FILE);
         VoidPromise done = TensorPromises.createVoid(TensorPromiseType.FILE);
         TensorPromise never = TensorPromises.create(TensorPromiseType.FILE);
+        TensorPromise empty = TensorPromises.create(TensorPromiseType.FILE);
+        TensorFuture emptyFuture = empty.getFuture();
         TensorFuture largeFuture = large.getFuture();
         TensorFuture failingFuture = failing.getFuture();
         VoidFuture doneFuture = done.getFuture();
         TensorFuture neverFuture = never.getFuture();
         var doneView = doneFuture.toCompletableFuture();
         try (ChildJvm child = ChildJvm.start("promise-child", PromiseChild.class, Map.of(), large.serialize(), failing.serialize(),
-            done.serialize())) {
+            done.serialize(), empty.serialize())) {
             child.awaitLine("ATTACHED", Duration.ofSeconds(60));
             try (Tensor value = largeFuture.get()) {
                 assertEquals(8.0 * (1 << 20), value.sum().item_double());
+            }
+            try (Tensor nothing = emptyFuture.get()) {
+                assertEquals("float32[0, 5] on cpu", org.dtorch.core.tensor.TorchTensors.describe(nothing));
             }
             FutureFailedException e = assertThrows(FutureFailedException.class, failingFuture::get);
             assertTrue(e.getMessage().contains("IllegalArgumentException: bad shard on cpu:3"), e.getMessage());

@@ -49,6 +49,28 @@ class FilePromiseTest {
         }
     }
 
+    /**
+     * A value with no element (a device's zero-size shard, or a tensor of no element) completes the promise like any
+     * other: its shape and dtype arrive, and its no bytes need no value region; with an expected value of that shape the
+     * getter's own tensor is the value.
+     */
+    @Test
+    void shouldCarryAValueWithNoElementWithoutAValueRegion() throws Exception {
+        for (ExpectedValue expected : new ExpectedValue[] {null, new ExpectedValue(new long[] {0, 3}, ScalarType.Float)}) {
+            TensorPromise created = TensorPromises.create(TensorPromiseType.FILE, null, expected);
+            TensorFuture future = created.getFuture();
+            String name = created.serialize();
+            try (Tensor value = TestTensors.pattern(new long[] {0, 3}, ScalarType.Float, 0, 1, 0)) {
+                Thread setter = Thread.ofPlatform().start(() -> TensorPromises.fromSerialized(TensorPromiseType.FILE, name).setValue(value));
+                try (Tensor got = future.get()) {
+                    assertTrue(TestTensors.same(value, got), TestTensors.diff(value, got));
+                }
+                setter.join();
+            }
+            assertTrue(ShmWait.gone(name) && !SharedRegion.exists(name + "-v"), "no value region for no bytes");
+        }
+    }
+
     @Test
     void shouldHandASleepingGetterItsValueAndKeepItReadableAfterAParkedTimeout() throws Exception {
         TensorPromise created = TensorPromises.create(TensorPromiseType.FILE);

@@ -5,7 +5,7 @@ import org.dtorch.core.testing.TestTensors;
 
 /**
  * Completes File promises created in the parent JVM, as a worker does:
- * {@code PromiseChild <largeValueName> <errorName> <voidName>}.
+ * {@code PromiseChild <largeValueName> <errorName> <voidName> <emptyValueName>}; the last gets a value with no element.
  */
 public final class PromiseChild {
 
@@ -17,10 +17,14 @@ public final class PromiseChild {
             TensorPromise large = TensorPromises.fromSerialized(TensorPromiseType.FILE, args[0]);
             TensorPromise failing = TensorPromises.fromSerialized(TensorPromiseType.FILE, args[1]);
             VoidPromise done = TensorPromises.voidFromSerialized(TensorPromiseType.FILE, args[2]);
+            TensorPromise empty = TensorPromises.fromSerialized(TensorPromiseType.FILE, args[3]);
             System.out.println("ATTACHED");
             Thread.sleep(200); // the parent is asleep on the futex by now
             try (Tensor value = TestTensors.full(8f, 1 << 20)) {
                 large.setValue(value);
+            }
+            try (Tensor nothing = TestTensors.pattern(new long[] {0, 5}, org.bytedeco.pytorch.global.torch.ScalarType.Float, 0, 1, 0)) {
+                empty.setValue(nothing);
             }
             failing.setException(new IllegalArgumentException("bad shard on cpu:3"));
             done.setValue();

@@ -49,6 +49,18 @@ class PromiseFutureTest {
     }
 
     @Test
+    void shouldDeliverAValueWithNoElement() {
+        TensorPromise promise = TensorPromises.create(TensorPromiseType.MEMORY);
+        TensorFuture future = promise.getFuture();
+        try (Tensor value = TestTensors.pattern(new long[] {2, 0}, org.bytedeco.pytorch.global.torch.ScalarType.Long, 0, 1, 0)) {
+            promise.setValue(value);
+        }
+        try (Tensor got = future.get()) {
+            assertEquals("int64[2, 0] on cpu", org.dtorch.core.tensor.TorchTensors.describe(got));
+        }
+    }
+
+    @Test
     void shouldHandAParkedGetterAReferenceThatOutlivesTheSettersHandle() throws Exception {
         TensorPromise promise = TensorPromises.create(TensorPromiseType.MEMORY);
         TensorFuture future = promise.getFuture();

@@ -15,6 +15,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.communication.CommInterruptedException;
 import org.dtorch.core.communication.CommTimeoutException;
 import org.dtorch.core.device.Cuda;
@@ -22,6 +23,7 @@ import org.dtorch.core.device.CudaUnavailableException;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.device.DeviceStream;
+import org.dtorch.core.tensor.TorchTensors;
 import org.dtorch.core.testing.RankThreads;
 import org.dtorch.core.testing.TestTensors;
 import org.junit.jupiter.api.Test;
@@ -60,6 +62,54 @@ abstract class TensorStoreContractTest {
     /** A single-participant store: every call returns or fails without peers. */
     TensorStore solo(Duration timeout) {
         return TensorStore.create(info(freshKey(), 1, 0, timeout));
+    }
+
+    /** True when the backend shares what {@link TensorStore#allocate} makes (the Network store does not: hosts share no memory). */
+    boolean allocates() {
+        return true;
+    }
+
+    /**
+     * Tensors with no element (a zero-size shard) travel like any other: their shapes and dtypes arrive, no bytes need a
+     * place to live (a shared-memory region cannot be empty), and one from {@link TensorStore#allocate} is published too
+     * where the backend allocates.
+     */
+    @Test
+    void shouldExchangeTensorsWithNoElement() {
+        List<TensorStore> stores = createAll(freshKey(), 2, Duration.ofSeconds(20));
+        List<String> keys = allocates() ? List.of("rows", "columns", "allocated") : List.of("rows", "columns");
+        try {
+            List<String> seen = RankThreads.run(2, rank -> {
+                TensorStore store = stores.get(rank);
+                if (rank == 1) {
+                    StringBuilder got = new StringBuilder();
+                    for (String key : keys) {
+                        try (Tensor t = store.destGet(key, CPU)) {
+                            got.append(key).append('=').append(TorchTensors.describe(t)).append(' ');
+                        }
+                        store.destFinishGet(key, CPU);
+                    }
+                    return got.toString().strip();
+                }
+                try (Tensor rows = TestTensors.pattern(new long[] {0, 3}, ScalarType.Float, 0, 1, 0);
+                     Tensor columns = TestTensors.pattern(new long[] {2, 0}, ScalarType.Long, 0, 1, 0);
+                     Tensor allocated = allocates() ? store.allocate(new long[] {0}, ScalarType.Double) : null) {
+                    store.srcSet("rows", rows, CPU, 1);
+                    store.srcSet("columns", columns, CPU, 1);
+                    if (allocated != null) {
+                        store.srcSet("allocated", allocated, CPU, 1);
+                    }
+                    for (String key : keys) {
+                        store.srcWaitUntilGetFinished(key, CPU);
+                    }
+                }
+                return "sent";
+            });
+            assertEquals("rows=float32[0, 3] on cpu columns=int64[2, 0] on cpu" + (allocates() ? " allocated=float64[0] on cpu" : ""),
+                seen.get(1));
+        } finally {
+            stores.forEach(TensorStore::close);
+        }
     }
 
     @Test
