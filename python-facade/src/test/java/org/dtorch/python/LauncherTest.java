@@ -112,6 +112,19 @@ class LauncherTest {
     }
 
     @Test
+    void shouldStartInTheStrictModeWhenAsked(@TempDir Path dir) throws IOException {
+        Path script = dir.resolve("strict.py");
+        Files.writeString(script, "import dtorch\nfrom dtorch import Shard\n"
+            + "mesh = dtorch.init_device_mesh('cpu', (2,))\n"
+            + "rows = dtorch.ones(4, 4, device_mesh=mesh, placements=[Shard(0)])\n"
+            + "cols = dtorch.ones(4, 4, device_mesh=mesh, placements=[Shard(1)])\n"
+            + "strict = not dtorch.implicit_redistribution()\n"
+            + "try:\n    rows + cols\n    refused = False\nexcept dtorch.ShardingError:\n    refused = True\n"
+            + "raise SystemExit(0 if strict and refused else 5)\n");
+        assertEquals(0, launch("run", "--devices", "cpu:2", "--strict-redistribution", script.toString()), "strict: refused");
+    }
+
+    @Test
     @Tag("multiprocess")
     void shouldRunAScriptWithAWorkerProcessPerDeviceQuietly(@TempDir Path dir) throws IOException {
         Path script = dir.resolve("processes.py");
@@ -417,7 +430,8 @@ class LauncherTest {
     void shouldPrintHelpAndExitZero() {
         Outcome outcome = capture(() -> launch("run", "--help"));
         assertEquals(0, outcome.status, outcome.err);
-        for (String option : List.of("--devices", "--same-device", "--per-device-process", "--isolated", "--timeout-seconds", "--log-level",
+        for (String option : List.of("--devices", "--same-device", "--per-device-process", "--isolated", "--strict-redistribution",
+            "--timeout-seconds", "--log-level",
             "--trace", "--memory-growth-syncs", "--memory-growth-floor", "--nnodes", "--node-rank", "--master-addr", "--master-port",
             "--token-file", "NNODES", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT", "DTORCH_TOKEN", "per node")) {
             assertTrue(outcome.out.contains(option), outcome.out);
