@@ -8,8 +8,14 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Random;
+import java.util.function.Function;
 import java.util.stream.Stream;
+import org.bytedeco.pytorch.ScalarTypeOptional;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
+import org.dtorch.api.DTensor;
+import org.dtorch.api.Index;
+import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.graph.OpSpec;
 import org.dtorch.ops.PlacementMatrix.Input;
@@ -27,7 +33,9 @@ import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
  * a repeat of 0), and negative dimensions and indices. The arguments are global: a device whose shard keeps a
  * dimension must not run them against its local shard as they are. Each call runs on every placement of its inputs
  * over four devices in a row and over a 2x2 mesh (a sample where it has several inputs), against torch on the whole
- * tensors, with implicit redistribution and in the strict mode ({@link PlacementMatrix}).
+ * tensors, with implicit redistribution and in the strict mode ({@link PlacementMatrix}). Partial values with no
+ * elements (a partial tensor narrowed to nothing, then gathered) reach the collectives as zero-size tensors, which they
+ * take only with empty shards: those cases are tagged {@code emptyshards}.
  */
 @Timeout(300)
 class ShardedDimensionArgumentsTest extends FourDeviceRuntime {
@@ -150,7 +158,37 @@ class ShardedDimensionArgumentsTest extends FourDeviceRuntime {
             op("chunk(8, -2): more chunks than rows", call("chunk", "T,i|dim=i", null, 8L, -2L), X),
             op("tensor_split([0, 7], 0): empty first and last", call("tensor_split", "T,[i]|dim=i", null, longs(0, 7), 0L), X),
             op("tensor_split([-2], -1)", call("tensor_split", "T,[i]|dim=i", null, longs(-2), -1L), X),
-            op("unbind(-1)", call("unbind", "T|dim=i", null, -1L), X));
+            op("unbind(-1)", call("unbind", "T|dim=i", null, -1L), X),
+            op("hsplit(5): every column a piece", call("hsplit", "T,i", null, 5L), X),
+            op("vsplit([2, -1])", call("vsplit", "T,[i]", null, longs(2, -1)), X),
+            op("stack(-1)", call("stack", "[T]|dim=i", Collections.nCopies(2, null), -1L), X, X),
+            op("stack(-3)", call("stack", "[T]|dim=i", Collections.nCopies(2, null), -3L), X, X));
+    }
+
+    static List<Op> dimensionMoves() {
+        Input x3 = Input.f(7, 5, 4);
+        return List.of(
+            op("transpose(-1, -2)", call("transpose", "T,i,i", null, -1L, -2L), X),
+            op("permute([-1, 0, -2])", call("permute", "T,[i]", null, longs(-1, 0, -2)), x3),
+            op("movedim(-1, 0)", call("movedim", "T,i,i", null, -1L, 0L), x3),
+            op("flatten(-2, -1)", call("flatten", "T,i,i", null, -2L, -1L), x3),
+            op("flatten(0, -2)", call("flatten", "T,i,i", null, 0L, -2L), x3),
+            op("squeeze(-2) of [7, 1, 5]", call("squeeze", "T,i", null, -2L), Input.f(7, 1, 5)),
+            op("unsqueeze(-1)", call("unsqueeze", "T,i", null, -1L), X),
+            op("unsqueeze(-3)", call("unsqueeze", "T,i", null, -3L), X),
+            op("repeat_interleave(2, -1)", call("repeat_interleave", "T,i|dim=i", null, 2L, -1L), X),
+            op("cumsum(-1) (fallback)", call("cumsum", "T,i", null, -1L), X));
+    }
+
+    static List<Op> scatters() {
+        return List.of(
+            op("slice_scatter(0, 0, 7): whole", call("slice_scatter", "T,T,i,i,i", null, null, 0L, 0L, 7L), X, Input.f(7, 5)),
+            op("slice_scatter(-1, 3, 3): empty", call("slice_scatter", "T,T,i,i,i", null, null, -1L, 3L, 3L), X, Input.f(7, 0)),
+            op("slice_scatter(-2, -3, None)", call("slice_scatter", "T,T,i,i,n", null, null, -2L, -3L, null), X, Input.f(3, 5)),
+            op("select_scatter(0, -1)", call("select_scatter", "T,T,i,i", null, null, 0L, -1L), X, Input.f(5)),
+            op("select_scatter(-1, -5)", call("select_scatter", "T,T,i,i", null, null, -1L, -5L), X, Input.f(7)),
+            op("index_copy(-2, [6, 0])", call("index_copy", "T,i,T,T", null, -2L, null, null), X, Input.indices(6, 0), Input.f(2, 5)),
+            op("index_copy(-1, []): nothing", call("index_copy", "T,i,T,T", null, -1L, null, null), X, Input.indices(), Input.f(7, 0)));
     }
 
     static List<Op> reshapesAndRepeats() {
@@ -204,7 +242,14 @@ class ShardedDimensionArgumentsTest extends FourDeviceRuntime {
             op("ReduceSpec mean(-2, keepdim)", new ReduceSpec(ReduceSpec.Kind.MEAN, new int[] {-2}, true),
                 call("mean", "T|dim=[i]|keepdim=b", null, longs(-2), true), X),
             op("ReduceSpec max([-1, -2])", new ReduceSpec(ReduceSpec.Kind.MAX, new int[] {-1, -2}, false),
-                call("amax", "T|dim=[i]", null, longs(-1, -2)), X));
+                call("amax", "T|dim=[i]", null, longs(-1, -2)), X),
+            op("var(-1, correction 0)", call("var", "T|dim=[i]|correction=i", null, longs(-1), 0L), X),
+            op("std([-2], keepdim)", call("std", "T|dim=[i]|keepdim=b", null, longs(-2), true), X),
+            op("norm(2, [-1])", call("norm", "T,f,[i]", null, 2.0, longs(-1)), X),
+            op("argmax(-1, keepdim)", call("argmax", "T|dim=i|keepdim=b", null, -1L, true), X),
+            op("amin([-2, -1])", call("amin", "T|dim=[i]", null, longs(-2, -1)), X),
+            op("max(-1): values and indices", call("max", "T,i", null, -1L), X),
+            op("prod(-2)", call("prod", "T,i", null, -2L), X));
     }
 
     static List<Op> normalizations() {
@@ -212,7 +257,9 @@ class ShardedDimensionArgumentsTest extends FourDeviceRuntime {
             op("softmax(-1)", call("softmax", "T,i", null, -1L), X),
             op("softmax(-2)", call("softmax", "T,i", null, -2L), X),
             op("log_softmax(-1)", call("log_softmax", "T,i", null, -1L), X),
-            op("layer_norm([5]) of [4, 7, 5]", call("layer_norm", "T,[i]", null, longs(5)), Input.f(4, 7, 5)));
+            op("softmax(-3) of [7, 5, 4]", call("softmax", "T,i", null, -3L), Input.f(7, 5, 4)),
+            op("layer_norm([5]) of [4, 7, 5]", call("layer_norm", "T,[i]", null, longs(5)), Input.f(4, 7, 5)),
+            op("layer_norm([7, 5]) of [4, 7, 5]", call("layer_norm", "T,[i]", null, longs(7, 5)), Input.f(4, 7, 5)));
     }
 
     static List<Op> cats() {
@@ -263,6 +310,16 @@ class ShardedDimensionArgumentsTest extends FourDeviceRuntime {
     }
 
     @Test
+    void shouldMoveDimensionsCountedFromTheEnd() {
+        assertLikeTorch(dimensionMoves());
+    }
+
+    @Test
+    void shouldScatterIntoWholeEmptyAndNegativeSlices() {
+        assertLikeTorch(scatters());
+    }
+
+    @Test
     void shouldRollAndFlipNegativeAndWholeDimensions() {
         assertLikeTorch(rollsAndFlips());
     }
@@ -292,6 +349,40 @@ class ShardedDimensionArgumentsTest extends FourDeviceRuntime {
         assertLikeTorch(pads());
     }
 
+    /** The Java API's shape methods and indexing, which check and normalize their arguments before the ATen call. */
+    @Test
+    void shouldTakeEdgeArgumentsThroughTheJavaApi() {
+        List<Function<DTensor, DTensor>> ours = List.of(t -> t.narrow(-2, -7, 7), t -> t.narrow(0, 7, 0), t -> t.narrow(-1, -5, 5),
+            t -> t.transpose(-1, -2), t -> t.permute(-1, -2), t -> t.softmax(-1), t -> t.sum(new int[] {-1}, true), t -> t.max(-2),
+            t -> t.reshape(-1), t -> t.getItem(Index.slice(0L, 7L)), t -> t.getItem(Index.slice(-100L, 100L), Index.at(-1)),
+            t -> t.getItem(Index.slice(5L, 5L)), t -> t.getItem(Index.ellipsis(), Index.slice(-3L, null)), t -> t.getItem(Index.at(-7)));
+        List<Function<Tensor, Tensor>> theirs = List.of(t -> t.narrow(0, 0, 7), t -> t.narrow(0, 7, 0), t -> t.narrow(1, 0, 5),
+            t -> t.transpose(1, 0), t -> t.permute(1, 0), t -> t.softmax(1), t -> t.sum(new long[] {1}, true, new ScalarTypeOptional()),
+            t -> t.amax(new long[] {0}, false), t -> t.reshape(-1), Tensor::clone, t -> t.select(1, 4), t -> t.narrow(0, 5, 0),
+            t -> t.narrow(1, 2, 3), t -> t.select(0, 0));
+        List<String> failures = new ArrayList<>();
+        List<Integer> emptyResults = List.of(1, 11); // narrow(0, 7, 0) and [5:5]
+        try (Tensor x = torch.rand(7, 5)) {
+            for (int[] meshShape : new int[][] {LINE, SQUARE}) {
+                DeviceMesh mesh = dt.initDeviceMesh(meshShape);
+                for (List<Placement> layout : PlacementMatrix.layouts(X, meshShape, Shards.NON_EMPTY)) {
+                    for (int k = 0; k < ours.size(); k++) {
+                        if (emptyResults.contains(k) && layout.stream().anyMatch(Placement::isPartial)) {
+                            continue; // partial values with no elements reach the collectives only with empty shards (below)
+                        }
+                        try (DTensor d = PlacementMatrix.place(dt, x, mesh, layout); Tensor want = theirs.get(k).apply(x)) {
+                            String problem = PlacementMatrix.compareOutputs(List.of(ours.get(k).apply(d)), List.of(want));
+                            if (problem != null) {
+                                failures.add("call " + k + " on " + layout + ": " + problem);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assertEquals(List.of(), failures);
+    }
+
     /**
      * The cases above that reduce partial values with no elements (a partial tensor narrowed, sliced, padded or repeated
      * to nothing, then gathered): the collectives take zero-size tensors only with empty shards, so these are off unless
@@ -306,8 +397,8 @@ class ShardedDimensionArgumentsTest extends FourDeviceRuntime {
 
     /** Every case of every family above. */
     static List<Op> all() {
-        return Stream.of(narrows(), slices(), selects(), splits(), reshapesAndRepeats(), rollsAndFlips(), indexSelects(), reductions(),
-            normalizations(), cats(), pads()).flatMap(List::stream).toList();
+        return Stream.of(narrows(), slices(), selects(), splits(), dimensionMoves(), reshapesAndRepeats(), rollsAndFlips(), indexSelects(),
+            scatters(), reductions(), normalizations(), cats(), pads()).flatMap(List::stream).toList();
     }
 
     /** True when {@code op} takes or gives a tensor with no elements. */
