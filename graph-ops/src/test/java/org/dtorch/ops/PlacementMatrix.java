@@ -51,7 +51,10 @@ final class PlacementMatrix {
     private PlacementMatrix() {
     }
 
-    /** One input of an operator: its shape, its dtype and, for an index, the exclusive bound of its values. */
+    /**
+     * One input of an operator: its shape, its dtype and, for an index, the exclusive bound of its random values or
+     * ({@code fixed}, not null) the values themselves.
+     */
     record Input(long[] shape, ScalarType dtype, long bound, long[] fixed) {
         static Input f(long... shape) {
             return new Input(shape, F, 0, null);
@@ -116,8 +119,9 @@ final class PlacementMatrix {
     }
 
     /**
-     * The operators, one or two per family, on shapes whose sharded dimensions do not divide by 4 (5 and 7 over four
-     * devices) and are at least 4 long wherever a placement shards them, unless they are {@link #emptyShardOps}.
+     * The operators, one or two per family, on shapes whose dimensions mostly do not divide by 4 (5 and 7 over four
+     * devices, uneven shards). Placements that would split a dimension shorter than its number of shards (a 3x3 kernel
+     * over four devices) are left to {@link #emptyShardOps} and the {@code emptyshards} tests.
      */
     static List<Op> ops() {
         List<Op> ops = new ArrayList<>();
@@ -221,7 +225,12 @@ final class PlacementMatrix {
         ANY
     }
 
-    /** Every placement list of {@code input} on a mesh of {@code meshShape}: per mesh dimension R, S(d) for each d, P(sum). */
+    /**
+     * Every placement list of {@code input} on a mesh of {@code meshShape}: per mesh dimension R, S(d) for each d, P(sum).
+     * The other partial kinds are left out: a tensor partial by different ops on two mesh dimensions has a value that
+     * depends on which is reduced first, and the redistribution planner does not keep one order yet (R to
+     * [P(product), P(sum)] on 2x2 reads back doubled), so such inputs would test the planner, not the operators.
+     */
     static List<List<Placement>> layouts(Input input, int[] meshShape, Shards shards) {
         List<Placement> each = new ArrayList<>();
         each.add(R);
