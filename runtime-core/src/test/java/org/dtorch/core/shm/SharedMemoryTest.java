@@ -9,9 +9,11 @@ import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
 import org.dtorch.core.communication.CommPaths;
+import org.dtorch.core.testing.Await;
 import org.dtorch.core.testing.RankThreads;
 import org.dtorch.core.testing.ShmFiles;
 import org.junit.jupiter.api.Test;
@@ -54,10 +56,7 @@ class SharedMemoryTest {
             assertEquals(Futex.Wake.CHANGED, Futex.await(s, 0, 1, 20_000_000L), "a word that differs must not sleep");
             AtomicReference<Futex.Wake> woke = new AtomicReference<>();
             Thread waiter = Thread.ofPlatform().start(() -> woke.set(Futex.await(s, 0, 0, 10_000_000_000L)));
-            while (waiter.getState() != Thread.State.RUNNABLE) {
-                Thread.onSpinWait();
-            }
-            Thread.sleep(50);
+            Await.asleep(waiter, Duration.ofSeconds(10)); // on the futex, so that the wake below has a sleeper to wake
             Shm.putIntRelease(s, 0, 1);
             Futex.wakeAll(s, 0);
             waiter.join(5000);

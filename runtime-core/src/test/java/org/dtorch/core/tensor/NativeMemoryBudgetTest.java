@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.dtorch.core.testing.Await;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -79,17 +80,15 @@ class NativeMemoryBudgetTest {
     }
 
     @Test
-    void shouldRunTheReleaseAndCreditTheBytesOnceWhenTheCollectorFindsADroppedOwner() throws InterruptedException {
+    void shouldRunTheReleaseAndCreditTheBytesOnceWhenTheCollectorFindsADroppedOwner() {
         NativeMemoryBudget budget = budget(1L << 30);
         AtomicInteger released = new AtomicInteger();
         budget.register(new byte[16], 1 << 20, released::incrementAndGet);
         assertEquals(1 << 20, budget.outstandingBytes());
-        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-        while (budget.outstandingBytes() != 0 && System.nanoTime() < deadline) {
+        Await.until(() -> {
             System.gc();
-            Thread.sleep(10);
-        }
-        assertEquals(0, budget.outstandingBytes(), "the dropped owner's bytes must be credited back after a collection");
+            return budget.outstandingBytes() == 0;
+        }, Duration.ofSeconds(30), "the dropped owner's bytes are credited back after a collection");
         assertEquals(1, released.get());
     }
 

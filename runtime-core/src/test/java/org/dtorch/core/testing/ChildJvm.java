@@ -3,6 +3,7 @@ package org.dtorch.core.testing;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
+import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -85,6 +86,17 @@ public final class ChildJvm implements AutoCloseable {
                     throw new AssertionError(e);
                 }
             }
+        }
+    }
+
+    /** Writes {@code line} to the child's standard input, where {@link ChildMain#awaitParent} reads it. */
+    public void send(String line) {
+        try {
+            OutputStream in = process.getOutputStream();
+            in.write((line + "\n").getBytes(StandardCharsets.UTF_8));
+            in.flush();
+        } catch (IOException e) {
+            throw new AssertionError(label + " no longer reads its input; output:\n" + output(), e);
         }
     }
 

@@ -19,6 +19,7 @@ import org.dtorch.core.device.CudaUnavailableException;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.device.DeviceStream;
+import org.dtorch.core.testing.Await;
 import org.dtorch.core.testing.RankThreads;
 import org.dtorch.core.testing.TestTensors;
 import org.junit.jupiter.api.Test;
@@ -145,7 +146,7 @@ class ThreadGroupFailureTest {
                     failure.set(e);
                 }
             });
-            Thread.sleep(200);
+            Await.asleep(waiter); // inside the collective, waiting for rank 1
             waiter.interrupt();
             waiter.join(5000);
             assertInstanceOf(org.dtorch.core.communication.CommInterruptedException.class, failure.get());

@@ -8,8 +8,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.testing.Await;
 import org.dtorch.core.testing.ChildJvm;
+import org.dtorch.core.testing.OnThread;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -35,7 +38,10 @@ class FilePromiseProcessTest {
         try (ChildJvm child = ChildJvm.start("promise-child", PromiseChild.class, Map.of(), large.serialize(), failing.serialize(),
             done.serialize(), empty.serialize())) {
             child.awaitLine("ATTACHED", Duration.ofSeconds(60));
-            try (Tensor value = largeFuture.get()) {
+            OnThread<Tensor> getter = OnThread.start("large-getter", largeFuture::get);
+            Await.asleep(getter.thread()); // the value comes to a getter asleep on the futex
+            child.send("GO");
+            try (Tensor value = getter.result().get(60, TimeUnit.SECONDS)) {
                 assertEquals(8.0 * (1 << 20), value.sum().item_double());
             }
             try (Tensor nothing = emptyFuture.get()) {

@@ -14,6 +14,7 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.shm.SharedRegion;
 import org.dtorch.core.shm.ShmTensors;
+import org.dtorch.core.testing.Await;
 import org.dtorch.core.testing.TestTensors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -79,7 +80,7 @@ class FilePromiseTest {
         String name = created.serialize();
         CompletableFuture<Tensor> got = new CompletableFuture<>();
         Thread getter = Thread.ofPlatform().start(() -> got.complete(future.get()));
-        Thread.sleep(100); // far past the spin: the getter sleeps, having made the handle it returns
+        Await.asleep(getter); // past the spin: the getter sleeps on the futex, having made the handle it returns
         try (Tensor value = TestTensors.full(9f, 3)) {
             TensorPromises.fromSerialized(TensorPromiseType.FILE, name).setValue(value);
         }
@@ -101,7 +102,7 @@ class FilePromiseTest {
             String name = created.serialize();
             CompletableFuture<Tensor> got = new CompletableFuture<>();
             Thread getter = Thread.ofPlatform().start(() -> got.complete(future.get()));
-            Thread.sleep(50); // far past the spin: the getter sleeps, having allocated the expected value
+            Await.asleep(getter); // past the spin: the getter sleeps on the futex, having allocated the expected value
             TensorPromises.fromSerialized(TensorPromiseType.FILE, name).setValue(value);
             getter.join(5000);
             try (value; Tensor result = got.get(1, TimeUnit.SECONDS); Tensor again = future.get()) {
@@ -170,12 +171,11 @@ class FilePromiseTest {
         TensorPromise created = TensorPromises.create(TensorPromiseType.FILE);
         String name = created.serialize();
         dropFuture(created);
-        for (int i = 0; i < 100 && SharedRegion.exists(name); i++) {
+        // The collector's cleaner removes the name, then releases the view: wait for both.
+        Await.until(() -> {
             System.gc();
-            Thread.sleep(20);
-        }
-        assertFalse(SharedRegion.exists(name), "a future collected unread must remove its region's name");
-        assertEquals(0, ShmTensors.liveViewCount());
+            return !SharedRegion.exists(name) && ShmTensors.liveViewCount() == 0;
+        }, Duration.ofSeconds(10), "a future collected unread removes its region's name and releases its view");
         // The worker side then finds nothing to attach to and says so.
         assertThrows(IllegalStateException.class, () -> TensorPromises.fromSerialized(TensorPromiseType.FILE, name));
         List.of(created).forEach(p -> assertEquals(TensorPromiseType.FILE, p.type()));

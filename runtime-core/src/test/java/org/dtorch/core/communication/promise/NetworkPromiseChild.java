@@ -2,6 +2,7 @@ package org.dtorch.core.communication.promise;
 
 import org.bytedeco.pytorch.Tensor;
 import org.dtorch.core.testing.ChildJvmLoop;
+import org.dtorch.core.testing.ChildMain;
 
 /**
  * Completes Network promises made in the parent JVM, as a worker on another host does:
@@ -22,14 +23,14 @@ public final class NetworkPromiseChild {
         VoidPromise done = TensorPromises.voidFromSerialized(TensorPromiseType.NETWORK, args[2]);
         TensorPromise shared = TensorPromises.fromSerialized(TensorPromiseType.NETWORK, args[3]);
         System.out.println("ATTACHED");
-        Thread.sleep(200); // the parent is blocked in the store's wait by now
+        ChildMain.awaitParent("GO"); // once the parent's getter is blocked in the store's wait
         try (Tensor v = NetworkPromiseTest.doubles(); Tensor s = NetworkPromiseTest.ints()) {
             value.setValue(v);
             shared.setValue(s);
             failing.setException(new IllegalArgumentException("bad shard on cpu:3"));
             done.setValue();
-            // After the parent has most likely read and deleted the value: the claim it leaves still refuses a second one.
-            Thread.sleep(200);
+            // After the parent has read and deleted the value: the claim it leaves still refuses a second one.
+            ChildMain.awaitParent("READ");
             try {
                 value.setValue(v);
                 throw new AssertionError("a second setValue was taken");

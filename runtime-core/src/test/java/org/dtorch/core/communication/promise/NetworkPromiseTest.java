@@ -20,7 +20,9 @@ import java.util.concurrent.TimeUnit;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.communication.CommTimeoutException;
+import org.dtorch.core.testing.Await;
 import org.dtorch.core.testing.ChildJvm;
+import org.dtorch.core.testing.OnThread;
 import org.dtorch.core.testing.TestTensors;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -65,7 +67,10 @@ class NetworkPromiseTest {
         try (ChildJvm child = ChildJvm.start("network-promise-child", NetworkPromiseChild.class, Map.of(), value.serialize(),
             failing.serialize(), done.serialize(), shared.serialize())) {
             child.awaitLine("ATTACHED", Duration.ofSeconds(60));
-            try (Tensor got = valueFuture.get(); Tensor expected = doubles()) {
+            OnThread<Tensor> getter = OnThread.start("value-getter", valueFuture::get);
+            Await.asleep(getter.thread()); // the value comes to a getter blocked in the store's wait
+            child.send("GO");
+            try (Tensor got = getter.result().get(60, TimeUnit.SECONDS); Tensor expected = doubles()) {
                 assertTrue(TestTensors.same(expected, got), TestTensors.diff(expected, got));
                 assertTrue(got.is_contiguous());
             }
@@ -83,6 +88,7 @@ class NetworkPromiseTest {
             ExecutionException viewError = assertThrows(ExecutionException.class, () -> failingView.get(10, TimeUnit.SECONDS));
             assertSame(RemoteFailureException.class, viewError.getCause().getClass());
             doneView.get(10, TimeUnit.SECONDS);
+            child.send("READ");
             child.awaitSuccess(Duration.ofSeconds(60));
             assertTrue(child.output().contains("SECOND REFUSED TensorPromise.setValue: the promise is already completed"), child.output());
         }

@@ -1,6 +1,7 @@
 package org.dtorch.core.communication.promise;
 
 import org.bytedeco.pytorch.Tensor;
+import org.dtorch.core.testing.ChildMain;
 import org.dtorch.core.testing.TestTensors;
 
 /**
@@ -19,7 +20,7 @@ public final class PromiseChild {
             VoidPromise done = TensorPromises.voidFromSerialized(TensorPromiseType.FILE, args[2]);
             TensorPromise empty = TensorPromises.fromSerialized(TensorPromiseType.FILE, args[3]);
             System.out.println("ATTACHED");
-            Thread.sleep(200); // the parent is asleep on the futex by now
+            ChildMain.awaitParent("GO"); // once the parent's getter sleeps on the futex
             try (Tensor value = TestTensors.full(8f, 1 << 20)) {
                 large.setValue(value);
             }

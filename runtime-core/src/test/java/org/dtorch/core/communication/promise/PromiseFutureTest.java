@@ -18,6 +18,7 @@ import org.bytedeco.pytorch.Tensor;
 import org.dtorch.core.communication.CommInterruptedException;
 import org.dtorch.core.communication.CommOptions;
 import org.dtorch.core.communication.CommTimeoutException;
+import org.dtorch.core.testing.Await;
 import org.dtorch.core.testing.TestTensors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -36,7 +37,7 @@ class PromiseFutureTest {
                 seen.set(t.select(0, 0).item_float());
             }
         });
-        Thread.sleep(50);
+        Await.parked(getter);
         try (Tensor value = TestTensors.full(4f, 3)) {
             promise.setValue(value);
         }
@@ -66,7 +67,7 @@ class PromiseFutureTest {
         TensorFuture future = promise.getFuture();
         CompletableFuture<Tensor> got = new CompletableFuture<>();
         Thread getter = Thread.ofPlatform().start(() -> got.complete(future.get()));
-        Thread.sleep(100); // far past the spin: the getter parked, having prepared its handles
+        Await.parked(getter); // past the spin: the getter parked, having prepared its handles
         long address;
         try (Tensor value = TestTensors.full(6f, 5)) {
             address = value.data_ptr().address();
@@ -145,7 +146,7 @@ class PromiseFutureTest {
                 failure.set(e);
             }
         });
-        Thread.sleep(50);
+        Await.parked(getter);
         getter.interrupt();
         getter.join(5000);
         assertInstanceOf(CommInterruptedException.class, failure.get());

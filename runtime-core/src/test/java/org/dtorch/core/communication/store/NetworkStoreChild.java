@@ -1,9 +1,11 @@
 package org.dtorch.core.communication.store;
 
+import java.io.IOException;
 import java.time.Duration;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.communication.CommTimeoutException;
+import org.dtorch.core.testing.ChildMain;
 import org.dtorch.core.testing.TestTensors;
 
 /**
@@ -65,10 +67,10 @@ public final class NetworkStoreChild {
 
     /**
      * Takes both of rank 0's values and checks them bit for bit; rank 1 finishes at once, rank 2 holds its take of the
-     * weights until it has printed {@code HOLDING} and slept. Then every rank resets, runs a ring exchange and meets at
-     * a barrier.
+     * weights until it has printed {@code HOLDING} and the parent says {@code FINISH}. Then every rank resets, runs a ring
+     * exchange and meets at a barrier.
      */
-    private static void consume(TensorStoreCreateInfo info) throws InterruptedException {
+    private static void consume(TensorStoreCreateInfo info) throws IOException {
         try (TensorStore store = TensorStore.createForParticipants(info); Tensor weights = weights(); Tensor ids = ids()) {
             System.out.println("BACKEND " + store.getClass().getSimpleName());
             try (Tensor got = store.destGet("weights", StoreChild.CPU)) {
@@ -85,7 +87,7 @@ public final class NetworkStoreChild {
             store.destFinishGet("ids", StoreChild.CPU);
             if (store.rank() == 2) {
                 System.out.println("HOLDING");
-                Thread.sleep(1500);
+                ChildMain.awaitParent("FINISH"); // once the parent saw its wait go on while this take is held
                 System.out.println("FINISHING");
             }
             store.destFinishGet("weights", StoreChild.CPU);

@@ -10,12 +10,13 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.bytedeco.pytorch.Tensor;
 import org.dtorch.core.communication.CommTimeoutException;
+import org.dtorch.core.testing.Await;
 import org.dtorch.core.testing.ChildJvm;
+import org.dtorch.core.testing.OnThread;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
@@ -66,9 +67,10 @@ class NetworkTensorStoreProcessTest {
                 assertInstanceOf(NetworkTensorStore.class, store, "participants on three hosts need the Network backend");
                 store.srcSet("weights", weights, StoreChild.CPU, 2);
                 store.srcSet("ids", ids, StoreChild.CPU, 2);
-                CompletableFuture<Void> waited = CompletableFuture.runAsync(() -> {
+                OnThread<Void> waited = OnThread.start("src-waiter", () -> {
                     store.srcWaitUntilGetFinished("ids", StoreChild.CPU);
                     store.srcWaitUntilGetFinished("weights", StoreChild.CPU);
+                    return null;
                 });
                 ChildJvm first = children.get(0);
                 ChildJvm second = children.get(1);
@@ -76,9 +78,10 @@ class NetworkTensorStoreProcessTest {
                 assertEquals("TOOK exact", second.awaitLine("TOOK", STARTUP));
                 first.awaitLine("FINISHED", STARTUP);
                 second.awaitLine("HOLDING", STARTUP);
-                Thread.sleep(500);
-                assertFalse(waited.isDone(), "srcWaitUntilGetFinished returned while rank 2 still held its take");
-                waited.get(60, TimeUnit.SECONDS);
+                Await.asleep(waited.thread()); // waiting for rank 2's finish
+                assertFalse(waited.result().isDone(), "srcWaitUntilGetFinished returned while rank 2 still held its take");
+                second.send("FINISH");
+                waited.result().get(60, TimeUnit.SECONDS);
                 second.awaitLine("FINISHING", Duration.ofSeconds(10));
                 assertEquals(0, ((NetworkTensorStore) store).liveKeyCount());
 

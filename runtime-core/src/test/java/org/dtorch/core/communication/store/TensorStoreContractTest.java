@@ -24,6 +24,7 @@ import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.device.DeviceStream;
 import org.dtorch.core.tensor.TorchTensors;
+import org.dtorch.core.testing.Await;
 import org.dtorch.core.testing.RankThreads;
 import org.dtorch.core.testing.TestTensors;
 import org.junit.jupiter.api.Test;
@@ -256,7 +257,7 @@ abstract class TensorStoreContractTest {
                     failure.set(e);
                 }
             });
-            Thread.sleep(100);
+            Await.asleep(waiter); // inside destGet, waiting for the value
             waiter.interrupt();
             waiter.join(5000);
             assertInstanceOf(CommInterruptedException.class, failure.get());
@@ -286,7 +287,8 @@ abstract class TensorStoreContractTest {
                 }
             });
             assertTrue(rank0Waiting.await(5, TimeUnit.SECONDS));
-            Thread.sleep(100);
+            Await.asleep(rank0);
+            Await.asleep(rank1); // both in the barrier, waiting for rank 2
             rank1.interrupt();
             rank1.join(5000);
             assertInstanceOf(CommInterruptedException.class, interrupted.get());
@@ -314,7 +316,7 @@ abstract class TensorStoreContractTest {
                 failure.set(e);
             }
         });
-        Thread.sleep(100);
+        Await.asleep(waiter); // inside destGet, waiting for the value
         store.close();
         waiter.join(5000);
         assertFalse(waiter.isAlive());
