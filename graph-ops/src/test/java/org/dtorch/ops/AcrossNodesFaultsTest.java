@@ -36,6 +36,7 @@ import org.dtorch.core.runtime.process.JvmCommand;
 import org.dtorch.core.runtime.process.NodeAgent;
 import org.dtorch.core.runtime.process.WorkerDiedException;
 import org.dtorch.core.shm.SharedRegion;
+import org.dtorch.core.testing.Await;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -82,7 +83,8 @@ class AcrossNodesFaultsTest {
         }
         long failedWithinMillis = (System.nanoTime() - killedAt) / 1_000_000;
         assertTrue(failed > 0, "the kill came while work was pending");
-        assertTrue(failedWithinMillis < 10_000, "every future completed " + failedWithinMillis + " ms after the kill");
+        // Generous, yet far from the 60 s deadline: the death must be noticed, not waited out.
+        assertTrue(failedWithinMillis < TIMEOUT.toMillis() / 2, "every future completed " + failedWithinMillis + " ms after the kill");
         Process other = run.agents().get(1);
         assertTrue(other.waitFor(15, TimeUnit.SECONDS), "node 2 ends with the run it was part of, before node 0 closes");
         assertEquals(NodeAgent.EXIT_DONE, other.exitValue());
@@ -91,11 +93,7 @@ class AcrossNodesFaultsTest {
         long closing = System.nanoTime();
         dt.close();
         assertTrue((System.nanoTime() - closing) / 1_000_000 < 15_000, "close after a node's death must not hang");
-        Deadline gone = Deadline.after(Duration.ofSeconds(15));
-        while (ProcessHandle.of(remoteWorker).map(ProcessHandle::isAlive).orElse(false) && !gone.expired()) {
-            Thread.sleep(50);
-        }
-        assertFalse(ProcessHandle.of(remoteWorker).map(ProcessHandle::isAlive).orElse(false),
+        Await.until(() -> !ProcessHandle.of(remoteWorker).map(ProcessHandle::isAlive).orElse(false), Duration.ofSeconds(15),
             "node 1's worker exits when its agent dies");
         for (long pid : dt.runtime().workerPids().values()) {
             assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false), "worker " + pid + " still runs");
@@ -106,6 +104,7 @@ class AcrossNodesFaultsTest {
     @Test
     void shouldEndTheOtherNodesWhenTheControllerDies() throws Exception {
         int port = TwoNodes.freePort();
+        long logBefore = Files.exists(TwoNodes.log(1)) ? Files.size(TwoNodes.log(1)) : 0; // the log is appended to by every run
         Process agent = TwoNodes.startAgent(2, 1, port, 1, TIMEOUT, TwoNodes.TOKEN);
         ProcessBuilder builder = JvmCommand.of(NodeZeroChild.class.getName(), List.of(String.valueOf(port), "1"), Map.of(),
             List.of("-Xmx512m")).processBuilder();
@@ -123,13 +122,12 @@ class AcrossNodesFaultsTest {
                 }
             }
             assertTrue(instance != null, "node 0 exited before it got ready");
-            long killedAt = System.nanoTime();
             controller.destroyForcibly();
             assertTrue(agent.waitFor(TIMEOUT.toSeconds(), TimeUnit.SECONDS), "node 1 did not notice the controller's death");
             assertEquals(NodeAgent.EXIT_CONTROLLER_GONE, agent.exitValue());
-            long noticedMillis = (System.nanoTime() - killedAt) / 1_000_000;
-            assertTrue(noticedMillis < 15_000, "node 1 noticed after " + noticedMillis + " ms");
-            assertTrue(Files.readString(TwoNodes.log(1)).contains("the controller's control connection closed"));
+            // Noticed through the closed connection, at once, not by the heartbeats' silence.
+            String log = Files.readString(TwoNodes.log(1));
+            assertTrue(log.substring((int) Math.min(logBefore, log.length())).contains("the controller's control connection closed"), log);
         } finally {
             controller.destroyForcibly();
             agent.destroyForcibly();

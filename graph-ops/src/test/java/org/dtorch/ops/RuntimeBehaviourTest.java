@@ -22,6 +22,8 @@ import org.dtorch.core.communication.promise.VoidFuture;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.tensor.TorchTensors;
+import org.dtorch.core.testing.Await;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -77,7 +79,17 @@ class RuntimeBehaviourTest {
     }
 
     @Test
-    void shouldReturnLiveBlobsAndNativeMemoryToTheirBaseline() throws InterruptedException {
+    void shouldReturnLiveBlobsAndNativeMemoryToTheirBaseline() {
+        returnsToBaselineAfter(10_000);
+    }
+
+    @Test
+    @Tag("slow")
+    void shouldReturnLiveBlobsAndNativeMemoryToTheirBaselineAfterAHundredThousandOperators() {
+        returnsToBaselineAfter(100_000);
+    }
+
+    private void returnsToBaselineAfter(int operators) {
         try (DTorch dt = start(false)) {
             DTensor base = dt.ones(new long[] {1}, dt.mesh(0));
             dt.sync();
@@ -85,51 +97,47 @@ class RuntimeBehaviourTest {
             long physicalBefore = Pointer.physicalBytes();
             WorkerResources workersBefore = WorkerResources.of(dt);
             DTensor acc = base.add(0.0);
-            for (int i = 0; i < 100_000; i++) {
+            for (int i = 0; i < operators; i++) {
                 DTensor next = acc.add(base);
                 acc.close();
                 acc = next;
             }
             try (Tensor value = acc.toTorch()) {
-                assertEquals(100_001.0, value.item_double());
+                assertEquals(operators + 1.0, value.item_double());
             }
             acc.close();
             dt.sync();
             assertEquals(blobsBefore, dt.runtime().liveBlobCount(), "every dropped handle's tensor must be freed");
             java.lang.ref.Reference.reachabilityFence(base); // else the Cleaner may release base's tensor before the count
             // The device that completed sync's promise hands what it ran to the graph just after (decision 214).
-            long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
-            while (dt.runtime().pendingOperatorCount() > 0 && System.nanoTime() < deadline) {
-                Thread.sleep(1);
-            }
-            assertEquals(0, dt.runtime().pendingOperatorCount());
+            Await.until(() -> dt.runtime().pendingOperatorCount() == 0, Duration.ofSeconds(30), "the graph has no pending operator");
             if (processes()) {
                 // The controller's resident size follows its heap (encoding garbage) here; what leaks in process
                 // mode would be mappings and descriptors in the workers, and tensors, counted above.
                 WorkerResources after = WorkerResources.of(dt);
                 assertTrue(after.mappings() - workersBefore.mappings() < 64 && after.descriptors() - workersBefore.descriptors() < 16,
-                    "worker mappings and descriptors grew from " + workersBefore + " to " + after + " over 100,000 operators");
+                    "worker mappings and descriptors grew from " + workersBefore + " to " + after + " over " + operators + " operators");
             } else {
                 long growth = Pointer.physicalBytes() - physicalBefore;
-                assertTrue(growth < 200L * 1024 * 1024, "resident memory grew by " + growth / 1024 / 1024 + " MiB over 100,000 operators");
+                assertTrue(growth < 200L * 1024 * 1024, "resident memory grew by " + growth / 1024 / 1024 + " MiB over " + operators
+                    + " operators");
             }
         }
     }
 
     @Test
-    void shouldFreeForgottenHandlesThroughTheCleaner() throws Exception {
+    void shouldFreeForgottenHandlesThroughTheCleaner() {
         try (DTorch dt = start(false)) {
             dt.sync();
             int before = dt.runtime().liveBlobCount();
             for (int i = 0; i < 200; i++) {
                 dt.ones(new long[] {16}, dt.defaultMesh(), Placement.shard(0)).mul(2.0);
             }
-            long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-            while (dt.runtime().liveBlobCount() > before && System.nanoTime() < deadline) {
+            Await.until(() -> {
                 System.gc();
-                Thread.sleep(20);
                 dt.sync();
-            }
+                return dt.runtime().liveBlobCount() <= before;
+            }, Duration.ofSeconds(30), "the Cleaner releases forgotten handles");
             assertEquals(before, dt.runtime().liveBlobCount(), "forgotten handles must be released by the Cleaner");
         }
     }
@@ -156,7 +164,7 @@ class RuntimeBehaviourTest {
     }
 
     @Test
-    void shouldShutDownCleanlyWithOperatorsInFlight() throws Exception {
+    void shouldShutDownCleanlyWithOperatorsInFlight() {
         DTorch dt = DTorch.init(options().shutdownTimeout(Duration.ofMillis(300)).build());
         DTensor x = dt.ones(new long[] {4}, dt.defaultMesh(), Placement.shard(0));
         List<TensorFuture> futures = new ArrayList<>();
@@ -165,10 +173,7 @@ class RuntimeBehaviourTest {
             t = dt.apply(new TestOps.Sleep(100), t);
             futures.add(t.sum().toTorchAsync());
         }
-        long start = System.nanoTime();
         dt.close();
-        long closeMillis = (System.nanoTime() - start) / 1_000_000;
-        assertTrue(closeMillis < 5_000, "close took " + closeMillis + " ms");
         int failed = 0;
         for (TensorFuture f : futures) {
             assertTrue(f.isReady(), "every future is completed, one way or the other, once close() returns");
@@ -179,14 +184,17 @@ class RuntimeBehaviourTest {
                 failed++;
             }
         }
+        // Close did not wait for the queued work: it cancelled some.
         assertTrue(failed > 0, "with 2 s of queued work and a 300 ms shutdown timeout some operators are cancelled");
         assertThrows(IllegalStateException.class, () -> x.mul(2.0));
-        Thread.sleep(50);
         // The File-future watcher serves every runtime of the process and outlives each of them.
-        assertEquals(List.of(), Thread.getAllStackTraces().keySet().stream()
-                .filter(th -> th.getName().startsWith("dtorch-") && PROCESS_WIDE.stream().noneMatch(th.getName()::startsWith) && th.isAlive())
-                .map(Thread::getName).toList(),
-            "every runtime thread has stopped");
+        Await.until(() -> runtimeThreads().isEmpty(), Duration.ofSeconds(10), () -> "every runtime thread stops: " + runtimeThreads() + " run");
+    }
+
+    private static List<String> runtimeThreads() {
+        return Thread.getAllStackTraces().keySet().stream()
+            .filter(th -> th.getName().startsWith("dtorch-") && PROCESS_WIDE.stream().noneMatch(th.getName()::startsWith) && th.isAlive())
+            .map(Thread::getName).toList();
     }
 
     @Test

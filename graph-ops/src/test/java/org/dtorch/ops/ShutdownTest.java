@@ -15,7 +15,9 @@ import org.dtorch.api.DTorchOptions;
 import org.dtorch.core.communication.promise.FutureFailedException;
 import org.dtorch.core.communication.promise.TensorFuture;
 import org.dtorch.core.distributed.Placement;
+import org.dtorch.core.testing.Await;
 import org.junit.jupiter.api.RepeatedTest;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -40,8 +42,19 @@ class ShutdownTest {
     }
 
     /** The program of the report: 40 steps of matmul, scale and S(0) -> S(1), then a sum, closed at once. */
-    @RepeatedTest(10)
-    void shouldCloseWithinFiveSecondsRightAfterEnqueueingManySteps() throws Exception {
+    @RepeatedTest(2)
+    void shouldCloseWithinFiveSecondsRightAfterEnqueueingManySteps() {
+        closeRightAfterEnqueueingManySteps();
+    }
+
+    /** The same, eight times more: a race at close shows on some runs only. */
+    @RepeatedTest(8)
+    @Tag("slow")
+    void shouldCloseWithinFiveSecondsRightAfterEnqueueingManyStepsEveryTime() {
+        closeRightAfterEnqueueingManySteps();
+    }
+
+    private void closeRightAfterEnqueueingManySteps() {
         DTorch dt = DTorch.init(options().build());
         List<TensorFuture> futures = new ArrayList<>();
         try {
@@ -87,7 +100,9 @@ class ShutdownTest {
             for (int i = 0; i < 3; i++) {
                 futures.add(stalled.redistribute(Placement.replicate()).sum().toTorchAsync());
             }
-            Thread.sleep(500); // devices 0 to 2 reach the collective (or the rendezvous) and wait there for device 3
+            // Devices 0 to 2 reach the collective (or the rendezvous) and wait there for device 3. A sleep, not a condition:
+            // where a device waits inside a worker process cannot be seen from here, and closing earlier is a case too.
+            Thread.sleep(500);
             assertFalse(futures.getFirst().isReady(), "device 3 holds everything up");
         } finally {
             assertClosesInTime(dt);
@@ -125,16 +140,13 @@ class ShutdownTest {
         }
     }
 
-    private static void awaitRuntimeThreadsGone(Duration limit) throws InterruptedException {
-        long deadline = System.nanoTime() + limit.toNanos();
-        while (!runtimeThreads().isEmpty() && System.nanoTime() < deadline) {
-            Thread.sleep(50);
-        }
+    private static void awaitRuntimeThreadsGone(Duration limit) {
+        Await.until(() -> runtimeThreads().isEmpty(), limit, () -> "the thread left to its kernel ends: " + runtimeThreads() + " run");
     }
 
-    private static void assertNoRuntimeThreadLeft() throws InterruptedException {
-        Thread.sleep(50);
-        assertEquals(List.of(), runtimeThreads(), "every runtime thread has stopped");
+    /** Once close() returned, the runtime's threads end at once; the deadline is for a loaded machine, not a grace period. */
+    private static void assertNoRuntimeThreadLeft() {
+        Await.until(() -> runtimeThreads().isEmpty(), Duration.ofSeconds(10), () -> "every runtime thread stops: " + runtimeThreads() + " run");
     }
 
     private static List<String> runtimeThreads() {

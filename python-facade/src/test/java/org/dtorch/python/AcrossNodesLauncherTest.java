@@ -7,15 +7,18 @@ import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import java.util.stream.Collectors;
 import org.dtorch.core.runtime.process.ClusterToken;
 import org.dtorch.core.runtime.process.JvmCommand;
 import org.dtorch.core.runtime.process.NodeAgent;
+import org.dtorch.core.testing.Await;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -184,19 +187,12 @@ class AcrossNodesLauncherTest {
      * Node 0 ran in this JVM and failed to start: within 10 s, no process this JVM started is left but those the test
      * started itself (node 0's worker processes were stopped).
      */
-    private void assertNoWorkerLeft() throws InterruptedException {
+    private void assertNoWorkerLeft() {
         Set<Long> ours = started.stream().map(Process::pid).collect(Collectors.toSet());
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        List<ProcessHandle> left;
-        do {
-            left = ProcessHandle.current().children().filter(p -> p.isAlive() && !ours.contains(p.pid())).toList();
-            if (left.isEmpty()) {
-                return;
-            }
-            Thread.sleep(50);
-        } while (System.nanoTime() < deadline);
-        throw new AssertionError("still running 10 s after node 0 failed: " + left.stream()
-            .map(p -> p.pid() + " " + p.info().commandLine().orElse("?")).toList());
+        Supplier<List<ProcessHandle>> left = () -> ProcessHandle.current().children().filter(p -> p.isAlive() && !ours.contains(p.pid()))
+            .toList();
+        Await.until(() -> left.get().isEmpty(), Duration.ofSeconds(10), () -> "no process of node 0 is left after it failed: "
+            + left.get().stream().map(p -> p.pid() + " " + p.info().commandLine().orElse("?")).toList() + " still run");
     }
 
     /** Starts node {@code rank}'s launcher, its output (and its workers') in {@code dir/node-R.log}. */

@@ -41,7 +41,8 @@ public final class Await {
         until(condition, timeout, () -> description);
     }
 
-    private static void until(BooleanSupplier condition, Duration timeout, Supplier<String> description) {
+    /** {@link #until(BooleanSupplier, Duration, String)} with a description made at the deadline, from what is seen then. */
+    public static void until(BooleanSupplier condition, Duration timeout, Supplier<String> description) {
         long deadline = System.nanoTime() + timeout.toNanos();
         long park = 100_000;
         for (int attempt = 0; !condition.getAsBoolean(); attempt++) {
