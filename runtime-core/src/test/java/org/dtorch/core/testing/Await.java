@@ -1,8 +1,7 @@
 package org.dtorch.core.testing;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
+import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -12,7 +11,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
-import java.util.stream.Stream;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import javax.management.JMException;
+import javax.management.ObjectName;
 
 /**
  * Waits in tests for the condition a test depends on, instead of sleeping for a time that is usually long enough: the
@@ -85,12 +87,11 @@ public final class Await {
     /**
      * Returns once {@code thread} waits, either {@linkplain #parked parked} in Java or asleep in the kernel inside native
      * code (a futex, a socket, a native library's condition variable): Java reports the latter as {@code RUNNABLE}, so this
-     * also reads the state of its kernel task ({@code /proc/self/task/<tid>/stat}), found by the thread's name. That name
-     * must be unique among this process's Java threads within its first 15 characters, the length of a kernel task name. The kernel sleep
-     * must last 2 ms on consecutive reads, so that a brief stop on the way (a page fault, a safepoint) does not count.
+     * also reads the state of its kernel task ({@code /proc/self/task/<tid>/stat}). The kernel sleep must last 2 ms on
+     * consecutive reads, so that a brief stop on the way (a page fault, a safepoint) does not count.
      */
     public static void asleep(Thread thread, Duration timeout) {
-        long tid = taskOf(thread, timeout);
+        long tid = taskOf(thread);
         Path stat = Path.of("/proc/self/task/" + tid + "/stat");
         long[] asleepSince = {0};
         until(() -> {
@@ -118,39 +119,24 @@ public final class Await {
     }
 
     /**
-     * The kernel task id of {@code thread}, found by its name once the thread has started and named its task. A thread
-     * that native code starts (a library's worker pool) takes the name of the thread that started it: of the tasks with
-     * the name, the thread is the one that started first.
+     * The kernel task id of {@code thread}, from the JVM's thread dump, which gives each Java thread's id with its native
+     * one: thread names are no key, native code that a thread starts carries its name too.
      */
-    private static long taskOf(Thread thread, Duration timeout) {
-        byte[] full = thread.getName().getBytes(StandardCharsets.UTF_8);
-        String name = new String(full, 0, Math.min(full.length, 15), StandardCharsets.UTF_8);
-        long[] found = {0, Long.MAX_VALUE};
-        until(() -> {
-            found[0] = 0;
-            found[1] = Long.MAX_VALUE;
-            try (Stream<Path> tasks = Files.list(Path.of("/proc/self/task"))) {
-                tasks.forEach(task -> {
-                    try {
-                        if (Files.readString(task.resolve("comm")).strip().equals(name)) {
-                            String stat = Files.readString(task.resolve("stat"));
-                            // Field 22, the start time, counted from the fields after the name in parentheses (field 2).
-                            long started = Long.parseLong(stat.substring(stat.lastIndexOf(')') + 2).split(" ")[19]);
-                            if (started < found[1]) {
-                                found[0] = Long.parseLong(task.getFileName().toString());
-                                found[1] = started;
-                            }
-                        }
-                    } catch (IOException ended) {
-                        // that task ended while we listed the others
-                    }
-                });
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-            return found[0] != 0;
-        }, timeout, () -> "a kernel task is named '" + name + "'");
-        return found[0];
+    private static long taskOf(Thread thread) {
+        String dump;
+        try {
+            ObjectName commands = new ObjectName("com.sun.management:type=DiagnosticCommand");
+            dump = (String) ManagementFactory.getPlatformMBeanServer().invoke(commands, "threadPrint", new Object[] {new String[0]},
+                new String[] {String[].class.getName()});
+        } catch (JMException e) {
+            throw new AssertionError("cannot read this JVM's thread dump", e);
+        }
+        Matcher line = Pattern.compile("\" #" + thread.threadId() + " \\[(\\d+)\\]").matcher(dump);
+        if (!line.find()) {
+            throw new AssertionError(thread.getName() + " (#" + thread.threadId() + ") is not in the thread dump: it has not started or has"
+                + " ended");
+        }
+        return Long.parseLong(line.group(1));
     }
 
     private static char taskState(Path stat, Thread thread) {

@@ -15,7 +15,7 @@ import java.util.concurrent.CompletableFuture;
  */
 public record OnThread<T>(Thread thread, CompletableFuture<T> result) {
 
-    /** Starts {@code body} on a new platform thread named {@code name} (unique, within 15 characters, for {@link Await#asleep}). */
+    /** Starts {@code body} on a new platform thread named {@code name}. */
     public static <T> OnThread<T> start(String name, Callable<T> body) {
         CompletableFuture<T> result = new CompletableFuture<>();
         Thread thread = Thread.ofPlatform().name(name).start(() -> {

@@ -13,6 +13,7 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.shm.CudaIpcTensors;
 import org.dtorch.core.tensor.TorchTensors;
+import org.dtorch.core.testing.Await;
 import org.dtorch.core.testing.ChildJvm;
 import org.dtorch.core.testing.GpuTest;
 import org.junit.jupiter.api.Tag;
@@ -70,11 +71,10 @@ class FilePromiseCudaProcessTest {
         assertEquals(opened, CudaIpcTensors.mappingsOpened(), "the lender's own process uses its address");
         future = null;
         promise = null;
-        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-        while (CudaIpcTensors.liveLoanCount() > loans && System.nanoTime() < deadline) {
+        Await.until(() -> {
             System.gc();
-            Thread.sleep(20);
-        }
+            return CudaIpcTensors.liveLoanCount() <= loans;
+        }, Duration.ofSeconds(30), "the loan ends once the future is gone");
         assertEquals(loans, CudaIpcTensors.liveLoanCount(), "the loan ends once the future is gone");
     }
 

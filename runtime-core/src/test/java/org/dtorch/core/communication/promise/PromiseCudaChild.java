@@ -10,6 +10,7 @@ import org.dtorch.core.device.Cuda;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.shm.CudaIpcTensors;
 import org.dtorch.core.tensor.TorchTensors;
+import org.dtorch.core.testing.Await;
 
 /**
  * Completes a File promise of the parent JVM with a CUDA tensor, as a worker on a GPU does, then stays until the
@@ -39,13 +40,7 @@ public final class PromiseCudaChild {
                 }
             }
             System.out.println("SET " + CudaIpcTensors.liveLoanCount());
-            long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
-            while (CudaIpcTensors.liveLoanCount() > 0) {
-                if (System.nanoTime() > deadline) {
-                    throw new AssertionError("the parent never released the CUDA value");
-                }
-                Thread.sleep(10);
-            }
+            Await.until(() -> CudaIpcTensors.liveLoanCount() == 0, Duration.ofSeconds(120), "the parent releases the CUDA value");
             System.out.println("RELEASED");
             System.exit(0);
         } catch (Throwable e) {

@@ -13,6 +13,7 @@ import org.dtorch.core.device.DeviceStream;
 import org.dtorch.core.shm.CudaIpcTensors;
 import org.dtorch.core.shm.Processes;
 import org.dtorch.core.tensor.TorchTensors;
+import org.dtorch.core.testing.Await;
 
 /**
  * One participant of a File store on CUDA in a child JVM, for {@link FileTensorStoreCudaProcessTest}:
@@ -138,16 +139,13 @@ public final class CudaStoreChild {
      * Prints {@code FAILED <millis> <message>} (or {@code FINISHED} if nothing failed) and the mappings left; halts
      * without running CUDA's exit handlers (the stream may wait forever for a dead process's event).
      */
-    private static void takeUntilTheProducerDies(TensorStoreCreateInfo info, DeviceStream stream) throws InterruptedException {
+    private static void takeUntilTheProducerDies(TensorStoreCreateInfo info, DeviceStream stream) {
         FileTensorStore store = (FileTensorStore) TensorStore.create(info);
         int producer = store.participantPids()[0];
         Tensor got = store.destGet("held", stream);
         Tensor sum = got.sum(); // queued behind the producer's event; not awaited
         System.out.println("TOOK");
-        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-        while (Processes.isAlive(producer) && System.nanoTime() < deadline) {
-            Thread.sleep(5);
-        }
+        Await.until(() -> !Processes.isAlive(producer), Duration.ofSeconds(60), "the test kills the producer");
         long start = System.nanoTime();
         try {
             store.destFinishGet("held", stream);

@@ -11,11 +11,13 @@ import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.communication.CommException;
 import org.dtorch.core.communication.CommTimeoutException;
 import org.dtorch.core.device.DeviceKind;
+import org.dtorch.core.testing.Await;
 import org.dtorch.core.testing.RankThreads;
 import org.dtorch.core.testing.TestTensors;
 import org.junit.jupiter.api.AfterAll;
@@ -70,9 +72,11 @@ class NetworkTensorStoreTest extends TensorStoreContractTest {
             CountDownLatch secondMayFinish = new CountDownLatch(1);
             AtomicBoolean secondFinishing = new AtomicBoolean();
             AtomicBoolean producerReturned = new AtomicBoolean();
+            AtomicReference<Thread> producer = new AtomicReference<>();
             RankThreads.runAll(3, rank -> {
                 TensorStore store = stores.get(rank);
                 if (rank == 0) {
+                    producer.set(Thread.currentThread());
                     store.srcSet("floats", floats, CPU, 2);
                     store.srcSet("longs", longs, CPU, 2);
                     store.srcSet("strided", strided, CPU, 2); // copied once into a contiguous value
@@ -101,7 +105,7 @@ class NetworkTensorStoreTest extends TensorStoreContractTest {
                 }
                 store.destFinishGet("floats", CPU);
                 if (rank == 1) {
-                    sleep(300);
+                    Await.asleep(producer.get()); // the producer waits for the second consumer's finish
                     assertFalse(producerReturned.get(), "the producer's wait returned with one consumer of two finished");
                     secondMayFinish.countDown();
                 }
@@ -361,14 +365,6 @@ class NetworkTensorStoreTest extends TensorStoreContractTest {
         assertEquals(TensorStoreType.FILE, ParticipantPlaces.backend(List.of("h\t1@a", "h\t2@b"), "h\t1@a"));
         assertEquals(TensorStoreType.NETWORK, ParticipantPlaces.backend(List.of("h\t1@a", "g\t1@a"), "h\t1@a"));
         assertEquals(TensorStoreType.MEMORY, ParticipantPlaces.backend(List.of("h\t1@a", "h\t1@a"), "h\t1@a"));
-    }
-
-    private static void sleep(long millis) {
-        try {
-            Thread.sleep(millis);
-        } catch (InterruptedException e) {
-            throw new AssertionError(e);
-        }
     }
 
     private static void await(CountDownLatch latch) {

@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.ByteBuffer;
@@ -28,6 +30,7 @@ import org.dtorch.core.runtime.PromiseSpec;
 
 import org.dtorch.core.shm.OwnedPaths;
 import org.dtorch.core.shm.SharedRegion;
+import org.dtorch.core.testing.Await;
 import org.dtorch.core.testing.ChildJvm;
 import org.dtorch.core.testing.ShmFiles;
 import org.junit.jupiter.api.Tag;
@@ -121,17 +124,18 @@ class WorkerProtocolTest {
             "--same-device", "false");
     }
 
-    private static SocketChannel acceptWithin(ServerSocketChannel server, Duration timeout, ChildJvm worker) throws Exception {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while (System.nanoTime() < deadline) {
-            SocketChannel accepted = server.accept();
-            if (accepted != null) {
-                accepted.configureBlocking(true);
-                return accepted;
+    private static SocketChannel acceptWithin(ServerSocketChannel server, Duration timeout, ChildJvm worker) throws IOException {
+        SocketChannel[] accepted = {null};
+        Await.until(() -> {
+            try {
+                accepted[0] = server.accept();
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
             }
-            Thread.sleep(10);
-        }
-        throw new AssertionError("the worker did not connect within " + timeout + "; output:\n" + worker.output());
+            return accepted[0] != null;
+        }, timeout, () -> "the worker connects; its output:\n" + worker.output());
+        accepted[0].configureBlocking(true);
+        return accepted[0];
     }
 
     private static ByteBuffer frameOf(byte[] payload) {
