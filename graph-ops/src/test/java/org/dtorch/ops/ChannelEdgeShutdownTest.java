@@ -29,12 +29,13 @@ class ChannelEdgeShutdownTest {
         DTensor held = dt.zeros(new long[] {2}, dst);
         DTensor x = dt.arange(0, 4, 1, torch.ScalarType.Long, src, Placement.replicate());
         dt.sync(); // both devices past libtorch's first load, so that only the gate holds device 1
-        DTensor stuck = dt.apply(new TestOps.Gate(tmp.resolve("never").toString(), 8_000), held);
+        DTensor stuck = dt.apply(new TestOps.Gate(tmp.resolve("never").toString(), 30_000), held);
         DTensor moved = x.redistribute(dst, Placement.shard(0));
         long start = System.nanoTime();
         dt.close();
         long millis = (System.nanoTime() - start) / 1_000_000;
-        assertTrue(millis < 6_000, "close took " + millis + " ms while the destination was stuck for 8 s");
+        // Generous for a loaded machine, yet half the time the destination stays stuck.
+        assertTrue(millis < 15_000, "close took " + millis + " ms while the destination was stuck for 30 s");
         assertEquals(List.of(), ChannelEdgeTest.channelFiles(instance), "the channel's files are removed");
         List.of(held, stuck, x, moved).forEach(DTensor::close);
     }

@@ -30,6 +30,6 @@ public final class NodeZeroChild {
         try (Tensor sum = x.redistribute(Placement.replicate()).sum().toTorch()) {
             System.out.println("ready " + dt.runtime().instanceId() + " " + sum.item_double());
         }
-        Thread.sleep(Duration.ofMinutes(5));
+        Thread.sleep(Duration.ofMinutes(5)); // a controller that stays up: the test kills it here
     }
 }

@@ -59,7 +59,7 @@ final class ChannelChild {
                 }
                 if (args[0].equals("consume-and-hang")) {
                     System.out.println("RESOLVED");
-                    Thread.sleep(600_000);
+                    Thread.sleep(600_000); // a consumer that hangs: the test kills it here
                 }
             }
             System.out.println("OK");

@@ -73,7 +73,8 @@ class WorkerTensorChannelProcessTest {
                 assertTrue(e.getMessage().contains("consumer rank 1 (pid " + killed.pid() + ") exited without closing")
                     && e.getMessage().contains("generation " + (n + 1)) && e.getMessage().contains("ranks missing [1], seen [0]"),
                     e.getMessage());
-                assertTrue(millis < 5_000, "noticing the dead consumer took " + millis + " ms against a 60 s deadline");
+                // Generous, yet far from the 60 s deadline: the death must be noticed, not waited out.
+                assertTrue(millis < 30_000, "noticing the dead consumer took " + millis + " ms against a 60 s deadline");
             }
         }
         assertEquals(List.of(), ShmFiles.of(instance), "shared memory left behind");

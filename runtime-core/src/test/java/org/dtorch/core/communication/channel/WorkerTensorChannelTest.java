@@ -175,10 +175,9 @@ class WorkerTensorChannelTest {
                 }
             }
             // Both slots were acknowledged, one rank by copying and one by discarding: two more publish without waiting.
-            long start = System.nanoTime();
+            // A publish that waited for the discarded slot's ACK would end in a timeout, not return.
             try (Tensor t3 = pattern(3, 4); Tensor t4 = pattern(4, 4)) {
                 List<WorkerTensorRef> more = List.of(p.publish(t3), p.publish(t4));
-                assertTrue(System.nanoTime() - start < 2_000_000_000L, "a discarded slot was waited for");
                 canceller.discard(more);
                 assertSameTensor(t3, copier.resolve(more.get(0)));
                 assertSameTensor(t4, copier.resolve(more.get(1)));
@@ -344,9 +343,8 @@ class WorkerTensorChannelTest {
             assertTrue(timeout.getMessage().contains("profile 0 slot 0 generation 1")
                     && timeout.getMessage().contains("ranks missing [1], seen [0]"),
                 timeout.getMessage());
-            long start = System.nanoTime();
+            // Failing at once, not at its deadline: the message names the earlier failure, not a timeout.
             CommException later = assertThrows(CommException.class, c0::receive);
-            assertTrue(System.nanoTime() - start < 1_000_000_000L, "a failed channel must fail at once, not wait out its deadline");
             assertTrue(later.getMessage().contains("no longer usable") && later.getMessage().contains("ranks missing [1]"),
                 later.getMessage());
         }
@@ -379,9 +377,8 @@ class WorkerTensorChannelTest {
                 p.enqueue(p.publish(t));
             }
             assertSameTensor(t, c0.resolve(c0.receive()));
-            long start = System.nanoTime();
+            // Not waited out: the message names the detach, not a timeout.
             CommException e = assertThrows(CommException.class, c0::receive);
-            assertTrue(System.nanoTime() - start < 2_000_000_000L, "a detached producer must not be waited out");
             assertTrue(e.getMessage().contains("waited for ref #2: the producer detached"), e.getMessage());
             assertSameTensor(t, c1.resolve(c1.receive()));
         }

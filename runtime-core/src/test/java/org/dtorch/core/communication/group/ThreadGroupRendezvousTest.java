@@ -45,7 +45,7 @@ class ThreadGroupRendezvousTest {
             long millis = (System.nanoTime() - start) / 1_000_000;
             assertTrue(e.getMessage().startsWith("connect to group cpu[0, 1] (rank 0 of 2, gloo over the rendezvous " + server.address()
                 + "): timed out after 1 s waiting for the other ranks"), e.getMessage());
-            assertTrue(millis < 5_000, "failed after " + millis + " ms");
+            assertTrue(millis < 20_000, "failed after " + millis + " ms, not at its 1 s deadline"); // generous for a loaded machine
 
             List<Boolean> summed = RankThreads.run(2, Duration.ofSeconds(30), rank -> {
                 ThreadGroup group = groups.getThreadGroup(DeviceKind.CPU, List.of(0L, 2L), rank * 2L);

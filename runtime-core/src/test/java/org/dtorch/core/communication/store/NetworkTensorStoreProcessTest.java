@@ -126,7 +126,7 @@ class NetworkTensorStoreProcessTest {
             assertTrue(e.getMessage().startsWith("creating store '" + key + "' (rank 0 on host 'node-0') timed out after 4 s waiting for the "
                 + "other participants: "), e.getMessage());
             assertTrue(e.getMessage().contains("missing: ranks [") && e.getMessage().contains("2]"), e.getMessage());
-            assertTrue(millis >= 4_000 && millis < 10_000, "failed after " + millis + " ms");
+            assertTrue(millis >= 4_000 && millis < 30_000, "failed after " + millis + " ms, not at its 4 s deadline"); // generous above
             String line = other.awaitLine("FAILED", STARTUP);
             assertTrue(line.contains("(rank 1 on host 'node-1') timed out after 4 s") && line.contains("2]"), line);
             other.awaitSuccess(STARTUP);

@@ -278,7 +278,7 @@ class NetworkTensorStoreTest extends TensorStoreContractTest {
         long millis = (System.nanoTime() - start) / 1_000_000;
         assertTrue(e.getMessage().startsWith("creating store '" + key + "' (rank 1 on host 'node-1') timed out after 800 ms waiting for the "
             + "other participants: 1 of 3 ranks arrived; missing: ranks [0, 2] (rendezvous " + server.address() + ")"), e.getMessage());
-        assertTrue(millis >= 800 && millis < 5_000, "failed after " + millis + " ms");
+        assertTrue(millis >= 800 && millis < 20_000, "failed after " + millis + " ms, not at its 800 ms deadline"); // generous above
         // The failed creation withdrew everything: the key is usable by a complete set of ranks.
         createAll(key, 3, Duration.ofSeconds(20)).forEach(TensorStore::close);
     }
