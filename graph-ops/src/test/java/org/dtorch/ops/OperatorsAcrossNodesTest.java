@@ -7,9 +7,12 @@ import org.junit.jupiter.api.Tag;
 
 /**
  * {@link OperatorsTest} on a run across two nodes of two devices each (the 4-device meshes span both nodes, the 2-device
- * ones stay on node 0): the same operators, the same answers as threads.
+ * ones stay on node 0): the same operators, the same answers as threads. Tagged {@code slow}: every build walks these
+ * operators in threads and in worker processes ({@link OperatorsInProcessesTest}), and runs operators across nodes
+ * ({@link AcrossNodesSmokeTest}, {@link AcrossNodesFaultsTest}).
  */
 @Tag("multinode")
+@Tag("slow")
 class OperatorsAcrossNodesTest extends OperatorsTest {
     private static TwoNodes.Run run;
 

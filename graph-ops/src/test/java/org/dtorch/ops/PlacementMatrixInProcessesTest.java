@@ -24,9 +24,11 @@ import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
  * {@link PlacementMatrixTest}'s programs with every device a worker process: one operator of each family on every pair
  * of input placements over four devices in a row, with implicit redistribution and in the strict mode. The implicit
  * moves, the operators and their refusals are the controller's; the kernels, collectives and halo exchanges run in the
- * workers.
+ * workers. Tagged {@code slow}: every build runs the matrix in threads, and the operators' calls and collectives in
+ * worker processes ({@link GenericOpsInProcessesTest}, {@link OperatorsInProcessesTest}).
  */
 @Tag("multiprocess")
+@Tag("slow")
 @Timeout(600)
 class PlacementMatrixInProcessesTest {
     private static final int[] LINE = {4};
