@@ -4,6 +4,14 @@ with each failure's Python traceback on stderr, if any failed."""
 import sys
 import traceback
 
+# PythonScriptsTest passes --slow in its slow run (JUnit tag "slow"): long loops run at full length there only.
+SLOW = "--slow" in sys.argv
+
+
+def iterations(every_build, slow_run):
+    """A loop's length: every_build in every build, slow_run in the slow run."""
+    return slow_run if SLOW else every_build
+
 
 def run(namespace):
     tests = [(name, fn) for name, fn in namespace.items() if name.startswith("test_") and callable(fn)]

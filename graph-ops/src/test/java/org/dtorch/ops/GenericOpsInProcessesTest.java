@@ -93,7 +93,9 @@ class GenericOpsInProcessesTest {
         }
     }
 
+    /** Tagged slow: every build walks these in threads, and convolves with halos in worker processes (below). */
     @Test
+    @Tag("slow")
     void shouldRunConvolutionsPoolingInterpolationAndAttentionLikeTorch() {
         ConvolutionOpsTest.walkConvolutions(dt, 1);
         ConvolutionOpsTest.walkPoolingAndInterpolation(dt, 1);

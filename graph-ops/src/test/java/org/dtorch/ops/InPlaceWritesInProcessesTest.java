@@ -14,9 +14,14 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(300)
 class InPlaceWritesInProcessesTest extends InPlaceWritesTest {
 
-    /** Hides the thread-mode runtime of the fixture: a runtime of four worker processes instead. */
+    /**
+     * A runtime of four worker processes instead of the fixture's threads, which close first: JUnit runs the fixture's
+     * {@code startRuntime} even under a method of the same name here, and a runtime replaced unclosed would leave its
+     * device threads to every later test of this JVM.
+     */
     @BeforeAll
-    static void startRuntime() {
+    static void startProcesses() {
+        dt.close();
         dt = DTorch.init(DTorchOptions.builder().devices(4).perDevicePerProcess(true).build());
     }
 }

@@ -9,6 +9,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
 import org.dtorch.api.DTorch;
@@ -17,6 +18,7 @@ import org.dtorch.polyglot.PyBridge;
 import org.dtorch.polyglot.PythonHost;
 import org.graalvm.polyglot.Engine;
 import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.TestFactory;
 import org.junit.jupiter.api.Timeout;
 
@@ -34,6 +36,29 @@ class PythonScriptsTest {
     @TestFactory
     @Timeout(600)
     Stream<DynamicTest> pythonScripts() throws IOException {
+        return scripts().stream().map(script -> DynamicTest.dynamicTest(script.getFileName().toString(),
+            () -> runScript(script, List.of())));
+    }
+
+    /**
+     * The scripts with loops whose full length only the slow run takes ({@code _testing.iterations}), at that length: they
+     * see {@code --slow} among their arguments.
+     */
+    @TestFactory
+    @Timeout(1800)
+    @Tag("slow")
+    Stream<DynamicTest> pythonScriptsWithTheirLoopsAtFullLength() throws IOException {
+        List<Path> looping = new ArrayList<>();
+        for (Path script : scripts()) {
+            if (Files.readString(script).contains("iterations(")) {
+                looping.add(script);
+            }
+        }
+        return looping.stream().map(script -> DynamicTest.dynamicTest(script.getFileName().toString() + " --slow",
+            () -> runScript(script, List.of("--slow"))));
+    }
+
+    private static List<Path> scripts() throws IOException {
         List<Path> scripts;
         try (Stream<Path> files = Files.list(SCRIPTS)) {
             // -Ddtorch.test.scripts=test_a.py,test_b.py runs only those (in that order), to chase a failure.
@@ -45,11 +70,11 @@ class PythonScriptsTest {
                     : java.util.Comparator.comparingInt(p -> chosen.indexOf(p.getFileName().toString())))
                 .toList();
         }
-        return scripts.stream().map(script -> DynamicTest.dynamicTest(script.getFileName().toString(), () -> runScript(script)));
+        return scripts;
     }
 
-    private static void runScript(Path script) {
-        runScript(script, DTorchOptions.builder().devices(4).timeout(Duration.ofSeconds(60)).build());
+    private static void runScript(Path script, List<String> args) {
+        runScript(script, DTorchOptions.builder().devices(4).timeout(Duration.ofSeconds(60)).build(), args);
     }
 
     /**
@@ -57,6 +82,11 @@ class PythonScriptsTest {
      * does but in this JVM; fails with the script's output when it exits with a status other than 0.
      */
     static void runScript(Path script, DTorchOptions options) {
+        runScript(script, options, List.of());
+    }
+
+    /** {@link #runScript(Path, DTorchOptions)} with {@code args} as the script's arguments. */
+    static void runScript(Path script, DTorchOptions options, List<String> args) {
         ByteArrayOutputStream output = new ByteArrayOutputStream();
         PrintStream originalErr = System.err;
         int status;
@@ -65,7 +95,7 @@ class PythonScriptsTest {
              DTorch runtime = DTorch.init(options);
              PythonHost host = PythonHost.builder().engine(engine).bridge(new PyBridge(runtime)).out(capture).err(capture).build()) {
             System.setErr(capture);
-            status = host.runScript(script, List.of());
+            status = host.runScript(script, args);
         } finally {
             System.setErr(originalErr);
         }

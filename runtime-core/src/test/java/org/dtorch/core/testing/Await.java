@@ -66,8 +66,8 @@ public final class Await {
 
     /**
      * Returns once {@code thread} waits (it is {@code WAITING}, {@code TIMED_WAITING} or {@code BLOCKED}): it has reached a
-     * lock, a park, a sleep or a monitor and stays there until something wakes it. A thread inside native code reads as
-     * {@code RUNNABLE}, so a wait inside a native library needs a condition of its own. Fails if the thread ends first.
+     * lock, a park, a sleep or a monitor and stays there until something wakes it. A thread waiting inside native code
+     * reads as {@code RUNNABLE}: {@link #asleep} sees it. Fails if the thread ends first.
      */
     public static void parked(Thread thread, Duration timeout) {
         until(() -> {
