@@ -1,6 +1,7 @@
 package org.dtorch.ops;
 
 import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
 
 /** {@link RuntimeBehaviourTest} with every device a worker process. */
 @Tag("multiprocess")
@@ -9,5 +10,16 @@ class RuntimeBehaviourInProcessesTest extends RuntimeBehaviourTest {
     @Override
     boolean processes() {
         return true;
+    }
+
+    /**
+     * Tagged {@code slow} here: every build compares worker processes with threads bit for bit
+     * ({@link ProcessModeSmokeTest}) and the same-device simulation with Gloo in threads.
+     */
+    @Override
+    @Test
+    @Tag("slow")
+    void shouldGiveIdenticalResultsWithTheSameDeviceSimulation() {
+        super.shouldGiveIdenticalResultsWithTheSameDeviceSimulation();
     }
 }

@@ -40,8 +40,13 @@ class TraceOfQuickstartTest {
         assertTraceOfQuickstart(launch());
     }
 
+    /**
+     * Tagged {@code slow}: every build traces the quickstart in threads (above) and a program's worker processes on one
+     * clock ({@code TraceInProcessesTest}).
+     */
     @Test
     @Tag("multiprocess")
+    @Tag("slow")
     void shouldTraceTheQuickstartInWorkerProcessesOnOneClock() throws Exception {
         assertTraceOfQuickstart(launch("--per-device-process"));
     }
