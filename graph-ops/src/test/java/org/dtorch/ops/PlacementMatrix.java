@@ -227,9 +227,9 @@ final class PlacementMatrix {
 
     /**
      * Every placement list of {@code input} on a mesh of {@code meshShape}: per mesh dimension R, S(d) for each d, P(sum).
-     * The other partial kinds are left out: a tensor partial by different ops on two mesh dimensions has a value that
-     * depends on which is reduced first, and the redistribution planner does not keep one order yet (R to
-     * [P(product), P(sum)] on 2x2 reads back doubled), so such inputs would test the planner, not the operators.
+     * The other partial kinds are left out: operators take them through the same moves as P(sum), and partials of
+     * different reductions on two mesh dimensions are the planner's subject
+     * ({@code ImplicitRedistributionTest.shouldReducePartialValuesOfDifferentReductionsInOneOrder}).
      */
     static List<List<Placement>> layouts(Input input, int[] meshShape, Shards shards) {
         List<Placement> each = new ArrayList<>();
