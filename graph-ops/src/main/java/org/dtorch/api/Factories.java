@@ -24,8 +24,8 @@ import org.dtorch.ops.Shapes;
 /**
  * The factories of {@link DTorch}: tensors from a shape ({@code zeros}, {@code full}, {@code arange}, {@code rand}, ...),
  * from Java arrays or a torch tensor of the client, and from every device's own local tensor ({@code fromLocal}). Each
- * checks its mesh is one of the runtime's and its arguments before anything native is allocated, then adds one factory
- * operator.
+ * checks that its mesh is one of the runtime's, and its arguments, before anything native is allocated; then the
+ * operator that makes the tensor is added.
  *
  * <p>Not thread-safe: the client thread that owns the runtime.
  */
