@@ -94,7 +94,7 @@ public final class UnarySpec implements OpSpec, PlacementChoice {
         });
     }
 
-    /** One shared kernel per kind, so that a worker allocates nothing to run one (decision 213). */
+    /** One shared, stateless kernel per kind, so that a worker allocates no kernel or lambda per operator. */
     @Override
     public DeviceKernel kernel(Operator op, long deviceId) {
         return kernel;
