@@ -138,7 +138,7 @@ public final class RedistributionPlanner {
     }
 
     /**
-     * A move between a CPU mesh and a CUDA mesh (decision 140): the same request between their CUDA twins, which
+     * A move between a CPU mesh and a CUDA mesh: the same request between their CUDA twins, which
      * the executor brackets with a device move. The CPU side never communicates, so a runtime on CUDA runs no CPU
      * collective and publishes no host value in its stores.
      */

@@ -16,8 +16,9 @@ import java.net.UnknownHostException;
 /**
  * A listening TCP socket bound to one address, for a {@code TCPStore} server to take over
  * ({@code TCPStoreOptions.masterListenFd}): c10d's server otherwise listens on every interface, whatever host it is
- * given (decision 446). The socket's file descriptor is handed to the store, which closes it with itself. Public for
- * the Network store's {@code RendezvousServer} (org.dtorch.core.communication.store), which binds the same way.
+ * given, so a server meant for loopback would be reachable from the network. The socket's file descriptor is handed to
+ * the store, which closes it with itself. Public for the Network store's {@code RendezvousServer}
+ * (org.dtorch.core.communication.store), which binds the same way.
  *
  * <p>The addresses passed to {@code bind} (Linux, network byte order in the port and address fields):
  *
