@@ -26,17 +26,17 @@ record BenchOptions(List<String> selected, Path report, Path root, int runs, int
     /**
      * Harnesses that {@code all} leaves out: {@code gpu} and {@code channelcuda} need a CUDA device and the {@code -Pgpu}
      * build ({@code channelcuda} reports itself skipped without them); {@code multigpu} needs at least two CUDA devices and
-     * the {@code -Pgpu} build, and reports itself skipped with fewer (issue 16); {@code speed}
-     * repeats rows of {@code allreduce}, {@code pipeline}, {@code future} and {@code process} (issue 11's goals in one run);
-     * {@code gloocopy} compares ways of filling the Gloo all-reduce's result buffer (a probe, decision 203), and
-     * {@code gloorings} the ring's reduce-scatter and all-gather with c10d's own calls (decision 486); {@code matmul}
-     * takes seconds per 4096 x 4096 product on 2 cores, minutes per run at the default runs and rounds; {@code gathers} and
-     * {@code ulysses} measure issue 13's stacked gather and Ulysses' all-to-all against their alternatives; {@code trace}
-     * repeats {@code pipeline}'s small {@code add} with tracing off and on; {@code network} moves issue 15's 256 MiB through
+     * the {@code -Pgpu} build, and reports itself skipped with fewer; {@code speed} repeats rows of {@code allreduce},
+     * {@code pipeline}, {@code future} and {@code process} (the collective-speed goals in one run); {@code gloocopy}
+     * compares ways of filling the Gloo all-reduce's result buffer (a probe), and {@code gloorings} the ring's
+     * reduce-scatter and all-gather with c10d's own calls; {@code matmul} takes seconds per 4096 x 4096 product on 2
+     * cores, minutes per run at the default runs and rounds; {@code gathers} and {@code ulysses} measure the stacked
+     * gather and Ulysses' all-to-all against their alternatives; {@code trace} repeats {@code pipeline}'s small
+     * {@code add} with tracing off and on; {@code network} moves 256 MiB through
      * the Network store against Gloo's own send and receive (about a minute); {@code networksmall} compares small hand-offs
      * and promise wake-ups between two JVMs through the Network backends with the File ones, and {@code rendezvous} times
      * c10d's rendezvous of 2 and 4 node JVMs; {@code nodes} starts runs across nodes (agent JVMs) for the per-operator cost
-     * against process mode and the start of a run of 2 and 4 nodes (issue 15).
+     * against process mode and the start of a run of 2 and 4 nodes.
      */
     static final List<String> ON_REQUEST = List.of("gpu", "channelcuda", "multigpu", "speed", "gloocopy", "gloorings", "matmul", "gathers", "ulysses", "trace",
         "network", "networksmall", "rendezvous", "nodes", "implicit");

@@ -19,8 +19,8 @@ import org.dtorch.core.communication.group.ThreadGroupManager;
 import org.dtorch.core.device.DeviceKind;
 
 /**
- * The ways the Gloo backend can fill an all-reduce's result buffer, side by side in one run (decisions 200, 201, 203
- * and 485): each a {@code ThreadGroup.allReduce} of 64 MiB float32 over 4 ranks in threads against
+ * The ways the Gloo backend can fill an all-reduce's result buffer, side by side in one run, so that a change of the
+ * defaults rests on a measurement: each a {@code ThreadGroup.allReduce} of 64 MiB float32 over 4 ranks in threads against
  * {@code ProcessGroupGloo.allreduce} in place, measured as the {@code allreduce} harness does (ranks released
  * together, variants interleaved in rounds, rank 0's time).
  *

@@ -21,7 +21,7 @@ import org.dtorch.ops.aten.AtenCall;
  * sample is the mean over one round of many operators, then the result is waited for ({@code sync});
  * rounds alternate between the two variants, and each variant has its own operands.
  *
- * <p>Like for like (decision 210): per operator both loops make one result tensor and one JavaCPP handle and free
+ * <p>Like for like: per operator both loops make one result tensor and one JavaCPP handle and free
  * both; the direct loop closes its result at once, the pipeline's closed handle sends a release that the worker
  * carries out with the same {@code close()}.
  */
@@ -66,7 +66,7 @@ final class PipelineBenchmark {
         report.figures(List.of(clientCpu, clientWall));
         try (DTorch dt = DTorch.init(DTorchOptions.builder().devices(1).build())) {
             report.note("Where the time of one `add` (1,) goes, from a separate pass with the per-stage accounting on (`PipelineStages`; "
-                + "it adds a clock read per stage). In thread mode the client's thread dispatches (decision 212), so two threads run: the "
+                + "it adds a clock read per stage). In thread mode the client's thread dispatches, so two threads run: the "
                 + "client (its busy time is the issuing loop's, close and release included) and the worker (its batches, timed whole). "
                 + "The wall time per operator is bounded by the busier of the two, not their sum; what it has beyond that is lost in "
                 + "hand-offs. The worker's release is the counterpart of the direct loop's `close()`, which the direct figure includes:");

@@ -270,7 +270,8 @@ final class ProcessBenchmark {
 
     /**
      * {@code iterations} hand-offs of the peer's 1 KiB int64 value through File promises; {@code expected}: the promise
-     * is made with the value's shape and dtype, as a runtime's {@code get_tensor} makes it (decision 252).
+     * is made with the value's shape and dtype, as a runtime's {@code get_tensor} makes it, so the getter allocates before
+     * it sleeps.
      */
     private static Samples filePromiseRun(MemorySegment seg, int[] sequence, long delayMicros, int iterations, int warmup,
         boolean expected) {
