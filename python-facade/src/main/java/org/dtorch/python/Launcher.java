@@ -210,7 +210,7 @@ public final class Launcher {
             "CUDA devices need the GPU natives: mvn -B -Pgpu -DskipTests install (then dtorch run --devices cuda:N ...).",
             "DTORCH_DTENSOR_IN_SAME_DEVICE=1 is --same-device with DTORCH_NUM_GPU_WHEN_ENABLE_DTENSOR_IN_SAME_DEVICE devices",
             "(default 8; CUDA where this process can run it, else CPU), unless the options say otherwise.",
-            "Across nodes (README, \"Across hosts\"): the same command on every node but --node-rank; node 0 runs the",
+            "Across nodes (docs/multi-host.md): the same command on every node but --node-rank; node 0 runs the",
             "script (only node 0 reads it), every other node serves its devices and exits when node 0 ends the run:",
             "0, or 1 when node 0 is lost, 2 when it could not join. Nodes may start in any order.",
             "Bad input exits with code 2 and one line on standard error; so does a run whose nodes did not assemble."})

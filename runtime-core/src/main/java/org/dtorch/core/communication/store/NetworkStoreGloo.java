@@ -39,7 +39,7 @@ final class NetworkStoreGloo implements AutoCloseable {
     /**
      * System property: the host name or address the Network stores' Gloo groups listen on; default: see the class. The
      * collectives' own property (their default, loopback, differs), so that one setting names the host's private
-     * interface for every Gloo group (README, "Security across hosts").
+     * interface for every Gloo group (docs/multi-host.md, "Security").
      */
     static final String HOSTNAME_PROPERTY = "dtorch.gloo.hostname";
     private static final ConcurrentHashMap<String, org.bytedeco.pytorch.gloo.Device> DEVICES = new ConcurrentHashMap<>();
