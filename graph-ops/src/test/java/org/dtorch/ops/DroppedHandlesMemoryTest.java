@@ -20,8 +20,8 @@ import org.junit.jupiter.api.Timeout;
  * A Java loop that drops every handle and value without closing them runs in bounded memory: the native
  * memory budget makes the runtime request collections, whose Cleaners release what the loop dropped.
  * Before, the Java heap never asked for one and the loop grew by megabytes per iteration. The bounds are
- * in {@link ResidentMemory}; {@value #ITERATIONS_PROPERTY} shortens the loop (default 20,000, as issue 9
- * asks; process mode runs about 17 ms an iteration on two cores).
+ * in {@link ResidentMemory}; {@value #ITERATIONS_PROPERTY} shortens the loop (default 20,000;
+ * process mode runs about 17 ms an iteration on two cores).
  */
 @Tag("slow")
 @Timeout(1800)

@@ -97,7 +97,7 @@ class RuntimeBehaviourTest {
             dt.sync();
             assertEquals(blobsBefore, dt.runtime().liveBlobCount(), "every dropped handle's tensor must be freed");
             java.lang.ref.Reference.reachabilityFence(base); // else the Cleaner may release base's tensor before the count
-            // The device that completed sync's promise hands what it ran to the graph just after (decision 214).
+            // The device that completed sync's promise hands what it ran to the graph just after.
             long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
             while (dt.runtime().pendingOperatorCount() > 0 && System.nanoTime() < deadline) {
                 Thread.sleep(1);

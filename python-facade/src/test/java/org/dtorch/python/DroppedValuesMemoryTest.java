@@ -20,11 +20,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * The loop of issue 9 runs in bounded memory: a Python script that makes a 1 MiB tensor, brings its double back
+ * A loop that drops everything runs in bounded memory: a Python script that makes a 1 MiB tensor, brings its double back
  * and drops both, 20,000 times. GraalPy has no reference counts, so a dropped Python object dies only when the
  * Java collector runs; the native memory budget makes the runtime request one. Before, the loop grew by
  * megabytes per iteration until the kernel killed the JVM. The bounds are in {@link ResidentMemory};
- * {@value #ITERATIONS_PROPERTY} shortens the loop (default 20,000, as issue 9 asks; on two cores the GraalPy
+ * {@value #ITERATIONS_PROPERTY} shortens the loop (default 20,000; on two cores the GraalPy
  * interpreter and the requested collections take about half each of 5 ms an iteration in threads, and the
  * workers about 30 ms an iteration in process mode).
  */
