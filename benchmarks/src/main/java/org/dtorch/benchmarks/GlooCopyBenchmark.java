@@ -80,7 +80,8 @@ final class GlooCopyBenchmark {
         List<Variant> variants = parse(System.getProperty(VARIANTS_PROPERTY, ""));
         report.section("Gloo all-reduce: the copy into the result, " + WORLD + " ranks in threads, " + Unit.size(bytes) + " float32",
             "gloocopy", "Each row a way of filling the result buffer (`-D" + VARIANTS_PROPERTY + "=ring,threads:firstPiece,...`; "
-                + "ring reads the input in place, the others copy it first; threads 0 is the processors' share, " + Runtime.getRuntime().availableProcessors() + " processors / " + WORLD
+                + "ring reads the input in place, the others copy it first; threads 0 is the processors' share, "
+                + Runtime.getRuntime().availableProcessors() + " processors / " + WORLD
                 + " ranks here; first piece 0 is no overlap, auto a quarter when that share is 2 or more) against "
                 + "`ProcessGroupGloo.allreduce` in place; per run " + options.rounds() * PER_ROUND
                 + " samples per variant, interleaved in rounds after a warm-up round.");

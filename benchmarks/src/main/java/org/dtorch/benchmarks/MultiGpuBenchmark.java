@@ -134,7 +134,8 @@ final class MultiGpuBenchmark {
             world + " x " + side.device() + " (" + visible + " visible), against PyTorch " + side.version() + " in the same call "
                 + "(`benchmarks/python/bench_nccl_torch.py`, one process per GPU, CUDA events); float32, bus bandwidth in GB/s, "
                 + "each figure the best of " + REPEATS + " repeats on both sides; ours is rank 0's host time to its stream's "
-                + "synchronize (events leave out the first call's launch, a few us: it matters at 1 MiB only). NVLink multicast off on both sides (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1, "
+                + "synchronize (events leave out the first call's launch, a few us: it matters at 1 MiB only). NVLink multicast off on "
+                + "both sides (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1, "
                 + "NVSHMEM_DISABLE_NVLS=1).");
         report.note(GpuBenchmark.table(rows));
     }

@@ -41,7 +41,8 @@ final class PipelineBenchmark {
         report.section("add through client, controller and worker (one-device mesh)", "pipeline",
             "Mean time per `add` over a round (" + Unit.count(options.iterations(SMALL_OPS)) + " small or " + LARGE_OPS + " large operators, each "
                 + "result's handle closed at once), then `sync()`; baseline: the same `add` on Bytedeco torch directly, result closed. "
-                + "Per run " + rounds + " rounds per variant, alternating, after " + WARMUP_ROUNDS + " warm-up rounds; each variant has its own operands. The ratio is "
+                + "Per run " + rounds + " rounds per variant, alternating, after " + WARMUP_ROUNDS + " warm-up rounds; each variant has "
+                + "its own operands. The ratio is "
                 + "direct / pipeline: 1 means no overhead, and \"at most 1.2x\" means a ratio of at least 0.83.");
         Comparison small = new Comparison("add, shape (1,)", new Goal("at most 1.2x (ratio >= 0.83)", Goal.Target.RATIO, r -> r >= 0.83));
         Comparison large = new Comparison("add, " + side + " x " + side + " float32", Goal.ratioAtLeast(0.95));

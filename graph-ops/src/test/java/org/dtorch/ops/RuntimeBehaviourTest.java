@@ -28,8 +28,10 @@ import org.junit.jupiter.api.io.TempDir;
 
 @Timeout(180)
 class RuntimeBehaviourTest {
-    /** Threads that serve every runtime of the process (the File-future watcher, the callback pool) and outlive each. */
-    /** Threads that serve every runtime of the process (and end after a minute idle, for the store's waiters). */
+    /**
+     * Threads that serve every runtime of the process and outlive each: the File-future watcher, the callback pool and
+     * the Network store's waiters (which end after a minute idle).
+     */
     private static final List<String> PROCESS_WIDE = List.of("dtorch-file-futures", "dtorch-callbacks-", "dtorch-network-store-wait-");
 
     /** Per-device-process mode instead of threads; {@code RuntimeBehaviourInProcessesTest} turns it on. */

@@ -22,7 +22,6 @@ import org.dtorch.ops.PlacementMatrix.Input;
 import org.dtorch.ops.PlacementMatrix.Op;
 import org.dtorch.ops.PlacementMatrix.Shards;
 import org.dtorch.ops.aten.AtenCall;
-import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 

@@ -66,7 +66,8 @@ public final class Launcher {
     static final long MAX_TIMEOUT_SECONDS = 365L * 24 * 3600;
 
     private static final String SYNOPSIS = "dtorch run [--devices cpu:N|cuda:N] [--same-device] [--per-device-process] "
-        + "[--isolated] [--strict-redistribution] [--timeout-seconds N] [--log-level LEVEL] [--trace FILE] [--memory-growth-syncs N] [--memory-growth-floor BYTES] "
+        + "[--isolated] [--strict-redistribution] [--timeout-seconds N] [--log-level LEVEL] [--trace FILE] [--memory-growth-syncs N] "
+        + "[--memory-growth-floor BYTES] "
         + "[--nnodes N --node-rank R --master-addr HOST --master-port PORT --token-file FILE] script.py [args...]";
     private static final String USAGE = "usage: " + SYNOPSIS;
     private static final int BAD_INPUT = 2;

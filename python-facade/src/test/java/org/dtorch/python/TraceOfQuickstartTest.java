@@ -111,7 +111,8 @@ class TraceOfQuickstartTest {
                 BigDecimal start = e.get("ts").decimalValue();
                 enclosingEnds.removeIf(end -> end.compareTo(start) <= 0);
                 BigDecimal end = start.add(e.get("dur").decimalValue());
-                assertTrue(enclosingEnds.stream().allMatch(outer -> end.compareTo(outer) <= 0), "track " + track + ": " + e + " crosses the end of an enclosing span");
+                assertTrue(enclosingEnds.stream().allMatch(outer -> end.compareTo(outer) <= 0),
+                    "track " + track + ": " + e + " crosses the end of an enclosing span");
                 enclosingEnds.push(end);
             }
         });

@@ -352,7 +352,8 @@ public final class PyTensor implements AutoCloseable {
             return closedMeta.dtype() + Arrays.toString(closedMeta.shape()) + " on " + closedMeta.device();
         }
         Tensor t = holder.tensor();
-        return Dtypes.name(TorchTensors.dtype(t)) + Arrays.toString(TorchTensors.shape(t)) + " on " + (t.is_cuda() ? "cuda:" + TorchTensors.device(t).index() : "cpu");
+        return Dtypes.name(TorchTensors.dtype(t)) + Arrays.toString(TorchTensors.shape(t)) + " on "
+            + (t.is_cuda() ? "cuda:" + TorchTensors.device(t).index() : "cpu");
     }
 
     private void ensureOpen() {

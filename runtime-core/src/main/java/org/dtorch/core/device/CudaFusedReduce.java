@@ -236,10 +236,30 @@ public final class CudaFusedReduce {
         String load;
         String store;
         switch (key.dtype) {
-            case Float -> { storage = "float"; compute = "float"; load = "x"; store = "a"; }
-            case Double -> { storage = "double"; compute = "double"; load = "x"; store = "a"; }
-            case Int -> { storage = "int"; compute = "int"; load = "x"; store = "a"; }
-            case Long -> { storage = "long long"; compute = "long long"; load = "x"; store = "a"; }
+            case Float -> {
+                storage = "float";
+                compute = "float";
+                load = "x";
+                store = "a";
+            }
+            case Double -> {
+                storage = "double";
+                compute = "double";
+                load = "x";
+                store = "a";
+            }
+            case Int -> {
+                storage = "int";
+                compute = "int";
+                load = "x";
+                store = "a";
+            }
+            case Long -> {
+                storage = "long long";
+                compute = "long long";
+                load = "x";
+                store = "a";
+            }
             case Half -> {
                 storage = "unsigned short";
                 compute = "float";

@@ -179,6 +179,7 @@ public final class RedistributionPlanner {
         Map<List<Placement>, List<Placement>> previous = new HashMap<>();
         record Entry(List<Placement> state, double cost) {
         }
+
         PriorityQueue<Entry> queue = new PriorityQueue<>((a, b) -> Double.compare(a.cost(), b.cost()));
         best.put(from.placements(), 0.0);
         queue.add(new Entry(from.placements(), 0.0));
@@ -267,11 +268,12 @@ public final class RedistributionPlanner {
                 if (!innermostShard(state, i, s.dim())) {
                     yield null;
                 }
-                yield switch (next) {
+                StepKind kind = switch (next) {
                     case Replicate r -> StepKind.ALL_GATHER;
                     case Shard t -> noInnerShard(state, i, t.dim()) ? StepKind.ALL_TO_ALL : null;
                     case Partial p -> createsPartial ? StepKind.SHARD_TO_PARTIAL : null;
                 };
+                yield kind;
             }
             case Replicate r -> switch (next) {
                 case Shard t -> noInnerShard(state, i, t.dim()) ? StepKind.LOCAL_SLICE : null;

@@ -153,6 +153,7 @@ public final class Operator {
 
     /** Hashes the id, so that a set of operators needs no boxed key (identity stays the equality). */
     @Override
+    @SuppressWarnings("checkstyle:EqualsHashCode")
     public int hashCode() {
         return Long.hashCode(id);
     }

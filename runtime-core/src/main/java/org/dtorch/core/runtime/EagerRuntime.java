@@ -33,9 +33,9 @@ import org.dtorch.core.shm.ShmJanitor;
 
 /**
  * One runtime: a {@link GraphConstructor} for the client, an {@link EagerGraphExecutor} controller (on the client's
- * thread, or a thread of its own where the fleet's submit may block), and one device node per device, started and supervised by the runtime's {@link DeviceFleet}: worker threads of
- * this JVM ({@link ThreadFleet}, thread mode) or worker JVMs of their own
- * ({@link org.dtorch.core.runtime.process.ProcessFleet}, per-device-process mode). Every fleet runs the same
+ * thread, or a thread of its own where the fleet's submit may block), and one device node per device, started and
+ * supervised by the runtime's {@link DeviceFleet}: worker threads of this JVM ({@link ThreadFleet}, thread mode) or
+ * worker JVMs of their own ({@link org.dtorch.core.runtime.process.ProcessFleet}, per-device-process mode). Every fleet runs the same
  * {@link DeviceLoop}, runner and kernels; the runtime never asks which fleet it has, so a new way of running devices
  * is a new fleet and nothing else.
  *

@@ -124,13 +124,14 @@ final class C10dGroup implements AutoCloseable {
 
     /** A new c10d reduce op of {@code op}; the caller closes it. */
     static ReduceOp reduceOp(ReduceOpType op) {
-        return new ReduceOp(switch (op) {
+        ReduceOp.RedOpType type = switch (op) {
             case SUM -> ReduceOp.RedOpType.SUM;
             case AVG -> ReduceOp.RedOpType.AVG;
             case MAX -> ReduceOp.RedOpType.MAX;
             case MIN -> ReduceOp.RedOpType.MIN;
             case PRODUCT -> ReduceOp.RedOpType.PRODUCT;
-        });
+        };
+        return new ReduceOp(type);
     }
 
     /** Closes the group, then its store, then its timeout value. Idempotent. */

@@ -55,6 +55,7 @@ final class FilePromiseRegion {
             SharedRegion.unlink(name + "-v");
         }), "dtorch-promise-cleanup"));
     }
+
     private static final long SLEEP_SLICE_NANOS = 100_000_000L;
     /** How often a reader waiting for a lender's GPU work polls its event, and checks that the lender lives. */
     private static final long EVENT_POLL_NANOS = 20_000L;

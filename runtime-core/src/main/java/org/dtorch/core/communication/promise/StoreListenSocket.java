@@ -142,7 +142,7 @@ public final class StoreListenSocket {
     /** Closes a descriptor that no store took. */
     public static void close(int fd) {
         try (Arena arena = Arena.ofConfined()) {
-            int ignored = (int) CLOSE.invokeExact(arena.allocate(CALL_STATE), fd);
+            int _ = (int) CLOSE.invokeExact(arena.allocate(CALL_STATE), fd);
         } catch (Throwable e) {
             throw new IllegalStateException("close(" + fd + ") failed", e);
         }
