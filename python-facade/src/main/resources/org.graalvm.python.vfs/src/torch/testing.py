@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import _types
-
 # (rtol, atol) by dtype, when neither is given: about the precision of the type.
 _TOLERANCES = {
     "float16": (1e-3, 1e-5),
