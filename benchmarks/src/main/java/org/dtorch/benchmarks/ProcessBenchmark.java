@@ -97,7 +97,7 @@ final class ProcessBenchmark {
             "Mean time per `add` of shape (1,) over rounds of " + Unit.count(options.iterations(OPS_PER_ROUND)) + ", results dropped, then `sync()`; "
                 + options.rounds() * 2 + " rounds per run after 2 of warm-up, a fresh runtime per run and mode. Measured: the device is a "
                 + "worker process; baseline: the device is a worker thread.");
-        report.comparisons(List.of(perOperator(options)));
+        report.comparisons(List.of(perOperator(options).inArea(DocsTable.PER_OPERATOR)));
     }
 
     private static int exchanges(BenchOptions options) {

@@ -41,8 +41,11 @@ final class SpeedBenchmark {
         }
         List<Comparison> parked = FutureWakeupBenchmark.parked(options);
         List<Comparison> sleeping = ProcessBenchmark.sleepingPromiseAgainstFutex(options);
+        // One table here; in docs/benchmarks.md each row goes to its area.
+        parked.forEach(c -> c.inArea(DocsTable.COMMUNICATION_CORE));
+        sleeping.forEach(c -> c.inArea(DocsTable.WORKER_PROCESSES));
         List<Comparison> rows = new java.util.ArrayList<>(allReduce.comparisons());
-        rows.add(perOperator);
+        rows.add(perOperator.inArea(DocsTable.PER_OPERATOR));
         rows.add(parked.getFirst());
         rows.add(sleeping.getFirst());
         rows.add(parked.getLast());
