@@ -33,6 +33,7 @@ final class DocsTable {
     static final String OTHER_COLLECTIVES = "Other collectives, 4 ranks in threads";
     static final String REDISTRIBUTION = "Redistribution";
     static final String PER_OPERATOR = "Per operator";
+    static final String IMPLICIT = "Implicit redistribution and in-place writes";
     static final String PYTHON = "Python";
     static final String WORKER_PROCESSES = "Worker processes and shared memory";
     static final String MATRIX_PRODUCTS = "Matrix products";
@@ -44,7 +45,7 @@ final class DocsTable {
         Map.entry("store", COMMUNICATION_CORE), Map.entry("future", COMMUNICATION_CORE),
         Map.entry("allreduce", ALL_REDUCE), Map.entry("speed", ALL_REDUCE),
         Map.entry("gloorings", OTHER_COLLECTIVES), Map.entry("gathers", OTHER_COLLECTIVES),
-        Map.entry("redistribute", REDISTRIBUTION), Map.entry("ulysses", REDISTRIBUTION), Map.entry("implicit", REDISTRIBUTION),
+        Map.entry("redistribute", REDISTRIBUTION), Map.entry("ulysses", REDISTRIBUTION), Map.entry("implicit", IMPLICIT),
         Map.entry("pipeline", PER_OPERATOR), Map.entry("trace", PER_OPERATOR), Map.entry("nodes", PER_OPERATOR),
         Map.entry("python", PYTHON), Map.entry("process", WORKER_PROCESSES), Map.entry("matmul", MATRIX_PRODUCTS),
         Map.entry("channel", CHANNELS), Map.entry("stagechannel", CHANNELS),
