@@ -18,7 +18,7 @@ import org.dtorch.core.graph.TensorMeta;
  *
  * <p>Thread-safe: immutable.
  */
-public final class UnarySpec implements OpSpec, PlacementChoice {
+public final class UnarySpec implements OpSpec, ShardsPassThrough {
     /** The functions. */
     public enum Kind { NEG, RELU, SILU, GELU, EXP, TANH, SIGMOID }
 
@@ -61,12 +61,6 @@ public final class UnarySpec implements OpSpec, PlacementChoice {
         }
         ScalarType dtype = floatingResult() && !Rules.isFloating(t.dtype()) ? ScalarType.Float : t.dtype();
         return List.of(new TensorMeta(t.shape(), dtype, t.sharding()));
-    }
-
-    /** Shards and replicas pass through this operator as they are: only partial values may need to move. */
-    @Override
-    public boolean fitsAsTheyAre(List<TensorMeta> inputs) {
-        return inputs.size() == 1 && PlacementChoice.nonePartial(inputs);
     }
 
     /** The element-wise rule's cheapest placements ({@link PointwiseStrategy}): only {@code neg} keeps partial sums. */
