@@ -84,7 +84,7 @@ def rank_main(rank, world, store_path, sizes, alltoall, repeats, result_path):
         figures["allgather_%s_busbw" % name] = size / seconds * (world - 1) / world / 1e9
         seconds = time_calls(lambda: dist.reduce_scatter_tensor(part, full), calls, repeats)
         figures["reducescatter_%s_busbw" % name] = size / seconds * (world - 1) / world / 1e9
-        del full, part
+        full = part = None  # frees the GPU memory (the timed lambdas still name them, so no del)
     name, size = alltoall
     inp = torch.ones(size // 4, device=dev)
     out = torch.empty_like(inp)

@@ -1,4 +1,4 @@
-"""Halo convolution (issue 13, part 3): dtorch.nn.functional.conv2d on an input sharded on its height exchanges halo rows
+"""Halo convolution: dtorch.nn.functional.conv2d on an input sharded on its height exchanges halo rows
 with the devices that hold them instead of gathering the input (past a neighbour whose share is shorter than the halo, or
 empty), keeps the output height-sharded, and equals torch.nn.functional.conv2d on one device; where no halo serves
 (stride 2 in height, an output shorter than the input) it gathers as before and still equals torch."""

@@ -1,4 +1,4 @@
-"""Sequence-parallel attention on distributed tensors (issue 13, part 3): strategy="ulysses" turns sequence shards into
+"""Sequence-parallel attention on distributed tensors: strategy="ulysses" turns sequence shards into
 head shards and back, and equals torch's attention on one device."""
 
 import dtorch

@@ -36,7 +36,7 @@ def test_dropped_128_kib_tensors_stay_within_the_budget():
             peak_charged = max(peak_charged, JAVA.chargedBytes() - charged_before)
     del y
     grown = rss() - before
-    # Collections ran during the loop (how often depends on what the JVM held before: decision 101's spacing) ...
+    # Collections ran during the loop (how often depends on what the JVM held before: the budget spaces requests by what is still held) ...
     assert peak_charged < 2300 * MIB, "charged %d MiB" % (peak_charged // MIB)
     assert grown < 1500 * MIB, "the peak RSS grew by %d MiB over %d dropped 128 KiB tensors" % (grown // MIB, LOOP)
     # ... and once collected, every dropped handle gave its bytes back.

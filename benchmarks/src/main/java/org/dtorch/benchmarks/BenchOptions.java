@@ -1,9 +1,11 @@
 package org.dtorch.benchmarks;
 
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Set;
 
 /**
  * What a benchmark run does: which harnesses, how many runs and rounds, full size or a quick smoke run.
@@ -18,25 +20,28 @@ import java.util.List;
  * @param runs     how many times each measurement is repeated; tables give the median and range of the runs
  * @param rounds   rounds per run of the harnesses that interleave their variants in rounds
  * @param quick    reduced sizes and iterations, to check that the harnesses work; not a measurement
+ * @param machine    the machine's name in the docs rows ({@value #MACHINE_PROPERTY}); null for the provenance's short name
+ * @param updateDocs the Markdown file whose tables get this run's rows ({@value #UPDATE_DOCS_PROPERTY}); null for none
  */
-record BenchOptions(List<String> selected, Path report, Path root, int runs, int rounds, boolean quick) {
+record BenchOptions(List<String> selected, Path report, Path root, int runs, int rounds, boolean quick, String machine,
+                    Path updateDocs) {
     /** Every harness, in the order a run takes them. */
     static final List<String> BENCHMARKS = List.of("store", "future", "allreduce", "redistribute", "pipeline", "process", "python",
         "channel", "stagechannel");
     /**
      * Harnesses that {@code all} leaves out: {@code gpu} and {@code channelcuda} need a CUDA device and the {@code -Pgpu}
      * build ({@code channelcuda} reports itself skipped without them); {@code multigpu} needs at least two CUDA devices and
-     * the {@code -Pgpu} build, and reports itself skipped with fewer (issue 16); {@code speed}
-     * repeats rows of {@code allreduce}, {@code pipeline}, {@code future} and {@code process} (issue 11's goals in one run);
-     * {@code gloocopy} compares ways of filling the Gloo all-reduce's result buffer (a probe, decision 203), and
-     * {@code gloorings} the ring's reduce-scatter and all-gather with c10d's own calls (decision 486); {@code matmul}
-     * takes seconds per 4096 x 4096 product on 2 cores, minutes per run at the default runs and rounds; {@code gathers} and
-     * {@code ulysses} measure issue 13's stacked gather and Ulysses' all-to-all against their alternatives; {@code trace}
-     * repeats {@code pipeline}'s small {@code add} with tracing off and on; {@code network} moves issue 15's 256 MiB through
+     * the {@code -Pgpu} build, and reports itself skipped with fewer; {@code speed} repeats rows of {@code allreduce},
+     * {@code pipeline}, {@code future} and {@code process} (the collective-speed goals in one run); {@code gloocopy}
+     * compares ways of filling the Gloo all-reduce's result buffer (a probe), and {@code gloorings} the ring's
+     * reduce-scatter and all-gather with c10d's own calls; {@code matmul} takes seconds per 4096 x 4096 product on 2
+     * cores, minutes per run at the default runs and rounds; {@code gathers} and {@code ulysses} measure the stacked
+     * gather and Ulysses' all-to-all against their alternatives; {@code trace} repeats {@code pipeline}'s small
+     * {@code add} with tracing off and on; {@code network} moves 256 MiB through
      * the Network store against Gloo's own send and receive (about a minute); {@code networksmall} compares small hand-offs
      * and promise wake-ups between two JVMs through the Network backends with the File ones, and {@code rendezvous} times
      * c10d's rendezvous of 2 and 4 node JVMs; {@code nodes} starts runs across nodes (agent JVMs) for the per-operator cost
-     * against process mode and the start of a run of 2 and 4 nodes (issue 15).
+     * against process mode and the start of a run of 2 and 4 nodes.
      */
     static final List<String> ON_REQUEST = List.of("gpu", "channelcuda", "multigpu", "speed", "gloocopy", "gloorings", "matmul", "gathers", "ulysses", "trace",
         "network", "networksmall", "rendezvous", "nodes", "implicit");
@@ -51,6 +56,16 @@ record BenchOptions(List<String> selected, Path report, Path root, int runs, int
     static final String QUICK_PROPERTY = "bench.quick";
     /** System property: the repository root; default the working directory. */
     static final String ROOT_PROPERTY = "bench.root";
+    /** System property: the machine's short name in the docs rows, such as {@code VM (Xeon)}; default from the provenance. */
+    static final String MACHINE_PROPERTY = "bench.machine";
+    /**
+     * System property: a Markdown file (relative to the repository root), normally {@code docs/benchmarks.md}, whose rows of
+     * the same figure, baseline and machine this run's comparisons replace; default none.
+     */
+    static final String UPDATE_DOCS_PROPERTY = "bench.updateDocs";
+    /** The harnesses that interleave their variants in {@link #rounds} rounds per run; the docs rows say how many. */
+    static final Set<String> IN_ROUNDS = Set.of("allreduce", "gathers", "gloocopy", "gloorings", "implicit", "matmul", "nodes",
+        "pipeline", "process", "redistribute", "rendezvous", "speed", "stagechannel", "trace", "ulysses");
 
     /** The largest tensor a quick run moves. */
     private static final long QUICK_MAX_BYTES = 1L << 20;
@@ -66,8 +81,11 @@ record BenchOptions(List<String> selected, Path report, Path root, int runs, int
         String selection = args.length > 0 ? args[0] : "all";
         Path report = Path.of(args.length > 1 ? args[1] : "target/benchmarks.md");
         Path root = Path.of(System.getProperty(ROOT_PROPERTY, ".")).toAbsolutePath().normalize();
+        String machine = System.getProperty(MACHINE_PROPERTY, "").strip();
+        String docs = System.getProperty(UPDATE_DOCS_PROPERTY, "").strip();
         return new BenchOptions(parseSelection(selection), report, root, intProperty(RUNS_PROPERTY, DEFAULT_RUNS),
-            intProperty(ROUNDS_PROPERTY, DEFAULT_ROUNDS), Boolean.parseBoolean(System.getProperty(QUICK_PROPERTY, "false"))).validate();
+            intProperty(ROUNDS_PROPERTY, DEFAULT_ROUNDS), Boolean.parseBoolean(System.getProperty(QUICK_PROPERTY, "false")),
+            machine.isEmpty() ? null : machine, docs.isEmpty() ? null : root.resolve(docs)).validate();
     }
 
     /** {@code all} or comma-separated names from {@link #BENCHMARKS}, in that order. */
@@ -90,6 +108,13 @@ record BenchOptions(List<String> selected, Path report, Path root, int runs, int
         if (rounds < 1) {
             throw new IllegalArgumentException(ROUNDS_PROPERTY + " must be at least 1, was " + rounds);
         }
+        if (updateDocs != null && quick) {
+            throw new IllegalArgumentException(UPDATE_DOCS_PROPERTY + " takes measurements, and a " + QUICK_PROPERTY
+                + "=true run is not one: drop one of the two");
+        }
+        if (updateDocs != null && !Files.isRegularFile(updateDocs)) {
+            throw new IllegalArgumentException(UPDATE_DOCS_PROPERTY + ": no such file " + updateDocs);
+        }
         return this;
     }
 
@@ -105,6 +130,12 @@ record BenchOptions(List<String> selected, Path report, Path root, int runs, int
     /** A tensor of {@code full} bytes, or at most 1 MiB in a quick run. */
     long bytes(long full) {
         return quick ? Math.min(full, QUICK_MAX_BYTES) : full;
+    }
+
+    /** The command cell of a docs row: {@code `speed`, 3 runs, 3 rounds}. */
+    String docsCommand(String selection) {
+        return "`" + selection + "`, " + runs + (runs == 1 ? " run" : " runs")
+            + (IN_ROUNDS.contains(selection) ? ", " + rounds + (rounds == 1 ? " round" : " rounds") : "");
     }
 
     /** The Maven command that reruns {@code selection} with these options. */

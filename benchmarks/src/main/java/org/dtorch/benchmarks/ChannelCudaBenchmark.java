@@ -23,7 +23,7 @@ import org.dtorch.core.tensor.TorchTensors;
  * {@link GpuBenchmark} compares too). One 64 MiB float32 CUDA tensor per transfer, one transfer at a time, measured on
  * the producer's clock from before {@code publish} to the consumer's signal that it holds a copy of its own with the
  * copy finished on its stream (the Python consumer copies, synchronizes and acks the same way). Reports p50 and p95
- * of each side, the ratio of the p50s against the issue's goal (at most 0.5x of {@code torch.multiprocessing}), and
+ * of each side, the ratio of the p50s against the goal (at most 0.5x of {@code torch.multiprocessing}), and
  * the device copies per hand-off counted by both JVMs ({@link WorkerTensorChannel#deviceCopies()}). Skips, saying
  * why, where this process has no CUDA.
  *

@@ -164,8 +164,7 @@ public final class ChannelCudaProbe {
                 ChannelBenchmark.awaitFlag(flags, i + 1);
                 return new long[0]; // the consumer JVM reports its side at the end
             });
-            String line;
-            while (!(line = peer.valueOf("PROBE")).equals("END")) {
+            for (String line = peer.valueOf("PROBE"); !line.equals("END"); line = peer.valueOf("PROBE")) {
                 String[] parts = line.split(" ");
                 Samples s = samples.computeIfAbsent(parts[0].replace('_', ' '), Samples::new);
                 for (int i = 1; i < parts.length; i++) {

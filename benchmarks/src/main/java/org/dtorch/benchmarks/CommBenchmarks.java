@@ -4,8 +4,8 @@ package org.dtorch.benchmarks;
  * Runs the selected benchmarks and writes their tables to a Markdown report.
  *
  * <p>Usage: {@code CommBenchmarks [all|store,future,allreduce,redistribute,pipeline,process,python,channel,stagechannel|gpu|
- * channelcuda|multigpu|speed|gloocopy|gloorings|gathers|ulysses|trace|network|networksmall|rendezvous] [report.md]}, with the options of {@link BenchOptions} as system
- * properties; docs/benchmarks.md gives the Maven command and
+ * channelcuda|multigpu|speed|gloocopy|gloorings|gathers|ulysses|trace|network|networksmall|rendezvous] [report.md]}, with
+ * the options of {@link BenchOptions} as system properties; docs/benchmarks.md gives the Maven command and
  * {@code benchmarks/run-all.sh} runs everything. A harness that fails is reported and the others still run;
  * the exit status is then 1.
  *

@@ -14,6 +14,8 @@ import java.util.function.ToDoubleFunction;
 final class Comparison {
     private final String label;
     private final Goal goal;
+    /** The docs area this row belongs to when not its section's; null for the section's. */
+    private String area;
     private final List<Samples> measured = new ArrayList<>();
     private final List<Samples> baseline = new ArrayList<>();
 
@@ -38,6 +40,20 @@ final class Comparison {
 
     String label() {
         return label;
+    }
+
+    /**
+     * Files this row under {@code area} of docs/benchmarks.md ({@link DocsTable}) instead of its section's area, for a
+     * harness whose rows belong to several ({@code speed}).
+     */
+    Comparison inArea(String area) {
+        this.area = area;
+        return this;
+    }
+
+    /** The docs area this row names for itself, or null for its section's. */
+    String area() {
+        return area;
     }
 
     Goal goal() {

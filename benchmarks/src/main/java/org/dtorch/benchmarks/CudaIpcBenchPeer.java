@@ -107,7 +107,8 @@ public final class CudaIpcBenchPeer {
                 }
             }
             // Wall time of destGet includes waiting for the producer's next srcSet; the other two are this side's own.
-            System.out.println("STEPS destGet " + us(take.p50()) + " / copy+sync " + us(copy.p50()) + " (enqueue " + us(enqueue.p50()) + ")" + " / destFinishGet " + us(finish.p50()));
+            System.out.println("STEPS destGet " + us(take.p50()) + " / copy+sync " + us(copy.p50()) + " (enqueue " + us(enqueue.p50()) + ")"
+                + " / destFinishGet " + us(finish.p50()));
             try (Tensor sum = buffer.sum()) {
                 System.out.println("SUM " + sum.item_double());
             }

@@ -33,7 +33,8 @@ final class DirectC10d {
 
     /**
      * Rank {@code rank} of a Gloo group of {@code world} over {@code client}'s keys under {@code prefix}, on a device of
-     * its own listening on 127.0.0.1. The group adopts {@code client} (decision 443): closing the group frees both.
+     * its own listening on 127.0.0.1. The group adopts {@code client} (the presets' {@code intrusive_ptr} adapter hands a
+     * Java-made store to c10d outright): closing the group frees both.
      */
     static ProcessGroupGloo glooGroup(TCPStore client, String prefix, int rank, int world, Duration timeout) {
         try (Milliseconds millis = new Milliseconds(timeout.toMillis());

@@ -20,8 +20,9 @@ import org.dtorch.core.communication.promise.TensorPromises;
  * scheduler), reads the clock and completes. Each variant sets a tensor of its own.
  *
  * <p>The getter is one long-lived thread that blocks once per wake-up, as a runtime's client thread or worker does
- * (decision 206); a secondary row starts a new getter thread per wake-up, as the harness did before, which also
- * charges a fresh thread's first JavaCPP and libtorch handles to the future's side.
+ * (the JDK future's getter touches no native code, so a fresh thread per wake-up would charge its native set-up to one
+ * side only); a secondary row starts a new getter thread per wake-up, which shows that set-up: a fresh thread's first
+ * JavaCPP and libtorch handles, charged to the future's side.
  *
  * <p>Thread-safe: stateless; the harness thread runs it, and starts the getter threads.
  */

@@ -19,8 +19,8 @@ import org.dtorch.core.communication.group.ThreadGroupManager;
 import org.dtorch.core.device.DeviceKind;
 
 /**
- * The ways the Gloo backend can fill an all-reduce's result buffer, side by side in one run (decisions 200, 201, 203
- * and 485): each a {@code ThreadGroup.allReduce} of 64 MiB float32 over 4 ranks in threads against
+ * The ways the Gloo backend can fill an all-reduce's result buffer, side by side in one run, so that a change of the
+ * defaults rests on a measurement: each a {@code ThreadGroup.allReduce} of 64 MiB float32 over 4 ranks in threads against
  * {@code ProcessGroupGloo.allreduce} in place, measured as the {@code allreduce} harness does (ranks released
  * together, variants interleaved in rounds, rank 0's time).
  *
@@ -80,7 +80,8 @@ final class GlooCopyBenchmark {
         List<Variant> variants = parse(System.getProperty(VARIANTS_PROPERTY, ""));
         report.section("Gloo all-reduce: the copy into the result, " + WORLD + " ranks in threads, " + Unit.size(bytes) + " float32",
             "gloocopy", "Each row a way of filling the result buffer (`-D" + VARIANTS_PROPERTY + "=ring,threads:firstPiece,...`; "
-                + "ring reads the input in place, the others copy it first; threads 0 is the processors' share, " + Runtime.getRuntime().availableProcessors() + " processors / " + WORLD
+                + "ring reads the input in place, the others copy it first; threads 0 is the processors' share, "
+                + Runtime.getRuntime().availableProcessors() + " processors / " + WORLD
                 + " ranks here; first piece 0 is no overlap, auto a quarter when that share is 2 or more) against "
                 + "`ProcessGroupGloo.allreduce` in place; per run " + options.rounds() * PER_ROUND
                 + " samples per variant, interleaved in rounds after a warm-up round.");

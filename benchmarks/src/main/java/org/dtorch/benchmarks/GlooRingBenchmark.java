@@ -19,8 +19,8 @@ import org.dtorch.core.communication.group.ThreadGroupManager;
 import org.dtorch.core.device.DeviceKind;
 
 /**
- * The Gloo backend's reduce-scatter and all-gather round its ring of sends and receives (decision 486) against the
- * c10d calls {@code ThreadGroup} made before, called directly on {@code ProcessGroupGloo}, on 4 rank threads: a
+ * The Gloo backend's reduce-scatter and all-gather round its ring of sends and receives against c10d's out-of-place
+ * calls, called directly on {@code ProcessGroupGloo}, on 4 rank threads: a
  * reduce-scatter (SUM) of 64 MiB float32 per rank into 16 MiB ({@code _reduce_scatter_base}, which Gloo runs as a
  * clone, an all-reduce and a copy), and an all-gather of 16 MiB per rank into 64 MiB ({@code _allgather_base}, into a
  * fresh flat tensor and copied out). Both sides return a new tensor and leave the input alone. Variants alternate in

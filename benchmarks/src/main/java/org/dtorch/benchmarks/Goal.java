@@ -52,6 +52,7 @@ record Goal(String text, Target target, DoublePredicate test) {
         }
         Spread spread = Spread.of(perRun);
         long met = perRun.stream().mapToDouble(Double::doubleValue).filter(test).count();
-        return text + ": **" + (test.test(spread.median()) ? "met" : "not met") + "** (" + met + " of " + perRun.size() + (perRun.size() == 1 ? " run)" : " runs)");
+        return text + ": **" + (test.test(spread.median()) ? "met" : "not met") + "** (" + met + " of " + perRun.size()
+            + (perRun.size() == 1 ? " run)" : " runs)");
     }
 }

@@ -55,10 +55,13 @@ final class GpuBenchmark {
     private static final int ALL_REDUCE_WARM_UPS = 500;
     private static final int REPEATS = 3;
     private static final long PYTHON_TIMEOUT_SECONDS = 600;
-    /** The tensor the IPC hand-off lends, as the issue names it; the same in quick mode. */
+    /** The tensor the IPC hand-off lends, as its goal names it; the same in quick mode. */
     static final long IPC_BYTES = 64L * 1024 * 1024;
     private static final double IPC_GOAL = 0.5;
-    /** The environment that keeps NVLink multicast off in NCCL, torch's symmetric memory and NVSHMEM (issue 16). */
+    /**
+     * The environment that keeps NVLink multicast off in NCCL, torch's symmetric memory and NVSHMEM: a program that uses
+     * it can take a multi-GPU host's GPUs out of service.
+     */
     static final Map<String, String> MULTICAST_OFF = Map.of("NCCL_NVLS_ENABLE", "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "1",
         "NVSHMEM_DISABLE_NVLS", "1");
 
@@ -300,7 +303,7 @@ final class GpuBenchmark {
     /**
      * {@value #ALL_REDUCE_WARM_UPS} all-reduces of {@link #RANKS} floats per rank on the same groups: the host side
      * of the collective (store exchanges, the fused kernel's launch) runs the same code as at 256 MiB, so the JIT
-     * compiles it before the timed rounds, which are too few to warm it themselves (decision 150).
+     * compiles it before the timed rounds, which are too few to warm it themselves.
      */
     private static void warmUpSmallAllReduces(RankPool pool, List<ThreadGroup> groups) throws Exception {
         List<Tensor> small = pool.onRanks(rank -> {

@@ -15,8 +15,7 @@ import org.dtorch.core.distributed.Placement;
  * ({@code S(0) x R -> S(0)}) and the contracted dimension sharded ({@code S(1) x S(0) -> P(sum)}), against Bytedeco's
  * {@code torch.matmul} of the whole operands on the benchmark thread (the same work on one device, libtorch's intra-op
  * threads on every core). Each sample is one product issued and waited for ({@code sync}); the variants alternate, and
- * so does which of them goes first in a round; each has operands of its own. The comparison with the hand-written
- * {@code MatmulSpec} the generic path replaced ran at commit {@code c9c23b3} (docs/benchmarks.md).
+ * so does which of them goes first in a round; each has operands of its own.
  */
 final class MatmulBenchmark {
     private static final long SIDE = 4096;
@@ -28,7 +27,7 @@ final class MatmulBenchmark {
     static void run(Report report, BenchOptions options) {
         long side = options.quick() ? 256 : SIDE;
         int rounds = options.rounds();
-        report.section("matmul through the generic operator (issue 12)", "matmul",
+        report.section("matmul through the generic operator", "matmul",
             "One " + side + " x " + side + " float32 `matmul` on a 2-device CPU mesh, issued then waited for (`sync()`), result closed; "
                 + "measured: `DTensor.matmul` (the generic ATen operator under the matmul strategy); baseline: Bytedeco's `torch.matmul` of "
                 + "the whole operands on the benchmark thread, result closed. Per run " + rounds + " rounds per variant, alternating (which "

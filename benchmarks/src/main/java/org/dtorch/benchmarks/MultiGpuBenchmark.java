@@ -20,7 +20,7 @@ import org.dtorch.core.tensor.TorchTensors;
 
 /**
  * NCCL collectives through {@link ThreadGroup} across the machine's GPUs against {@code torch.distributed} with NCCL,
- * measured in the same call (issue 16). World size W: the largest power of two up to min(visible GPUs, {@value #MAX_WORLD}),
+ * measured in the same call. World size W: the largest power of two up to min(visible GPUs, {@value #MAX_WORLD}),
  * so that every size splits evenly on both sides (the machine kinds have 2, 4 or 8); one rank per GPU, each a
  * thread of this JVM that made its GPU current ({@link ThreadGroupManager} with distinct devices, so c10d NCCL);
  * PyTorch's side is {@code benchmarks/python/bench_nccl_torch.py}, one process per GPU. Float32 all-reduce (SUM),
@@ -45,7 +45,7 @@ final class MultiGpuBenchmark {
     private static final int MAX_WORLD = 8;
     private static final int REPEATS = 3;
     private static final int WARM_UPS = 5;
-    /** Small all-reduces that warm the collective's host side (the JIT) before the timed rounds (decision 150). */
+    /** Small all-reduces that warm the collective's host side (the JIT) before the timed rounds, too few to warm it. */
     private static final int SMALL_WARM_UPS = 200;
     private static final List<Long> SIZES = List.of(1L << 20, 16L << 20, 256L << 20, 1L << 30);
     private static final List<Long> QUICK_SIZES = List.of(1L << 20, 16L << 20);
@@ -134,7 +134,8 @@ final class MultiGpuBenchmark {
             world + " x " + side.device() + " (" + visible + " visible), against PyTorch " + side.version() + " in the same call "
                 + "(`benchmarks/python/bench_nccl_torch.py`, one process per GPU, CUDA events); float32, bus bandwidth in GB/s, "
                 + "each figure the best of " + REPEATS + " repeats on both sides; ours is rank 0's host time to its stream's "
-                + "synchronize (events leave out the first call's launch, a few us: it matters at 1 MiB only). NVLink multicast off on both sides (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1, "
+                + "synchronize (events leave out the first call's launch, a few us: it matters at 1 MiB only). NVLink multicast off on "
+                + "both sides (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1, "
                 + "NVSHMEM_DISABLE_NVLS=1).");
         report.note(GpuBenchmark.table(rows));
     }

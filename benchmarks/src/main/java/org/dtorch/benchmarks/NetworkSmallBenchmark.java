@@ -21,7 +21,7 @@ import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceStream;
 
 /**
- * Issue 15's small hand-offs: the Network store and Network promises between two JVMs with host identities of their own
+ * Small hand-offs across hosts: the Network store and Network promises between two JVMs with host identities of their own
  * ({@code node-0}, this one, and {@code node-1}, a {@link NetworkBenchPeer}) against the File store and File promises
  * between the same two JVMs, in the same run, blocks of the two interleaved. The Network store's bookkeeping goes
  * through a {@code RendezvousServer} in this JVM and its bytes through Gloo on 127.0.0.1; the Network promises keep
@@ -55,7 +55,7 @@ final class NetworkSmallBenchmark {
                 + NetworkBenchPeer.SET_DELAY_MICROS / 1000 + " ms, and sets a 1 KiB int64 value; latency from the peer's clock just "
                 + "before `setValue` to `get()` returning; " + Unit.count(promises) + " per run and type after a warm-up block.");
         List<Row> rows = new ArrayList<>();
-        Figure stalls = new Figure("Network promise `get()`s over " + STALL_NANOS / 1_000_000_000 + " s (a resolver's timeout, decision 460)",
+        Figure stalls = new Figure("Network promise `get()`s over " + STALL_NANOS / 1_000_000_000 + " s (a resolver's timeout on c10d's reverse lookup)",
             Unit.PERCENT, Goal.context("context"));
         String key = "bench/network-small-" + System.nanoTime();
         String instance = GlobalCommInstanceId.next();

@@ -15,7 +15,7 @@ import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceStream;
 
 /**
- * Issue 15's Network store against c10d Gloo called directly: one value of 256 MiB from a producer to one consumer on
+ * The Network store against c10d Gloo called directly: one value of 256 MiB from a producer to one consumer on
  * loopback, each a host of its own ({@code node-0}, {@code node-1}), so that the store moves it as between hosts (its
  * c10d {@code TCPStore} bookkeeping, a take request, one Gloo send and receive). Measured: the producer's
  * {@code srcSet} to the consumer's {@code destGet} returning, the whole four-step handshake per iteration (a new

@@ -19,7 +19,7 @@ import org.dtorch.core.runtime.process.NodeAgent;
 import org.dtorch.core.runtime.process.NodeSpec;
 
 /**
- * Issue 15's runtime across nodes, on loopback: every other node is a node agent JVM with a host identity of its own
+ * The runtime across nodes, on loopback: every other node is a node agent JVM with a host identity of its own
  * ({@code -Ddtorch.host.id}), so that nothing between nodes takes a same-host path. Measured: the per-operator cost with
  * a 4-device mesh spanning two nodes of two devices, against process mode's four worker processes on one host (the same
  * program), for an operator that stays on each device and for one that communicates across the mesh; and the start of

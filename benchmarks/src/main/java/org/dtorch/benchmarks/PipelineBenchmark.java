@@ -21,7 +21,7 @@ import org.dtorch.ops.aten.AtenCall;
  * sample is the mean over one round of many operators, then the result is waited for ({@code sync});
  * rounds alternate between the two variants, and each variant has its own operands.
  *
- * <p>Like for like (decision 210): per operator both loops make one result tensor and one JavaCPP handle and free
+ * <p>Like for like: per operator both loops make one result tensor and one JavaCPP handle and free
  * both; the direct loop closes its result at once, the pipeline's closed handle sends a release that the worker
  * carries out with the same {@code close()}.
  */
@@ -41,7 +41,8 @@ final class PipelineBenchmark {
         report.section("add through client, controller and worker (one-device mesh)", "pipeline",
             "Mean time per `add` over a round (" + Unit.count(options.iterations(SMALL_OPS)) + " small or " + LARGE_OPS + " large operators, each "
                 + "result's handle closed at once), then `sync()`; baseline: the same `add` on Bytedeco torch directly, result closed. "
-                + "Per run " + rounds + " rounds per variant, alternating, after " + WARMUP_ROUNDS + " warm-up rounds; each variant has its own operands. The ratio is "
+                + "Per run " + rounds + " rounds per variant, alternating, after " + WARMUP_ROUNDS + " warm-up rounds; each variant has "
+                + "its own operands. The ratio is "
                 + "direct / pipeline: 1 means no overhead, and \"at most 1.2x\" means a ratio of at least 0.83.");
         Comparison small = new Comparison("add, shape (1,)", new Goal("at most 1.2x (ratio >= 0.83)", Goal.Target.RATIO, r -> r >= 0.83));
         Comparison large = new Comparison("add, " + side + " x " + side + " float32", Goal.ratioAtLeast(0.95));
@@ -66,7 +67,7 @@ final class PipelineBenchmark {
         report.figures(List.of(clientCpu, clientWall));
         try (DTorch dt = DTorch.init(DTorchOptions.builder().devices(1).build())) {
             report.note("Where the time of one `add` (1,) goes, from a separate pass with the per-stage accounting on (`PipelineStages`; "
-                + "it adds a clock read per stage). In thread mode the client's thread dispatches (decision 212), so two threads run: the "
+                + "it adds a clock read per stage). In thread mode the client's thread dispatches, so two threads run: the "
                 + "client (its busy time is the issuing loop's, close and release included) and the worker (its batches, timed whole). "
                 + "The wall time per operator is bounded by the busier of the two, not their sum; what it has beyond that is lost in "
                 + "hand-offs. The worker's release is the counterpart of the direct loop's `close()`, which the direct figure includes:");

@@ -97,7 +97,7 @@ final class ProcessBenchmark {
             "Mean time per `add` of shape (1,) over rounds of " + Unit.count(options.iterations(OPS_PER_ROUND)) + ", results dropped, then `sync()`; "
                 + options.rounds() * 2 + " rounds per run after 2 of warm-up, a fresh runtime per run and mode. Measured: the device is a "
                 + "worker process; baseline: the device is a worker thread.");
-        report.comparisons(List.of(perOperator(options)));
+        report.comparisons(List.of(perOperator(options).inArea(DocsTable.PER_OPERATOR)));
     }
 
     private static int exchanges(BenchOptions options) {
@@ -270,7 +270,8 @@ final class ProcessBenchmark {
 
     /**
      * {@code iterations} hand-offs of the peer's 1 KiB int64 value through File promises; {@code expected}: the promise
-     * is made with the value's shape and dtype, as a runtime's {@code get_tensor} makes it (decision 252).
+     * is made with the value's shape and dtype, as a runtime's {@code get_tensor} makes it, so the getter allocates before
+     * it sleeps.
      */
     private static Samples filePromiseRun(MemorySegment seg, int[] sequence, long delayMicros, int iterations, int warmup,
         boolean expected) {

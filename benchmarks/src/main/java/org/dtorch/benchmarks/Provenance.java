@@ -17,17 +17,35 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>Thread-safe: immutable.
  *
- * @param commit  the short commit hash, {@code <hash>-dirty}, or {@code unknown (...)} with the reason
- * @param date    the UTC date of the run
- * @param machine processor, cores, operating system, Java and the environment that changes figures
+ * @param commit    the short commit hash, {@code <hash>-dirty}, or {@code unknown (...)} with the reason
+ * @param date      the UTC date of the run
+ * @param machine   processor, cores, operating system, Java and the environment that changes figures
+ * @param shortName the machine in a few words for a table's machine column, such as {@code 2 cores (Xeon)}
  */
-record Provenance(String commit, LocalDate date, String machine) {
+record Provenance(String commit, LocalDate date, String machine, String shortName) {
     /** How long one {@code git} call may take. */
     private static final long GIT_TIMEOUT_SECONDS = 10;
 
     /** The provenance of a run from the working tree at {@code root}. */
     static Provenance detect(Path root) {
-        return new Provenance(commit(root), LocalDate.now(ZoneOffset.UTC), describeMachine());
+        return new Provenance(commit(root), LocalDate.now(ZoneOffset.UTC), describeMachine(),
+            shortName(cpuModel(), Runtime.getRuntime().availableProcessors()));
+    }
+
+    /** {@code 16 cores (Xeon)}: the cores and the processor's family (its brand's line, else its first word). */
+    static String shortName(String cpuModel, int cores) {
+        String family = null;
+        for (String known : List.of("EPYC", "Xeon", "Ryzen", "Core", "Neoverse", "Graviton")) {
+            if (cpuModel.contains(known)) {
+                family = known;
+                break;
+            }
+        }
+        if (family == null) {
+            String[] words = cpuModel.strip().split("\\s+");
+            family = words.length == 0 || words[0].isEmpty() ? "unknown" : words[0];
+        }
+        return cores + (cores == 1 ? " core (" : " cores (") + family + ")";
     }
 
     /** {@code git rev-parse --short HEAD} at {@code root}, with {@code -dirty} when {@code git status} lists any change. */

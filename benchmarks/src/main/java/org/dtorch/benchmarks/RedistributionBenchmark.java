@@ -56,7 +56,8 @@ final class RedistributionBenchmark {
             new Case("S(0) -> R", Placement.shard(0), Placement.replicate(), "allGather", a -> a.group().allGather(a.local(), 0, a.dim0())),
             new Case("P -> R", Placement.partial(), Placement.replicate(), "allReduce", a -> a.group().allReduce(a.local(), ReduceOpType.SUM)),
             new Case("S(0) -> S(1)", Placement.shard(0), Placement.shard(1), "allToAll", a -> a.group().allToAll(a.local(), 0, 1, a.dim0())),
-            new Case("P -> S(0)", Placement.partial(), Placement.shard(0), "reduceScatterTensor", a -> a.group().reduceScatterTensor(a.local(), ReduceOpType.SUM)));
+            new Case("P -> S(0)", Placement.partial(), Placement.shard(0), "reduceScatterTensor",
+                a -> a.group().reduceScatterTensor(a.local(), ReduceOpType.SUM)));
         List<Comparison> rows = new ArrayList<>();
         try (RankPool pool = new RankPool(WORLD);
              ThreadGroupManager groups = new ThreadGroupManager(false, GlobalCommInstanceId.next(), Duration.ofSeconds(300))) {

@@ -9,7 +9,7 @@ import java.util.Map;
 import org.dtorch.core.communication.store.HostIdentity;
 
 /**
- * Issue 15's rendezvous time: what a multi-node run's start costs in c10d terms, for 2 and 4 "nodes" (JVMs of their
+ * The rendezvous time: what a multi-node run's start costs in c10d terms, for 2 and 4 "nodes" (JVMs of their
  * own, {@link RendezvousBenchPeer}, each with a host identity of its own, on 127.0.0.1). Once every JVM has loaded
  * libtorch (JVM start-up is not measured), the harness reads its clock and tells them all to go; node 0 starts the
  * {@code RendezvousServer}, every node connects a {@code TCPStore} client and joins one Gloo group over a

@@ -44,7 +44,8 @@ final class TraceBenchmark {
             Goal.atMost(1_000, Unit.NANOS));
         Figure hooks = new Figure("tracing off: an operator's three hooks alone, minus an empty loop (CPU time)", Unit.NANOS,
             Goal.context("nothing measurable next to the operator"));
-        Figure recording = new Figure("tracing on: an operator's three hooks alone (three events recorded), minus an empty loop (CPU time, after a warm-up pass)",
+        Figure recording = new Figure(
+            "tracing on: an operator's three hooks alone (three events recorded), minus an empty loop (CPU time, after a warm-up pass)",
             Unit.NANOS, Goal.atMost(1_000, Unit.NANOS));
         try (DTorch dt = DTorch.init(DTorchOptions.builder().devices(1).build())) {
             DeviceMesh mesh = dt.defaultMesh();

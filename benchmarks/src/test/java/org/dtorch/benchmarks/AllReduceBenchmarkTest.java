@@ -11,7 +11,7 @@ import org.junit.jupiter.api.Timeout;
 class AllReduceBenchmarkTest {
 
     /** One quick run: 1 MiB per rank, one round; {@code measure} fails if a variant touched another's inputs. */
-    private static final BenchOptions QUICK = new BenchOptions(List.of("allreduce"), Path.of("target/test-report.md"), Path.of("."), 1, 1, true);
+    private static final BenchOptions QUICK = new BenchOptions(List.of("allreduce"), Path.of("target/test-report.md"), Path.of("."), 1, 1, true, null, null);
 
     @Test
     void shouldGiveEachVariantItsOwnInputsAndCompareBothBackendsWithDirectGloo() throws Exception {

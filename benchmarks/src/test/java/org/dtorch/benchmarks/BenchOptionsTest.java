@@ -25,7 +25,7 @@ class BenchOptionsTest {
 
     @Test
     void shouldRefuseFewerThanOneRun() {
-        BenchOptions options = new BenchOptions(List.of("store"), Path.of("r.md"), Path.of("."), 0, 6, false);
+        BenchOptions options = new BenchOptions(List.of("store"), Path.of("r.md"), Path.of("."), 0, 6, false, null, null);
 
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, options::validate);
         assertTrue(e.getMessage().contains(BenchOptions.RUNS_PROPERTY), e.getMessage());
@@ -33,8 +33,8 @@ class BenchOptionsTest {
 
     @Test
     void shouldShrinkOnlyAQuickRun() {
-        BenchOptions full = new BenchOptions(List.of("store"), Path.of("r.md"), Path.of("."), 5, 6, false);
-        BenchOptions quick = new BenchOptions(List.of("store"), Path.of("r.md"), Path.of("."), 2, 1, true);
+        BenchOptions full = new BenchOptions(List.of("store"), Path.of("r.md"), Path.of("."), 5, 6, false, null, null);
+        BenchOptions quick = new BenchOptions(List.of("store"), Path.of("r.md"), Path.of("."), 2, 1, true, null, null);
 
         assertEquals(20_000, full.iterations(20_000));
         assertEquals(256L << 20, full.bytes(256L << 20));

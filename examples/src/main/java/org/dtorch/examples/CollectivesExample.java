@@ -19,7 +19,8 @@ import org.dtorch.core.tensor.TorchTensors;
 
 /**
  * Four CPU ranks, each a thread of this JVM, do an all-reduce and an uneven all-gather through one
- * {@link ThreadGroupManager}, over c10d Gloo. Run it with the README's main-job command.
+ * {@link ThreadGroupManager}, over c10d Gloo. Run it with the examples module's command and
+ * {@code -Dexample.main=org.dtorch.examples.CollectivesExample} (docs/getting-started.md, "Java").
  */
 public final class CollectivesExample {
     private static final int WORLD = 4;

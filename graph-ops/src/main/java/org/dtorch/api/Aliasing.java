@@ -1,6 +1,5 @@
 package org.dtorch.api;
 
-import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
 import org.dtorch.core.graph.OpSpec;
@@ -193,7 +192,7 @@ final class Aliasing {
             return d.root.reshape(d.parent.shape());
         }
         int n = d.parent.ndim();
-        int[] order = permutation(d.call, n);
+        int[] order = ViewCalls.dimensionOrder(d.call, n);
         int[] back = new int[n];
         for (int k = 0; k < n; k++) {
             back[order[k]] = k;
@@ -201,57 +200,4 @@ final class Aliasing {
         return runtime.aten(ViewCalls.permute(n, back), d.root).getFirst();
     }
 
-    /** For each dimension of the view, the parent's dimension it is. */
-    private static int[] permutation(AtenCall call, int n) {
-        int[] order = new int[n];
-        Arrays.setAll(order, k -> k);
-        String name = call.overload().name();
-        switch (name) {
-            case "t", "mT", "adjoint" -> {
-                if (n >= 2) {
-                    order[n - 2] = n - 1;
-                    order[n - 1] = n - 2;
-                }
-            }
-            case "permute" -> {
-                long[] dims = (long[]) call.constant("dims");
-                for (int k = 0; k < n; k++) {
-                    order[k] = (int) (dims[k] < 0 ? dims[k] + n : dims[k]);
-                }
-            }
-            case "movedim", "moveaxis" -> {
-                long[] from = longs(call.constant("source"));
-                long[] to = longs(call.constant("destination"));
-                Arrays.fill(order, -1);
-                boolean[] moved = new boolean[n];
-                for (int k = 0; k < from.length; k++) {
-                    int s = (int) (from[k] < 0 ? from[k] + n : from[k]);
-                    order[(int) (to[k] < 0 ? to[k] + n : to[k])] = s;
-                    moved[s] = true;
-                }
-                for (int k = 0, next = 0; k < n; k++) {
-                    while (order[k] < 0 && moved[next]) {
-                        next++;
-                    }
-                    if (order[k] < 0) {
-                        order[k] = next++;
-                    }
-                }
-            }
-            default -> { // transpose, swapaxes, swapdims
-                String[] names = call.hasParam("axis0") ? new String[] {"axis0", "axis1"} : new String[] {"dim0", "dim1"};
-                int a = (int) ((Number) call.constant(names[0])).longValue();
-                int b = (int) ((Number) call.constant(names[1])).longValue();
-                a = a < 0 ? a + n : a;
-                b = b < 0 ? b + n : b;
-                order[a] = b;
-                order[b] = a;
-            }
-        }
-        return order;
-    }
-
-    private static long[] longs(Object value) {
-        return value instanceof long[] l ? l : new long[] {((Number) value).longValue()};
-    }
 }

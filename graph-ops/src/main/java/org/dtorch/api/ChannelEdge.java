@@ -11,9 +11,10 @@ import org.dtorch.core.distributed.DeviceMesh;
  * the source never waiting for the destination beyond two unread transfers of one shape) instead of the ordinary
  * cross-mesh path. The channel's control region belongs to this handle, in the client's process.
  *
- * <p>{@link #close()} drains and tears down in the seed's order: the destination devices detach their consumers
- * (after every transfer queued before), then the source's first device its producer, then the channel and its shared
- * memory go. The runtime's close closes the edges still open.
+ * <p>{@link #close()} drains and tears down in TeleFuser's order, consumers before the producer, so that no consumer
+ * finds its producer gone while a transfer is still due: the destination devices detach their consumers (after every
+ * transfer queued before), then the source's first device its producer, then the channel and its shared memory go.
+ * The runtime's close closes the edges still open.
  *
  * <p>Thread-safe as its runtime: the client thread declares, uses and closes it; {@link #transfers()} may be read from
  * any thread.

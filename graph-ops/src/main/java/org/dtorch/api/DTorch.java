@@ -1,70 +1,34 @@
 package org.dtorch.api;
 
-import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collections;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
-import org.bytedeco.javacpp.DoublePointer;
-import org.bytedeco.javacpp.FloatPointer;
-import org.bytedeco.javacpp.LongPointer;
-import org.bytedeco.javacpp.Pointer;
-import org.bytedeco.pytorch.MemoryFormatOptional;
-import org.bytedeco.pytorch.ScalarTypeOptional;
 import org.bytedeco.pytorch.Tensor;
-import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch.ScalarType;
-import org.bytedeco.pytorch.global.torch;
-import org.dtorch.core.communication.CommOptions;
-import org.dtorch.core.communication.CommTimeoutException;
-import org.dtorch.core.communication.Deadline;
-import org.dtorch.core.communication.channel.ChannelOptions;
-import org.dtorch.core.communication.channel.WorkerTensorChannel;
 import org.dtorch.core.communication.promise.TensorFuture;
-import org.dtorch.core.communication.promise.TensorPromise;
-import org.dtorch.core.communication.promise.ExpectedValue;
 import org.dtorch.core.communication.promise.VoidFuture;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
-import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.graph.GraphConstructor;
-import org.dtorch.core.graph.GraphDot;
 import org.dtorch.core.graph.GraphHistory;
 import org.dtorch.core.graph.OpSpec;
-import org.dtorch.core.graph.Operand;
-import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.core.runtime.EagerRuntime;
 import org.dtorch.core.runtime.MemoryStats;
-import org.dtorch.core.runtime.PromiseSpec;
-import org.dtorch.core.runtime.process.NodeSpec;
 import org.dtorch.core.trace.Profiler;
-import org.dtorch.core.kernel.ChannelTransferKernel;
 import org.dtorch.ops.AtenSpec;
-import org.dtorch.ops.CopySpec;
+import org.dtorch.ops.FactorySpec;
+import org.dtorch.ops.FallbackWarnings;
 import org.dtorch.ops.InPlaceSpec;
 import org.dtorch.ops.Region;
 import org.dtorch.ops.RegionWriteSpec;
-import org.dtorch.ops.aten.Overload;
-import org.dtorch.ops.ChannelDetachSpec;
-import org.dtorch.ops.CompareCalls;
-import org.dtorch.ops.LocalShards;
-import org.dtorch.ops.FallbackWarnings;
 import org.dtorch.ops.ShardingStrategy;
 import org.dtorch.ops.StrategyTable;
 import org.dtorch.ops.aten.AtenCall;
-import org.dtorch.ops.aten.AtenOps;
-import org.dtorch.ops.FactorySpec;
-import org.dtorch.ops.FromTensorSpec;
-import org.dtorch.ops.ProductCalls;
-import org.dtorch.ops.Shapes;
+import org.dtorch.ops.aten.Overload;
 
 /**
  * The entry point: {@link #init(DTorchOptions)} starts a runtime (one worker thread per device, or one worker
@@ -80,26 +44,30 @@ import org.dtorch.ops.Shapes;
  * may be called from any thread.
  */
 public final class DTorch implements AutoCloseable {
-    private static final System.Logger LOG = System.getLogger(DTorch.class.getName());
     private final EagerRuntime runtime;
     private final DeviceMesh defaultMesh;
-    /** The declared edges by (source, destination) mesh, in declaration order. */
-    private final Map<List<DeviceMesh>, ChannelEdge> channels = new LinkedHashMap<>();
-    private int channelsDeclared;
-    private final Profiler profiler = new Profiler();
-    /** Where {@link #close()} writes the trace, or null; set to null once written. */
-    private Path tracePath;
     /** Moves operators' inputs to placements they take, unless the strict mode is on. */
     private final ImplicitRedistribution implicit;
     /** Keeps views sharing memory with their bases, or following them. */
     private final Aliasing aliasing = new Aliasing(this);
+    /** Memory statistics, graph dumps, the profiler and the trace written at close. */
+    private final Diagnostics diagnostics;
+    private final Factories factories = new Factories(this);
+    /** Adds operators: fits their inputs, wraps their outputs. */
+    private final Operators operators;
+    /** In-place writes, which keep the written tensor's placements. */
+    private final Writes writes;
+    /** The declared pipeline edges. */
+    private final Channels channels = new Channels(this);
+    /** Futures of tensors' values and of the devices' progress. */
+    private final Values values;
 
     private DTorch(DTorchOptions options) {
-        this.tracePath = options.trace().orElse(null);
         this.implicit = new ImplicitRedistribution(this, options.implicitRedistribution());
-        if (tracePath != null) {
-            profiler.start();
-        }
+        this.operators = new Operators(this, implicit, aliasing);
+        this.writes = new Writes(this, implicit, aliasing);
+        this.values = new Values(this, aliasing);
+        this.diagnostics = new Diagnostics(this, options.trace().orElse(null));
         DeviceMesh mesh;
         try {
             this.runtime = EagerRuntime.start(options.runtime());
@@ -110,9 +78,7 @@ public final class DTorch implements AutoCloseable {
                 throw e;
             }
         } catch (RuntimeException e) {
-            if (profiler.isRecording()) {
-                profiler.stop();
-            }
+            diagnostics.abandonTrace();
             throw e;
         }
         this.defaultMesh = mesh;
@@ -151,8 +117,8 @@ public final class DTorch implements AutoCloseable {
 
     /**
      * A mesh of devices {@code 0..n-1} of {@code kind}: the runtime's kind, or, in a runtime on CUDA, {@code CPU} for
-     * the host memory of the same workers (decision 141), where factories, {@code tensor()}, {@code toTorch()} and
-     * moves to and from CUDA meshes run.
+     * the host memory of the same workers, where factories, {@code tensor()}, {@code toTorch()} and moves to and from
+     * CUDA meshes run (the other operators' kernels place their outputs on the workers' GPUs).
      *
      * @throws IllegalArgumentException for another kind
      */
@@ -168,7 +134,8 @@ public final class DTorch implements AutoCloseable {
             Objects.requireNonNull(deviceIds, "mesh: deviceIds is null")));
     }
 
-    private DeviceMesh checkKind(String op, DeviceMesh mesh) {
+    /** {@code mesh}, refused unless it is of this runtime's kind, or of host memory in a runtime on CUDA. */
+    DeviceMesh checkKind(String op, DeviceMesh mesh) {
         DeviceKind runtimeKind = runtime.options().deviceKind();
         if (mesh.kind() != runtimeKind && !(runtimeKind == DeviceKind.CUDA && mesh.kind() == DeviceKind.CPU)) {
             throw new IllegalArgumentException(op + ": " + mesh + " is not made of this runtime's " + runtimeKind.shortName()
@@ -200,7 +167,7 @@ public final class DTorch implements AutoCloseable {
 
     /** Zeros of {@code dtype}. */
     public DTensor zeros(long[] shape, ScalarType dtype, DeviceMesh mesh, Placement... placements) {
-        return apply(FactorySpec.of(FactorySpec.Kind.ZEROS, shape, dtype, sharding("zeros", mesh, placements)));
+        return factories.of(FactorySpec.Kind.ZEROS, "zeros", shape, dtype, mesh, placements);
     }
 
     /** Ones on the default mesh, replicated, float32. */
@@ -215,7 +182,7 @@ public final class DTorch implements AutoCloseable {
 
     /** Ones of {@code dtype}. */
     public DTensor ones(long[] shape, ScalarType dtype, DeviceMesh mesh, Placement... placements) {
-        return apply(FactorySpec.of(FactorySpec.Kind.ONES, shape, dtype, sharding("ones", mesh, placements)));
+        return factories.of(FactorySpec.Kind.ONES, "ones", shape, dtype, mesh, placements);
     }
 
     /** An uninitialized tensor on the default mesh, replicated, float32. */
@@ -225,7 +192,7 @@ public final class DTorch implements AutoCloseable {
 
     /** An uninitialized tensor of {@code dtype}. */
     public DTensor empty(long[] shape, ScalarType dtype, DeviceMesh mesh, Placement... placements) {
-        return apply(FactorySpec.of(FactorySpec.Kind.EMPTY, shape, dtype, sharding("empty", mesh, placements)));
+        return factories.of(FactorySpec.Kind.EMPTY, "empty", shape, dtype, mesh, placements);
     }
 
     /** A tensor filled with {@code value}, float32. */
@@ -235,12 +202,12 @@ public final class DTorch implements AutoCloseable {
 
     /** A tensor of {@code dtype} filled with {@code value} (a NaN or a value out of an integral dtype's range is refused). */
     public DTensor full(double value, long[] shape, ScalarType dtype, DeviceMesh mesh, Placement... placements) {
-        return apply(FactorySpec.full(value, shape, dtype, sharding("full", mesh, placements)));
+        return factories.full(value, shape, dtype, mesh, placements);
     }
 
     /** A tensor of {@code dtype} filled with the exact integer {@code value} (one out of the dtype's range is refused). */
     public DTensor full(long value, long[] shape, ScalarType dtype, DeviceMesh mesh, Placement... placements) {
-        return apply(FactorySpec.full(value, shape, dtype, sharding("full", mesh, placements)));
+        return factories.full(value, shape, dtype, mesh, placements);
     }
 
     /** {@code 0, 1, ..., end - 1} as int64 on the default mesh, replicated. */
@@ -250,17 +217,17 @@ public final class DTorch implements AutoCloseable {
 
     /** {@code start, start + step, ...} below {@code end} (above it for a negative step), as a 1-D tensor of {@code dtype}. */
     public DTensor arange(double start, double end, double step, ScalarType dtype, DeviceMesh mesh, Placement... placements) {
-        return apply(FactorySpec.arange(start, end, step, dtype, sharding("arange", mesh, placements)));
+        return factories.arange(start, end, step, dtype, mesh, placements);
     }
 
     /** {@code start, start + step, ...} below {@code end} (above it for a negative step), computed in exact integers. */
     public DTensor arange(long start, long end, long step, ScalarType dtype, DeviceMesh mesh, Placement... placements) {
-        return apply(FactorySpec.arange(start, end, step, dtype, sharding("arange", mesh, placements)));
+        return factories.arange(start, end, step, dtype, mesh, placements);
     }
 
     /** Uniform values in [0, 1), float32; the same {@code seed} gives the same global values on any mesh. */
     public DTensor rand(long seed, long[] shape, DeviceMesh mesh, Placement... placements) {
-        return apply(FactorySpec.random(FactorySpec.Kind.RAND, seed, shape, ScalarType.Float, sharding("rand", mesh, placements)));
+        return factories.random(FactorySpec.Kind.RAND, "rand", seed, shape, ScalarType.Float, mesh, placements);
     }
 
     /** Standard normal values, float32; the same {@code seed} gives the same global values on any mesh. */
@@ -270,71 +237,34 @@ public final class DTorch implements AutoCloseable {
 
     /** Standard normal values of {@code dtype}; the same {@code seed} gives the same global values on any mesh. */
     public DTensor randn(long seed, long[] shape, ScalarType dtype, DeviceMesh mesh, Placement... placements) {
-        return apply(FactorySpec.random(FactorySpec.Kind.RANDN, seed, shape, dtype, sharding("randn", mesh, placements)));
+        return factories.random(FactorySpec.Kind.RANDN, "randn", seed, shape, dtype, mesh, placements);
     }
 
     /** A distributed copy of a CPU torch tensor (the caller keeps its own). */
     public DTensor tensor(Tensor data, DeviceMesh mesh, Placement... placements) {
-        return apply(new FromTensorSpec(data, sharding("tensor", mesh, placements)));
+        return factories.tensor(data, mesh, placements);
     }
 
     /** A float32 tensor of {@code shape} from {@code data} in row-major order. */
     public DTensor tensor(float[] data, long[] shape, DeviceMesh mesh, Placement... placements) {
-        checkData(data == null ? -1 : data.length, shape);
-        Sharding sharding = sharding("tensor", mesh, placements);
-        return fromPointer(new FloatPointer(data), ScalarType.Float, shape, sharding);
+        return factories.tensor(data, shape, mesh, placements);
     }
 
     /** A float64 tensor of {@code shape} from {@code data} in row-major order. */
     public DTensor tensor(double[] data, long[] shape, DeviceMesh mesh, Placement... placements) {
-        checkData(data == null ? -1 : data.length, shape);
-        Sharding sharding = sharding("tensor", mesh, placements);
-        return fromPointer(new DoublePointer(data), ScalarType.Double, shape, sharding);
+        return factories.tensor(data, shape, mesh, placements);
     }
 
     /** An int64 tensor of {@code shape} from {@code data} in row-major order. */
     public DTensor tensor(long[] data, long[] shape, DeviceMesh mesh, Placement... placements) {
-        checkData(data == null ? -1 : data.length, shape);
-        Sharding sharding = sharding("tensor", mesh, placements);
-        return fromPointer(new LongPointer(data), ScalarType.Long, shape, sharding);
-    }
-
-    /** Checks Java data against its shape before anything native is allocated. */
-    private static void checkData(long length, long[] shape) {
-        if (length < 0) {
-            throw new NullPointerException("tensor: data is null");
-        }
-        Objects.requireNonNull(shape, "tensor: shape is null");
-        long numel = Shapes.numel("tensor", shape);
-        if (numel != length) {
-            throw new IllegalArgumentException("tensor: " + length + " values do not fill shape " + Arrays.toString(shape));
-        }
-    }
-
-    /** Takes {@code data} (closing it) and makes the tensor; the copy it makes is freed if the operator is refused. */
-    private DTensor fromPointer(Pointer data, ScalarType dtype, long[] shape, Sharding sharding) {
-        Tensor owned;
-        try (data; TensorOptions options = new TensorOptions().dtype(new ScalarTypeOptional(dtype));
-             Tensor view = torch.from_blob(data, shape, options)) {
-            owned = view.clone(new MemoryFormatOptional(torch.MemoryFormat.Contiguous));
-        }
-        FromTensorSpec spec;
-        try {
-            spec = FromTensorSpec.owning(owned, sharding);
-        } catch (RuntimeException e) {
-            owned.close();
-            throw e;
-        }
-        return apply(spec);
+        return factories.tensor(data, shape, mesh, placements);
     }
 
     // ---- operators taking several tensors -------------------------------------------------------------
 
     /** {@code x W^T}: a linear layer without bias ({@code weight: [out, in]}), as {@link #linear(DTensor, DTensor, DTensor)}. */
     public DTensor linear(DTensor x, DTensor weight) {
-        Objects.requireNonNull(x, "linear: x is null");
-        Objects.requireNonNull(weight, "linear: weight is null");
-        return aten(ProductCalls.LINEAR, x, weight).getFirst();
+        return operators.linear(x, weight);
     }
 
     /**
@@ -344,10 +274,7 @@ public final class DTorch implements AutoCloseable {
      * cheapest way first.
      */
     public DTensor linear(DTensor x, DTensor weight, DTensor bias) {
-        Objects.requireNonNull(x, "linear: x is null");
-        Objects.requireNonNull(weight, "linear: weight is null");
-        Objects.requireNonNull(bias, "linear: bias is null");
-        return aten(ProductCalls.LINEAR_BIAS, x, weight, bias).getFirst();
+        return operators.linear(x, weight, bias);
     }
 
     /**
@@ -356,14 +283,7 @@ public final class DTorch implements AutoCloseable {
      * gathered first.
      */
     public DTensor cat(List<DTensor> tensors, int dim) {
-        Objects.requireNonNull(tensors, "cat: tensors is null");
-        DTensor[] inputs = new DTensor[tensors.size()];
-        for (int i = 0; i < inputs.length; i++) {
-            inputs[i] = Objects.requireNonNull(tensors.get(i), "cat: tensors[" + i + "] is null");
-        }
-        AtenCall call = new AtenCall(AtenOps.overload("cat", ""), List.of(new AtenCall.InputList(0, inputs.length),
-            new AtenCall.Constant((long) dim)));
-        return aten(call, inputs).getFirst();
+        return operators.cat(tensors, dim);
     }
 
     // ---- where, and tensors from every device's local tensor ----------------------------------------------------
@@ -373,49 +293,37 @@ public final class DTorch implements AutoCloseable {
      * through {@link #aten} (element-wise placements); the dtype is torch's promotion of {@code a} and {@code b}.
      */
     public DTensor where(DTensor condition, DTensor a, DTensor b) {
-        return whereCall("T,T,T", null, condition, a, b);
+        return operators.where("T,T,T", null, condition, a, b);
     }
 
     /** {@code a} where {@code condition} is true, else the number {@code b}. */
     public DTensor where(DTensor condition, DTensor a, double b) {
-        return whereCall("T,T,f", b, condition, a);
+        return operators.where("T,T,f", b, condition, a);
     }
 
     /** {@code a} where {@code condition} is true, else the exact integer {@code b}. */
     public DTensor where(DTensor condition, DTensor a, long b) {
-        return whereCall("T,T,i", b, condition, a);
+        return operators.where("T,T,i", b, condition, a);
     }
 
     /** The number {@code a} where {@code condition} is true, else {@code b}. */
     public DTensor where(DTensor condition, double a, DTensor b) {
-        return whereCall("T,f,T", a, condition, b);
+        return operators.where("T,f,T", a, condition, b);
     }
 
     /** The exact integer {@code a} where {@code condition} is true, else {@code b}. */
     public DTensor where(DTensor condition, long a, DTensor b) {
-        return whereCall("T,i,T", a, condition, b);
+        return operators.where("T,i,T", a, condition, b);
     }
 
     /** {@code a} where {@code condition} is true, else {@code b}: a float32 tensor of the condition's shape and placements. */
     public DTensor where(DTensor condition, double a, double b) {
-        Objects.requireNonNull(condition, "where: condition is null");
-        return aten(CompareCalls.of("where", "T,f,f", null, a, b), condition).getFirst();
+        return operators.where(condition, "T,f,f", a, b);
     }
 
     /** {@code a} where {@code condition} is true, else {@code b}: an int64 tensor of the condition's shape and placements. */
     public DTensor where(DTensor condition, long a, long b) {
-        Objects.requireNonNull(condition, "where: condition is null");
-        return aten(CompareCalls.of("where", "T,i,i", null, a, b), condition).getFirst();
-    }
-
-    /** {@code where} with one scalar branch ({@code scalar}, at the key's {@code f} or {@code i}) or none (null). */
-    private DTensor whereCall(String key, Object scalar, DTensor... tensors) {
-        for (int i = 0; i < tensors.length; i++) {
-            Objects.requireNonNull(tensors[i], "where: " + (i == 0 ? "condition" : "tensor branch " + i) + " is null");
-        }
-        boolean scalarLast = key.charAt(2) == 'T'; // "T,T,f": the condition and a tensor a, then the number b
-        Object[] values = scalar == null ? new Object[3] : scalarLast ? new Object[] {null, null, scalar} : new Object[] {null, scalar, null};
-        return aten(CompareCalls.of("where", key, values), tensors).getFirst();
+        return operators.where(condition, "T,i,i", a, b);
     }
 
     /**
@@ -450,9 +358,7 @@ public final class DTorch implements AutoCloseable {
      * @throws IllegalArgumentException for a wrong count, dtype, device kind, shape or differing replica
      */
     public DTensor fromLocal(List<Tensor> locals, DeviceMesh mesh, long[] shape, boolean checkReplicas, Placement... placements) {
-        Objects.requireNonNull(mesh, "fromLocal: mesh is null");
-        checkKind("fromLocal", mesh);
-        return LocalShards.fromLocal(this, locals, new Sharding(mesh, placementsFor("fromLocal", mesh, placements)), shape, checkReplicas);
+        return factories.fromLocal(locals, mesh, shape, checkReplicas, placements);
     }
 
     // ---- pipeline edges -----------------------------------------------------------------------------------
@@ -465,126 +371,40 @@ public final class DTorch implements AutoCloseable {
     /**
      * Declares a pipeline edge from {@code source} to {@code target}: until the returned handle closes, every
      * {@code redistribute} from exactly that mesh onto exactly that one goes through a WorkerTensorChannel whose waits
-     * end after {@code timeout} (docs/decisions.md 375-379). The channel's control region is made here, now.
+     * end after {@code timeout}: a pipeline declares each edge, so that no move is routed through a channel it did not ask
+     * for. The channel's control region is made here, now, in this process.
      *
      * @throws IllegalArgumentException if the meshes share a device, are of different kinds or not this runtime's, or, in
      *                                  a run across nodes, are not both on node 0
      * @throws IllegalStateException    if the edge is declared already
      */
-    public synchronized ChannelEdge channel(DeviceMesh source, DeviceMesh target, Duration timeout) {
-        checkKind("channel", Objects.requireNonNull(source, "channel: source mesh is null"));
-        checkKind("channel", Objects.requireNonNull(target, "channel: target mesh is null"));
-        CommOptions.validateTimeout(timeout);
-        checkOnControllerNode(source, target);
-        List<DeviceMesh> key = List.of(source, target);
-        if (channels.containsKey(key)) {
-            throw new IllegalStateException("channel: the edge " + source + " -> " + target + " is declared already ("
-                + channels.get(key).options().name() + "); close it first");
-        }
-        ChannelOptions options = ChannelOptions.of(runtime.instanceId(), "edge" + (channelsDeclared + 1) + " " + source.deviceIds() + "->"
-            + target.deviceIds(), target.count()).withTimeout(timeout);
-        ChannelTransferKernel.checkMeshes(source, target, options);
-        ChannelEdge edge = new ChannelEdge(this, source, target, WorkerTensorChannel.create(options));
-        channelsDeclared++;
-        channels.put(key, edge);
-        return edge;
-    }
-
-    /**
-     * A channel's control region and shared memory are made on the controller's host: across nodes, both meshes must be
-     * on node 0 (docs/decisions.md 470-479).
-     */
-    private void checkOnControllerNode(DeviceMesh source, DeviceMesh target) {
-        NodeSpec nodes = runtime.options().nodes();
-        if (nodes == null) {
-            return;
-        }
-        for (DeviceMesh mesh : List.of(source, target)) {
-            for (long id : mesh.deviceIds()) {
-                if (nodes.nodeOf(id) != 0) {
-                    throw new IllegalArgumentException("channel: device " + id + " of " + mesh + " is on node " + nodes.nodeOf(id)
-                        + "; a WorkerTensorChannel moves tensors through the shared memory of one host, so in a run across nodes both "
-                        + "meshes must be on node 0 (devices " + nodes.devicesOf(0) + "); redistribute between meshes on other nodes "
-                        + "without a channel");
-                }
-            }
-        }
+    public ChannelEdge channel(DeviceMesh source, DeviceMesh target, Duration timeout) {
+        return channels.declare(source, target, timeout);
     }
 
     /** The open edge from {@code source} to {@code target}, or null if none. */
-    synchronized ChannelEdge channelFor(DeviceMesh source, DeviceMesh target) {
-        return channels.get(List.of(source, target));
+    ChannelEdge channelFor(DeviceMesh source, DeviceMesh target) {
+        return channels.channelFor(source, target);
     }
 
     /** {@link ChannelEdge#close()}: consumers detach, then the producer, then the channel closes. */
     void closeChannel(ChannelEdge edge) {
-        closeChannel(edge, runtime.options().timeout());
-    }
-
-    /**
-     * Closes {@code edge}, waiting at most {@code drainLimit} for each side's detach to run everywhere; past it the channel
-     * closes anyway, which wakes any device waiting in it, and the timeout is thrown.
-     */
-    private void closeChannel(ChannelEdge edge, Duration drainLimit) {
-        synchronized (this) {
-            if (channels.get(List.of(edge.source(), edge.target())) != edge) {
-                return;
-            }
-            channels.remove(List.of(edge.source(), edge.target()));
-        }
-        ChannelOptions options = edge.options();
-        try {
-            graph().add(new ChannelDetachSpec(options, false, edge.target().deviceIds()), List.of());
-            drain(edge, "the consumers' detach", drainLimit);
-            graph().add(new ChannelDetachSpec(options, true, List.of(edge.source().deviceIds().getFirst())), List.of());
-            drain(edge, "the producer's detach", drainLimit);
-        } finally {
-            edge.channel().close();
-        }
-    }
-
-    private void drain(ChannelEdge edge, String what, Duration limit) {
-        if (!runtime.syncFuture().waitFor(limit)) {
-            throw new CommTimeoutException("closing " + edge + ": " + what + " did not run on every device within " + Deadline.format(limit)
-                + "; the channel was closed anyway");
-        }
+        channels.close(edge, runtime.options().timeout());
     }
 
     // ---- values and synchronization -------------------------------------------------------------------
 
     /**
-     * A future of the whole tensor on one device, returned at once (seed 4.5): a distributed tensor is first
-     * redistributed to the first device of its mesh; a {@code get_tensor} operator carries the promise to
-     * that device's worker. The future keeps {@code t} alive until the value arrives; its {@code get()} waits
+     * A future of the whole tensor on one device, returned at once, so that the client never waits for a kernel: a
+     * distributed tensor is first redistributed to the first device of its mesh; a {@code get_tensor} operator carries
+     * the promise to that device's worker. The future keeps {@code t} alive until the value arrives; its {@code get()} waits
      * up to the runtime's timeout ({@link DTorchOptions.Builder#timeout}).
      */
     public TensorFuture getTensorAsync(DTensor t) {
-        Objects.requireNonNull(t, "getTensorAsync: tensor is null");
-        t.ensureOpen();
-        aliasing.fresh(t);
-        DTensor local = t;
-        if (t.mesh().count() != 1) {
-            // A distributed tensor on a CPU mesh of a runtime on CUDA is gathered on the GPU (decision 141).
-            DeviceMesh one = DeviceMesh.of(runtime.options().deviceKind(), t.mesh().deviceIds().getFirst());
-            local = t.redistribute(one, Placement.replicate());
-        }
-        // A host value's shape and dtype are known: a File future's getter allocates it before it sleeps (decision 252).
-        ExpectedValue expected = local.mesh().kind() == DeviceKind.CPU ? new ExpectedValue(local.shape(), local.dtype()) : null;
-        TensorPromise promise = runtime.newPromise(local.mesh().deviceIds().getFirst(), expected);
-        TensorFuture future = promise.getFuture();
-        try {
-            // The tensor itself (not a gathered copy) may be written after: its value is copied, as torch's .cpu() of a
-            // host tensor is not, so that to_torch() is what the tensor held at this point of the program.
-            graph().add(PromiseSpec.getTensor(promise, local == t), List.of(local.operand()));
-        } finally {
-            if (local != t) {
-                local.close();
-            }
-        }
-        return new KeptAliveTensorFuture(future, t);
+        return values.getTensorAsync(t);
     }
 
-    /** The seed's name for {@link #getTensorAsync(DTensor)}. */
+    /** The name of the original DTorch API for {@link #getTensorAsync(DTensor)}, for programs ported from it. */
     @SuppressWarnings("checkstyle:MethodName")
     public TensorFuture _GetTensorAsync(DTensor t) {
         return getTensorAsync(t);
@@ -592,13 +412,15 @@ public final class DTorch implements AutoCloseable {
 
     /** A future that completes when every device has run everything queued so far (one per device, joined). */
     public VoidFuture syncFuture() {
-        return runtime.syncFuture();
+        return values.syncFuture();
     }
 
     /** Blocks until every device has run everything queued so far, up to the runtime's timeout. */
     public void sync() {
-        syncFuture().get();
+        values.sync();
     }
+
+    // ---- diagnostics ------------------------------------------------------------------------------------------
 
     /**
      * Writes the logical graph of the operators added since the runtime started or the last dump (the latest
@@ -609,16 +431,8 @@ public final class DTorch implements AutoCloseable {
      * @throws UncheckedIOException if the file cannot be written (the operators of this window are not kept)
      */
     public void dumpGraph(Path path) {
-        Objects.requireNonNull(path, "dumpGraph: path is null");
-        String dot = GraphDot.format(graph().history().drain());
-        try {
-            Files.writeString(path, dot);
-        } catch (IOException e) {
-            throw new UncheckedIOException("dumpGraph: cannot write " + path + ": " + e.getMessage(), e);
-        }
+        diagnostics.dumpGraph(path);
     }
-
-    // ---- memory ------------------------------------------------------------------------------------------------
 
     /**
      * The memory of device {@code device} (an id of this runtime) once it ran everything queued so far: live and peak
@@ -628,7 +442,7 @@ public final class DTorch implements AutoCloseable {
      * @throws IllegalArgumentException if the runtime has no such device
      */
     public MemoryStats memoryStats(long device) {
-        return runtime.memoryStats(device);
+        return diagnostics.memoryStats(device);
     }
 
     /**
@@ -636,7 +450,7 @@ public final class DTorch implements AutoCloseable {
      * after that; the shared-memory and CUDA IPC peaks belong to the process, so in thread mode every device's restart.
      */
     public MemoryStats resetPeakMemoryStats(long device) {
-        return runtime.resetPeakMemoryStats(device);
+        return diagnostics.resetPeakMemoryStats(device);
     }
 
     // ---- any ATen operator ------------------------------------------------------------------------------
@@ -661,31 +475,7 @@ public final class DTorch implements AutoCloseable {
         Objects.requireNonNull(call, "aten: call is null");
         Overload overload = call.overload();
         if (InPlaceSpec.isInPlace(overload)) {
-            Objects.requireNonNull(inputs, () -> call.qualifiedName() + ": inputs is null");
-            if (inputs.length == 0 || inputs[0] == null) {
-                throw new NullPointerException(call.qualifiedName() + ": input 0 is null");
-            }
-            InPlaceSpec spec = new InPlaceSpec(call);
-            DTensor[] others = Arrays.copyOfRange(inputs, 1, inputs.length);
-            List<TensorMeta> metas = new ArrayList<>(inputs.length);
-            for (DTensor t : inputs) {
-                metas.add(Objects.requireNonNull(t, () -> call.qualifiedName() + ": an input is null").meta());
-            }
-            if (!spec.keepsPlacements(metas) && implicit.enabled()) {
-                // No shard can take its own part of the result where it is (a non-linear operator on partial sums, a
-                // dimension the operator mixes): the result is computed out of place and copied back, moved to the
-                // tensor's placements.
-                spec.check(metas);
-                List<DTensor> result = applyMulti(new AtenSpec(spec.functional()), inputs);
-                try {
-                    write(CopySpec.INSTANCE, inputs[0], result.getFirst());
-                } finally {
-                    result.forEach(DTensor::close);
-                }
-            } else {
-                write(spec, inputs[0], others);
-            }
-            return List.of(inputs[0]);
+            return writes.inPlace(call, inputs);
         }
         if (!overload.mutatedParams().isEmpty()) {
             return OutVariants.run(this, call, inputs);
@@ -698,14 +488,7 @@ public final class DTorch implements AutoCloseable {
      * moving the other inputs where it needs them; then counts the write, so that views of {@code target} follow it.
      */
     void write(OpSpec spec, DTensor target, DTensor... others) {
-        Objects.requireNonNull(target, () -> spec.name() + ": the tensor written is null");
-        target.ensureOpen();
-        aliasing.checkWritable(target, spec.name());
-        DTensor[] inputs = new DTensor[others.length + 1];
-        inputs[0] = target;
-        System.arraycopy(others, 0, inputs, 1, others.length);
-        applyNoOutput(spec, inputs);
-        aliasing.written(target);
+        writes.write(spec, target, others);
     }
 
     /**
@@ -714,23 +497,22 @@ public final class DTorch implements AutoCloseable {
      * where the devices need it.
      */
     public void setRegion(DTensor t, Region region, DTensor value) {
-        write(RegionWriteSpec.ofTensor(Objects.requireNonNull(region, "setitem: region is null")), t,
-            Objects.requireNonNull(value, "setitem: value is null"));
+        writes.setRegion(t, region, value);
     }
 
     /** {@code t[region] = value} in place, for a number. */
     public void setRegion(DTensor t, Region region, double value) {
-        write(RegionWriteSpec.ofNumber(Objects.requireNonNull(region, "setitem: region is null"), value), t);
+        writes.setRegion(t, region, value);
     }
 
     /** {@code t[region] = value} in place, for an exact integer. */
     public void setRegion(DTensor t, Region region, long value) {
-        write(RegionWriteSpec.ofNumber(Objects.requireNonNull(region, "setitem: region is null"), value), t);
+        writes.setRegion(t, region, value);
     }
 
     /** {@code t[region] = value} in place, for a bool. */
     public void setRegion(DTensor t, Region region, boolean value) {
-        write(RegionWriteSpec.ofNumber(Objects.requireNonNull(region, "setitem: region is null"), value), t);
+        writes.setRegion(t, region, value);
     }
 
     /**
@@ -760,44 +542,11 @@ public final class DTorch implements AutoCloseable {
 
     /** Adds an operator and returns handles of all its outputs, its inputs fitted as {@link #apply} fits them. */
     public List<DTensor> applyMulti(OpSpec spec, DTensor... inputs) {
-        try (ImplicitRedistribution.Fitted fitted = implicit.fit(Objects.requireNonNull(spec, "apply: spec is null"), inputs)) {
-            List<DTensor> outputs = new ArrayList<>();
-            for (Operand o : graph().add(spec, operands(spec, fitted.inputs()))) {
-                outputs.add(new DTensor(this, o));
-            }
-            aliasing.outputsOf(spec, inputs, fitted.inputs(), outputs);
-            return outputs;
-        }
+        return operators.applyMulti(spec, inputs);
     }
 
     void applyNoOutput(OpSpec spec, DTensor... inputs) {
-        try (ImplicitRedistribution.Fitted fitted = implicit.fit(Objects.requireNonNull(spec, "apply: spec is null"), inputs)) {
-            List<Operand> outputs = graph().add(spec, operands(spec, fitted.inputs()));
-            if (!outputs.isEmpty()) {
-                throw new IllegalStateException(spec.name() + " unexpectedly has outputs");
-            }
-        }
-    }
-
-    private List<Operand> operands(OpSpec spec, DTensor[] inputs) {
-        Objects.requireNonNull(spec, "apply: spec is null");
-        Objects.requireNonNull(inputs, () -> spec.name() + ": inputs is null");
-        List<Operand> operands = new ArrayList<>(inputs.length);
-        for (int i = 0; i < inputs.length; i++) {
-            DTensor t = Objects.requireNonNull(inputs[i], spec.name() + ": input " + i + " is null");
-            if (t.runtime() != this) {
-                throw new IllegalArgumentException("tensor " + t + " belongs to another runtime");
-            }
-            aliasing.fresh(t);
-            operands.add(DTensor.operandOf(t));
-        }
-        return operands;
-    }
-
-    private Sharding sharding(String op, DeviceMesh mesh, Placement[] placements) {
-        Objects.requireNonNull(mesh, op + ": mesh is null");
-        checkKind(op, mesh);
-        return new Sharding(mesh, placementsFor(op, mesh, placements));
+        operators.applyNoOutput(spec, inputs);
     }
 
     /** {@code placements}, or {@code R} on every mesh dimension if there are none; a null one is named. */
@@ -825,19 +574,9 @@ public final class DTorch implements AutoCloseable {
      */
     @Override
     public void close() {
-        List<ChannelEdge> open;
-        synchronized (this) {
-            open = List.copyOf(channels.values());
-        }
-        for (ChannelEdge edge : open) {
-            try {
-                closeChannel(edge, runtime.options().shutdownTimeout());
-            } catch (RuntimeException e) {
-                LOG.log(System.Logger.Level.WARNING, "closing " + edge + " while the runtime closes: " + e);
-            }
-        }
+        channels.closeAll(runtime.options().shutdownTimeout());
         runtime.close();
-        writeTrace();
+        diagnostics.writeTrace();
     }
 
     /**
@@ -846,24 +585,7 @@ public final class DTorch implements AutoCloseable {
      * {@link DTorchOptions.Builder#trace} it is already recording, until {@link #close()}.
      */
     public Profiler profiler() {
-        return profiler;
-    }
-
-    /** Stops the recording {@link DTorchOptions.Builder#trace} started, once, and writes it. */
-    private synchronized void writeTrace() {
-        Path path = tracePath;
-        if (path == null) {
-            return;
-        }
-        tracePath = null;
-        if (profiler.isRecording()) {
-            profiler.stop();
-        }
-        try {
-            profiler.export(path);
-        } catch (IOException e) {
-            throw new UncheckedIOException("DTorch.close: cannot write the trace to " + path + ": " + e.getMessage(), e);
-        }
+        return diagnostics.profiler();
     }
 
     /** The device kind of this runtime. */

@@ -117,7 +117,7 @@ public final class DTorchOptions {
         /**
          * Spans the run over the nodes of {@code spec} (this process is node 0 and runs the controller; every node runs
          * {@link NodeSpec#devicesPerNode()} worker processes, and {@link #devices(int)} becomes their total); null, the
-         * default, stays on one host. See README, "Across hosts".
+         * default, stays on one host. See docs/multi-host.md.
          */
         public Builder nodes(NodeSpec spec) {
             this.nodes = spec;

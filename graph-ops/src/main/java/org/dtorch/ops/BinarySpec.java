@@ -167,7 +167,7 @@ public final class BinarySpec implements OpSpec, PlacementChoice {
             + "that dimension (R); " + partial;
     }
 
-    /** One shared kernel per kind, so that a worker allocates nothing to run one (decision 213). */
+    /** One shared, stateless kernel per kind, so that a worker allocates no kernel or lambda per operator. */
     @Override
     public DeviceKernel kernel(Operator op, long deviceId) {
         return kernel;

@@ -21,7 +21,7 @@ import org.dtorch.core.tensor.TorchTensors;
  *
  * <p>Thread-safe: immutable.
  */
-public final class CastSpec implements OpSpec, PlacementChoice {
+public final class CastSpec implements OpSpec, ShardsPassThrough {
     private final ScalarType dtype;
 
     /** A conversion to {@code dtype}. */
@@ -40,12 +40,6 @@ public final class CastSpec implements OpSpec, PlacementChoice {
         TensorMeta t = inputs.getFirst();
         Rules.checkPartialCast(name(), inputs, t, dtype);
         return List.of(new TensorMeta(t.shape(), dtype, t.sharding()));
-    }
-
-    /** Shards and replicas pass through this operator as they are: only partial values may need to move. */
-    @Override
-    public boolean fitsAsTheyAre(List<TensorMeta> inputs) {
-        return inputs.size() == 1 && PlacementChoice.nonePartial(inputs);
     }
 
     /**

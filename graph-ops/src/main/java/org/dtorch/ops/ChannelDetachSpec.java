@@ -13,7 +13,7 @@ import org.dtorch.core.kernel.ChannelEnds;
  * Detaches one side of a runtime channel on the devices that hold it ({@link ChannelEnds}), in program order after
  * every transfer queued before: the consumers on the destination mesh's devices, or the producer on the source mesh's
  * first device. Closing a declared edge queues the consumers' detach, then the producer's, then closes the channel
- * (the seed's shutdown order). No operands.
+ * (TeleFuser's shutdown order: no consumer finds its producer gone while a transfer is due). No operands.
  *
  * <p>Thread-safe: immutable.
  *

@@ -5,6 +5,10 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Set;
+import org.bytedeco.pytorch.ScalarTypeOptional;
+import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.graph.DeviceKernel;
 import org.dtorch.core.graph.Operand;
@@ -141,10 +145,27 @@ final class ConvolutionStrategy implements ShardingStrategy {
         return new Decision(in, Collections.nCopies(outputs, out));
     }
 
-    /** A height-sharded input that a halo serves ({@link HaloConvolution}) runs the halo exchange, then the convolution. */
+    /**
+     * A height-sharded input that a halo serves ({@link HaloConvolution}) runs the halo exchange, then the convolution. A
+     * device whose share of the contracted input channels is empty contributes zeros to the partial sum (libtorch gives
+     * a convolution of no input channel no output channel either).
+     */
     @Override
     public DeviceKernel kernel(AtenCall call, Operator op, long deviceId) {
         List<TensorMeta> inputs = op.inputs().stream().map(Operand::meta).toList();
+        Conv c = conv(call, inputs);
+        long[] localInput = c.input().layout().localShape(deviceId);
+        TensorMeta output = op.outputs().getFirst().meta();
+        if (localInput[c.channelDim()] == 0 && c.input().size(c.channelDim()) > 0 && output.placements().stream().anyMatch(Placement::isPartial)) {
+            long[] shape = output.layout().localShape(deviceId);
+            ScalarType dtype = output.dtype();
+            return (ctx, local) -> {
+                try (TensorOptions like = local.get(c.inputIndex()).options(); ScalarTypeOptional type = new ScalarTypeOptional(dtype);
+                     TensorOptions options = like.dtype(type)) {
+                    return List.of(torch.zeros(shape, options));
+                }
+            };
+        }
         HaloConvolution.Plan halo = HaloConvolution.plan(call, inputs);
         return halo == null ? null : HaloConvolution.kernel(call, inputs, halo);
     }

@@ -149,7 +149,7 @@ public final class FactorySpec implements OpSpec {
         return List.of(meta);
     }
 
-    /** A factory on a CPU mesh of a runtime on CUDA makes host tensors (decision 141). */
+    /** A factory on a CPU mesh of a runtime on CUDA makes host tensors: such a mesh is its workers' host memory. */
     @Override
     public boolean runsOnHostMeshes(Operator op) {
         return true;

@@ -68,7 +68,7 @@ public final class FromTensorSpec implements OpSpec {
         return List.of(meta);
     }
 
-    /** {@code tensor()} on a CPU mesh of a runtime on CUDA keeps host shards (decision 141). */
+    /** {@code tensor()} on a CPU mesh of a runtime on CUDA keeps host shards: such a mesh is its workers' host memory. */
     @Override
     public boolean runsOnHostMeshes(Operator op) {
         return true;

@@ -7,8 +7,8 @@ import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.kernel.KernelContext;
 
 /**
- * The rules for CPU meshes of a runtime on CUDA (decision 141): such a mesh is the host memory of the GPU
- * workers of the same ids, so a kernel places its tensors by the mesh's kind, not by its worker's stream.
+ * The rules for CPU meshes of a runtime on CUDA: such a mesh is the host memory of the GPU workers of the same ids,
+ * so a kernel places its tensors by the mesh's kind, not by its worker's stream.
  *
  * <p>Thread-safe: stateless.
  */

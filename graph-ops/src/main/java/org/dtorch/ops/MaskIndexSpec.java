@@ -16,7 +16,6 @@ import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.graph.DeviceKernel;
 import org.dtorch.core.graph.OpSpec;
 import org.dtorch.core.graph.Operator;
-import org.dtorch.core.graph.ShardingException;
 import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.core.kernel.KernelContext;
 import org.dtorch.core.tensor.TorchTensors;

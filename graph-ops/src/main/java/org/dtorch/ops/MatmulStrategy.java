@@ -18,8 +18,9 @@ import org.dtorch.ops.aten.AtenCall;
  * <ul>
  *   <li>{@code R} for every input: {@code R};</li>
  *   <li>one label sharded: every input holding it at full size sharded on that dimension, inputs broadcast along it
- *       {@code R} (not a label an input holds twice, an einsum diagonal). A label the output keeps gives {@code S} on the output's dimension ({@code (S(0), R) -> S(0)},
- *       {@code (R, S(1)) -> S(1)} for {@code mm}); a contracted label gives {@code P(sum)} ({@code (S(1), S(0))}).</li>
+ *       {@code R} (not a label an input holds twice, an einsum diagonal). A label the output keeps gives {@code S} on the
+ *       output's dimension ({@code (S(0), R) -> S(0)}, {@code (R, S(1)) -> S(1)} for {@code mm}); a contracted label gives
+ *       {@code P(sum)} ({@code (S(1), S(0))}).</li>
  *   <li>{@code P(sum)} on one factor, the other factors {@code R}: {@code P(sum)} (a product is linear in each factor).</li>
  * </ul>
  * Where the output is {@code P(sum)} an added input (a bias, {@code addmm}'s {@code self}) must be {@code P(sum)} too,

@@ -54,7 +54,10 @@ final class MetaInference {
         }
     }
 
-    /** Answers already found, most recently used last; at most {@value #CACHED} (decision 256). Guarded by itself. */
+    /**
+     * Answers already found, most recently used last; at most {@value #CACHED}, so that the client's thread runs no
+     * meta tensors for a call it has seen. Guarded by itself.
+     */
     private static final Map<Key, List<Out>> CACHE = new LinkedHashMap<>(64, 0.75f, true) {
         @Override
         protected boolean removeEldestEntry(Map.Entry<Key, List<Out>> eldest) {
@@ -65,7 +68,8 @@ final class MetaInference {
 
     /**
      * The outputs of {@code call} on global tensors of {@code inputs}' shapes and dtypes: remembered per call and input
-     * shapes and dtypes, since libtorch's answer depends on nothing else (decision 256); a refusal is not remembered.
+     * shapes and dtypes, since libtorch's answer depends on nothing else; a refusal is not remembered, so its error
+     * comes back every time.
      * The shapes returned are shared: read them, do not write them.
      */
     static List<Out> infer(AtenCall call, List<TensorMeta> inputs, ShardingStrategy strategy) {

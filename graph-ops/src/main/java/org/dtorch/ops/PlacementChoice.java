@@ -28,18 +28,6 @@ public interface PlacementChoice {
         return false;
     }
 
-    /** True when no input is partial on any mesh dimension. */
-    static boolean nonePartial(List<TensorMeta> inputs) {
-        for (TensorMeta t : inputs) {
-            for (org.dtorch.core.distributed.Placement p : t.placements()) {
-                if (p.isPartial()) {
-                    return false;
-                }
-            }
-        }
-        return true;
-    }
-
     /**
      * True when the choice is the fallback for operators without a sharding rule (every input replicated): the first
      * such run of an operator warns, naming what it moved.

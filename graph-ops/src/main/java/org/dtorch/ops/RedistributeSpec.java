@@ -3,7 +3,6 @@ package org.dtorch.ops;
 import java.util.Collections;
 import java.util.List;
 import java.util.Objects;
-import org.bytedeco.pytorch.Tensor;
 import org.dtorch.core.communication.channel.ChannelOptions;
 import org.dtorch.core.distributed.RedistributionPlan;
 import org.dtorch.core.distributed.RedistributionPlanner;
@@ -14,7 +13,6 @@ import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.core.kernel.ChannelTransferKernel;
 import org.dtorch.core.kernel.ConvertKernel;
-import org.dtorch.core.kernel.KernelContext;
 
 /**
  * {@code redistribute(mesh, placements)}: the explicit move to another sharding, on the same mesh or onto

@@ -29,7 +29,7 @@ import org.dtorch.core.graph.TensorMeta;
  *
  * <p>Thread-safe: immutable.
  */
-public final class ReduceSpec implements OpSpec, PlacementChoice {
+public final class ReduceSpec implements OpSpec, ShardsPassThrough {
     /** The reductions. */
     public enum Kind { SUM, MEAN, MAX }
 
@@ -109,12 +109,6 @@ public final class ReduceSpec implements OpSpec, PlacementChoice {
         }
         ScalarType dtype = kind == Kind.SUM && !Rules.isFloating(t.dtype()) ? ScalarType.Long : t.dtype();
         return List.of(new TensorMeta(shape.stream().mapToLong(Long::longValue).toArray(), dtype, Rules.sharding(t.sharding().mesh(), out)));
-    }
-
-    /** Shards and replicas pass through this operator as they are: only partial values may need to move. */
-    @Override
-    public boolean fitsAsTheyAre(List<TensorMeta> inputs) {
-        return inputs.size() == 1 && PlacementChoice.nonePartial(inputs);
     }
 
     /**

@@ -1,7 +1,6 @@
 package org.dtorch.ops;
 
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import org.bytedeco.pytorch.Scalar;

@@ -23,7 +23,7 @@ import org.dtorch.core.graph.TensorMeta;
  *
  * <p>Thread-safe: immutable.
  */
-public final class ScalarSpec implements OpSpec, PlacementChoice {
+public final class ScalarSpec implements OpSpec, ShardsPassThrough {
     /** The operations; {@code RSUB} is {@code s - t}, {@code RDIV} is {@code s / t}. */
     public enum Kind { ADD, SUB, MUL, DIV, RSUB, RDIV }
 
@@ -84,12 +84,6 @@ public final class ScalarSpec implements OpSpec, PlacementChoice {
         }
         value.checkFits(name(), dtype);
         return List.of(new TensorMeta(t.shape(), dtype, t.sharding()));
-    }
-
-    /** Shards and replicas pass through this operator as they are: only partial values may need to move. */
-    @Override
-    public boolean fitsAsTheyAre(List<TensorMeta> inputs) {
-        return inputs.size() == 1 && PlacementChoice.nonePartial(inputs);
     }
 
     /**

@@ -18,7 +18,7 @@ import org.dtorch.core.graph.TensorMeta;
  *
  * <p>Thread-safe: immutable.
  */
-public final class UnarySpec implements OpSpec, PlacementChoice {
+public final class UnarySpec implements OpSpec, ShardsPassThrough {
     /** The functions. */
     public enum Kind { NEG, RELU, SILU, GELU, EXP, TANH, SIGMOID }
 
@@ -63,12 +63,6 @@ public final class UnarySpec implements OpSpec, PlacementChoice {
         return List.of(new TensorMeta(t.shape(), dtype, t.sharding()));
     }
 
-    /** Shards and replicas pass through this operator as they are: only partial values may need to move. */
-    @Override
-    public boolean fitsAsTheyAre(List<TensorMeta> inputs) {
-        return inputs.size() == 1 && PlacementChoice.nonePartial(inputs);
-    }
-
     /** The element-wise rule's cheapest placements ({@link PointwiseStrategy}): only {@code neg} keeps partial sums. */
     @Override
     public ShardingStrategy.Decision choose(List<TensorMeta> inputs) {
@@ -94,7 +88,7 @@ public final class UnarySpec implements OpSpec, PlacementChoice {
         });
     }
 
-    /** One shared kernel per kind, so that a worker allocates nothing to run one (decision 213). */
+    /** One shared, stateless kernel per kind, so that a worker allocates no kernel or lambda per operator. */
     @Override
     public DeviceKernel kernel(Operator op, long deviceId) {
         return kernel;

@@ -33,6 +33,14 @@ public final class ViewCalls {
         return AtenCall.of(plan, values);
     }
 
+    /**
+     * For each output dimension of {@code call}, an operator that only reorders dimensions ({@code transpose},
+     * {@code permute}, {@code t}, {@code movedim}, {@code mT}, ...), the input dimension it is.
+     */
+    public static int[] dimensionOrder(AtenCall call, int ndim) {
+        return ViewStrategy.permutation(call, ndim);
+    }
+
     /** {@code transpose(a, b)} of a tensor of {@code ndim} dimensions. */
     public static AtenCall transpose(int ndim, int a, int b) {
         return of("transpose", "T,i,i", null, (long) Shapes.normalizeDim("transpose", a, ndim),

@@ -264,7 +264,7 @@ final class ViewStrategy implements ShardingStrategy {
     }
 
     /** For each output dimension, the input dimension it is, for the operators that only reorder dimensions. */
-    private static int[] permutation(AtenCall call, int n) {
+    static int[] permutation(AtenCall call, int n) {
         String q = call.qualifiedName();
         int[] order = identity(n);
         switch (call.overload().name()) {
@@ -277,6 +277,12 @@ final class ViewStrategy implements ShardingStrategy {
             case "t" -> {
                 if (n == 2) {
                     order = new int[] {1, 0};
+                }
+            }
+            case "mT", "adjoint" -> { // the last two dimensions swapped
+                if (n >= 2) {
+                    order[n - 2] = n - 1;
+                    order[n - 1] = n - 2;
                 }
             }
             case "transpose", "swapaxes", "swapdims" -> {

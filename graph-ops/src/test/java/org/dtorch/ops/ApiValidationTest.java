@@ -98,8 +98,8 @@ class ApiValidationTest extends FourDeviceRuntime {
         calls.put("cat", () -> dt.cat(List.of(x, x), 2));
         for (Map.Entry<String, Executable> call : calls.entrySet()) {
             IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class, call.getValue(), call.getKey());
-            assertTrue(e.getMessage().startsWith(call.getKey() + ": dimension ") && e.getMessage().endsWith("is out of range (expected to be in range of [-2, 1])"),
-                e.getMessage());
+            assertTrue(e.getMessage().startsWith(call.getKey() + ": dimension ")
+                && e.getMessage().endsWith("is out of range (expected to be in range of [-2, 1])"), e.getMessage());
         }
         IllegalArgumentException start = assertThrows(IllegalArgumentException.class, () -> x.narrow(1, Long.MAX_VALUE, 1));
         assertTrue(start.getMessage().startsWith("narrow: start " + Long.MAX_VALUE), start.getMessage());

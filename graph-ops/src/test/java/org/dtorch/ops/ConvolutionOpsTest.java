@@ -35,6 +35,7 @@ class ConvolutionOpsTest extends FourDeviceRuntime {
     private static final Placement R = Placement.replicate();
     private static final int[][] MESHES = {{1}, {2}, {4}, {2, 2}};
     private static final Random RANDOM = new Random(7);
+
     @BeforeAll
     static void seed() {
         torch.manual_seed(7); // the tensors' values too, so that a failure repeats

@@ -26,7 +26,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * A CPU mesh of a runtime on CUDA is the host memory of the same workers (decisions 140-141): tensors move CUDA
+ * A CPU mesh of a runtime on CUDA is the host memory of the same workers: tensors move CUDA
  * mesh -> CPU mesh -> CUDA mesh with {@code redistribute} and {@code copy_} under several placement pairs, each
  * value compared with torch's and each shard's device checked ({@link TestOps.RequireDevice}). Four ranks on
  * {@code cuda:0}.

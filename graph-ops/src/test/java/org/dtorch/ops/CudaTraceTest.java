@@ -40,7 +40,7 @@ class CudaTraceTest {
     /**
      * Slack, in microseconds, for a device span's end past the host end of the kernel that synchronized the stream:
      * {@code cudaEventElapsedTime} resolves about half a microsecond per interval, and a span's place adds up to two
-     * intervals per kernel before it (decision 431).
+     * intervals per kernel before it.
      */
     private static final BigDecimal MARGIN_MICROS = new BigDecimal(5);
     private static final BigDecimal MARGIN_MICROS_PER_KERNEL = BigDecimal.ONE;

@@ -17,7 +17,6 @@ import org.dtorch.api.DTorch;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.distributed.ShardLayout;
-import org.dtorch.core.distributed.Sharding;
 import org.dtorch.ops.aten.AtenCall;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -226,6 +225,7 @@ class EmptyShardsOpsTest extends FourDeviceRuntime {
         DeviceMesh grid = runtime.initDeviceMesh(GRID);
         record Made(String what, java.util.function.BiFunction<DeviceMesh, Placement[], DTensor> make, Placement[] on4, Placement[] on2x2) {
         }
+
         long[] batch = {2, 3};
         long[] none = {0, 3};
         List<Made> made = List.of(

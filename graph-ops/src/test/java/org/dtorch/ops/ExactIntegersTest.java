@@ -109,7 +109,8 @@ class ExactIntegersTest {
                     String what = TorchTensors.dtypeName(dtype) + " " + c.scalar();
                     assertEquals(TorchTensors.dtypeName(TorchTensors.dtype(expected)), TorchTensors.dtypeName(result.dtype()), what + ": inferred dtype");
                     try (Tensor actual = result.toTorch()) {
-                        assertEquals(TorchTensors.dtypeName(TorchTensors.dtype(expected)), TorchTensors.dtypeName(TorchTensors.dtype(actual)), what + ": value dtype");
+                        assertEquals(TorchTensors.dtypeName(TorchTensors.dtype(expected)), TorchTensors.dtypeName(TorchTensors.dtype(actual)),
+                            what + ": value dtype");
                         assertEquals(TorchTensors.format(expected, 8), TorchTensors.format(actual, 8), what);
                     }
                 }

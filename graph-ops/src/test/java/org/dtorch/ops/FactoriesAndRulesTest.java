@@ -67,9 +67,12 @@ class FactoriesAndRulesTest {
         assertEquals("[2.5, 2.5, 2.5, 2.5, 2.5]", values(dt.full(2.5, new long[] {5}, line, Placement.shard(0))));
         assertEquals("[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]", values(dt.arange(10).redistribute(dt.defaultMesh(), Placement.replicate(), Placement.replicate())));
         assertEquals("[1.0, 1.5, 2.0, 2.5, 3.0]", values(dt.arange(1, 3.25, 0.5, ScalarType.Float, line, Placement.shard(0))));
-        assertEquals(List.of(5L, 5L), java.util.Arrays.stream(dt.empty(new long[] {5, 5}, ScalarType.Float, line, Placement.shard(0)).shape()).boxed().toList());
-        assertEquals("[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]", values(dt.tensor(new float[] {1, 2, 3, 4, 5, 6}, new long[] {2, 3}, dt.mesh(1, 3), Placement.shard(1))));
-        assertEquals("[[1, 2], [3, 4]]", values(dt.tensor(new long[] {1, 2, 3, 4}, new long[] {2, 2}, dt.defaultMesh(), Placement.shard(0), Placement.shard(1))));
+        assertEquals(List.of(5L, 5L),
+            java.util.Arrays.stream(dt.empty(new long[] {5, 5}, ScalarType.Float, line, Placement.shard(0)).shape()).boxed().toList());
+        assertEquals("[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]",
+            values(dt.tensor(new float[] {1, 2, 3, 4, 5, 6}, new long[] {2, 3}, dt.mesh(1, 3), Placement.shard(1))));
+        assertEquals("[[1, 2], [3, 4]]",
+            values(dt.tensor(new long[] {1, 2, 3, 4}, new long[] {2, 2}, dt.defaultMesh(), Placement.shard(0), Placement.shard(1))));
         assertEquals("[0.5, 0.25]", values(dt.tensor(new double[] {0.5, 0.25}, new long[] {2}, dt.mesh(0, 1), Placement.shard(0))));
         assertThrows(IllegalArgumentException.class, () -> dt.tensor(new float[] {1, 2, 3}, new long[] {2, 2}, line));
     }
@@ -89,7 +92,8 @@ class FactoriesAndRulesTest {
         assertEquals("[4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0]", values(partial.relu()), "implicit: the partial sums are reduced first");
         assertEquals("[5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0]", values(partial.add(1.0)));
         ShardingException relu = Strict.refuses(dt, ShardingException.class, partial::relu);
-        assertTrue(relu.getMessage().contains("relu: cannot take inputs with placements [P(sum)]") && relu.getMessage().contains("Legal: S or R"), relu.getMessage());
+        assertTrue(relu.getMessage().contains("relu: cannot take inputs with placements [P(sum)]") && relu.getMessage().contains("Legal: S or R"),
+            relu.getMessage());
         ShardingException plusOne = Strict.refuses(dt, ShardingException.class, () -> partial.add(1.0));
         assertTrue(plusOne.getMessage().contains("a scalar does not distribute over partial P(sum)"), plusOne.getMessage());
 

@@ -16,7 +16,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * A failure reaches the client with the kind recorded where it happened (decision 162), on real worker threads;
+ * A failure reaches the client with the kind recorded where it happened, on real worker threads;
  * {@link FailureKindsInProcessesTest} runs the same with worker processes, where the kind crosses the control
  * channel and the failure board.
  */

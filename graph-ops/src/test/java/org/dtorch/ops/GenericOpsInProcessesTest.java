@@ -149,18 +149,29 @@ class GenericOpsInProcessesTest {
         }
     }
 
-    /** Two partial sums moved to R in one operator ({@link RedistributeAllSpec} through its codec), reduced together. */
+    /**
+     * Two partial sums moved to R in one operator ({@link RedistributeAllSpec} through its codec), reduced together:
+     * {@code maximum} is linear in neither input.
+     */
+    @Test
+    void shouldReplicateTwoPartialSumInputsInOneOperator() {
+        assertPartialSumProduct(call("maximum", "T,T", null, null), R);
+    }
+
+    /** {@code mul} is linear in each factor: one partial sum is reduced and the product stays partial. */
     @Test
     void shouldReduceOneOfTwoPartialSumFactorsInOneOperator() {
+        assertPartialSumProduct(call("mul", "T,T", null, null), Placement.partial());
+    }
+
+    private static void assertPartialSumProduct(AtenCall c, Placement expected) {
         DeviceMesh mesh = dt.initDeviceMesh(new int[] {4});
-        AtenCall mul = call("mul", "T,T", null, null);
-        try (Tensor a = torch.rand(10, 6); Tensor b = torch.rand(10, 6); Tensor want = want(mul, a, b);
+        try (Tensor a = torch.rand(10, 6); Tensor b = torch.rand(10, 6); Tensor want = want(c, a, b);
              DTensor da = dt.tensor(a, mesh, R); DTensor db = dt.tensor(b, mesh, R);
              DTensor p = da.redistribute(Placement.partial()); DTensor q = db.redistribute(Placement.partial());
-             DTensor pq = dt.aten(mul, p, q).getFirst()) {
-            // mul is linear in each factor: one partial sum is reduced, the product stays partial (BatchedRedistributionTest).
-            assertEquals(List.of(Placement.partial()), pq.placements());
-            assertClose(want, pq, "partial * partial");
+             DTensor pq = dt.aten(c, p, q).getFirst()) {
+            assertEquals(List.of(expected), pq.placements());
+            assertClose(want, pq, c + " of two partial sums");
         }
     }
 

@@ -257,7 +257,8 @@ class GenericOpsTest extends FourDeviceRuntime {
                 assertEquals(List.of(Placement.shard(0)), dt.aten(call("relu", "T", (Object) null), p).getFirst().placements(), "relu is not linear");
                 assertEquals(List.of(Placement.shard(0)), dt.aten(call("add", "T,f", null, 1.0), p).getFirst().placements(),
                     "adding a number is not linear");
-                try (Tensor got = dt.aten(call("add", "T,f", null, 1.0), p).getFirst().toTorch(); org.bytedeco.pytorch.Scalar one = new org.bytedeco.pytorch.Scalar(1.0);
+                try (Tensor got = dt.aten(call("add", "T,f", null, 1.0), p).getFirst().toTorch();
+                     org.bytedeco.pytorch.Scalar one = new org.bytedeco.pytorch.Scalar(1.0);
                      Tensor want = a.add(one)) {
                     assertTrue(torch.allclose(got, want, 1e-5, 1e-6, false));
                 }

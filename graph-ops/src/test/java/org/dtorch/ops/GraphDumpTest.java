@@ -89,7 +89,8 @@ class GraphDumpTest {
             assertEquals(header(7)
                 + "  op1 [label=\"ones#1\\nfloat32[4, 4]\\nDeviceMesh(cpu, [0, 1])\"];\n"
                 + "  op2 [label=\"ones#2\\nfloat32[4, 4]\\nDeviceMesh(cpu, [0, 1])\"];\n"
-                + "  op3 [label=\"redistribute (implicit, for aten::matmul)#3\\nfloat32[4, 4]\\nDeviceMesh(cpu, [0, 1])\\nS(1)->S(0): all-to-all on mesh dim 0\","
+                + "  op3 [label=\"redistribute (implicit, for aten::matmul)#3\\nfloat32[4, 4]\\nDeviceMesh(cpu, [0, 1])"
+                + "\\nS(1)->S(0): all-to-all on mesh dim 0\","
                 + " style=filled, fillcolor=\"#fde0c5\"];\n"
                 + "  op2 -> op3 [label=\"S(1)\"];\n"
                 + "  op4 [label=\"matmul#4\\nfloat32[4, 4]\\nDeviceMesh(cpu, [0, 1])\"];\n"

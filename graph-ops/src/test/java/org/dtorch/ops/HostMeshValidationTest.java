@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * Meshes named with a device kind (decision 141) on a CPU runtime: CPU meshes are the runtime's meshes as before,
+ * Meshes named with a device kind on a CPU runtime: CPU meshes are the runtime's meshes as before,
  * and CUDA meshes are refused before anything runs, by the API and by the runtime.
  */
 @Timeout(60)

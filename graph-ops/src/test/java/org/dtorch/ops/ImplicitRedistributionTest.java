@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.List;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
@@ -97,6 +98,26 @@ class ImplicitRedistributionTest extends FourDeviceRuntime {
         assertEquals(4, moved.calls(), "one kernel per device");
         assertTrue(moved.bytes() > 0, "the all-to-all's bytes: " + trace.table());
         assertTrue(trace.table().contains("redistribute (implicit, for add)"), trace.table());
+    }
+
+    @Test
+    void shouldReducePartialValuesOfDifferentReductionsInOneOrder() {
+        DeviceMesh grid = dt.initDeviceMesh(new int[] {2, 2});
+        Placement product = Placement.partial(org.dtorch.core.communication.ReduceOpType.PRODUCT);
+        Placement max = Placement.partial(org.dtorch.core.communication.ReduceOpType.MAX);
+        try (Tensor three = torch.full(new long[] {2, 3}, new Scalar(3.0)); Tensor a = TestTensors.pattern(new long[] {2, 3, 4}, ScalarType.Float, 1, 5, 1);
+             Tensor b = TestTensors.pattern(new long[] {2, 4, 2}, ScalarType.Float, 2, 3, 1); Tensor want = torch.bmm(a, b)) {
+            DTensor x = dt.tensor(three, grid, R, R);
+            for (Placement[] mixed : new Placement[][] {{product, P}, {P, product}, {max, P}, {P, max}, {product, max}}) {
+                DTensor y = x.redistribute(mixed);
+                assertValue(three, y, List.of(mixed) + " to R");
+                assertValue(three, y.redistribute(mixed[0], R), List.of(mixed) + ", the inner dimension reduced first");
+                assertValue(three, y.redistribute(S0, mixed[1]).redistribute(R, R), List.of(mixed) + " through a shard");
+            }
+            DTensor da = dt.tensor(a, grid, R, R).redistribute(P, product);
+            DTensor db = dt.tensor(b, grid, R, R).redistribute(product, P);
+            assertValue(want, dt.aten(ViewCalls.of("bmm", "T,T", null, null), da, db).getFirst(), "bmm of mixed partial inputs");
+        }
     }
 
     @Test

@@ -78,8 +78,10 @@ class MatmulOpsTest extends FourDeviceRuntime {
         };
     }
 
-    /** One case of each einsum form: products, batches, a row-wise dot, an outer product, a diagonal, ellipses (implicit
-     * and explicit output, broadcast), a transposed sum, three operands. */
+    /**
+     * One case of each einsum form: products, batches, a row-wise dot, an outer product, a diagonal, ellipses (implicit
+     * and explicit output, broadcast), a transposed sum, three operands.
+     */
     private static List<Case> einsumCases() {
         long m = n();
         long k = n();

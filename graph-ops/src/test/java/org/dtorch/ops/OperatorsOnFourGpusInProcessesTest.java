@@ -7,7 +7,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 
 /**
- * {@link OperatorsTest} with every device a worker JVM on its own GPU (issue 16): four workers on {@code cuda:0} to
+ * {@link OperatorsTest} with every device a worker JVM on its own GPU: four workers on {@code cuda:0} to
  * {@code cuda:3}, the collectives on c10d NCCL across processes, CUDA tensors lent between GPUs through CUDA IPC.
  * Skipped, with the count of visible GPUs, where fewer than four are visible.
  */

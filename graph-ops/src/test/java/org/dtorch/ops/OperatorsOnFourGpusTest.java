@@ -8,7 +8,7 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 
 /**
- * {@link OperatorsTest} on four GPUs (issue 16): logical device {@code i} on {@code cuda:i}, one thread each, the
+ * {@link OperatorsTest} on four GPUs: logical device {@code i} on {@code cuda:i}, one thread each, the
  * collectives on c10d NCCL; results come back to the host and are compared with torch's. Skipped, with the count of
  * visible GPUs, where fewer than four are visible.
  */

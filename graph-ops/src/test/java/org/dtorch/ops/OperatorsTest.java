@@ -63,11 +63,18 @@ class OperatorsTest {
         List<Case> c = new ArrayList<>();
         List<long[]> two = List.of(s(4, 8), s(4, 8));
         List<List<Placement>> sameShapeBinary = List.of(p(R, R), p(S0, S0), p(S1, S1));
-        c.add(new Case("add", two, ScalarType.Float, concat(sameShapeBinary, List.of(p(P, P))), in -> in.get(0).add(in.get(1)), in -> in.get(0).add(in.get(1))));
-        c.add(new Case("sub", two, ScalarType.Float, concat(sameShapeBinary, List.of(p(P, P))), in -> in.get(0).sub(in.get(1)), in -> in.get(0).sub(in.get(1))));
-        c.add(new Case("mul", two, ScalarType.Float, concat(sameShapeBinary, List.of(p(P, R), p(R, P))), in -> in.get(0).mul(in.get(1)), in -> in.get(0).mul(in.get(1))));
+        c.add(new Case("add", two, ScalarType.Float, concat(sameShapeBinary, List.of(p(P, P))),
+            in -> in.get(0).add(in.get(1)), in -> in.get(0).add(in.get(1))));
+        c.add(new Case("sub", two, ScalarType.Float, concat(sameShapeBinary, List.of(p(P, P))),
+            in -> in.get(0).sub(in.get(1)), in -> in.get(0).sub(in.get(1))));
+        c.add(new Case("mul", two, ScalarType.Float, concat(sameShapeBinary, List.of(p(P, R), p(R, P))),
+            in -> in.get(0).mul(in.get(1)), in -> in.get(0).mul(in.get(1))));
         c.add(new Case("div", two, ScalarType.Float, concat(sameShapeBinary, List.of(p(P, R))), in -> in.get(0).div(in.get(1).exp()),
-            in -> { try (Tensor e = in.get(1).exp()) { return in.get(0).div(e); } }));
+            in -> {
+                try (Tensor e = in.get(1).exp()) {
+                    return in.get(0).div(e);
+                }
+            }));
         c.add(new Case("add broadcast row", List.of(s(4, 8), s(8)), ScalarType.Float, List.of(p(R, R), p(S0, R)),
             in -> in.get(0).add(in.get(1)), in -> in.get(0).add(in.get(1))));
         c.add(new Case("mul broadcast column", List.of(s(4, 8), s(4, 1)), ScalarType.Float, List.of(p(R, R), p(S1, R), p(S0, S0)),
@@ -78,10 +85,20 @@ class OperatorsTest {
         List<List<Placement>> any = List.of(p(R), p(S0), p(S1));
         c.add(new Case("add scalar", one, ScalarType.Float, any, in -> in.get(0).add(1.5), in -> in.get(0).add(new org.bytedeco.pytorch.Scalar(1.5))));
         c.add(new Case("sub scalar", one, ScalarType.Long, any, in -> in.get(0).sub(3L), in -> in.get(0).sub(new org.bytedeco.pytorch.Scalar(3L))));
-        c.add(new Case("rsub scalar", one, ScalarType.Float, any, in -> in.get(0).rsub(2.0), in -> { try (Tensor n = in.get(0).neg()) { return n.add(new org.bytedeco.pytorch.Scalar(2.0)); } }));
-        c.add(new Case("mul scalar", one, ScalarType.Float, concat(any, List.of(p(P))), in -> in.get(0).mul(-2.0), in -> in.get(0).mul(new org.bytedeco.pytorch.Scalar(-2.0))));
-        c.add(new Case("div scalar", one, ScalarType.Float, concat(any, List.of(p(P))), in -> in.get(0).div(4.0), in -> in.get(0).div(new org.bytedeco.pytorch.Scalar(4.0))));
-        c.add(new Case("rdiv scalar", one, ScalarType.Float, any, in -> in.get(0).exp().rdiv(1.0), in -> { try (Tensor e = in.get(0).exp()) { return e.reciprocal(); } }));
+        c.add(new Case("rsub scalar", one, ScalarType.Float, any, in -> in.get(0).rsub(2.0), in -> {
+            try (Tensor n = in.get(0).neg()) {
+                return n.add(new org.bytedeco.pytorch.Scalar(2.0));
+            }
+        }));
+        c.add(new Case("mul scalar", one, ScalarType.Float, concat(any, List.of(p(P))),
+            in -> in.get(0).mul(-2.0), in -> in.get(0).mul(new org.bytedeco.pytorch.Scalar(-2.0))));
+        c.add(new Case("div scalar", one, ScalarType.Float, concat(any, List.of(p(P))),
+            in -> in.get(0).div(4.0), in -> in.get(0).div(new org.bytedeco.pytorch.Scalar(4.0))));
+        c.add(new Case("rdiv scalar", one, ScalarType.Float, any, in -> in.get(0).exp().rdiv(1.0), in -> {
+            try (Tensor e = in.get(0).exp()) {
+                return e.reciprocal();
+            }
+        }));
         c.add(new Case("neg", one, ScalarType.Float, concat(any, List.of(p(P))), in -> in.get(0).neg(), in -> in.get(0).neg()));
         c.add(new Case("relu", one, ScalarType.Float, any, in -> in.get(0).relu(), in -> in.get(0).relu()));
         c.add(new Case("silu", one, ScalarType.Float, any, in -> in.get(0).silu(), in -> torch.silu(in.get(0))));
@@ -107,13 +124,15 @@ class OperatorsTest {
         c.add(new Case("max dim 1", one, ScalarType.Float, any, in -> in.get(0).max(1), in -> in.get(0).amax(new long[] {1}, false)));
         c.add(new Case("max all", List.of(s(5, 7)), ScalarType.Float, any, in -> in.get(0).max(), in -> in.get(0).amax()));
         c.add(new Case("softmax", one, ScalarType.Float, List.of(p(R), p(S0)), in -> in.get(0).softmax(1), in -> in.get(0).softmax(1)));
-        c.add(new Case("transpose", one, ScalarType.Float, concat(any, List.of(p(P))), in -> in.get(0).transpose(0, 1), in -> in.get(0).transpose(0, 1).contiguous()));
+        c.add(new Case("transpose", one, ScalarType.Float, concat(any, List.of(p(P))),
+            in -> in.get(0).transpose(0, 1), in -> in.get(0).transpose(0, 1).contiguous()));
         c.add(new Case("permute", List.of(s(4, 2, 8)), ScalarType.Float, List.of(p(R), p(S0), p(S2), p(P)), in -> in.get(0).permute(2, 0, 1),
             in -> in.get(0).permute(2, 0, 1).contiguous()));
         c.add(new Case("reshape keeps the sharded dim", one, ScalarType.Float, List.of(p(R), p(S0), p(P)), in -> in.get(0).reshape(4, 2, 4),
             in -> in.get(0).reshape(4, 2, 4)));
         c.add(new Case("view flatten", one, ScalarType.Float, List.of(p(R), p(P)), in -> in.get(0).view(-1), in -> in.get(0).reshape(-1)));
-        c.add(new Case("narrow", one, ScalarType.Float, List.of(p(R), p(S0), p(P)), in -> in.get(0).narrow(1, 2, 4), in -> in.get(0).narrow(1, 2, 4).contiguous()));
+        c.add(new Case("narrow", one, ScalarType.Float, List.of(p(R), p(S0), p(P)),
+            in -> in.get(0).narrow(1, 2, 4), in -> in.get(0).narrow(1, 2, 4).contiguous()));
         c.add(new Case("cat", List.of(s(4, 8), s(4, 3)), ScalarType.Float, List.of(p(R, R), p(S0, S0), p(P, P)), in -> dt.cat(in, 1), OperatorsTest::torchCat));
         c.add(new Case("to int64", List.of(s(5, 7)), ScalarType.Long, List.of(p(R), p(S0), p(S1), p(P)), in -> in.get(0).to(ScalarType.Double),
             in -> in.get(0).to(ScalarType.Double)));

@@ -133,7 +133,11 @@ final class PlacementMatrix {
         ops.add(new Op("unary", "gelu", UnarySpec.of(UnarySpec.Kind.GELU), in(Input.f(5, 7)), t -> List.of(torch.gelu(t.get(0))),
             fits(p(R), p(S0), p(S1))));
         ops.add(new Op("scalar", "mul 2.5", new ScalarSpec(ScalarSpec.Kind.MUL, 2.5), in(Input.f(5, 7)),
-            t -> { try (Scalar s = new Scalar(2.5)) { return List.of(t.get(0).mul(s)); } }, fits(p(R), p(S0), p(S1), p(P))));
+            t -> {
+                try (Scalar s = new Scalar(2.5)) {
+                    return List.of(t.get(0).mul(s));
+                }
+            }, fits(p(R), p(S0), p(S1), p(P))));
         ops.add(new Op("reduce", "sum dim 1 keepdim", new ReduceSpec(ReduceSpec.Kind.SUM, new int[] {1}, true), in(Input.f(5, 7)),
             call("sum", "T|dim=[i]|keepdim=b", null, List.of(1L), true)::call, fits(p(R), p(S0), p(S1), p(P))));
         ops.add(new Op("reduce", "mean all", new ReduceSpec(ReduceSpec.Kind.MEAN, new int[0], false), in(Input.f(5, 7)),
@@ -227,9 +231,9 @@ final class PlacementMatrix {
 
     /**
      * Every placement list of {@code input} on a mesh of {@code meshShape}: per mesh dimension R, S(d) for each d, P(sum).
-     * The other partial kinds are left out: a tensor partial by different ops on two mesh dimensions has a value that
-     * depends on which is reduced first, and the redistribution planner does not keep one order yet (R to
-     * [P(product), P(sum)] on 2x2 reads back doubled), so such inputs would test the planner, not the operators.
+     * The other partial kinds are left out: operators take them through the same moves as P(sum), and partials of
+     * different reductions on two mesh dimensions are the planner's subject
+     * ({@code ImplicitRedistributionTest.shouldReducePartialValuesOfDifferentReductionsInOneOrder}).
      */
     static List<List<Placement>> layouts(Input input, int[] meshShape, Shards shards) {
         List<Placement> each = new ArrayList<>();

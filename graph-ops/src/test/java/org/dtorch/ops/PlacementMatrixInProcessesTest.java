@@ -18,7 +18,6 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestFactory;
 import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 
 /**
  * {@link PlacementMatrixTest}'s programs with every device a worker process: one operator of each family on every pair
@@ -69,11 +68,8 @@ class PlacementMatrixInProcessesTest {
     /**
      * {@link ShardedDimensionArgumentsTest}'s cases that take or give tensors with no elements (a narrow or slice to
      * nothing, an empty piece of a split, a concatenation with an empty tensor), on every placement over four worker
-     * processes. Tensors with no elements cross the File store and promises only with the empty-shards work, so this is
-     * off unless {@code -Ddtorch.test.emptyshards=true}.
+     * processes: tensors with no elements cross the File store and promises as any others.
      */
-    @Tag("emptyshards")
-    @EnabledIfSystemProperty(named = "dtorch.test.emptyshards", matches = "true")
     @Test
     void shouldRunOperatorsOnTensorsWithNoElementsInWorkerProcesses() {
         List<String> reports = new ArrayList<>();

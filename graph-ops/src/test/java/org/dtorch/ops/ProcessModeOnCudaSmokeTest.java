@@ -65,7 +65,7 @@ class ProcessModeOnCudaSmokeTest {
                 }
             }
 
-            // random factories draw on the host with the seed: the same values as a CPU mesh
+            // random factories draw on the host from their seed: the same values as a CPU mesh
             try (Tensor gpu = dt.randn(3, new long[] {6, 4}, dt.defaultMesh(), Placement.shard(1)).redistribute(Placement.replicate()).toTorch();
                  DTorch cpu = DTorch.init(DTorchOptions.builder().devices(2).build());
                  Tensor host = cpu.randn(3, new long[] {6, 4}, cpu.defaultMesh(), Placement.shard(1)).toTorch()) {

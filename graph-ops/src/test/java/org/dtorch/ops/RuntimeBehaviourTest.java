@@ -30,8 +30,10 @@ import org.junit.jupiter.api.io.TempDir;
 
 @Timeout(180)
 class RuntimeBehaviourTest {
-    /** Threads that serve every runtime of the process (the File-future watcher, the callback pool) and outlive each. */
-    /** Threads that serve every runtime of the process (and end after a minute idle, for the store's waiters). */
+    /**
+     * Threads that serve every runtime of the process and outlive each: the File-future watcher, the callback pool and
+     * the Network store's waiters (which end after a minute idle).
+     */
     private static final List<String> PROCESS_WIDE = List.of("dtorch-file-futures", "dtorch-callbacks-", "dtorch-network-store-wait-");
 
     /** Per-device-process mode instead of threads; {@code RuntimeBehaviourInProcessesTest} turns it on. */
@@ -109,7 +111,7 @@ class RuntimeBehaviourTest {
             dt.sync();
             assertEquals(blobsBefore, dt.runtime().liveBlobCount(), "every dropped handle's tensor must be freed");
             java.lang.ref.Reference.reachabilityFence(base); // else the Cleaner may release base's tensor before the count
-            // The device that completed sync's promise hands what it ran to the graph just after (decision 214).
+            // The device that completed sync's promise hands what it ran to the graph just after.
             Await.until(() -> dt.runtime().pendingOperatorCount() == 0, Duration.ofSeconds(30), "the graph has no pending operator");
             if (processes()) {
                 // The controller's resident size follows its heap (encoding garbage) here; what leaks in process

@@ -7,7 +7,7 @@ import org.dtorch.core.runtime.RuntimeOptions;
 
 /**
  * The device ids a Python {@code DeviceMesh(device_type, mesh)} names, as the runtime's logical devices
- * {@code 0..n-1} (docs/decisions.md, 130).
+ * {@code 0..n-1}, so that a program's meshes mean the same devices on every runtime.
  *
  * <ul>
  *   <li>Distinct ids are logical device ids, unchanged, on every kind of runtime: {@code [[0, 1], [2, 3]]}.</li>
@@ -73,7 +73,7 @@ final class MeshIds {
      */
     static String kindMismatch(DeviceKind kind, RuntimeOptions options) {
         if (kind == options.deviceKind() || kind == DeviceKind.CPU) {
-            return null; // a CPU mesh on a CUDA runtime is the host memory of its workers (docs/decisions.md, 141 and 151)
+            return null; // a CPU mesh on a CUDA runtime is the host memory of its workers, as in Java
         }
         return "a 'cuda' mesh needs a runtime of CUDA devices, but this runtime has " + options.deviceCount() + " "
             + options.deviceKind().shortName() + " devices: start it with ./dtorch run --devices cuda:N --same-device "

@@ -12,7 +12,7 @@ import org.dtorch.core.runtime.RuntimeOptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-/** How a Python mesh's ids become the runtime's logical devices (decision 130); no runtime needed. */
+/** How a Python mesh's ids become the runtime's logical devices; no runtime needed. */
 @Timeout(30)
 class MeshIdsTest {
     private static final RuntimeOptions CUDA_SAME_DEVICE = options(DeviceKind.CUDA, 4, true);

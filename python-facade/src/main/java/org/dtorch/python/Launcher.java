@@ -66,7 +66,8 @@ public final class Launcher {
     static final long MAX_TIMEOUT_SECONDS = 365L * 24 * 3600;
 
     private static final String SYNOPSIS = "dtorch run [--devices cpu:N|cuda:N] [--same-device] [--per-device-process] "
-        + "[--isolated] [--strict-redistribution] [--timeout-seconds N] [--log-level LEVEL] [--trace FILE] [--memory-growth-syncs N] [--memory-growth-floor BYTES] "
+        + "[--isolated] [--strict-redistribution] [--timeout-seconds N] [--log-level LEVEL] [--trace FILE] [--memory-growth-syncs N] "
+        + "[--memory-growth-floor BYTES] "
         + "[--nnodes N --node-rank R --master-addr HOST --master-port PORT --token-file FILE] script.py [args...]";
     private static final String USAGE = "usage: " + SYNOPSIS;
     private static final int BAD_INPUT = 2;
@@ -210,7 +211,7 @@ public final class Launcher {
             "CUDA devices need the GPU natives: mvn -B -Pgpu -DskipTests install (then dtorch run --devices cuda:N ...).",
             "DTORCH_DTENSOR_IN_SAME_DEVICE=1 is --same-device with DTORCH_NUM_GPU_WHEN_ENABLE_DTENSOR_IN_SAME_DEVICE devices",
             "(default 8; CUDA where this process can run it, else CPU), unless the options say otherwise.",
-            "Across nodes (README, \"Across hosts\"): the same command on every node but --node-rank; node 0 runs the",
+            "Across nodes (docs/multi-host.md): the same command on every node but --node-rank; node 0 runs the",
             "script (only node 0 reads it), every other node serves its devices and exits when node 0 ends the run:",
             "0, or 1 when node 0 is lost, 2 when it could not join. Nodes may start in any order.",
             "Bad input exits with code 2 and one line on standard error; so does a run whose nodes did not assemble."})

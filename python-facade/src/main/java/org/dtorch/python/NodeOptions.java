@@ -42,8 +42,9 @@ final class NodeOptions {
         description = "The rendezvous port at HOST, 1 to 65535 (default " + DEFAULT_MASTER_PORT + ", or MASTER_PORT).")
     private int masterPort;
 
-    @Option(names = "--token-file", paramLabel = "FILE", description = {"The run's shared token (mode 0600, at least "
-        + ClusterToken.MIN_BYTES + " bytes); without it, the", "environment variable " + ClusterToken.ENV + ". Needed with N > 1."})
+    @Option(names = "--token-file", paramLabel = "FILE", description = {
+        "The run's shared token (mode 0600, at least " + ClusterToken.MIN_BYTES + " bytes); without it, the",
+        "environment variable " + ClusterToken.ENV + ". Needed with N > 1."})
     private Path tokenFile;
 
     /** The first variable {@link #environmentDefaults} found not valid, said in one line; reported by {@link #problem}. */

@@ -1,6 +1,13 @@
-"""The Java side of dtorch: the runtime's bridge, and Java errors turned into Python ones."""
+"""The Java side of dtorch: the runtime's bridge, and Java errors turned into Python ones (torch._interop's table,
+dtorch's column)."""
+
+from __future__ import annotations
+
+from typing import Any
 
 import polyglot
+
+from torch import _interop
 
 _BRIDGE = None
 
@@ -13,7 +20,7 @@ class ShardingError(ValueError):
     """An operator cannot take its inputs' placements; the message lists the legal ones."""
 
 
-def bridge():
+def bridge() -> Any:
     """The bridge to the runtime the launcher (or the embedding Java program) started."""
     global _BRIDGE
     if _BRIDGE is None:
@@ -24,37 +31,10 @@ def bridge():
     return _BRIDGE
 
 
-_JAVA_TO_PYTHON = (
-    ("org.dtorch.core.graph.ShardingException", ShardingError),
-    ("java.util.concurrent.TimeoutException", TimeoutError),
-    ("org.dtorch.core.communication.CommTimeoutException", TimeoutError),
-    ("java.lang.IllegalArgumentException", ValueError),
-    ("java.lang.IllegalStateException", RuntimeError),
-    ("java.lang.UnsupportedOperationException", NotImplementedError),
-    ("java.lang.ArithmeticException", ValueError),
-    ("java.lang.IndexOutOfBoundsException", IndexError),
-    ("java.lang.SecurityException", PermissionError),
-)
+# A Java error that is none of the table's is a DTorchError of the original error's text: a failed future wraps it.
+_ERRORS = _interop.Errors("dtorch", DTorchError, own={"ShardingError": ShardingError}, unwrap=True)
 
-
-def translate(message):
-    """The Python exception for a Java error message 'java.lang.X: text'."""
-    for java_name, python_type in _JAVA_TO_PYTHON:
-        if message.startswith(java_name + ":"):
-            return python_type(message[len(java_name) + 1:].strip())
-    head, _, text = message.partition(": ")
-    if head.startswith(("java.", "org.")) and text:
-        # FutureFailedException and friends wrap the original error: keep its class name visible.
-        nested = translate(text)
-        if not isinstance(nested, DTorchError):
-            return nested
-        return DTorchError(text)
-    return DTorchError(message)
-
-
-def call(fn, *args):
-    """Calls a Java method, raising Python exceptions with the Java message."""
-    try:
-        return fn(*args)
-    except polyglot.ForeignException as e:
-        raise translate(str(e)) from None
+# translate(message): the Python exception for a Java error message 'java.lang.X: text'.
+translate = _ERRORS.translate
+# call(fn, *args): calls a Java method, raising the Python exception for a Java one, with its message.
+call = _ERRORS.call

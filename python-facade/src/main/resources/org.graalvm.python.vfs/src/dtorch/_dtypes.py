@@ -9,6 +9,10 @@ half = float16
 long = int64
 int = int32  # noqa: A001
 
+# The names dtorch re-exports (dtorch.bfloat16 is torch.bfloat16).
+__all__ = ["dtype", "of", "float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
+           "float", "double", "half", "long", "int"]
+
 
 def of(value):
     """A dtype from a dtype or its name."""

@@ -1,8 +1,12 @@
 """TensorFuture: a value the workers will produce."""
 
+from __future__ import annotations
+
 import asyncio
+from typing import Any, Callable, Generator
 
 from . import _bridge
+import torch
 from torch._tensor import make_tensor
 
 
@@ -19,21 +23,21 @@ class TensorFuture:
         self._java = java
         self._source = source  # keeps the tensor's handle alive while the value is pending
 
-    def get(self):
+    def get(self) -> torch.Tensor:
         """The value; blocks until it arrives (up to the runtime's timeout)."""
         return make_tensor(_bridge.call(self._java.get))
 
-    def wait(self, timeout_ms):
+    def wait(self, timeout_ms: int) -> torch.Tensor:
         """The value; raises TimeoutError if it has not arrived within `timeout_ms` milliseconds."""
         return make_tensor(_bridge.call(self._java.waitMillis, int(timeout_ms)))
 
-    def is_ready(self):
+    def is_ready(self) -> bool:
         """True once the value (or an error) is present."""
         return self._java.isReady()
 
     result = get
 
-    def add_done_callback(self, fn):
+    def add_done_callback(self, fn: Callable[[torch.Tensor | None, Exception | None], Any]) -> None:
         """Calls fn(value, error) once done: a torch.Tensor and None, or None and an exception.
 
         fn runs on one of the runtime's callback threads (never on a device's worker), so it may block, even on
@@ -43,7 +47,7 @@ class TensorFuture:
             fn(make_tensor(value) if value is not None else None, _bridge.translate(error) if error is not None else None)
         self._java.onDone(done)
 
-    def __await__(self):
+    def __await__(self) -> Generator[Any, None, torch.Tensor]:
         """Waits without polling, up to the runtime's timeout (then raises TimeoutError, like get())."""
         loop = asyncio.get_running_loop()
         waiter = loop.create_future()

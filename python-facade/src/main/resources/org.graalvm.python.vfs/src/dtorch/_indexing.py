@@ -137,7 +137,7 @@ def _getitem_mask(t, mask):
 
 def _value_tensor(t, value):
     """A value for an assignment into t: a dtorch.Tensor as it is, a torch.Tensor replicated on t's mesh."""
-    from ._tensor import Tensor, _from_torch
+    from ._tensor import _from_torch
     from .distributed_spec import Replicate
     if isinstance(value, _torch.Tensor):
         mesh = t.device_mesh

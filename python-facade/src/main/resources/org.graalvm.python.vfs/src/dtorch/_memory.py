@@ -1,5 +1,7 @@
 """Memory statistics per device, in the manner of torch.cuda.memory_stats (docs/observability.md, "Memory statistics")."""
 
+from __future__ import annotations
+
 from . import _bridge
 
 
@@ -22,7 +24,7 @@ def _as_dict(values):
     return dict(zip((str(k) for k in _bridge.bridge().memoryStatKeys()), (int(v) for v in values)))
 
 
-def memory_stats(device=None):
+def memory_stats(device: int | str | None = None) -> dict[str, int]:
     """The memory of `device` once it ran everything issued before, as a dict of ints (all in bytes but counts):
 
     blobs.count, blobs.live_bytes, blobs.peak_bytes: the tensors the device holds and their bytes (each local shard's
@@ -40,7 +42,7 @@ def memory_stats(device=None):
     return _as_dict(_bridge.call(_bridge.bridge().memoryStats, _device_index(device)))
 
 
-def reset_peak_memory_stats(device=None):
+def reset_peak_memory_stats(device: int | str | None = None) -> dict[str, int]:
     """Restarts the peaks of memory_stats(device) from the live values, in order with what was issued before; returns
     the statistics after that. The shm and cuda_ipc peaks belong to the process: in thread mode every device's restart."""
     return _as_dict(_bridge.call(_bridge.bridge().resetPeakMemoryStats, _device_index(device)))

@@ -1,27 +1,34 @@
 """Tensor: a global tensor on a device mesh, and the operations on it."""
 
+from __future__ import annotations
+
 import numbers
+from typing import Any, Callable, Sequence, Union
 
 from . import _bridge, _dtypes, _indexing
 from ._future import TensorFuture
 import torch as _torch
 from torch._tensor import make_tensor
+from torch._interop import INT64_MAX, INT64_MIN
 from torch import _nested
 from .distributed_spec import DeviceMesh, Placement, Replicate, _placement, _specs
+
+# The types the public API takes: a dtype or its name, a Python number (its type decides torch's promotion), sizes as
+# varargs or one sequence, placements one per mesh dimension.
+DTypeLike = Union["_dtypes.dtype", str]
+Number = Union[bool, int, float]
+SizeLike = Union[int, Sequence[int]]
+Placements = Sequence[Placement]
 
 
 def _b():
     return _bridge.bridge()
 
 
-_INT64_MIN = -(2 ** 63)
-_INT64_MAX = 2 ** 63 - 1
-
-
 def _int64(value, what):
     """A Python int that int64 holds, exactly; beyond it an OverflowError (a double would silently round it)."""
     value = int(value)
-    if not _INT64_MIN <= value <= _INT64_MAX:
+    if not INT64_MIN <= value <= INT64_MAX:
         raise OverflowError("%s %d does not fit in int64" % (what, value))
     return value
 
@@ -48,7 +55,7 @@ def _scalar(value):
     kind = type(value)
     if kind is float:
         return value, "float"
-    if kind is int and _INT64_MIN <= value <= _INT64_MAX:
+    if kind is int and INT64_MIN <= value <= INT64_MAX:
         return value, "int"
     if isinstance(value, bool):
         return value, "bool"
@@ -79,7 +86,7 @@ class Tensor:
 
     __slots__ = ("_java", "__weakref__")
 
-    def __init__(self, data, device_mesh=None, placements=None):
+    def __init__(self, data: Any, device_mesh: DeviceMesh | None = None, placements: Placements | None = None) -> None:
         if isinstance(data, _torch.Tensor):
             data = _from_torch(data, device_mesh, placements)._java
         elif device_mesh is not None or placements is not None:
@@ -88,10 +95,10 @@ class Tensor:
 
     # ---- metadata ----
     @property
-    def shape(self):
+    def shape(self) -> tuple[int, ...]:
         return tuple(_b().shape(self._java))
 
-    def size(self, dim=None):
+    def size(self, dim: int | None = None) -> tuple[int, ...] | int:
         shape = self.shape
         if dim is None:
             return shape
@@ -102,40 +109,40 @@ class Tensor:
         return shape[d]
 
     @property
-    def ndim(self):
+    def ndim(self) -> int:
         return len(self.shape)
 
-    def dim(self):
+    def dim(self) -> int:
         return self.ndim
 
-    def numel(self):
+    def numel(self) -> int:
         n = 1
         for s in self.shape:
             n *= s
         return n
 
     @property
-    def dtype(self):
+    def dtype(self) -> _dtypes.dtype:
         return _dtypes.of(_b().dtype(self._java))
 
     @property
-    def device_mesh(self):
+    def device_mesh(self) -> DeviceMesh:
         return DeviceMesh._wrap(_b().meshOf(self._java))
 
     @property
-    def placements(self):
+    def placements(self) -> tuple[Placement, ...]:
         return tuple(_placement(p) for p in _b().placements(self._java))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Tensor(shape=%s, dtype=%r, device_mesh=%r, placements=%r)" % (
             self.shape, self.dtype, self.device_mesh, self.placements)
 
     __str__ = __repr__
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.shape[0]
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Callable[..., Any]:
         """Any other ATen operator as a method (t.amax(1), t.clamp(min=0)): the generic path (see aten())."""
         if name.startswith("_") or not _has_op(name):
             raise AttributeError("'dtorch.Tensor' object has no attribute %r" % (name,))
@@ -158,34 +165,34 @@ class Tensor:
             return Tensor(_bridge.call(_b().scalar, op, self._java, value, kind))
         return NotImplemented
 
-    def __add__(self, other):
+    def __add__(self, other: Tensor | Number) -> Tensor:
         return self._binary("add", other)
 
-    def __radd__(self, other):
+    def __radd__(self, other: Tensor | Number) -> Tensor:
         return self._binary("add", other, reverse=True)
 
-    def __sub__(self, other):
+    def __sub__(self, other: Tensor | Number) -> Tensor:
         return self._binary("sub", other)
 
-    def __rsub__(self, other):
+    def __rsub__(self, other: Tensor | Number) -> Tensor:
         return self._binary("sub", other, reverse=True)
 
-    def __mul__(self, other):
+    def __mul__(self, other: Tensor | Number) -> Tensor:
         return self._binary("mul", other)
 
-    def __rmul__(self, other):
+    def __rmul__(self, other: Tensor | Number) -> Tensor:
         return self._binary("mul", other, reverse=True)
 
-    def __truediv__(self, other):
+    def __truediv__(self, other: Tensor | Number) -> Tensor:
         return self._binary("div", other)
 
-    def __rtruediv__(self, other):
+    def __rtruediv__(self, other: Tensor | Number) -> Tensor:
         return self._binary("div", other, reverse=True)
 
-    def __matmul__(self, other):
+    def __matmul__(self, other: Tensor) -> Tensor:
         return self.matmul(other)
 
-    def __neg__(self):
+    def __neg__(self) -> Tensor:
         return self.neg()
 
     def add(self, other):
@@ -209,54 +216,54 @@ class Tensor:
             return aten(op, (self, other))  # a local torch.Tensor gets aten's TypeError, not a silent False
         return NotImplemented
 
-    def __gt__(self, other):
+    def __gt__(self, other: Tensor | Number) -> Tensor:
         return self._elementwise("gt", other)
 
-    def __lt__(self, other):
+    def __lt__(self, other: Tensor | Number) -> Tensor:
         return self._elementwise("lt", other)
 
-    def __ge__(self, other):
+    def __ge__(self, other: Tensor | Number) -> Tensor:
         return self._elementwise("ge", other)
 
-    def __le__(self, other):
+    def __le__(self, other: Tensor | Number) -> Tensor:
         return self._elementwise("le", other)
 
-    def __eq__(self, other):
+    def __eq__(self, other: Tensor | Number) -> Tensor:
         return self._elementwise("eq", other)
 
-    def __ne__(self, other):
+    def __ne__(self, other: Tensor | Number) -> Tensor:
         return self._elementwise("ne", other)
 
     __hash__ = object.__hash__  # identity, as torch.Tensor's: == gives a tensor, not a truth value
 
-    def __and__(self, other):
+    def __and__(self, other: Tensor | Number) -> Tensor:
         return self._elementwise("bitwise_and", other)
 
     __rand__ = __and__
 
-    def __or__(self, other):
+    def __or__(self, other: Tensor | Number) -> Tensor:
         return self._elementwise("bitwise_or", other)
 
     __ror__ = __or__
 
-    def __xor__(self, other):
+    def __xor__(self, other: Tensor | Number) -> Tensor:
         return self._elementwise("bitwise_xor", other)
 
     __rxor__ = __xor__
 
-    def __invert__(self):
+    def __invert__(self) -> Tensor:
         if self.dtype.is_floating_point:
             raise TypeError("~ (bitwise_not) takes an integral or bool tensor, got %s" % self.dtype)
         return aten("bitwise_not", (self,))
 
-    def item(self):
+    def item(self) -> Number:
         """The value of a one-element tensor as a Python number: a blocking read of the value (to_torch())."""
         n = self.numel()
         if n != 1:
             raise RuntimeError("a Tensor with %d elements cannot be converted to Scalar" % n)
         return self.to_torch().item()
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         """The truth of a one-element tensor, as torch's: a blocking read of its value. Several elements (or none) are
         ambiguous, as in torch: use .any() or .all()."""
         n = self.numel()
@@ -291,7 +298,7 @@ class Tensor:
         return self._unary("sigmoid")
 
     # ---- linear algebra and reductions ----
-    def matmul(self, other):
+    def matmul(self, other: Tensor) -> Tensor:
         """self @ other, as torch.matmul, through the generic path (the matmul family's sharding rules, see aten())."""
         if not isinstance(other, Tensor):
             return NotImplemented
@@ -306,13 +313,13 @@ class Tensor:
             dims = [_index(dim, "dim")]
         return Tensor(_bridge.call(_b().reduce, kind, self._java, dims, bool(keepdim)))
 
-    def sum(self, dim=None, keepdim=False):
+    def sum(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
         return self._reduce("sum", dim, keepdim)
 
-    def mean(self, dim=None, keepdim=False):
+    def mean(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
         return self._reduce("mean", dim, keepdim)
 
-    def max(self, dim=None, keepdim=False):
+    def max(self, dim: int | None = None, keepdim: bool = False) -> Tensor | tuple[Tensor, Tensor]:
         """As torch: the largest value (a 0-d tensor) without `dim`; with an int `dim`, the named tuple (values, indices)
         over it (the generic path's aten::max.dim). t.amax(dims) takes several dims."""
         if dim is None:
@@ -320,76 +327,77 @@ class Tensor:
         return aten("max", (self, dim), {"keepdim": keepdim})
 
     # ---- shape (the generic path: a shard survives where the view keeps its dimension, else it is gathered) ----
-    def transpose(self, dim0, dim1):
+    def transpose(self, dim0: int, dim1: int) -> Tensor:
         return aten("transpose", (self, _index(dim0, "dim0"), _index(dim1, "dim1")))
 
     @property
-    def T(self):
+    def T(self) -> Tensor:
         return self.transpose(0, 1)
 
-    def permute(self, *dims):
+    def permute(self, *dims: SizeLike) -> Tensor:
         return aten("permute", (self, _shape(dims, "dims")))
 
-    def reshape(self, *shape):
+    def reshape(self, *shape: SizeLike) -> Tensor:
         return aten("reshape", (self, _shape(shape)))
 
-    def view(self, *shape):
+    def view(self, *shape: SizeLike) -> Tensor:
         return aten("view", (self, _shape(shape)))
 
-    def narrow(self, dim, start, length):
+    def narrow(self, dim: int, start: int, length: int) -> Tensor:
         return aten("narrow", (self, _index(dim, "dim"), _index(start, "start"), _index(length, "length")))
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: Any) -> Tensor:
         """t[1:5, 2], t[..., None], t[idx] (one long tensor or list): select, slice, unsqueeze and index_select; t[mask]
         (a bool mask of the leading dimensions) blocks to read the mask's count first, see _indexing._getitem_mask."""
         return _indexing.getitem(self, index)
 
-    def __setitem__(self, index, value):
+    def __setitem__(self, index: Any, value: Tensor | Number) -> None:
         """t[1:5] = v, t[..., i, :] = 0, t[mask] = v, t[idx] = v: in place, as in torch. Every device writes the part of the
         indexed box in its own shard (a one-row write touches one row's bytes); views of t, and t itself when it is a view,
         see the change."""
         _indexing.setitem(self, index, value)
 
     # ---- in place (Python's augmented assignments are torch's in-place operators) ----
-    def __iadd__(self, other):
+    def __iadd__(self, other: Tensor | Number) -> Tensor:
         return aten("add_", (self, other))
 
-    def __isub__(self, other):
+    def __isub__(self, other: Tensor | Number) -> Tensor:
         return aten("sub_", (self, other))
 
-    def __imul__(self, other):
+    def __imul__(self, other: Tensor | Number) -> Tensor:
         return aten("mul_", (self, other))
 
-    def __itruediv__(self, other):
+    def __itruediv__(self, other: Tensor | Number) -> Tensor:
         return aten("div_", (self, other))
 
-    def __iand__(self, other):
+    def __iand__(self, other: Tensor | Number) -> Tensor:
         return aten("bitwise_and_", (self, other))
 
-    def __ior__(self, other):
+    def __ior__(self, other: Tensor | Number) -> Tensor:
         return aten("bitwise_or_", (self, other))
 
-    def __ixor__(self, other):
+    def __ixor__(self, other: Tensor | Number) -> Tensor:
         return aten("bitwise_xor_", (self, other))
 
-    def to(self, dtype):
+    def to(self, dtype: DTypeLike) -> Tensor:
         if dtype is None:
             raise TypeError("to() needs a dtype, got None")
         return Tensor(_bridge.call(_b().to, self._java, _dtypes.of(dtype).name))
 
     # ---- distribution ----
-    def redistribute(self, device_mesh=None, placements=None):
+    def redistribute(self, device_mesh: DeviceMesh | None = None, placements: Placements | None = None) -> Tensor:
         """Moves the tensor to `placements` on `device_mesh` (this mesh if None), running the collectives that takes."""
         mesh = self.device_mesh if device_mesh is None else _mesh(device_mesh)
         if placements is None:
             placements = [Replicate()] * mesh.ndim
         return Tensor(_bridge.call(_b().redistribute, self._java, mesh._java, _specs(placements, self.ndim)))
 
-    def redistribute_like(self, other):
+    def redistribute_like(self, other: Tensor) -> Tensor:
         """Moves the tensor to `other`'s mesh and placements."""
         return self.redistribute(other.device_mesh, other.placements)
 
-    def redistribute_by_dict(self, placements_dict=None, device_mesh=None, default_placement_mode="keep"):
+    def redistribute_by_dict(self, placements_dict: dict[str, Placement] | None = None, device_mesh: DeviceMesh | None = None,
+                             default_placement_mode: str = "keep") -> Tensor:
         """Moves the tensor to placements named by mesh dimension: t.redistribute_by_dict({"tp": Replicate()}).
 
         device_mesh is the target mesh (default: this tensor's). On this tensor's mesh a name the mesh lacks is an
@@ -428,23 +436,24 @@ class Tensor:
                 placements.append(Replicate())
         return self.redistribute(target, placements)
 
-    def copy_(self, src):
+    def copy_(self, src: Tensor) -> Tensor:
         """Writes `src` into this tensor (redistributing and converting as needed); returns this tensor."""
         _bridge.call(_b().copyInto, self._java, src._java)
         return self
 
     # ---- values ----
-    def to_torch_async(self):
+    def to_torch_async(self) -> TensorFuture:
         """A TensorFuture of the whole tensor; returns at once."""
         return TensorFuture(_bridge.call(_b().getTensorAsync, self._java), self)
 
-    def to_torch(self):
+    def to_torch(self) -> _torch.Tensor:
         """The whole tensor in this process (blocks until the workers produced it)."""
         return self.to_torch_async().get()
 
     # ---- the local-shard API (PyTorch DTensor's names, single-controller meanings: one tensor per device) ----
     @staticmethod
-    def from_local(tensors, device_mesh=None, placements=None, shape=None, run_check=False):
+    def from_local(tensors: Sequence[_torch.Tensor], device_mesh: DeviceMesh | None = None, placements: Placements | None = None,
+                   shape: Sequence[int] | None = None, run_check: bool = False) -> Tensor:
         """A distributed tensor made of one local torch.Tensor per device of `device_mesh`, in the mesh's device order
         (device_mesh.device_ids): each is its device's shard, replica or partial value under `placements` (default:
         Replicate on every mesh dimension). Their dtype and device kind must agree, and each shape must be the one the
@@ -467,7 +476,7 @@ class Tensor:
         return Tensor(_bridge.call(_b().fromLocal, [t._java for t in tensors], mesh._java, _specs(placements, ndim), size,
                                    bool(run_check)))
 
-    def to_local(self):
+    def to_local(self) -> list[_torch.Tensor]:
         """Every device's local tensor (its shard, replica or partial value), one torch.Tensor per device in the mesh's
         device order, as PyTorch's to_local gives one rank's. In thread mode they are the workers' tensors themselves
         (no copy: an in-place change through one changes the shard, as PyTorch's to_local aliases it); with worker
@@ -475,18 +484,18 @@ class Tensor:
         answer."""
         return [make_tensor(t) for t in _bridge.call(_b().toLocal, self._java)]
 
-    def full_tensor(self):
+    def full_tensor(self) -> _torch.Tensor:
         """The whole tensor as one torch.Tensor: PyTorch's name for to_torch()."""
         return self.to_torch()
 
-    def close(self):
+    def close(self) -> None:
         """Releases the tensor on the workers now (otherwise when garbage-collected). Idempotent."""
         _b().close(self._java)
 
-    def __enter__(self):
+    def __enter__(self) -> Tensor:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> bool:
         self.close()
         return False
 
@@ -496,7 +505,7 @@ class Tensor:
 _SEED = [0, 0]
 
 
-def manual_seed(seed):
+def manual_seed(seed: int) -> None:
     """Seeds rand and randn: the same seed gives the same values, whatever the mesh."""
     _SEED[0] = int(seed)
     _SEED[1] = 0
@@ -510,8 +519,8 @@ def _next_seed(seed):
 
 
 def _factory_mesh(device_mesh):
-    """A factory's mesh: the one given, else the runtime's first device alone, as DTorch makes a tensor without a mesh
-    (decision 255)."""
+    """A factory's mesh: the one given, else the runtime's first device alone, as DTorch makes a tensor without a mesh,
+    so that a script's scratch tensors cost no communication."""
     if device_mesh is not None:
         return _mesh(device_mesh)
     default = DeviceMesh._wrap(_b().defaultMesh())
@@ -526,19 +535,23 @@ def _factory(kind, size, dtype, device_mesh, placements, seed=0):
     return Tensor(java)
 
 
-def zeros(*size, dtype=None, device_mesh=None, placements=None):
+def zeros(*size: SizeLike, dtype: DTypeLike | None = None, device_mesh: DeviceMesh | None = None,
+          placements: Placements | None = None) -> Tensor:
     return _factory("zeros", size, dtype, device_mesh, placements)
 
 
-def ones(*size, dtype=None, device_mesh=None, placements=None):
+def ones(*size: SizeLike, dtype: DTypeLike | None = None, device_mesh: DeviceMesh | None = None,
+         placements: Placements | None = None) -> Tensor:
     return _factory("ones", size, dtype, device_mesh, placements)
 
 
-def empty(*size, dtype=None, device_mesh=None, placements=None):
+def empty(*size: SizeLike, dtype: DTypeLike | None = None, device_mesh: DeviceMesh | None = None,
+          placements: Placements | None = None) -> Tensor:
     return _factory("empty", size, dtype, device_mesh, placements)
 
 
-def full(size, fill_value, dtype=None, device_mesh=None, placements=None):
+def full(size: SizeLike, fill_value: Number, dtype: DTypeLike | None = None, device_mesh: DeviceMesh | None = None,
+         placements: Placements | None = None) -> Tensor:
     """A tensor filled with `fill_value`; its dtype, if not given, follows the value: bool, int64 or float32."""
     value, kind = _scalar(fill_value)
     if kind is None:
@@ -550,15 +563,18 @@ def full(size, fill_value, dtype=None, device_mesh=None, placements=None):
     return Tensor(_bridge.call(_b().full, shape, _dtypes.of(dtype).name, mesh._java, _specs(placements, len(shape)), value, kind))
 
 
-def rand(*size, dtype=None, device_mesh=None, placements=None, seed=None):
+def rand(*size: SizeLike, dtype: DTypeLike | None = None, device_mesh: DeviceMesh | None = None,
+         placements: Placements | None = None, seed: int | None = None) -> Tensor:
     return _factory("rand", size, dtype, device_mesh, placements, seed=_next_seed(seed))
 
 
-def randn(*size, dtype=None, device_mesh=None, placements=None, seed=None):
+def randn(*size: SizeLike, dtype: DTypeLike | None = None, device_mesh: DeviceMesh | None = None,
+          placements: Placements | None = None, seed: int | None = None) -> Tensor:
     return _factory("randn", size, dtype, device_mesh, placements, seed=_next_seed(seed))
 
 
-def arange(start, end=None, step=1, dtype=None, device_mesh=None, placements=None):
+def arange(start: Number, end: Number | None = None, step: Number = 1, dtype: DTypeLike | None = None,
+           device_mesh: DeviceMesh | None = None, placements: Placements | None = None) -> Tensor:
     """start, start + step, ... below end: computed in exact int64 when all three are ints, else in double."""
     if end is None:
         start, end = 0, start
@@ -588,37 +604,37 @@ def _like(tensor, name):
     return tuple(tensor.shape), tensor.device_mesh, placements
 
 
-def zeros_like(input, dtype=None):
+def zeros_like(input: Tensor, dtype: DTypeLike | None = None) -> Tensor:
     """zeros of `input`'s shape, mesh and placements (and dtype unless given)."""
     shape, mesh, placements = _like(input, "zeros_like")
     return zeros(*shape, dtype=dtype or input.dtype, device_mesh=mesh, placements=placements)
 
 
-def ones_like(input, dtype=None):
+def ones_like(input: Tensor, dtype: DTypeLike | None = None) -> Tensor:
     """ones of `input`'s shape, mesh and placements (and dtype unless given)."""
     shape, mesh, placements = _like(input, "ones_like")
     return ones(*shape, dtype=dtype or input.dtype, device_mesh=mesh, placements=placements)
 
 
-def empty_like(input, dtype=None):
+def empty_like(input: Tensor, dtype: DTypeLike | None = None) -> Tensor:
     """An uninitialized tensor of `input`'s shape, mesh and placements (and dtype unless given)."""
     shape, mesh, placements = _like(input, "empty_like")
     return empty(*shape, dtype=dtype or input.dtype, device_mesh=mesh, placements=placements)
 
 
-def full_like(input, fill_value, dtype=None):
+def full_like(input: Tensor, fill_value: Number, dtype: DTypeLike | None = None) -> Tensor:
     """`fill_value` in `input`'s shape, mesh and placements (and dtype unless given)."""
     shape, mesh, placements = _like(input, "full_like")
     return full(shape, fill_value, dtype=dtype or input.dtype, device_mesh=mesh, placements=placements)
 
 
-def rand_like(input, dtype=None, seed=None):
+def rand_like(input: Tensor, dtype: DTypeLike | None = None, seed: int | None = None) -> Tensor:
     """Uniform [0, 1) values of `input`'s shape, mesh and placements, seeded as rand() is."""
     shape, mesh, placements = _like(input, "rand_like")
     return rand(*shape, dtype=dtype or input.dtype, device_mesh=mesh, placements=placements, seed=seed)
 
 
-def randn_like(input, dtype=None, seed=None):
+def randn_like(input: Tensor, dtype: DTypeLike | None = None, seed: int | None = None) -> Tensor:
     """Standard normal values of `input`'s shape, mesh and placements, seeded as randn() is."""
     shape, mesh, placements = _like(input, "randn_like")
     return randn(*shape, dtype=dtype or input.dtype, device_mesh=mesh, placements=placements, seed=seed)
@@ -627,14 +643,16 @@ def randn_like(input, dtype=None, seed=None):
 from_local = Tensor.from_local
 
 
-def distribute_tensor(tensor, device_mesh=None, placements=None):
+def distribute_tensor(tensor: _torch.Tensor, device_mesh: DeviceMesh | None = None,
+                      placements: Placements | None = None) -> Tensor:
     """A distributed tensor from a torch.Tensor: each device of `device_mesh` copies its shard (PyTorch DTensor's name)."""
     if not isinstance(tensor, _torch.Tensor):
         raise TypeError("distribute_tensor() takes a torch.Tensor, got %r" % (tensor,))
     return _from_torch(tensor, device_mesh, placements)
 
 
-def tensor(data, dtype=None, device_mesh=None, placements=None):
+def tensor(data: Any, dtype: DTypeLike | None = None, device_mesh: DeviceMesh | None = None,
+           placements: Placements | None = None) -> Tensor:
     """A distributed tensor from nested Python lists, a number, or a torch.Tensor (made with torch, or a value that
     came back). Without a mesh it is on the runtime's first device alone, as the other factories."""
     mesh = _factory_mesh(device_mesh)
@@ -679,7 +697,7 @@ def _is_java_list(value):
     return isinstance(value, _bridge.polyglot.ForeignList)
 
 
-def aten(name, args=(), kwargs=None):
+def aten(name: str, args: Sequence[Any] = (), kwargs: dict[str, Any] | None = None) -> Any:
     """The ATen operator `name` on distributed tensors: the overload is chosen as torch chooses it, every device runs it
     on its local shards, and the operator's sharding strategy (pointwise, reduction, matmul, concat-split, or replicate
     as a fallback) moves inputs where needed. dtorch.<op>(...), Tensor.<op>() and dtorch.nn.functional.<op> reach it for
@@ -713,13 +731,7 @@ def aten(name, args=(), kwargs=None):
     for kw, a in (kwargs or {}).items():
         add(a)
         key += "|" + kw + "=" + kinds[-1]
-    try:
-        result = _b().aten(name, key, values)
-    except _bridge.polyglot.ForeignException as e:
-        message = str(e)
-        if "ArgumentMismatchException" in message:
-            raise TypeError(message.partition(": ")[2]) from None
-        raise _bridge.translate(message) from None
+    result = _bridge.call(_b().aten, name, key, values)
     out = (kwargs or {}).get("out")
     if out is not None:
         return out  # an out= call returns the tensors it wrote, as torch does
@@ -731,16 +743,16 @@ def aten(name, args=(), kwargs=None):
 
 # ---- functions ----
 
-def linear(input, weight, bias=None):
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight.T + bias, as torch.nn.functional.linear, through the generic path (the matmul family, see aten())."""
     return aten("linear", (input, weight) if bias is None else (input, weight, bias))
 
 
-def matmul(a, b):
+def matmul(a: Tensor, b: Tensor) -> Tensor:
     return a.matmul(b)
 
 
-def einsum(equation, *operands):
+def einsum(equation: str, *operands: Tensor | Sequence[Tensor]) -> Tensor:
     """torch.einsum(equation, *operands), operands also as one list, through the generic path (the matmul family: a
     label sharded alike on every operand that holds it stays sharded in the output, or gives a partial sum when summed
     away)."""
@@ -749,23 +761,23 @@ def einsum(equation, *operands):
     return aten("einsum", (equation, list(operands)))
 
 
-def relu(t):
+def relu(t: Tensor) -> Tensor:
     return t.relu()
 
 
-def silu(t):
+def silu(t: Tensor) -> Tensor:
     return t.silu()
 
 
-def gelu(t):
+def gelu(t: Tensor) -> Tensor:
     return t.gelu()
 
 
-def redistribute(t, device_mesh=None, placements=None):
+def redistribute(t: Tensor, device_mesh: DeviceMesh | None = None, placements: Placements | None = None) -> Tensor:
     return t.redistribute(device_mesh, placements)
 
 
-def _GetTensorAsync(t):  # noqa: N802 - DTorch's name
+def _GetTensorAsync(t: Tensor) -> TensorFuture:  # noqa: N802 - DTorch's name
     """DTorch's name for Tensor.to_torch_async()."""
     return t.to_torch_async()
 
@@ -773,12 +785,12 @@ def _GetTensorAsync(t):  # noqa: N802 - DTorch's name
 get_tensor_async = _GetTensorAsync
 
 
-def sync():
+def sync() -> None:
     """Blocks until every device has run everything issued so far."""
     _bridge.call(_b().sync)
 
 
-def set_implicit_redistribution(enabled):
+def set_implicit_redistribution(enabled: bool) -> None:
     """Whether an operator whose inputs' placements fit none of its sharding strategies redistributes them itself, the
     cheapest way, as PyTorch DTensor does (True, the default), or refuses them with a ShardingError that names the
     placements it takes (False, the strict mode: every collective is one the script wrote). The moves it makes show in
@@ -787,12 +799,12 @@ def set_implicit_redistribution(enabled):
     _b().setImplicitRedistribution(bool(enabled))
 
 
-def implicit_redistribution():
+def implicit_redistribution() -> bool:
     """True unless the strict mode is on (see set_implicit_redistribution)."""
     return _b().implicitRedistribution()
 
 
-def device_count():
+def device_count() -> int:
     """The number of (logical) devices of the runtime: the ranks a mesh may use."""
     return _b().deviceCount()
 
@@ -803,7 +815,7 @@ def _collective_count(kind):
     return _bridge.call(_b().collectiveCount, kind.upper())
 
 
-def device_type():
+def device_type() -> str:
     """The runtime's device type, "cpu" or "cuda" (./dtorch run --devices cpu:N or cuda:N): the first argument its
     meshes take, e.g. init_device_mesh(dtorch.device_type(), (2, 2))."""
     return _b().deviceType()

@@ -1,6 +1,9 @@
 """Device meshes and placements, as in PyTorch DTensor and DTorch."""
 
+from __future__ import annotations
+
 import numbers
+from typing import Any, Sequence
 
 from torch import _nested
 
@@ -23,13 +26,13 @@ class Placement:
     def __hash__(self):
         return hash(self._spec())
 
-    def is_shard(self, dim=None):
+    def is_shard(self, dim: int | None = None) -> bool:
         return False
 
-    def is_replicate(self):
+    def is_replicate(self) -> bool:
         return False
 
-    def is_partial(self):
+    def is_partial(self) -> bool:
         return False
 
 
@@ -37,7 +40,7 @@ class Shard(Placement):
     """S(dim): tensor dimension `dim` is split over the mesh dimension (balanced split). A negative `dim` counts from
     the end, as in PyTorch: it becomes the dimension it names when it meets a tensor."""
 
-    def __init__(self, dim):
+    def __init__(self, dim: int) -> None:
         if not _is_int(dim):
             raise TypeError("Shard(dim) needs an integer dimension, got %r" % (dim,))
         self.dim = int(dim)
@@ -48,7 +51,7 @@ class Shard(Placement):
     def __repr__(self):
         return "Shard(dim=%d)" % self.dim
 
-    def is_shard(self, dim=None):
+    def is_shard(self, dim: int | None = None) -> bool:
         return dim is None or dim == self.dim
 
 
@@ -61,14 +64,14 @@ class Replicate(Placement):
     def __repr__(self):
         return "Replicate()"
 
-    def is_replicate(self):
+    def is_replicate(self) -> bool:
         return True
 
 
 class Partial(Placement):
     """P(op): every device holds a partial value; the tensor is their reduction with `reduce_op`."""
 
-    def __init__(self, reduce_op="sum"):
+    def __init__(self, reduce_op: str = "sum") -> None:
         if reduce_op not in ("sum", "avg", "max", "min", "product"):
             raise ValueError("Partial(reduce_op) takes sum, avg, max, min or product, got %r" % (reduce_op,))
         self.reduce_op = reduce_op
@@ -79,7 +82,7 @@ class Partial(Placement):
     def __repr__(self):
         return "Partial(%s)" % self.reduce_op
 
-    def is_partial(self):
+    def is_partial(self) -> bool:
         return True
 
 
@@ -161,7 +164,7 @@ class DeviceMesh:
     four ranks on that GPU, the logical devices [[0, 1], [2, 3]] (which .mesh and repr show).
     """
 
-    def __init__(self, device_type, mesh, mesh_dim_names=None, _java=None):
+    def __init__(self, device_type: str, mesh: Any, mesh_dim_names: Sequence[str] | None = None, _java: Any = None) -> None:
         if _java is not None:
             self._java = _java
             self.device_type = device_type
@@ -176,19 +179,19 @@ class DeviceMesh:
         return DeviceMesh(_bridge.bridge().meshDeviceType(java_mesh), None, _java=java_mesh)
 
     @property
-    def shape(self):
+    def shape(self) -> tuple[int, ...]:
         return tuple(_bridge.bridge().meshShape(self._java))
 
     @property
-    def ndim(self):
+    def ndim(self) -> int:
         return len(self.shape)
 
     @property
-    def mesh_dim_names(self):
+    def mesh_dim_names(self) -> tuple[str, ...] | None:
         names = list(_bridge.bridge().meshDimNames(self._java))
         return tuple(names) if names else None
 
-    def size(self, dim=None):
+    def size(self, dim: int | None = None) -> int:
         shape = self.shape
         if dim is None:
             n = 1
@@ -198,15 +201,15 @@ class DeviceMesh:
         return shape[dim]
 
     @property
-    def device_ids(self):
+    def device_ids(self) -> list[int]:
         return list(_bridge.bridge().meshIds(self._java))
 
     @property
-    def mesh(self):
+    def mesh(self) -> list[Any]:
         """The ids as a nested list, like the `mesh` argument."""
         return _nested.nest(self.device_ids, list(self.shape))
 
-    def __getitem__(self, names):
+    def __getitem__(self, names: str | Sequence[str]) -> DeviceMesh:
         """The sub-mesh over the named dimension(s) that contains this mesh's first device."""
         if isinstance(names, str):
             names = (names,)
@@ -222,7 +225,8 @@ class DeviceMesh:
         return _bridge.bridge().describeMesh(self._java)
 
 
-def init_device_mesh(device_type, mesh_shape, mesh_dim_names=None):
+def init_device_mesh(device_type: str, mesh_shape: int | Sequence[int],
+                     mesh_dim_names: Sequence[str] | None = None) -> DeviceMesh:
     """A mesh of devices 0..n-1 in row-major order: init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp")).
 
     device_type is the runtime's ("cpu", or "cuda" under ./dtorch run --devices cuda:N); with --same-device all n

@@ -9,6 +9,8 @@
 The mesh keeps every dimension, a degree of 1 included, so code written for one configuration finds every name in
 any other (org.dtorch.core.distributed.ParallelConfig does the work)."""
 
+from __future__ import annotations
+
 from . import _bridge
 from .distributed_spec import DeviceMesh, _is_int
 
@@ -21,7 +23,7 @@ class ParallelConfig:
     device_mesh() lays them out over the runtime's devices in that order, outermost first; their product must be the
     runtime's device count (a ValueError names each factor otherwise)."""
 
-    def __init__(self, dp=1, cfg=1, ring=1, ulysses=1, pp=1, tp=1):
+    def __init__(self, dp: int = 1, cfg: int = 1, ring: int = 1, ulysses: int = 1, pp: int = 1, tp: int = 1) -> None:
         for name, degree in zip(_NAMES, (dp, cfg, ring, ulysses, pp, tp)):
             if not _is_int(degree):
                 raise TypeError("ParallelConfig: %s must be an int, got %r" % (name, degree))
@@ -30,49 +32,49 @@ class ParallelConfig:
         self.dp, self.cfg, self.ring, self.ulysses, self.pp, self.tp = dp, cfg, ring, ulysses, pp, tp
 
     @property
-    def degrees(self):
+    def degrees(self) -> tuple[int, int, int, int, int, int]:
         """The degrees in mesh order: (dp, cfg, ring, ulysses, pp, tp)."""
         return (self.dp, self.cfg, self.ring, self.ulysses, self.pp, self.tp)
 
     @property
-    def world_size(self):
+    def world_size(self) -> int:
         n = 1
         for d in self.degrees:
             n *= d
         return n
 
-    def device_mesh(self, device_type=None):
+    def device_mesh(self, device_type: str | None = None) -> DeviceMesh:
         """The runtime's mesh with dimensions ("dp", "cfg", "ring", "ulysses", "pp", "tp"), of the runtime's device type
         unless device_type says otherwise ("cpu" on a CUDA runtime is its workers' host memory, as for DeviceMesh)."""
         if device_type is None:
             device_type = _bridge.bridge().deviceType()
         return DeviceMesh._wrap(_bridge.call(_bridge.bridge().parallelMesh, device_type, list(self.degrees)))
 
-    def dp_group(self, rank):
+    def dp_group(self, rank: int) -> list[int]:
         """The data-parallel replicas rank belongs to, one rank each."""
         return self._group(rank, "dp")
 
-    def cfg_group(self, rank):
+    def cfg_group(self, rank: int) -> list[int]:
         """The ranks computing rank's other guidance branches, rank included."""
         return self._group(rank, "cfg")
 
-    def ring_group(self, rank):
+    def ring_group(self, rank: int) -> list[int]:
         """The ranks rank's ring attention rotates K and V between."""
         return self._group(rank, "ring")
 
-    def ulysses_group(self, rank):
+    def ulysses_group(self, rank: int) -> list[int]:
         """The ranks of rank's Ulysses all-to-alls."""
         return self._group(rank, "ulysses")
 
-    def sp_group(self, rank):
+    def sp_group(self, rank: int) -> list[int]:
         """rank's whole sequence-parallel group: its ring and Ulysses dimensions, ring-major."""
         return self._group(rank, "ring", "ulysses")
 
-    def pp_group(self, rank):
+    def pp_group(self, rank: int) -> list[int]:
         """rank's pipeline: one rank per stage, first stage first."""
         return self._group(rank, "pp")
 
-    def tp_group(self, rank):
+    def tp_group(self, rank: int) -> list[int]:
         """rank's tensor-parallel group."""
         return self._group(rank, "tp")
 

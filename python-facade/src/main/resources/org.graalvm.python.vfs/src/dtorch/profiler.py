@@ -10,7 +10,11 @@ One records at a time (`./dtorch run --trace FILE` records the whole run, so a p
 --per-device-process a profile() has the client's row only: the devices' events reach traces that span the runtime.
 """
 
+from __future__ import annotations
+
 import json as _json
+import os
+from typing import Any
 
 from . import _bridge
 
@@ -39,7 +43,7 @@ class FunctionEventAvg:
         self.bytes = nbytes
 
     @property
-    def cpu_time(self):
+    def cpu_time(self) -> float:
         """Mean time per call, in microseconds."""
         return self.cpu_time_total / self.count if self.count else 0.0
 
@@ -53,7 +57,7 @@ class EventList(list):
 
     SORT_KEYS = ("cpu_time_total", "cpu_time", "count", "bytes")
 
-    def table(self, sort_by=None, row_limit=100):
+    def table(self, sort_by: str | None = None, row_limit: int = 100) -> str:
         """The rows as a text table: Name, Category, Calls, CPU total (us), CPU avg (us), Bytes.
 
         sort_by: None (the list's order, most time first) or one of "cpu_time_total", "cpu_time", "count", "bytes",
@@ -79,16 +83,16 @@ class profile:
     kernels are in the trace, then stops. Raises RuntimeError when another profiler already records.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._recording = False
         self._trace = None
 
-    def start(self):
+    def start(self) -> None:
         """Starts recording."""
         _bridge.call(_bridge.bridge().profilerStart)
         self._recording = True
 
-    def stop(self):
+    def stop(self) -> None:
         """Waits for the devices (dtorch.sync()), then stops recording."""
         if not self._recording:
             raise RuntimeError("profile.stop: this profiler is not recording (call start() first)")
@@ -98,11 +102,11 @@ class profile:
         finally:
             self._trace = _bridge.call(_bridge.bridge().profilerStop)
 
-    def __enter__(self):
+    def __enter__(self) -> profile:
         self.start()
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
         try:
             self.stop()
         except Exception:
@@ -116,17 +120,17 @@ class profile:
             raise RuntimeError("profile.%s: no trace yet (leave the with block, or call stop(), first)" % what)
         return self._trace
 
-    def export_chrome_trace(self, path):
+    def export_chrome_trace(self, path: str | os.PathLike[str]) -> None:
         """Writes the trace to `path` as Chrome trace event JSON (Perfetto, chrome://tracing)."""
         text = _bridge.call(_bridge.bridge().chromeJson, self._require_trace("export_chrome_trace"))
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
 
-    def chrome_trace(self):
+    def chrome_trace(self) -> dict[str, Any]:
         """The trace as Chrome trace event JSON, parsed: a dict with "traceEvents"."""
         return _json.loads(_bridge.call(_bridge.bridge().chromeJson, self._require_trace("chrome_trace")))
 
-    def key_averages(self):
+    def key_averages(self) -> EventList:
         """The totals per operator and collective (FunctionEventAvg rows), the most time first, as an EventList."""
         rows = _bridge.call(_bridge.bridge().keyAverages, self._require_trace("key_averages"))
         return EventList(FunctionEventAvg(str(row[0]), str(row[1]), int(row[2]), int(row[3]), int(row[4])) for row in rows)

@@ -7,6 +7,7 @@ dtypes, devices, Size, tensor(), indexing, printing, no_grad, testing.assert_clo
 """
 
 import builtins as _builtins
+import typing as _typing
 
 from ._types import (dtype, device, memory_format, Size, float32, float64, float16, bfloat16, complex64, complex128,
                      int64, int32, int16, int8, uint8, bool, contiguous_format, preserve_format, channels_last,
@@ -14,7 +15,7 @@ from ._types import (dtype, device, memory_format, Size, float32, float64, float
 from ._tensor import Tensor
 from ._factories import (tensor, as_tensor, scalar_tensor, zeros, ones, empty, full, rand, randn, randint, randperm,
                          arange, linspace, eye, zeros_like, ones_like, empty_like, full_like, rand_like, randn_like)
-from . import _dispatch, cuda, nn, testing
+from . import _dispatch, _interop, cuda, nn, testing
 
 float = float32  # noqa: A001 - PyTorch's names
 double = float64
@@ -28,28 +29,29 @@ cdouble = complex128
 __version__ = "2.10.0+dtorch"
 
 
-def is_tensor(obj):
+def is_tensor(obj: _typing.Any) -> _builtins.bool:
     return isinstance(obj, Tensor)
 
 
-def is_floating_point(t):
+def is_floating_point(t: Tensor) -> _builtins.bool:
     return t.dtype.is_floating_point
 
 
-def numel(t):
+def numel(t: Tensor) -> _builtins.int:
     return t.numel()
 
 
-def manual_seed(seed):
+def manual_seed(seed: _builtins.int) -> None:
     """Seeds libtorch's generators: the same seed gives the same rand and randn."""
-    _dispatch.call_java(_dispatch.JAVA.manualSeed, _builtins.int(seed))
+    _interop.call(_dispatch.JAVA.manualSeed, _builtins.int(seed))
 
 
-def get_default_dtype():
+def get_default_dtype() -> dtype:
     return float32
 
 
-def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+def allclose(input: Tensor, other: Tensor, rtol: _builtins.float = 1e-05, atol: _builtins.float = 1e-08,
+             equal_nan: _builtins.bool = False) -> _builtins.bool:
     return _dispatch.require("allclose")(input, other, rtol, atol, equal_nan)
 
 
@@ -60,16 +62,16 @@ class no_grad:
     """A context manager (and decorator) for code that needs no gradients. This torch computes none, so it only
     records the state that is_grad_enabled() reports."""
 
-    def __enter__(self):
+    def __enter__(self) -> "no_grad":
         self._previous = _GRAD_ENABLED[0]
         _GRAD_ENABLED[0] = False
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: _typing.Any) -> _builtins.bool:
         _GRAD_ENABLED[0] = self._previous
         return False
 
-    def __call__(self, fn):
+    def __call__(self, fn: _typing.Callable[..., _typing.Any]) -> _typing.Callable[..., _typing.Any]:
         def wrapped(*args, **kwargs):
             with self.__class__():
                 return fn(*args, **kwargs)
@@ -81,26 +83,26 @@ inference_mode = no_grad
 
 
 class enable_grad(no_grad):
-    def __enter__(self):
+    def __enter__(self) -> "enable_grad":
         self._previous = _GRAD_ENABLED[0]
         _GRAD_ENABLED[0] = True
         return self
 
 
 class set_grad_enabled(no_grad):
-    def __init__(self, mode):
+    def __init__(self, mode: _builtins.bool) -> None:
         self._mode = _builtins.bool(mode)
         self._previous = _GRAD_ENABLED[0]
         _GRAD_ENABLED[0] = self._mode
 
-    def __enter__(self):
+    def __enter__(self) -> "set_grad_enabled":
         return self
 
-    def __call__(self, fn):
+    def __call__(self, fn: _typing.Callable[..., _typing.Any]) -> _typing.Callable[..., _typing.Any]:
         raise NotImplementedError("set_grad_enabled as a decorator is not supported")
 
 
-def is_grad_enabled():
+def is_grad_enabled() -> _builtins.bool:
     return _GRAD_ENABLED[0]
 
 

@@ -10,13 +10,10 @@ import numbers
 
 import polyglot
 
-from . import _errors, _types
+from . import _types
+from ._interop import INT64_MAX, INT64_MIN, ForeignException, translate
 
 JAVA = polyglot.import_value("dtorch.torch")
-ForeignException = polyglot.ForeignException
-
-_INT64_MIN = -(2 ** 63)
-_INT64_MAX = 2 ** 63 - 1
 
 # Set by torch._tensor once the class exists (the two modules need each other).
 Tensor = None
@@ -24,7 +21,7 @@ make_tensor = None
 
 
 def _int(value):
-    if not _INT64_MIN <= value <= _INT64_MAX:
+    if not INT64_MIN <= value <= INT64_MAX:
         raise OverflowError("Python int %d is too large for int64" % value)
     return value
 
@@ -151,7 +148,7 @@ class Op:
                     try:
                         result = entry[0].call2(args[0]._java, args[1]._java)
                     except ForeignException as e:
-                        raise _errors.translate(e) from None
+                        raise translate(str(e)) from None
                     return entry[1](result)
             elif n == 1 and type(args[0]) is Tensor:
                 entry = self._calls.get("T")
@@ -159,7 +156,7 @@ class Op:
                     try:
                         result = entry[0].call1(args[0]._java)
                     except ForeignException as e:
-                        raise _errors.translate(e) from None
+                        raise translate(str(e)) from None
                     return entry[1](result)
         return self.call(args, kwargs)
 
@@ -192,14 +189,14 @@ class Op:
             else:
                 result = bound.call(*values)
         except ForeignException as e:
-            raise _errors.translate(e) from None
+            raise translate(str(e)) from None
         return entry[1](result)
 
     def _resolve(self, key):
         try:
             bound = self._java.resolve(key)
         except ForeignException as e:
-            raise _errors.translate(e) from None
+            raise translate(str(e)) from None
         entry = (bound, _wrapper(bound))
         self._calls[key] = entry
         return entry
@@ -224,7 +221,7 @@ def op(name):
         try:
             java = JAVA.op(name)
         except ForeignException as e:
-            raise _errors.translate(e) from None
+            raise translate(str(e)) from None
         if java is None:
             return None
         found = Op(name, java)
@@ -238,11 +235,3 @@ def require(name):
     if found is None:
         raise AttributeError("torch has no operator %r (no aten::%s in libtorch's dispatcher)" % (name, name))
     return found
-
-
-def call_java(fn, *args):
-    """Calls a method of the Java module, raising Python exceptions."""
-    try:
-        return fn(*args)
-    except ForeignException as e:
-        raise _errors.translate(e) from None

@@ -2,19 +2,26 @@
 are ATen operators go through the dispatcher like any other; these wrappers check the device first, so that CUDA
 where it is missing fails with the reason and the fix."""
 
+from __future__ import annotations
+
 import builtins
 import numbers
+from typing import TYPE_CHECKING, Any
 
-from . import _dispatch, _types
+from . import _dispatch, _interop, _types
+from ._interop import INT64_MAX, INT64_MIN
 from ._dispatch import require
 from ._nested import flatten
+
+if TYPE_CHECKING:
+    from ._tensor import Tensor
 
 
 def _check_device(kwargs):
     device = kwargs.get("device")
     if device is not None:
         kwargs["device"] = str(device) if isinstance(device, _types.device) else device
-        _dispatch.call_java(_dispatch.JAVA.requireDevice, str(device))
+        _interop.call(_dispatch.JAVA.requireDevice, str(device))
     return kwargs
 
 
@@ -53,7 +60,8 @@ rand_like = _factory("rand_like")
 randn_like = _factory("randn_like")
 
 
-def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
+def tensor(data: Any, dtype: _types.dtype | None = None, device: _types.device | str | None = None, requires_grad: bool = False,
+           pin_memory: bool = False) -> Tensor:
     """A tensor made from nested lists or tuples of numbers, a number, or a tensor (copied)."""
     from ._tensor import Tensor
     _no_grad_support(requires_grad)
@@ -70,22 +78,23 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     if dtype is None:
         dtype = _types.bool if all_bool and flat else _types.int64 if all_int and flat else _types.float32
     for v in flat:
-        if isinstance(v, numbers.Integral) and not -(2 ** 63) <= v < 2 ** 63:
+        if isinstance(v, numbers.Integral) and not INT64_MIN <= v <= INT64_MAX:
             raise OverflowError("tensor(): the value %d does not fit in int64" % v)
     integral = all_int and not dtype.is_floating_point and not dtype.is_complex
     if not integral:
         flat = [builtins.float(v) for v in flat]
     device = "cpu" if device is None else str(device)
-    java = _dispatch.call_java(_dispatch.JAVA.fromValues, flat, shape, integral, dtype.name, device)
+    java = _interop.call(_dispatch.JAVA.fromValues, flat, shape, integral, dtype.name, device)
     return _dispatch.make_tensor(java)
 
 
-def as_tensor(data, dtype=None, device=None):
+def as_tensor(data: Any, dtype: _types.dtype | None = None, device: _types.device | str | None = None) -> Tensor:
     from ._tensor import Tensor
     if isinstance(data, Tensor) and dtype is None and device is None:
         return data
     return tensor(data, dtype=dtype, device=device)
 
 
-def scalar_tensor(value, dtype=None, device=None):
+def scalar_tensor(value: bool | int | float, dtype: _types.dtype | None = None,
+                  device: _types.device | str | None = None) -> Tensor:
     return tensor(value, dtype=dtype or _types.float32, device=device)

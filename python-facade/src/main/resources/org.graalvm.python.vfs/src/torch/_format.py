@@ -2,8 +2,6 @@
 
 import math
 
-from ._nested import nest
-
 _SHOWN = 1000
 _EDGE = 3
 _DEFAULT_DTYPES = ("float32", "int64", "bool")
@@ -11,7 +9,6 @@ _DEFAULT_DTYPES = ("float32", "int64", "bool")
 
 def _summarized(t):
     """The values to print: for large tensors only the first and last few along each dimension."""
-    shape = tuple(t.shape)
     if t.numel() <= _SHOWN:
         return t.tolist(), False
     return _edges(t), True

@@ -3,7 +3,6 @@ index_put_ for tensors and lists as indices."""
 
 import builtins
 
-from . import _types
 from ._dispatch import require
 
 _SELECT = require("select")

@@ -4,8 +4,9 @@ import builtins
 import numbers
 import weakref
 
-from . import _dispatch, _errors, _format, _nested, _types
-from ._dispatch import ForeignException, require
+from . import _dispatch, _format, _interop, _nested, _types
+from ._dispatch import require
+from ._interop import ForeignException
 
 _isolated = None
 
@@ -21,13 +22,6 @@ def _ctypes(what):
                            "use tolist() or item() instead" % what)
     import ctypes
     return ctypes
-
-
-def _java_call(fn, *args):
-    try:
-        return fn(*args)
-    except ForeignException as e:
-        raise _errors.translate(e) from None
 
 
 _ADD = require("add")
@@ -56,7 +50,7 @@ class Tensor:
         try:
             return _types.Size(self._java.shape())
         except ForeignException as e:
-            raise _errors.translate(e) from None
+            raise _interop.translate(str(e)) from None
 
     def size(self, dim=None):
         shape = self._java.shape()
@@ -147,11 +141,11 @@ class Tensor:
                 flat = [v != 0 for v in flat]
             return _nested.nest(flat, tuple(java.shape()))
         except ForeignException as e:
-            raise _errors.translate(e) from None
+            raise _interop.translate(str(e)) from None
 
     def item(self):
         """The one value of a one-element tensor, as a Python number."""
-        if _java_call(self._java.numel) != 1:
+        if _interop.call(self._java.numel) != 1:
             raise RuntimeError("a Tensor with %d elements cannot be converted to Scalar" % self._java.numel())
         return _ITEM(self)
 
@@ -167,14 +161,14 @@ class Tensor:
         ctypes = _ctypes("memoryview()")
         n = self.nbytes
         if n == 0:
-            _java_call(self._java.address)  # a closed tensor refuses, as for any size
+            _interop.call(self._java.address)  # a closed tensor refuses, as for any size
             # No bytes to pin. Python's memoryview takes no zero in a shape, so the view is typed but flat.
             view = memoryview(b"").cast("B")
             fmt = self.dtype._format
             return view if fmt is None else view.cast(fmt)
         else:
             owned = type("_TensorBytes", (ctypes.c_char * n,), {})
-            address = _java_call(self._java.pin)
+            address = _interop.call(self._java.pin)
             try:
                 raw = owned.from_address(address)
                 weakref.finalize(raw, self._java.unpin)
@@ -191,8 +185,8 @@ class Tensor:
     def tobytes(self):
         """The tensor's bytes, copied once into a Python bytes object."""
         ctypes = _ctypes("tobytes()")
-        source = self if _java_call(self._java.isHostContiguous) else self.contiguous().cpu()
-        address = _java_call(source._java.pin)
+        source = self if _interop.call(self._java.isHostContiguous) else self.contiguous().cpu()
+        address = _interop.call(source._java.pin)
         try:
             return ctypes.string_at(address, source.nbytes)
         finally:
@@ -264,7 +258,7 @@ class Tensor:
             else:
                 raise TypeError("to() takes a dtype, a device or a tensor, got %r" % (a,))
         if device is not None:
-            _dispatch.call_java(_dispatch.JAVA.requireDevice, str(device))
+            _interop.call(_dispatch.JAVA.requireDevice, str(device))
         return _TO(self, dtype=dtype, device=device, **kwargs)
 
     def cpu(self):

@@ -1,6 +1,8 @@
 """torch.testing.assert_close: values equal within tolerances that depend on the dtype."""
 
-from . import _types
+from __future__ import annotations
+
+from typing import Any
 
 # (rtol, atol) by dtype, when neither is given: about the precision of the type.
 _TOLERANCES = {
@@ -21,8 +23,8 @@ def _as_tensor(value, like=None):
     return tensor(value, dtype=None if like is None else like.dtype)
 
 
-def assert_close(actual, expected, *, rtol=None, atol=None, equal_nan=False, check_device=True, check_dtype=True,
-                 msg=None):
+def assert_close(actual: Any, expected: Any, *, rtol: float | None = None, atol: float | None = None, equal_nan: bool = False,
+                 check_device: bool = True, check_dtype: bool = True, msg: str | None = None) -> None:
     """Raises AssertionError unless |actual - expected| <= atol + rtol * |expected| everywhere, the shapes agree and
     (by default) the dtypes and devices agree."""
     from ._tensor import Tensor
@@ -70,5 +72,6 @@ def assert_close(actual, expected, *, rtol=None, atol=None, equal_nan=False, che
                                                                relative, rtol)))
 
 
-def assert_allclose(actual, expected, rtol=None, atol=None, equal_nan=True, msg=""):
+def assert_allclose(actual: Any, expected: Any, rtol: float | None = None, atol: float | None = None, equal_nan: bool = True,
+                    msg: str = "") -> None:
     assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan, check_dtype=False, msg=msg or None)

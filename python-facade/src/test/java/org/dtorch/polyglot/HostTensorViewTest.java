@@ -95,7 +95,11 @@ class HostTensorViewTest {
             host.eval(SCRIPT);
             Value check = host.eval("view_after_close");
             PyTensor value = PyTensor.wrapValue(arange());
-            assertTrue(check.execute(value, (ProxyExecutable) args -> { churn(); return null; }).asBoolean(),
+            ProxyExecutable churning = args -> {
+                churn();
+                return null;
+            };
+            assertTrue(check.execute(value, churning).asBoolean(),
                 "a memoryview read other bytes after close(): the memory under it was freed");
         }
     }

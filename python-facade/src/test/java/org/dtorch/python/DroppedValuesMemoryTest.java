@@ -1,6 +1,5 @@
 package org.dtorch.python;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
@@ -20,8 +19,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * The loop of issue 9 runs in bounded memory: a Python script that makes a 1 MiB tensor, brings its double back
- * and drops both, 20,000 times. GraalPy has no reference counts, so a dropped Python object dies only when the
+ * A loop that drops everything runs in bounded memory: a Python script that makes a 1 MiB tensor, brings its double back
+ * and drops both, thousands of times. GraalPy has no reference counts, so a dropped Python object dies only when the
  * Java collector runs; the native memory budget makes the runtime request one. Before, the loop grew by
  * megabytes per iteration until the kernel killed the JVM. The bounds are in {@link ResidentMemory}. Every build
  * loops {@value #SHORT} times: each iteration allocates several MiB against the native memory budget's 512 MiB, so

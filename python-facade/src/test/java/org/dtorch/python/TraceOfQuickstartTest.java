@@ -22,7 +22,7 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Issue 14's check of a real trace: {@code ./dtorch run --trace FILE examples/python/quickstart.py} in thread mode and
+ * A check of a real trace: {@code ./dtorch run --trace FILE examples/python/quickstart.py} in thread mode and
  * with a worker process per device. The file parses as JSON; every operator enqueued has its kernel on every one of its
  * devices, starting after the enqueue (worker processes' times on the controller's clock); the all-reduces carry the
  * bytes their shapes imply; every track is well nested.
@@ -116,7 +116,8 @@ class TraceOfQuickstartTest {
                 BigDecimal start = e.get("ts").decimalValue();
                 enclosingEnds.removeIf(end -> end.compareTo(start) <= 0);
                 BigDecimal end = start.add(e.get("dur").decimalValue());
-                assertTrue(enclosingEnds.stream().allMatch(outer -> end.compareTo(outer) <= 0), "track " + track + ": " + e + " crosses the end of an enclosing span");
+                assertTrue(enclosingEnds.stream().allMatch(outer -> end.compareTo(outer) <= 0),
+                    "track " + track + ": " + e + " crosses the end of an enclosing span");
                 enclosingEnds.push(end);
             }
         });

@@ -1,7 +1,5 @@
 package org.dtorch.polyglot.torch;
 
-import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import org.dtorch.ops.aten.ArgKind;

@@ -96,7 +96,8 @@ public final class PyTensor implements AutoCloseable {
     /**
      * A handle taking ownership of a value that came back from the runtime, made contiguous if it is not (so that
      * zero-copy views lie over it). It charges nothing to the budget: the future it came from charges the value's
-     * bytes until it is collected (docs/decisions.md, 100), and charging twice only brought collections earlier.
+     * bytes until it is collected (the promise keeps its own reference), and charging twice only brought collections
+     * earlier.
      */
     public static PyTensor wrapValue(Tensor tensor) {
         if (tensor.is_contiguous()) {
@@ -351,7 +352,8 @@ public final class PyTensor implements AutoCloseable {
             return closedMeta.dtype() + Arrays.toString(closedMeta.shape()) + " on " + closedMeta.device();
         }
         Tensor t = holder.tensor();
-        return Dtypes.name(TorchTensors.dtype(t)) + Arrays.toString(TorchTensors.shape(t)) + " on " + (t.is_cuda() ? "cuda:" + TorchTensors.device(t).index() : "cpu");
+        return Dtypes.name(TorchTensors.dtype(t)) + Arrays.toString(TorchTensors.shape(t)) + " on "
+            + (t.is_cuda() ? "cuda:" + TorchTensors.device(t).index() : "cpu");
     }
 
     private void ensureOpen() {

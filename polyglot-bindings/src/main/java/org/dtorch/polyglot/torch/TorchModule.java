@@ -1,17 +1,11 @@
 package org.dtorch.polyglot.torch;
 
-import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.DoublePointer;
 import org.bytedeco.javacpp.LongPointer;
 import org.bytedeco.javacpp.Pointer;
 import org.bytedeco.pytorch.Device;
-import org.bytedeco.pytorch.Dispatcher;
-import org.bytedeco.pytorch.OperatorName;
 import org.bytedeco.pytorch.ScalarTypeOptional;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
@@ -26,7 +20,7 @@ import org.graalvm.polyglot.Value;
 
 /**
  * What Python's {@code torch} package talks to (the polyglot binding {@value #BINDING}): libtorch's operators by name,
- * read from the ATen dispatcher, and the few things that are not operators (tensors from Python values, the seed,
+ * read from the ATen dispatcher, and the few things that are not operators (tensors from Python values, the random seed,
  * CUDA's presence).
  *
  * <p>{@link #op(String)} finds every overload of {@code aten::<name>} the first time a name is asked for: the
@@ -161,7 +155,10 @@ public final class TorchModule {
         return org.bytedeco.javacpp.Pointer.totalCount();
     }
 
-    /** Native bytes charged by dropped-but-not-collected handles of this JVM (the budget of decision 99). */
+    /**
+     * Native bytes charged by dropped-but-not-collected handles of this JVM: the native-memory budget that triggers a
+     * collection, since the Java heap alone never asks for one.
+     */
     @HostAccess.Export
     public long chargedBytes() {
         return NativeMemoryBudget.global().outstandingBytes();

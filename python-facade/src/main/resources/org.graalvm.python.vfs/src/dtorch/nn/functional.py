@@ -5,7 +5,10 @@ below take torch's signatures where they differ from the operator's (the argumen
 helpers; pooling and interpolate are bound by torch.nn._spatial, as torch.nn.functional's are), and convolutions and
 scaled_dot_product_attention name torch's signatures."""
 
+from __future__ import annotations
+
 import math
+from typing import Any, Sequence
 
 from torch.nn import _spatial
 
@@ -14,47 +17,47 @@ from ..distributed_spec import Partial, Replicate, Shard, _specs
 from torch.nn import functional as _F
 
 
-def relu(input, inplace=False):
+def relu(input: _tensor.Tensor, inplace: bool = False) -> _tensor.Tensor:
     return input.relu()
 
 
-def silu(input, inplace=False):
+def silu(input: _tensor.Tensor, inplace: bool = False) -> _tensor.Tensor:
     return input.silu()
 
 
-def gelu(input, approximate="none"):
+def gelu(input: _tensor.Tensor, approximate: str = "none") -> _tensor.Tensor:
     if approximate == "none":
         return input.gelu()
     return _tensor.aten("gelu", (input,), {"approximate": approximate})
 
 
-def softmax(*args, **kwargs):
+def softmax(*args: Any, **kwargs: Any) -> _tensor.Tensor:
     """softmax(input, dim=None, _stacklevel=3, dtype=None): gathers dim where it is sharded, keeps other shards."""
     return _tensor.aten("softmax", _F._softmax_args(*args, **kwargs))
 
 
-def log_softmax(*args, **kwargs):
+def log_softmax(*args: Any, **kwargs: Any) -> _tensor.Tensor:
     """log_softmax(input, dim=None, _stacklevel=3, dtype=None)"""
     return _tensor.aten("log_softmax", _F._softmax_args(*args, **kwargs))
 
 
-def embedding(*args, **kwargs):
+def embedding(*args: Any, **kwargs: Any) -> _tensor.Tensor:
     """embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False)"""
     return _tensor.aten("embedding", _F._embedding_args(*args, **kwargs))
 
 
-def batch_norm(*args, **kwargs):
+def batch_norm(*args: Any, **kwargs: Any) -> _tensor.Tensor:
     """batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5);
     training=True needs running_mean and running_var None (they would be updated in place)."""
     return _tensor.aten("batch_norm", _F._batch_norm_args(*args, **kwargs))
 
 
-def rms_norm(*args, **kwargs):
+def rms_norm(*args: Any, **kwargs: Any) -> _tensor.Tensor:
     """rms_norm(input, normalized_shape, weight=None, eps=None)"""
     return _tensor.aten("rms_norm", _F._rms_norm_args(*args, **kwargs))
 
 
-def dropout(*args, **kwargs):
+def dropout(*args: Any, **kwargs: Any) -> _tensor.Tensor:
     """dropout(input, p=0.5, training=True, inplace=False). In evaluation (training=False) the identity. In training the
     mask is drawn like dtorch.rand (seeded by dtorch.manual_seed, one seed per call): the same global mask whatever the
     mesh and placements, so replicas agree and shards are slices of it, but not the mask torch draws on one device.
@@ -73,28 +76,31 @@ def _run(name, args, kwargs=None):
     return _tensor.aten(name, args, kwargs)
 
 
-def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv1d(input: _tensor.Tensor, weight: _tensor.Tensor, bias: _tensor.Tensor | None = None, stride: int | Sequence[int] = 1,
+           padding: int | str | Sequence[int] = 0, dilation: int | Sequence[int] = 1, groups: int = 1) -> _tensor.Tensor:
     return _run("conv1d", (input, weight, bias, stride, padding, dilation, groups))
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv2d(input: _tensor.Tensor, weight: _tensor.Tensor, bias: _tensor.Tensor | None = None, stride: int | Sequence[int] = 1,
+           padding: int | str | Sequence[int] = 0, dilation: int | Sequence[int] = 1, groups: int = 1) -> _tensor.Tensor:
     """torch's conv2d on distributed tensors. An input sharded on its height (Shard(2)) keeps that shard where the output
     height is the input's (stride 1 and padding dilation * (kernel - 1) / 2 in height): each device gets the rows it
-    needs from its neighbours (a halo exchange) instead of the whole input (decisions 355-359)."""
+    needs from its neighbours (a halo exchange) instead of the whole input."""
     return _run("conv2d", (input, weight, bias, stride, padding, dilation, groups))
 
 
 globals().update(_spatial.bind(_run))
 
 
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
-                                 enable_gqa=False, strategy=None):
+def scaled_dot_product_attention(query: _tensor.Tensor, key: _tensor.Tensor, value: _tensor.Tensor,
+                                 attn_mask: _tensor.Tensor | None = None, dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False, strategy: str | None = None) -> _tensor.Tensor:
     """torch's attention on distributed tensors; dropout_p must be 0. Without `strategy` it runs sharded on batch or
     heads (query, key and value alike) and gathers a sharded sequence first. strategy="ulysses" keeps a
     sequence-sharded input's communication to two all-to-alls: query, key and value move from their sequence shards
     to head shards, each device attends its heads over the whole sequence, and the output moves back to the query's
-    sequence shards (DeepSpeed-Ulysses; decision 258). strategy="ring" keeps every device's query rows and rotates key
-    and value blocks around the devices that shard the sequence, merging by log-sum-exp (ring attention, decision 350):
+    sequence shards (DeepSpeed-Ulysses). strategy="ring" keeps every device's query rows and rotates key and value
+    blocks around the devices that shard the sequence, merging by log-sum-exp (ring attention):
     key and value move to the query's placements first; the sequences must divide evenly over those devices; no
     attn_mask, dropout or enable_gqa; the output is sharded like the query. strategy="usp" combines them (unified
     sequence parallelism): the sequence shards of the mesh dimensions named "ulysses" (else of the innermost one that

@@ -3,9 +3,16 @@ agree with an aten operator the operator is used as is (relu, gelu, silu, softma
 scaled_dot_product_attention, ... and any other aten name through __getattr__); the functions below are those whose
 signature differs from the operator's."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from .. import _dispatch
 from .._dispatch import require
 from . import _spatial
+
+if TYPE_CHECKING:
+    from .._tensor import Tensor
 
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
 
@@ -59,12 +66,12 @@ def _softmax_args(input, dim=None, _stacklevel=3, dtype=None):
     return input, dim, dtype
 
 
-def softmax(*args, **kwargs):
+def softmax(*args: Any, **kwargs: Any) -> Tensor:
     """softmax(input, dim=None, _stacklevel=3, dtype=None)"""
     return _softmax(*_softmax_args(*args, **kwargs))
 
 
-def log_softmax(*args, **kwargs):
+def log_softmax(*args: Any, **kwargs: Any) -> Tensor:
     """log_softmax(input, dim=None, _stacklevel=3, dtype=None)"""
     return _log_softmax(*_softmax_args(*args, **kwargs))
 
@@ -79,7 +86,7 @@ def _embedding_args(input, weight, padding_idx=None, max_norm=None, norm_type=2.
     return weight, input, padding_idx, scale_grad_by_freq, sparse
 
 
-def embedding(*args, **kwargs):
+def embedding(*args: Any, **kwargs: Any) -> Tensor:
     """embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False)"""
     return _embedding(*_embedding_args(*args, **kwargs))
 
@@ -90,7 +97,7 @@ def _dropout_args(input, p=0.5, training=True, inplace=False):
     return input, float(p), training
 
 
-def dropout(*args, **kwargs):
+def dropout(*args: Any, **kwargs: Any) -> Tensor:
     """dropout(input, p=0.5, training=True, inplace=False)"""
     return _dropout(*_dropout_args(*args, **kwargs))
 
@@ -99,7 +106,7 @@ def _batch_norm_args(input, running_mean, running_var, weight=None, bias=None, t
     return input, weight, bias, running_mean, running_var, training, momentum, eps, False
 
 
-def batch_norm(*args, **kwargs):
+def batch_norm(*args: Any, **kwargs: Any) -> Tensor:
     """batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5)"""
     return _batch_norm(*_batch_norm_args(*args, **kwargs))
 
@@ -108,34 +115,35 @@ def _rms_norm_args(input, normalized_shape, weight=None, eps=None):
     return input, list(normalized_shape), weight, eps
 
 
-def rms_norm(*args, **kwargs):
+def rms_norm(*args: Any, **kwargs: Any) -> Tensor:
     """rms_norm(input, normalized_shape, weight=None, eps=None)"""
     return _rms_norm(*_rms_norm_args(*args, **kwargs))
 
 
-def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> Tensor:
     return _mse_loss(input, target, _reduction(reduction))
 
 
-def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> Tensor:
     return _l1_loss(input, target, _reduction(reduction))
 
 
-def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
-                  label_smoothing=0.0):
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,
+                  ignore_index: int = -100, reduce: Any = None, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
     return _cross_entropy(input, target, weight, _reduction(reduction), ignore_index, label_smoothing)
 
 
-def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None, ignore_index: int = -100,
+             reduce: Any = None, reduction: str = "mean") -> Tensor:
     return _nll_loss(input, target, weight, _reduction(reduction), ignore_index)
 
 
-def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
-                                     pos_weight=None):
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,
+                                     reduce: Any = None, reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
     return _binary_cross_entropy_with_logits(input, target, weight, pos_weight, _reduction(reduction))
 
 
-def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Tensor | None = None) -> Tensor:
     norm = _normalize_norm(input, p, [dim], True)
     return input / _clamp_min(norm, eps).expand_as(input)
 

@@ -5,7 +5,7 @@ import java.util.Objects;
 
 /**
  * Options of the communication core, with one global instance that blocking calls use when the caller
- * gives no timeout of its own (the seed's {@code GlobalOption::GetCommTimeoutSecond}).
+ * gives no timeout of its own (DTorch's {@code GlobalOption::GetCommTimeoutSecond}).
  *
  * <p>Defaults come from system properties, read on the first call of {@link #global()}:
  * <ul>

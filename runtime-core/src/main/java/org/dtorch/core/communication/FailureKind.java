@@ -3,7 +3,7 @@ package org.dtorch.core.communication;
 /**
  * What kind of failure an error is, recorded where it happens: the code that catches a native c10d error, a
  * kernel's exception, a deadline or a dead worker process names the kind once, and everybody downstream
- * decides on it (decision 162) instead of reading words in a message.
+ * decides on it instead of reading words in a message, which are for people.
  *
  * <p>{@link #of(Throwable)} finds the kind of an error: the first {@link TypedFailure} on its cause chain, or
  * {@link #UNKNOWN}.
@@ -39,7 +39,8 @@ public enum FailureKind {
 
     /**
      * True for a failure that a peer's death often shows up as first (a broken connection or store): the runtime
-     * waits a moment for news of a dead worker before it reports one of these (decision 163).
+     * waits a moment for news of a dead worker before it reports one of these, so that the error names the death. A
+     * timeout is not one: a death is noticed long before any deadline.
      */
     public boolean mayHideADeadPeer() {
         return this == COMMUNICATION;

@@ -7,9 +7,9 @@ import org.dtorch.core.shm.Processes;
 
 /**
  * Names one runtime instance, so that two runtimes on one host never share a file, shared-memory
- * object or rendezvous path by accident (the seed's {@code GlobalCommInstanceId}).
+ * object or rendezvous path by accident (DTorch's {@code GlobalCommInstanceId}).
  *
- * <p>The seed uses the process id; several runtimes can live in one JVM here, so an id is the process
+ * <p>DTorch uses the process id; several runtimes can live in one JVM here, so an id is the process
  * id with the process's start time (clock ticks since boot, base 36), a random nonce fixed for the JVM, and
  * a counter: {@code p4711.8k2d1-k3f9a-2}. The processes of one runtime share its id: the controller passes
  * it to workers, which set {@value #PROPERTY}. Pid and start time together name the creating process even

@@ -1,7 +1,7 @@
 package org.dtorch.core.communication;
 
 /**
- * How a reduction combines the values of the ranks (the seed's {@code ReduceOpType}).
+ * How a reduction combines the values of the ranks (DTorch's {@code ReduceOpType}).
  *
  * <p>{@link #AVG} is defined for floating-point tensors only: an average of integers is not an
  * integer, and c10d backends disagree on its rounding, so integer tensors are rejected before any

@@ -29,7 +29,7 @@ public final class Cuda {
     /** What the user runs to get libtorch's CUDA natives. */
     public static final String GPU_BUILD_HINT = "build with the GPU natives: mvn -B -Pgpu -DskipTests install";
     private static final String LIBRARY_HINT = "put the CUDA 13 libraries (cudart, cuBLAS, cuDNN 9, cuSPARSE, cuFFT, "
-        + "cuRAND, cuSOLVER, cuPTI, cuFile, NCCL 2) on LD_LIBRARY_PATH; see README, GPUs";
+        + "cuRAND, cuSOLVER, cuPTI, cuFile, NCCL 2) on LD_LIBRARY_PATH; see docs/gpu.md";
 
     private static State state;
 

@@ -48,7 +48,7 @@ final class CudaEvent extends DeviceEvent {
     private boolean closed;
 
     /**
-     * Native plain events of closed owners, by device index, for the next plain event of that device (decision 153):
+     * Native plain events of closed owners, by device index, for the next plain event of that device:
      * creating and destroying one is two driver calls under the context's lock, where a reused one costs nothing.
      */
     private static final Map<Integer, ArrayDeque<CUDAEvent>> FREE_PLAIN = new ConcurrentHashMap<>();

@@ -23,7 +23,7 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
  * every input, in input order, and writes the result into every output. One launch reads each input byte once
  * and writes each output byte once, the traffic of a device copy of the inputs, where libtorch's binary kernels
  * ({@code add_out}, then {@code add_} per further input, then a copy per output) move the range about twice
- * as often (docs/gpu.md, same-device all-reduce; decision 146).
+ * as often (docs/gpu.md, "Collectives").
  *
  * <p>The kernel is compiled at first use with NVRTC, per element type, operation, count of tensors and device, for the device's
  * own architecture, and loaded into its primary context. Results are those of libtorch's binary ops in the same
@@ -236,10 +236,30 @@ public final class CudaFusedReduce {
         String load;
         String store;
         switch (key.dtype) {
-            case Float -> { storage = "float"; compute = "float"; load = "x"; store = "a"; }
-            case Double -> { storage = "double"; compute = "double"; load = "x"; store = "a"; }
-            case Int -> { storage = "int"; compute = "int"; load = "x"; store = "a"; }
-            case Long -> { storage = "long long"; compute = "long long"; load = "x"; store = "a"; }
+            case Float -> {
+                storage = "float";
+                compute = "float";
+                load = "x";
+                store = "a";
+            }
+            case Double -> {
+                storage = "double";
+                compute = "double";
+                load = "x";
+                store = "a";
+            }
+            case Int -> {
+                storage = "int";
+                compute = "int";
+                load = "x";
+                store = "a";
+            }
+            case Long -> {
+                storage = "long long";
+                compute = "long long";
+                load = "x";
+                store = "a";
+            }
             case Half -> {
                 storage = "unsigned short";
                 compute = "float";

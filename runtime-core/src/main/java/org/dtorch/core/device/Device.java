@@ -3,7 +3,7 @@ package org.dtorch.core.device;
 import java.util.Objects;
 
 /**
- * One device: its kind and its index among devices of that kind (the seed's global device id).
+ * One device: its kind and its index among devices of that kind (DTorch's global device id).
  *
  * <p>Thread-safe: an immutable value.
  *

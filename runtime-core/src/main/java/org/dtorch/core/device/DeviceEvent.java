@@ -5,7 +5,7 @@ import java.util.Objects;
 
 /**
  * A marker in a {@link DeviceStream}: once recorded, other streams can wait for the work before it
- * (the seed's {@code DeviceEvent}, a CUDA event on GPUs).
+ * (DTorch's {@code DeviceEvent}, a CUDA event on GPUs).
  *
  * <p>On CPU the work before an event has always finished when {@link #record(DeviceStream)} returns,
  * so {@link #query()} is true and the waits return at once. On CUDA it is a c10 CUDA event without

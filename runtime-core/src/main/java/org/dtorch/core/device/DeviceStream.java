@@ -4,7 +4,7 @@ import java.time.Duration;
 import java.util.Objects;
 
 /**
- * An ordered queue of work on one device (the seed's {@code DeviceStream}).
+ * An ordered queue of work on one device (DTorch's {@code DeviceStream}).
  *
  * <p>On CPU, work runs synchronously on the thread that issues it, so a CPU stream only carries its
  * device and {@link #synchronize()} returns at once. On CUDA it is a c10 CUDA stream: libtorch issues the

@@ -8,9 +8,9 @@ import java.util.function.Supplier;
 
 /**
  * A host wait for device work with a deadline: CUDA's own synchronize calls block without one, so waits poll
- * {@code query()} instead (docs/decisions.md, 152). The first millisecond spins, querying every few hundred
- * nanoseconds, so that short waits return as soon as the work does; longer waits park in 50 us steps, at most that
- * much later than the work finished.
+ * {@code query()} instead, and a wedged kernel fails with a message rather than hanging the worker. The first
+ * millisecond spins, querying every few hundred nanoseconds, so that short waits return as soon as the work does;
+ * longer waits park in 50 us steps, at most that much later than the work finished.
  *
  * <p>Thread-safe: stateless.
  */

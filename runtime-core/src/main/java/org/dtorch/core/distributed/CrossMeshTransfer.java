@@ -7,7 +7,7 @@ import java.util.Map;
 import java.util.TreeSet;
 
 /**
- * Moves a tensor between two meshes with different devices (the seed's {@code ConvertDeviceMesh},
+ * Moves a tensor between two meshes with different devices (DTorch's {@code ConvertDeviceMesh},
  * generalized to meshes of any shape and size): every target device receives, from one source device per
  * part of the tensor, the intersection of that source's slice with its own.
  *

@@ -12,7 +12,7 @@ import org.dtorch.core.device.DeviceKind;
  * An n-dimensional array of device ids of one {@link DeviceKind}, with optional dimension names
  * (PyTorch's {@code DeviceMesh}). Ids are stored in row-major order.
  *
- * <p>The group of a device along one mesh dimension (the seed's {@code ThreadGroupInfo}) is the devices
+ * <p>The group of a device along one mesh dimension (DTorch's {@code ThreadGroupInfo}) is the devices
  * that share all its other coordinates, in coordinate order; its rank in that group is its coordinate.
  *
  * <p>Thread-safe: immutable.

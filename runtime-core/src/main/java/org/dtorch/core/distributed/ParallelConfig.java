@@ -10,7 +10,8 @@ import org.dtorch.core.device.DeviceKind;
  * two dimensions (ring, then Ulysses), pipeline and tensor parallel, in that order from outermost to innermost.
  *
  * <p>The mesh always has the six dimensions {@link #DIM_NAMES}, a degree of 1 included: code written for one
- * configuration finds every name in any other, and a size-1 dimension costs nothing (docs/decisions.md, 320).
+ * configuration finds every name in any other, so a model's code does not branch on which parallelisms are on, and a
+ * size-1 dimension costs nothing.
  * Ranks are the mesh's device ids {@code 0..worldSize-1} in row-major order, so the tensor-parallel ranks are
  * neighbours and the data-parallel replicas are furthest apart.
  *

@@ -9,7 +9,7 @@ import java.util.Optional;
  * meshes) a {@link CrossMeshTransfer}, then steps on the target mesh. A plan is a value: the planner
  * caches it, and every device executes the same plan.
  *
- * <p><b>Between device kinds</b> (a CPU mesh and a CUDA mesh of one runtime on CUDA, decision 140) the plan
+ * <p><b>Between device kinds</b> (a CPU mesh and a CUDA mesh of one runtime on CUDA) the plan
  * holds {@link #throughDevice()}: the plan between the two meshes' CUDA twins (same ids and placements), which
  * does all the communication. The executor moves the input from the host to its worker's GPU first, or the
  * output from the GPU to the host last; {@link #sourceSteps()}, {@link #transfer()} and {@link #targetSteps()}

@@ -25,6 +25,11 @@ import org.dtorch.core.device.DeviceKind;
  * ones: any other order would concatenate or split the wrong elements (the silent corruption PyTorch's
  * users report). The planner never takes such a step; when one is needed it first undoes the inner ones.
  *
+ * <p><b>Partial values of different reductions</b> on several mesh dimensions ({@code [P(product), P(sum)]}) do not
+ * commute: a tensor's value reduces its inner mesh dimensions first. So a partial placement is created on a mesh
+ * dimension only while no inner one holds a partial of another reduction, and reduced only once none does: the order
+ * nested shards follow too.
+ *
  * <p><b>Search.</b> The planner runs a shortest-path search over placement sequences, one mesh dimension
  * changing per step, each step costing the elements a device sends or receives (an all-gather costs its
  * output times {@code (n-1)/n}, an all-to-all and a reduce-scatter their input times {@code (n-1)/n}, an
@@ -133,7 +138,7 @@ public final class RedistributionPlanner {
     }
 
     /**
-     * A move between a CPU mesh and a CUDA mesh (decision 140): the same request between their CUDA twins, which
+     * A move between a CPU mesh and a CUDA mesh: the same request between their CUDA twins, which
      * the executor brackets with a device move. The CPU side never communicates, so a runtime on CUDA runs no CPU
      * collective and publishes no host value in its stores.
      */
@@ -174,6 +179,7 @@ public final class RedistributionPlanner {
         Map<List<Placement>, List<Placement>> previous = new HashMap<>();
         record Entry(List<Placement> state, double cost) {
         }
+
         PriorityQueue<Entry> queue = new PriorityQueue<>((a, b) -> Double.compare(a.cost(), b.cost()));
         best.put(from.placements(), 0.0);
         queue.add(new Entry(from.placements(), 0.0));
@@ -253,16 +259,21 @@ public final class RedistributionPlanner {
             return null;
         }
         boolean createsPartial = next instanceof Partial p && p.op() != ReduceOpType.AVG;
+        if (next instanceof Partial created && !noInnerPartialOtherThan(state, i, created.op())
+            || current instanceof Partial reduced && !noInnerPartialOtherThan(state, i, reduced.op())) {
+            return null;
+        }
         return switch (current) {
             case Shard s -> {
                 if (!innermostShard(state, i, s.dim())) {
                     yield null;
                 }
-                yield switch (next) {
+                StepKind kind = switch (next) {
                     case Replicate r -> StepKind.ALL_GATHER;
                     case Shard t -> noInnerShard(state, i, t.dim()) ? StepKind.ALL_TO_ALL : null;
                     case Partial p -> createsPartial ? StepKind.SHARD_TO_PARTIAL : null;
                 };
+                yield kind;
             }
             case Replicate r -> switch (next) {
                 case Shard t -> noInnerShard(state, i, t.dim()) ? StepKind.LOCAL_SLICE : null;
@@ -275,6 +286,21 @@ public final class RedistributionPlanner {
                 case Partial other -> null;
             };
         };
+    }
+
+    /**
+     * True when no mesh dimension after {@code i} is partial with a reduction other than {@code op}. Partial values of
+     * different reductions do not commute (the sum of products is not the product of sums), so a tensor's value reduces
+     * its inner mesh dimensions first; a partial placement is therefore created on mesh dimension {@code i} only before,
+     * and reduced only after, any inner one of another reduction, as nested shards are split outer first.
+     */
+    private static boolean noInnerPartialOtherThan(List<Placement> state, int i, ReduceOpType op) {
+        for (int j = i + 1; j < state.size(); j++) {
+            if (state.get(j) instanceof Partial q && q.op() != op) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** True when no mesh dimension after {@code i} shards tensor dimension {@code dim}. */

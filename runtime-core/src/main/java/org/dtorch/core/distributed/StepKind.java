@@ -1,7 +1,7 @@
 package org.dtorch.core.distributed;
 
 /**
- * What one redistribution step does, and the collective it uses (the seed's matrix, extended):
+ * What one redistribution step does, and the collective it uses (DTorch's matrix, extended):
  *
  * <pre>
  *  from \ to   S(j)                 R                  P(op)

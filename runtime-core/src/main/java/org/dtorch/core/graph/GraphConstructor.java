@@ -18,7 +18,10 @@ public final class GraphConstructor {
     private final Consumer<GraphMessage> controller;
     private final AtomicLong operandIds = new AtomicLong();
     private final AtomicLong operatorIds = new AtomicLong();
-    /** The operators added since start or the last graph dump (decision 415). */
+    /**
+     * The operators added since start or the last graph dump, so that a dump after a warm-up and one after a step show
+     * the step alone.
+     */
     private final GraphHistory history = new GraphHistory(GraphHistory.DEFAULT_CAPACITY);
     private volatile String closedBecause;
     /** The client's last inference, reused when the next operator is the same on the same metadata. */
@@ -67,7 +70,10 @@ public final class GraphConstructor {
         return outputs;
     }
 
-    /** {@code spec.inferOutputs(metas)}, or the last result when spec and metadata are the same (decision 193). */
+    /**
+     * {@code spec.inferOutputs(metas)}, or the last result when spec and metadata are the same: inference is a pure
+     * function of the two, and a loop applies one spec to operands of one metadata.
+     */
     private List<TensorMeta> infer(OpSpec spec, List<TensorMeta> metas) {
         long started = PipelineStages.start();
         LastInference last = lastInference;

@@ -14,12 +14,11 @@ import org.dtorch.core.distributed.StepKind;
 import org.dtorch.core.tensor.TorchTensors;
 
 /**
- * Writes a {@link GraphHistory.Window} as a Graphviz DOT digraph (decisions 415 to 418): one box per operator
- * ({@code op<id>}: its label, each output's dtype and shape, its mesh, and the steps of every redistribution it
- * carries out), one edge per input from the operator that made it, labelled with the tensor's placements
- * ({@code S(0)R}). A tensor made before the window is a dashed ellipse {@code t<operand id>}. Operators that
- * communicate to redistribute are filled. Nodes come in operator order, each followed by its incoming edges, so the
- * text is the same for the same program.
+ * Writes a {@link GraphHistory.Window} as a Graphviz DOT digraph: one box per operator ({@code op<id>}: its label,
+ * each output's dtype and shape, its mesh, and the steps of every redistribution it carries out), one edge per input
+ * from the operator that made it, labelled with the tensor's placements ({@code S(0)R}). A tensor made before the
+ * window is a dashed ellipse {@code t<operand id>}. Operators that communicate to redistribute are filled. Nodes come
+ * in operator order, each followed by its incoming edges, so the text is the same for the same program.
  *
  * <p>Thread-safe: stateless.
  */

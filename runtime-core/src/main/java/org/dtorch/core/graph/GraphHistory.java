@@ -7,7 +7,8 @@ import org.dtorch.core.distributed.RedistributionPlan;
 
 /**
  * The operators the client added since the runtime started or since the last {@link #drain}, the latest
- * {@link #capacity} of them: the window of the program that a graph dump ({@link GraphDot}) shows (decision 415).
+ * {@link #capacity} of them: the window of the program that a graph dump ({@link GraphDot}) shows. The bound keeps a
+ * program that never dumps in constant memory.
  * The runtime itself drops an operator once it has run, so the dump cannot read the {@link LogicalGraph}.
  *
  * <p>A recorded operator keeps its operands (ids and metadata, no tensors) and its redistribution plans, never its

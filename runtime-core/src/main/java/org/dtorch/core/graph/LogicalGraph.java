@@ -52,7 +52,8 @@ public final class LogicalGraph {
     /**
      * Hands over operators that every device has run, for the dispatcher to drop at its next {@link #reap}: a device
      * thread that calls this once per batch of work leaves the bookkeeping of {@link #completed} (the pending set, the
-     * operands' use counts, which the dispatcher's thread also changes) to the thread that dispatches (decision 214).
+     * operands' use counts, which the dispatcher's thread also changes) to the thread that dispatches, so that one
+     * thread writes those counters.
      */
     public void completedLater(List<Operator> ops) {
         synchronized (ranLock) {

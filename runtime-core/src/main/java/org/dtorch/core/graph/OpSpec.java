@@ -53,9 +53,9 @@ public interface OpSpec {
 
     /**
      * True when the operator may run with {@code op}'s tensors on a CPU mesh of a runtime on CUDA (host memory of
-     * its GPU workers, decision 141): factories, {@code tensor()}, {@code get_tensor}, and redistributions and
-     * copies that move between a CPU and a CUDA mesh. The runtime refuses every other operator there; the
-     * default is false.
+     * its GPU workers): factories, {@code tensor()}, {@code get_tensor}, and redistributions and
+     * copies that move between a CPU and a CUDA mesh. The runtime refuses every other operator there, since kernels
+     * place their outputs on the worker stream's device; the default is false.
      */
     default boolean runsOnHostMeshes(Operator op) {
         return false;

@@ -31,7 +31,7 @@ public final class Operator {
     /**
      * The operands' ids, inputs then outputs, and the mesh all of them live on (null if they differ), copied here
      * on the client's thread so that a device runs the operator without reading the operand objects, whose use
-     * counts the dispatching thread keeps writing (decision 213).
+     * counts the dispatching thread keeps writing (each such read would be a cache miss on another core's line).
      */
     private final long[] operandIds;
     private final org.dtorch.core.distributed.DeviceMesh commonMesh;
@@ -147,12 +147,13 @@ public final class Operator {
 
     /** Records that one device has run the operator; true for the last one. */
     public boolean deviceDone() {
-        // One device is always the last: no atomic write on a line the client's thread made (decision 214).
+        // One device is always the last: no atomic write on a line the client's thread made.
         return devices.size() == 1 || (int) DEVICES_LEFT.getAndAdd(this, -1) == 1;
     }
 
     /** Hashes the id, so that a set of operators needs no boxed key (identity stays the equality). */
     @Override
+    @SuppressWarnings("checkstyle:EqualsHashCode")
     public int hashCode() {
         return Long.hashCode(id);
     }

@@ -19,9 +19,10 @@ import org.dtorch.core.distributed.StepKind;
 /**
  * Several redistributions run by one operator on one device (the inputs an operator needs moved). Those that are one
  * {@code P(sum) -> R} all-reduce on the same mesh dimension go together through {@code ThreadGroup.allReduceSum_}, so
- * that every reduction is submitted before any is awaited (TeleFuser's {@code all_reduce_sum_}; docs/decisions.md,
- * 361); each runs on a contiguous copy of its input, which becomes its result. The others run through their
- * {@link ConvertKernel}, one after the other, after the batches. Every device runs the same order.
+ * that every reduction is submitted before any is awaited (TeleFuser's {@code all_reduce_sum_}), instead of every
+ * device waiting for the first before it issues the second; each runs on a contiguous copy of its input, which becomes
+ * its result. The others run through their {@link ConvertKernel}, one after the other, after the batches. Every device
+ * runs the same order.
  *
  * <p>Thread-safe: immutable; each device calls {@link #run} on its own thread.
  */

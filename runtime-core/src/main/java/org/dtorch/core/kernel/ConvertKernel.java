@@ -15,13 +15,14 @@ import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.tensor.TorchTensors;
 
 /**
- * Moves a distributed tensor to another sharding, on the same mesh or onto another one (the seed's
+ * Moves a distributed tensor to another sharding, on the same mesh or onto another one (DTorch's
  * {@code ConvertKernel}: {@code ConvertPlacements} and {@code ConvertDeviceMesh}). Every device of either
  * mesh calls {@link #run} with the same plan.
  *
- * <p>Between a CPU mesh and a CUDA mesh (decision 140) the kernel runs the plan between their CUDA twins
- * ({@link RedistributionPlan#throughDevice()}), moving a host input to its worker's GPU before it, or the
- * result to the host after it; the moves are copies on the worker's stream, synchronous with the host.
+ * <p>Between a CPU mesh and a CUDA mesh the kernel runs the plan between their CUDA twins
+ * ({@link RedistributionPlan#throughDevice()}), moving a host input to its worker's GPU before it, or the result to
+ * the host after it; the moves are copies on the worker's stream, synchronous with the host. Every step is then one
+ * the CUDA runtime already runs, and the CPU side never communicates.
  *
  * <p>Thread-safe: the kernel is immutable; each device calls {@link #run} on its own thread.
  */

@@ -7,7 +7,7 @@ import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.tensor.TorchTensors;
 
 /**
- * Copies a distributed tensor into another one of the same global shape (the seed's {@code CopyKernel}):
+ * Copies a distributed tensor into another one of the same global shape (DTorch's {@code CopyKernel}):
  * on the same mesh with the same placements every device runs {@code copy_}; otherwise the source is
  * redistributed (through collectives and, across meshes, the operation's {@code TensorStore}) and written
  * into the destination's local tensors.

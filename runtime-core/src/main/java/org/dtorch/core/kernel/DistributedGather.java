@@ -5,7 +5,7 @@ import org.bytedeco.pytorch.Tensor;
 import org.dtorch.core.distributed.Sharding;
 
 /**
- * A distributed tensor becomes a full tensor on one device (the seed's {@code GatherTensor}): partial
+ * A distributed tensor becomes a full tensor on one device (DTorch's {@code GatherTensor}): partial
  * values are reduced first, then every shard travels once, through the operation's {@code TensorStore},
  * to the holder, which assembles them.
  *

@@ -5,7 +5,7 @@ import org.bytedeco.pytorch.Tensor;
 import org.dtorch.core.distributed.Sharding;
 
 /**
- * A full tensor held by one device becomes a distributed tensor (the seed's {@code ScatherTensor}): every
+ * A full tensor held by one device becomes a distributed tensor (DTorch's {@code ScatherTensor}): every
  * device of the target mesh receives, through the operation's {@code TensorStore}, only its own shard.
  * Partial placements are created as in {@code R -> P}: one holder keeps the value, the others the
  * identity.

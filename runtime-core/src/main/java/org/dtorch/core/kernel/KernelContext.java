@@ -15,7 +15,7 @@ import org.dtorch.core.distributed.DeviceMesh;
 /**
  * What a kernel needs to run on one device: the device and its stream, the runtime's
  * {@link ThreadGroupManager}, and a namespace for store keys that is unique to one operation and shared by
- * every device that runs it (the seed's {@code mTensorStoreCreateInfo}: graph id and operator).
+ * every device that runs it (DTorch's {@code mTensorStoreCreateInfo}: graph id and operator).
  *
  * <p>Thread-safe: immutable; each device thread uses its own context.
  *

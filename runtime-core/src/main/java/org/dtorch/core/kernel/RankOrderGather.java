@@ -6,7 +6,8 @@ import org.dtorch.core.tensor.TorchTensors;
 
 /**
  * The S(d) to R step of a plan: every rank's shard of dim {@code d}, in rank order. The shares are the balanced
- * split of a size the plan knows, so no rank needs to learn another's shape (docs/decisions.md, 360).
+ * split of a size the plan knows, so no rank needs to learn another's shape (which {@code allGatherCat}'s first round
+ * would exchange).
  *
  * <ul>
  *   <li>Equal shares on dim 0, or on any dim between distinct devices: {@link ThreadGroup#allGatherStacked}, one

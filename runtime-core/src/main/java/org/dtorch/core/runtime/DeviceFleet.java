@@ -20,7 +20,8 @@ import org.dtorch.core.runtime.process.ProcessFleet;
  * How a runtime's device nodes are started, supervised and stopped: threads of this JVM ({@link ThreadFleet}),
  * one worker process per device on this host or on several nodes ({@link ProcessFleet}). The
  * {@link EagerRuntime} and the {@link EagerGraphExecutor} talk to a fleet and its {@link DeviceNode}s only; they
- * never ask which fleet it is (decision 160). A fleet owns:
+ * never ask which fleet it is, so a new way of running devices adds a fleet and a line in {@link #create}. A fleet
+ * owns:
  *
  * <ul>
  *   <li>starting the nodes ({@link #createNodes}) and the group manager they communicate through;</li>
@@ -99,7 +100,7 @@ public interface DeviceFleet {
      * Whether {@link DeviceNode#submit} may block (a write to a worker process's socket that stopped reading). When
      * true, the default, the controller is a thread of its own, so that a stuck node never stalls the client; when
      * false (submitting only queues in this JVM), the client's thread dispatches each operator itself and the
-     * pipeline saves a hand-off (decision 212).
+     * pipeline saves a hand-off (client to worker, instead of client to controller to worker).
      */
     default boolean submitMayBlock() {
         return true;

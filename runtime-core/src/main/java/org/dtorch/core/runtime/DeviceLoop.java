@@ -16,7 +16,8 @@ import org.dtorch.core.trace.Tracer;
  * sent them, runs each with the device's {@link NaiveRunner}, and tells its {@link Listener} what ran and when it
  * caught up. Devices receive operators in the same global order, so their collectives meet.
  *
- * <p>It takes everything queued in one go and works through the batch ({@link WorkQueue}, decision 211).
+ * <p>It takes everything queued in one go and works through the batch ({@link WorkQueue}), so the queue's lock moves
+ * between cores once per batch, not once per operator.
  *
  * <p>A cancel fails every operator not yet run instead of running it, and interrupts a wait in progress; a
  * {@link #stopWith fatal stop} ends the loop before anything queued after it runs.

@@ -13,12 +13,12 @@ import org.dtorch.core.graph.PipelineStages;
 import org.dtorch.core.trace.Tracer;
 
 /**
- * The controller (the seed's {@code EagerGraphExecutor}): it takes the client's messages in order, adds each
+ * The controller (DTorch's {@code EagerGraphExecutor}): it takes the client's messages in order, adds each
  * operator to the {@link LogicalGraph} and dispatches it, in topological order, to the node of every device it runs
  * on; releases go to the devices that hold the operand, after the operators that use it. Nodes drop each operator
  * from the graph once they have all run it.
  *
- * <p>Where it runs is the fleet's call ({@link DeviceFleet#submitMayBlock()}, decision 212). When submitting to a
+ * <p>Where it runs is the fleet's call ({@link DeviceFleet#submitMayBlock()}). When submitting to a
  * node may block (a write to a worker process's socket), the controller is a thread of its own with a queue, so a
  * node that stopped reading never stalls the client. When it never blocks (the queues of worker threads), the
  * thread that sends a message dispatches it at once, under a lock: the client's program order is the order of its

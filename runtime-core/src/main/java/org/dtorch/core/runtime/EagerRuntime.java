@@ -33,10 +33,11 @@ import org.dtorch.core.shm.ShmJanitor;
 
 /**
  * One runtime: a {@link GraphConstructor} for the client, an {@link EagerGraphExecutor} controller (on the client's
- * thread, or a thread of its own where the fleet's submit may block), and one device node per device, started and supervised by the runtime's {@link DeviceFleet}: worker threads of
- * this JVM ({@link ThreadFleet}, thread mode) or worker JVMs of their own
- * ({@link org.dtorch.core.runtime.process.ProcessFleet}, per-device-process mode). Every fleet runs the same
- * {@link DeviceLoop}, runner and kernels; the runtime never asks which fleet it has (decision 160).
+ * thread, or a thread of its own where the fleet's submit may block), and one device node per device, started and
+ * supervised by the runtime's {@link DeviceFleet}: worker threads of this JVM ({@link ThreadFleet}, thread mode) or
+ * worker JVMs of their own ({@link org.dtorch.core.runtime.process.ProcessFleet}, per-device-process mode). Every fleet runs the same
+ * {@link DeviceLoop}, runner and kernels; the runtime never asks which fleet it has, so a new way of running devices
+ * is a new fleet and nothing else.
  *
  * <p>Starting removes what dead runtime instances left in the shared-memory and rendezvous directories
  * ({@link ShmJanitor}).
@@ -140,7 +141,8 @@ public final class EagerRuntime implements AutoCloseable {
 
     /**
      * A mesh of the runtime's kind is fine; in a runtime on CUDA a CPU mesh is the host memory of the same workers
-     * (decision 141), where only some operators run; anything else is refused.
+     * (kernels place their outputs on the worker stream's device), where only some operators run; anything else is
+     * refused.
      */
     private void checkMeshKind(Operator op, DeviceMesh mesh) {
         DeviceKind runtimeKind = options.deviceKind();
@@ -153,7 +155,7 @@ public final class EagerRuntime implements AutoCloseable {
         }
         if (!op.spec().runsOnHostMeshes(op)) {
             throw new IllegalArgumentException(op.label() + ": " + mesh + " is host memory of this runtime's cuda workers, where only"
-                + " factories, tensor(), toTorch() and redistribute or copy_ between a cpu and a cuda mesh run (decision 141);"
+                + " factories, tensor(), toTorch() and redistribute or copy_ between a cpu and a cuda mesh run;"
                 + " redistribute the tensor to a cuda mesh first");
         }
     }

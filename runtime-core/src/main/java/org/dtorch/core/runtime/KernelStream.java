@@ -5,7 +5,7 @@ import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceStream;
 
 /**
- * The stream a device's kernels run on, one per device (the seed's {@code KernelStream}). On CPU kernels run
+ * The stream a device's kernels run on, one per device (DTorch's {@code KernelStream}). On CPU kernels run
  * synchronously on the worker thread; on CUDA it is a stream of the worker's own from libtorch's pool, made
  * the worker thread's current stream by {@link #bindToThisThread()}, so that every libtorch call of the
  * worker is issued to it.

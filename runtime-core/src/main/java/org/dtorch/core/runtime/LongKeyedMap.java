@@ -4,7 +4,7 @@ import java.util.function.Consumer;
 
 /**
  * A map from {@code long} keys to values, open addressing with linear probing: no boxed key and no entry
- * object per mapping, so a worker's blob table allocates nothing per operator in its steady state (decision 194).
+ * object per mapping, so a worker's blob table allocates nothing per operator in its steady state.
  * Removal shifts the following run back, so there are no tombstones.
  *
  * <p>Not thread-safe: one thread owns an instance.

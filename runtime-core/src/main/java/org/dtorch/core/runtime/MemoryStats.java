@@ -16,7 +16,8 @@ import org.dtorch.core.tensor.TorchTensors;
 
 /**
  * One device's memory, as its worker saw it when it ran the query: after everything queued to the device before the
- * query (decision 410). Peaks are since the runtime started or the last {@code resetPeakMemoryStats} of the device.
+ * query, as {@code sync()} means, so that exact figures can be compared. Peaks are since the runtime started or the
+ * last {@code resetPeakMemoryStats} of the device.
  *
  * <p>Thread-safe: immutable.
  *

@@ -4,7 +4,9 @@ package org.dtorch.core.runtime;
  * When a device's tensors look like they grow without bound: the bytes of the tensors a device holds, sampled at every
  * {@code sync()} (when the device runs the sync's marker), rose strictly at each of {@code growthSyncs} consecutive
  * syncs and are at least {@code floorBytes} at the last of them. The device then logs one warning, naming itself and
- * the bytes at each of those syncs, and never again (decision 413).
+ * the bytes at each of those syncs, and never again. Tensor bytes rather than the process's figures, since shared
+ * memory and the CUDA allocator hold caches that legitimately grow; strict growth at every sync, so that a loop that
+ * frees anything between two syncs is not flagged.
  *
  * <p>Thread-safe: immutable.
  *

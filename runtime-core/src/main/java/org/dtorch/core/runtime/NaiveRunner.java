@@ -22,7 +22,7 @@ import org.dtorch.core.trace.StreamTimeline;
 import org.dtorch.core.trace.Tracer;
 
 /**
- * Runs operators on one device (the seed's {@code NaiveRunner}): builds the operator's kernel, binds its
+ * Runs operators on one device (DTorch's {@code NaiveRunner}): builds the operator's kernel, binds its
  * inputs from the blob table, runs it on the device's {@link KernelStream}, and stores its outputs.
  *
  * <p>Failures: if an input failed (here or on a peer), the operator's outputs are recorded as failed
@@ -177,7 +177,7 @@ final class NaiveRunner {
 
     /**
      * {@link #runTraced} on a CUDA device: the kernel is also an NVTX range, and its device time a span of the stream's
-     * timeline (timed events on the stream, reported once they complete: decisions 430 to 434).
+     * timeline (timed events on the stream, reported once they complete, so that nothing waits for the GPU).
      */
     private List<Tensor> runTracedOnCuda(Operator op, DeviceKernel kernel, KernelContext ctx, List<Tensor> inputs, long traced) {
         String name = op.spec().name();

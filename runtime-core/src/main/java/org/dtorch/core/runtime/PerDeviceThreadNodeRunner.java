@@ -10,7 +10,7 @@ import org.dtorch.core.graph.Operand;
 import org.dtorch.core.graph.Operator;
 
 /**
- * One device's worker thread (the seed's {@code PerDeviceThreadNodeRunner}): runs the device's {@link DeviceLoop}
+ * One device's worker thread (DTorch's {@code PerDeviceThreadNodeRunner}): runs the device's {@link DeviceLoop}
  * on a thread of this JVM and hands the {@link LogicalGraph} the operators every device ran, once per batch of work.
  *
  * <p>Thread-safe: the controller submits (the client's thread, one at a time); the worker thread does the rest.
@@ -32,7 +32,10 @@ final class PerDeviceThreadNodeRunner implements DeviceNode {
                 }
             }
 
-            /** One hand-over per batch; the dispatching thread does the graph's bookkeeping (decision 214). */
+            /**
+             * One hand-over per batch; the dispatching thread does the graph's bookkeeping, so that two threads do not
+             * write the same counters for every operator.
+             */
             @Override
             public void batchDone() {
                 if (!done.isEmpty()) {

@@ -20,10 +20,10 @@ import org.dtorch.core.kernel.KernelContext;
  * completions come back to the client without it ever waiting for a kernel.
  *
  * <ul>
- *   <li>{@link #getTensor} (the seed's {@code GetTensorOp}): the device that holds the one input sets the
+ *   <li>{@link #getTensor} (DTorch's {@code GetTensorOp}): the device that holds the one input sets the
  *   {@link TensorPromise}'s value to it, copied to the host. The input must live on a one-device mesh:
  *   {@code getTensorAsync} redistributes a distributed tensor there first.</li>
- *   <li>{@link #sync} (the seed's {@code SyncFuture}, one per device, joined by a
+ *   <li>{@link #sync} (DTorch's {@code SyncFuture}, one per device, joined by a
  *   {@link org.dtorch.core.communication.promise.VoidFutureCollect}): completes a {@link VoidPromise} once
  *   everything queued to its device before it has run.</li>
  *   <li>{@link #memoryStats}: completes a {@link TensorPromise} with its device's {@link MemoryStats} once everything
@@ -31,7 +31,7 @@ import org.dtorch.core.kernel.KernelContext;
  * </ul>
  *
  * <p>A failure goes to the promise, or, for a spec rebuilt in a worker process, to the sink its codec gave
- * ({@link #reportingFailuresTo}): the fleet decides what the future reports (decision 163).
+ * ({@link #reportingFailuresTo}): the fleet decides what the future reports, since only it knows whether a worker died.
  *
  * <p>Thread-safe: immutable; the promise is completed once, by the device.
  */
@@ -239,7 +239,7 @@ public final class PromiseSpec implements OpSpec {
         }
     }
 
-    /** A value is copied to the host anyway, so one on a host mesh is fine (decision 141). */
+    /** A value is copied to the host anyway, so one on a host mesh is fine. */
     @Override
     public boolean runsOnHostMeshes(Operator op) {
         return kind == Kind.GET_TENSOR;

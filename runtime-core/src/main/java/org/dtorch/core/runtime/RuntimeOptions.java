@@ -69,7 +69,7 @@ public record RuntimeOptions(DeviceKind deviceKind, int deviceCount, boolean sam
     /**
      * The device whose memory and stream logical device {@code logical} of this runtime uses, in its worker thread
      * or worker process alike: itself on CPU and for distinct GPUs; {@code cuda:0} for every rank when
-     * {@link #sameDevice()} on CUDA (the seed's simulation of N devices on one GPU). GPU indexes are as this process
+     * {@link #sameDevice()} on CUDA (DTorch's simulation of N devices on one GPU). GPU indexes are as this process
      * numbers them ({@code CUDA_VISIBLE_DEVICES} applies; worker processes inherit it).
      */
     public Device physicalDevice(Device logical) {

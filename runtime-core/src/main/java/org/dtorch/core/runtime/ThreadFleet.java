@@ -58,7 +58,10 @@ final class ThreadFleet implements DeviceFleet {
         return TensorPromiseType.MEMORY;
     }
 
-    /** Submitting only queues to a worker thread of this JVM: the client's thread dispatches (decision 212). */
+    /**
+     * Submitting only queues to a worker thread of this JVM, so it never blocks: the client's thread dispatches, one
+     * hand-off fewer.
+     */
     @Override
     public boolean submitMayBlock() {
         return false;

@@ -9,7 +9,7 @@ import java.util.concurrent.locks.LockSupport;
 import org.dtorch.core.graph.PipelineStages;
 
 /**
- * A many-producer, one-consumer queue that hands its consumer everything queued in one go (decision 211).
+ * A many-producer, one-consumer queue that hands its consumer everything queued in one go.
  * Producers append to one list under a short lock; the consumer swaps that list for its own emptied one and
  * works through the batch without the lock, so a busy pipeline pays no allocation per item (no linked node) and
  * one lock hand-over per batch instead of a compare-and-set per item, and the consumer reads its items from one

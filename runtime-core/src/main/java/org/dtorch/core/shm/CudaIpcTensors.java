@@ -202,7 +202,8 @@ public final class CudaIpcTensors {
         try {
             // An idle stream has written the value already: the pooled event's last record, which every consumer
             // of its previous loan waited for, has passed too, so consumers skip the wait and the producer's context
-            // gets no command (decision 154). Otherwise the event marks the stream's end, as torch does.
+            // gets no command: a record in the producer's context right before the consumer's copy slows that copy
+            // down. Otherwise the event marks the stream's end, as torch does.
             if (!written.hasRecord() || !stream.query()) {
                 written.record(stream);
             }

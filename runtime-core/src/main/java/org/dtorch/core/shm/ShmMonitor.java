@@ -4,7 +4,7 @@ import java.lang.foreign.MemorySegment;
 
 /**
  * A mutex and a "something changed" condition that live in shared memory and work across processes:
- * the interprocess mutex and condition of the seed's File backends, on Linux futexes.
+ * the interprocess mutex and condition of DTorch's File backends, on Linux futexes.
  *
  * <pre>
  *   offset  size  field

@@ -18,14 +18,14 @@ import java.util.concurrent.atomic.AtomicLong;
  * the fewest bytes outstanding since the previous request (at that request, less whatever was released after it:
  * what the program still holds once the collection's Cleaners ran), so a program that legitimately holds more
  * than the budget pays one collection per that many new bytes, not one per allocation, while dropped memory that
- * a collection gave back does not space the next one out (decision 259); a program that closes what it allocates
+ * a collection gave back does not space the next one out; a program that closes what it allocates
  * never reaches the budget and never pays. Over-counting (two owners sharing one buffer) only brings collections
  * earlier.
  *
  * <p>The charging thread runs the collection itself, so no more than about a budget of dropped memory
  * ever waits for one; with the default collector that is a full, stop-the-world collection. (Requesting it
  * from a thread of its own, or with {@code -XX:+ExplicitGCInvokesConcurrent}, was measured: no faster on
- * two cores, and dropped memory then peaked at one and a half to two budgets; see docs/decisions.md.)
+ * two cores, and dropped memory then peaked at one and a half to two budgets.)
  *
  * <p>The budget comes from {@value #BUDGET_PROPERTY} (MiB, default {@value #DEFAULT_BUDGET_MIB}); {@code 0}
  * turns the requests off (charges are still counted). {@code -XX:+DisableExplicitGC} also defeats them.

@@ -8,7 +8,7 @@ import java.util.function.Supplier;
 /**
  * The device time of the kernels (or of the collectives) of one stream, as a track of its device's row: each traced
  * kernel is bracketed by a pair of events recorded on the stream ({@link #begin}, {@link #end}), and once the pair
- * completed its device span is recorded (docs/observability.md, "CUDA"; decisions 430 to 432).
+ * completed its device span is recorded (docs/observability.md, "CUDA").
  *
  * <p>Nothing waits for the device: completed pairs are reported, in stream order, when the worker begins its next
  * traced kernel, after each one ends, and when the tracer stops ({@link Tracer#stop()} asks every timeline that began a

@@ -125,7 +125,7 @@ class CudaDeviceTest {
             DeviceEvent first = busy.recordEvent();
             assertFalse(first.query(), "behind the busy matmuls");
             first.close();
-            // The next plain event takes the closed one's native event (decision 153), still pending on the matmuls,
+            // The next plain event takes the closed one's native event, still pending on the matmuls,
             // yet it is a new event: nothing recorded, so nothing to wait for.
             try (DeviceEvent second = DeviceEvent.create(GPU)) {
                 assertTrue(second.query(), "an event not recorded yet has nothing pending");

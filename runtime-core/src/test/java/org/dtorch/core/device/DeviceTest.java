@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
-import org.dtorch.core.device.Cuda;
 import org.junit.jupiter.api.Test;
 
 class DeviceTest {

@@ -10,7 +10,7 @@ import org.dtorch.core.device.DeviceKind;
 import org.junit.jupiter.api.Test;
 
 /**
- * Plans between a CPU mesh and a CUDA mesh (decision 140): the communication is planned between the CUDA twins
+ * Plans between a CPU mesh and a CUDA mesh: the communication is planned between the CUDA twins
  * of the two meshes, and the plan says so; planning needs no GPU.
  */
 class CrossKindPlanTest {

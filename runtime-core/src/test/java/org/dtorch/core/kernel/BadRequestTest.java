@@ -44,7 +44,7 @@ class BadRequestTest {
         DeviceMesh square = DeviceMesh.initDeviceMesh(DeviceKind.CPU, new int[] {2, 2}, List.of());
 
         DeviceMesh gpus = DeviceMesh.of(DeviceKind.CUDA, 0, 1, 2, 3);
-        // Between kinds is no longer a bad request (decision 140): it plans through the CUDA twin; the runtime, not the
+        // Between kinds is not a bad request: it plans through the CUDA twin; the runtime, not the
         // planner, refuses a CUDA mesh in a CPU runtime (HostMeshValidationTest).
         assertTrue(ConvertKernel.of(Sharding.of(LINE, Placement.shard(0)), Sharding.of(gpus, Placement.shard(0)), shape).plan()
             .throughDevice().isPresent());

@@ -27,7 +27,7 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * {@link ConvertKernel} and {@link CopyKernel} between a CUDA mesh and a CPU mesh of the same four logical devices,
- * all on {@code cuda:0} with the same-device backend (decision 140): every result shard is on the host or on the GPU
+ * all on {@code cuda:0} with the same-device backend: every result shard is on the host or on the GPU
  * as its mesh says, and equals the slice written out from the definition.
  */
 @GpuTest

@@ -105,8 +105,10 @@ class RankOrderGatherTest {
         }
     }
 
-    /** Rank {@code rank}'s balanced share of {@code whole} on {@code dim}, contiguous or with its last two dims' strides swapped
-     * (not contiguous unless one of them has size 1). */
+    /**
+     * Rank {@code rank}'s balanced share of {@code whole} on {@code dim}, contiguous or with its last two dims' strides
+     * swapped (not contiguous unless one of them has size 1).
+     */
     private static Tensor shard(Tensor whole, int dim, int rank, boolean strided) {
         long size = whole.size(dim);
         try (Tensor view = whole.narrow(dim, BalancedSplit.offset(size, WORLD, rank), BalancedSplit.size(size, WORLD, rank))) {

@@ -51,7 +51,7 @@ final class ChannelControl implements AutoCloseable {
         } catch (IllegalAccessError | NoClassDefFoundError e) {
             region.close();
             throw new IllegalStateException("a WorkerTensorChannel needs the JVM option "
-                + "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED (Agrona reaches the JDK's Unsafe there); README, Configuration",
+                + "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED (Agrona reaches the JDK's Unsafe there); see docs/configuration.md, JVM flags",
                 e);
         }
     }

@@ -21,7 +21,7 @@ import org.dtorch.core.tensor.TorchTensors;
  * <p>Where libtorch has at least {@value #PARALLEL_COPY_MIN_THREADS} intra-op threads, copies of at least
  * {@value #PARALLEL_COPY_BYTES} bytes go through libtorch's {@code copy_} between the tensor and a view of the slot, which
  * cuts a large copy over those threads; smaller ones, and every copy on a machine with fewer threads (where the
- * producer's and the consumer's copies would contend for the same cores), stay one plain memcpy (decision 380).
+ * producer's and the consumer's copies would contend for the same cores), stay one plain memcpy.
  *
  * <p>Not thread-safe: one producer thread or one consumer thread per instance.
  */

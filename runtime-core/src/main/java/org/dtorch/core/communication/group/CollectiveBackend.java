@@ -6,7 +6,7 @@ import org.dtorch.core.communication.ReduceOpType;
 import org.dtorch.core.device.DeviceStream;
 
 /**
- * The engine under a {@link ThreadGroup}, the analogue of {@code c10d::Backend} in the seed. The seed's
+ * The engine under a {@link ThreadGroup}, the analogue of {@code c10d::Backend} in DTorch. DTorch's
  * same-device backend subclasses {@code c10d::Backend} in C++; from Java this interface plays that role
  * and one implementation wraps c10d's {@code ProcessGroupGloo}.
  *

@@ -8,8 +8,10 @@ package org.dtorch.core.communication.group;
 public enum CollectiveKind {
     /** {@code allReduce}; {@code allReduceSum_} counts one per call. */
     ALL_REDUCE,
-    /** {@code equalShapeAllGatherIntoTensor}, {@code allGatherIntoTensor}, {@code allGather}, {@code allGatherIntoVec},
-     * {@code allGatherStacked}; {@code allGatherCat} counts two (the sizes, then the values). */
+    /**
+     * {@code equalShapeAllGatherIntoTensor}, {@code allGatherIntoTensor}, {@code allGather}, {@code allGatherIntoVec},
+     * {@code allGatherStacked}; {@code allGatherCat} counts two (the sizes, then the values).
+     */
     ALL_GATHER,
     /** {@code reduceScatterTensor}. */
     REDUCE_SCATTER,

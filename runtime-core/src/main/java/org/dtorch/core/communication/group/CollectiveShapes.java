@@ -62,6 +62,22 @@ final class CollectiveShapes {
         return copy;
     }
 
+    /** Elements of one index of {@code dim} of {@code shape}: the product of the other dims' sizes. */
+    static long rowElements(long[] shape, int dim) {
+        long elements = 1;
+        for (int d = 0; d < shape.length; d++) {
+            if (d != dim) {
+                elements *= shape[d];
+            }
+        }
+        return elements;
+    }
+
+    /** Elements of one index of {@code dim} of {@code t}. */
+    static long rowElements(Tensor t, int dim) {
+        return rowElements(TorchTensors.shape(t), dim);
+    }
+
     static long numel(long[] shape) {
         long n = 1;
         for (long s : shape) {

@@ -1,8 +1,8 @@
 package org.dtorch.core.communication.group;
 
 /**
- * How the Gloo backend fills an all-reduce's result buffer with the input before reducing it in place (decisions
- * 200 and 201): with how many threads per rank, and whether a first piece is reduced while the rest is still copied.
+ * How the Gloo backend fills an all-reduce's result buffer with the input before reducing it in place: with how many
+ * threads per rank, and whether a first piece is reduced while the rest is still copied.
  * Both follow, by default, the processors' share of each rank that copies at once ({@link HostCopy#share}).
  *
  * @param copyThreads threads per rank for the copy; 0 (the default) takes the rank's share of the processors; a
@@ -22,12 +22,12 @@ record GlooCopyOptions(int copyThreads, double firstPiece) {
     static final double AUTOMATIC = -1;
     /**
      * A quarter: while Gloo reduces it, the other three quarters are copied, at memory speed against Gloo's loopback
-     * speed, so the copy is hidden but for the first quarter's (decision 201).
+     * speed, so the copy is hidden but for the first quarter's. Only two pieces, since each piece costs a Gloo round.
      */
     static final double DEFAULT_FIRST_PIECE = 0.25;
     /**
      * Overlap needs a processor beside Gloo's: the rank's thread copies while Gloo's thread reduces. With fewer, the
-     * two pieces only add a Gloo round (measured on 2 cores, decision 201).
+     * two pieces only add a Gloo round (measured on 2 cores).
      */
     static final int MIN_SHARE_TO_OVERLAP = 2;
     /** All-reduces smaller than this are latency bound: one copy and one Gloo round, whatever the options say. */

@@ -15,12 +15,12 @@ import org.dtorch.core.tensor.TorchTensors;
 
 /**
  * The Gloo backend's all-reduce, reduce-scatter and all-gather of large host tensors into new results, without the
- * copies c10d's Gloo calls make (decisions 485 and 486): a ring of c10d sends and receives that reads the input where
- * it lies and writes the result directly. {@code ProcessGroupGloo.allreduce} works in place only, so the copying
- * contract used to pay one copy of the input per rank (decision 190), and its reduce-scatter and all-gather copy
- * more (decision 202). This ring moves the bytes Gloo's own ring moves and reduces in place in the result with
- * libtorch's kernels ({@code add_} and its kin), so the all-reduce costs what the in-place call costs (measured: 1.07
- * of it on 2 cores, 1.06 on 16).
+ * copies c10d's Gloo calls make ({@code docs/adr/0035-gloo-ring-reads-its-input-in-place.md}): a ring of c10d sends
+ * and receives that reads the input where it lies and writes the result directly. {@code ProcessGroupGloo.allreduce}
+ * works in place only, so a result in a new tensor costs one copy of the input per rank, and its out-of-place
+ * reduce-scatter and all-gather clone or gather into fresh tensors and copy out again. This ring moves the bytes
+ * Gloo's own ring moves and reduces in place in the result with libtorch's kernels ({@code add_} and its kin), so the
+ * all-reduce costs what the in-place call costs (measured: 1.07 of it on 2 cores, 1.06 on 16).
  *
  * <p>The whole is cut into one chunk per rank (element offsets {@code bounds}: the balanced split for the all-reduce,
  * the ranks' rows otherwise) and each chunk into segments of about {@link Options#segmentBytes} bytes. Step {@code j}
@@ -47,7 +47,10 @@ final class GlooRing {
     static final String RING_PROPERTY = "dtorch.gloo.ring";
     /** System property: bytes per segment, at least 4096; default {@value #DEFAULT_SEGMENT_BYTES}. */
     static final String SEGMENT_BYTES_PROPERTY = "dtorch.gloo.ringSegmentBytes";
-    /** Measured best of 2 to 16 segments per 16 MiB chunk on 2 and on 16 cores (decision 485). */
+    /**
+     * Measured best of 2 to 16 segments per 16 MiB chunk on 2 and on 16 cores: one segment leaves no overlap of
+     * reduction and transfer, many cost a round each.
+     */
     static final long DEFAULT_SEGMENT_BYTES = 4L << 20;
     /** Smaller collectives call c10d's Gloo once: their copies are cheap, and the ring is 2 (n - 1) round trips. */
     static final long MIN_BYTES = 1L << 20;

@@ -10,7 +10,7 @@ import org.dtorch.core.communication.ReduceOpType;
  * disjoint slices, each slice by one thread, with libtorch's own kernels on views (no per-element Java).
  * A thread walks its slice in cache-sized pieces: it combines the N inputs into the first output and copies
  * that piece, still in cache, into the other outputs, so every input is read once and every output written
- * once (docs/communication-core.md, "Collective speed"; decision 192).
+ * once (docs/communication-core.md, "Collective speed").
  *
  * <p>Pieces stay under libtorch's intra-op grain (32768 elements), so a kernel never starts a parallel team
  * of its own from inside one of these threads.

@@ -6,7 +6,7 @@ import org.bytedeco.pytorch.Store;
 import org.bytedeco.pytorch.nccl.ProcessGroupNCCL;
 
 /**
- * Creates c10d's {@code ProcessGroupNCCL}. A class of its own so that {@link C10dBackend} links the NCCL
+ * Creates c10d's {@code ProcessGroupNCCL}. A class of its own so that {@link C10dRendezvous} links the NCCL
  * classes (whose loading needs libtorch's CUDA natives) only when an NCCL group is made.
  *
  * <p>Thread-safe: stateless.

@@ -14,7 +14,7 @@ import org.dtorch.core.tensor.TorchTensors;
  * Host buffers for collective results, kept between calls so that a large result is not a fresh
  * allocation each time. glibc serves a 64 MiB block with a new {@code mmap}, and the first write to each
  * of its pages faults: that cost more than Gloo's reduction itself (docs/communication-core.md, "Collective
- * speed"; decision 190).
+ * speed").
  *
  * <p>A cached buffer is reused only when nothing outside the cache references its storage: the caller gets a
  * view (its own {@code TensorImpl} on the cached storage), so the storage's use count is 1 exactly when every

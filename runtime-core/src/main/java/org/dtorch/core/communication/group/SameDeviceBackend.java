@@ -24,7 +24,7 @@ import org.dtorch.core.tensor.TorchTensors;
  * {@code destFinishGet}s; it then waits in {@code srcWaitUntilGetFinished} until the others are done
  * with its tensors. Tensors are shared, never copied, across ranks.
  *
- * <p>Two choices differ from the seed, both written down in docs/decisions.md:
+ * <p>Two choices differ from DTorch ({@code docs/adr/0004-same-device-backend.md}):
  * <ul>
  *   <li>Keys carry a per-group sequence number ({@code 17/in/2}) and a key is free again once its
  *       producer's wait returns, so no {@code Reset()} (two barriers) is needed after each collective.</li>
@@ -48,7 +48,10 @@ final class SameDeviceBackend implements CollectiveBackend {
     private static final long CHUNK_BYTES = 64 * 1024;
 
     private final TensorStore store;
-    /** Host result buffers, kept between all-reduces when the store is the memory store (decision 190). */
+    /**
+     * Host result buffers, kept between all-reduces when the store is the memory store: a fresh large block faults
+     * every page on first write, which costs more than the reduction.
+     */
     private final ResultBufferCache results = ResultBufferCache.fromSystemProperties();
     private final String groupName;
     private final int rank;
@@ -110,7 +113,8 @@ final class SameDeviceBackend implements CollectiveBackend {
             long numel = x.numel();
             CudaFusedReduce.Combine combine = fusedCombine(op);
             if (x.is_cuda() && CudaFusedReduce.supports(x.scalar_type(), combine, op == ReduceOpType.AVG) && size <= CudaFusedReduce.MAX_TENSORS) {
-                // One pass over this rank's slice: every input read once, every output written once (decision 146).
+                // One pass over this rank's slice: every input read once, every output written once, about half the
+                // bytes libtorch's binary operators would move.
                 // Slices are whole 16-byte units, so that the kernel moves vectors; the last rank takes the tail.
                 // Fewer units than ranks leave the last ranks no unit (the balanced split), only the last one its tail.
                 long perUnit = Math.max(1, 16 / x.element_size());
@@ -121,7 +125,7 @@ final class SameDeviceBackend implements CollectiveBackend {
                     DeviceStream.of(TorchTensors.device(x)));
             } else if (!x.is_cuda()) {
                 // On the host, rank 0 reduces every slice with a team of threads; the others wait in release() until
-                // it finished with their tensors, their outputs written (decision 192).
+                // it finished with their tensors, their outputs written.
                 if (rank == 0) {
                     HostReduction.allReduce(inputs.tensors, outputs.tensors, op, store.timeout());
                 }

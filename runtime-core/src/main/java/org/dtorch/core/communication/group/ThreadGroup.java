@@ -128,7 +128,7 @@ public final class ThreadGroup implements AutoCloseable {
 
     private CollectiveBackend sameDeviceBackend(String initPath, Duration timeout) {
         DeviceStream defaultStream = DeviceStream.of(rankDevice());
-        // As the seed's same-device backend: threads of one process share memory, processes share /dev/shm.
+        // As DTorch's same-device backend: threads of one process share memory, processes share /dev/shm.
         int slash = initPath.indexOf('/');
         String instance = slash > 0 ? initPath.substring(0, slash) : GlobalCommInstanceId.processPrefix();
         TensorStore store = TensorStore.createForParticipants(TensorStoreCreateInfo.builder()

@@ -8,7 +8,7 @@ import org.dtorch.core.device.DeviceKind;
 
 /**
  * Identifies a communication group: the device kind and the ordered device ids of its ranks (rank i is
- * device {@code deviceIds.get(i)}). Unlike the seed's fixed array of 12, any number of devices fits.
+ * device {@code deviceIds.get(i)}). Unlike DTorch's fixed array of 12, any number of devices fits.
  *
  * <p>Keys order by {@link #sortKey()}, the order in which {@link ThreadGroupManager} destroys groups.
  *

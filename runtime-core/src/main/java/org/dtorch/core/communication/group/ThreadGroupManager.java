@@ -30,7 +30,7 @@ import org.dtorch.core.device.DeviceKind;
  * (which share the instance id) meet.
  *
  * <p>{@link #close()} destroys every group in the order of {@link ThreadGroupKey#sortKey()}, the same
- * order on every rank and process; the seed requires it because NCCL communicators destroyed in
+ * order on every rank and process; DTorch requires it because NCCL communicators destroyed in
  * different orders on different ranks deadlock. It then deletes the instance's rendezvous directory, if
  * this manager owns it.
  *

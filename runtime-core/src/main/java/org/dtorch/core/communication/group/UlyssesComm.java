@@ -26,7 +26,8 @@ import org.dtorch.core.tensor.TorchTensors;
  *
  * <p>The methods block: {@link ThreadGroup} has no asynchronous all-to-all to return a wait handle from.
  * {@link #scatterHeads(Tensor, Tensor, Tensor)} instead moves Q, K and V in one all-to-all, so the three are
- * in flight together as TeleFuser's submit-all-then-wait intends (docs/decisions.md, 322 and 323).
+ * in flight together as TeleFuser's submit-all-then-wait intends: one collective's latency instead of three, for
+ * one extra copy.
  *
  * <p>Not thread-safe: one thread per rank, as its group; every rank of the group calls the same methods in
  * the same order with equal shapes (a mismatch is a deadlock the group's deadline turns into an error).
@@ -59,8 +60,8 @@ public final class UlyssesComm {
     /**
      * {@link #ulyssesScatterHeads} of Q, K and V in one all-to-all: they are concatenated on the batch into one
      * {@code [3 * B, S_local, H, D]} tensor, exchanged once and returned as views of the result: one
-     * collective's latency for an extra copy of the three (docs/decisions.md, 323). The three must have equal
-     * shapes and dtypes.
+     * collective's latency for an extra copy of the three, which wins where latency dominates (small tensors) and
+     * loses where the copy does. The three must have equal shapes and dtypes.
      */
     public HeadShards scatterHeads(Tensor q, Tensor k, Tensor v) {
         String op = "scatterHeads";

@@ -33,8 +33,8 @@ final class CompletionWait {
 
     /**
      * As {@link #awaitDone(CompletableFuture, long, String)}; {@code beforePark}, if not null, is prepared once the spin
-     * has not seen the future done and before the thread parks (decision 205), so a completion during the spin costs
-     * no preparation.
+     * has not seen the future done and before the thread parks, so that the handles are made while the thread has
+     * nothing else to do, and a completion during the spin costs no preparation.
      */
     static boolean awaitDone(CompletableFuture<?> future, long timeoutNanos, String what, PreparedReference beforePark) {
         if (future.isDone()) {

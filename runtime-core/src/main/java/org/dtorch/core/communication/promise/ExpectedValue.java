@@ -7,7 +7,8 @@ import org.dtorch.core.shm.ShmTensors;
 /**
  * The shape and dtype a promise's value will have, when its creator knows them (a runtime's {@code get_tensor} knows
  * them from inference): a File future's getter that has to sleep then allocates the value's tensor first, so that once
- * woken it only copies bytes (decision 252). A value that turns out different is read as without it.
+ * woken it only copies bytes: a first native call on a thread just back from a sleep costs microseconds. A value that
+ * turns out different is read as without it.
  *
  * <p>Immutable. Thread-safe.
  *

@@ -31,7 +31,7 @@ final class FileFuture<T> implements DirectCompletion {
     private final String what;
     /** Null for the global timeout at the time of the call. */
     private final Duration getTimeout;
-    /** A tensor future's expected value when it would be copied out of the inline bytes, else null (decision 252). */
+    /** A tensor future's expected value when it would be copied out of the inline bytes, else null. */
     private final ExpectedValue expected;
     private CompletableFuture<Object> completion;
 
@@ -110,7 +110,7 @@ final class FileFuture<T> implements DirectCompletion {
     /**
      * Waits up to {@link #timeout()}, or throws naming the promise; then gives the result or throws the error set. A
      * tensor future that has to sleep makes the handle it returns first, and the value's tensor when its shape is
-     * expected ({@link PreparedReference}, decisions 205 and 252).
+     * expected ({@link PreparedReference}), so that the woken getter makes no native call.
      */
     T get() {
         Duration timeout = timeout();

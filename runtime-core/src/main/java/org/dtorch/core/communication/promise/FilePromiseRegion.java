@@ -55,6 +55,7 @@ final class FilePromiseRegion {
             SharedRegion.unlink(name + "-v");
         }), "dtorch-promise-cleanup"));
     }
+
     private static final long SLEEP_SLICE_NANOS = 100_000_000L;
     /** How often a reader waiting for a lender's GPU work polls its event, and checks that the lender lives. */
     private static final long EVENT_POLL_NANOS = 20_000L;
@@ -96,7 +97,7 @@ final class FilePromiseRegion {
             s.set(ValueLayout.JAVA_INT, FUTURE_PID, Processes.currentPid());
             Shm.putString(s, DOORBELL, DOORBELL_CAPACITY, FileFutureWatcher.instance().doorbellName());
             // Fault the first page of the inline bytes in now: its first write would otherwise allocate and zero a page between
-            // the completer's clock and the wake-up (decision 207); attach maps it for the completer the same way.
+            // the completer's clock and the wake-up; attach maps it for the completer the same way.
             s.set(ValueLayout.JAVA_LONG, INLINE_BYTES, 0L);
             Shm.putIntRelease(s, MAGIC_OFFSET, MAGIC);
             OWNED.add(name);
@@ -122,7 +123,7 @@ final class FilePromiseRegion {
             throw new IllegalStateException("shared memory " + name + " is not a File " + (kind == TENSOR ? "tensor" : "void")
                 + " promise");
         }
-        Shm.getIntAcquire(s, INLINE_BYTES); // maps the page the creator faulted in, before a completer writes it (decision 207)
+        Shm.getIntAcquire(s, INLINE_BYTES); // maps the page the creator faulted in, so a completer's write does not fault
         return new FilePromiseRegion(region);
     }
 
@@ -300,7 +301,8 @@ final class FilePromiseRegion {
         }
         // A volatile store, not a release: the load of SLEEPERS below must not pass it. A reader increments SLEEPERS and
         // then sleeps only while STATE is still PENDING; were the load to overtake the store, both could miss the
-        // other and the reader would sleep out its 100 ms slice (decision 198).
+        // other and the reader would sleep out its 100 ms slice (x86 may satisfy the load before the store leaves the
+        // store buffer).
         Shm.putIntVolatile(seg, STATE, state);
         boolean woke = Shm.getIntVolatile(seg, SLEEPERS) > 0;
         if (woke) {
@@ -337,7 +339,7 @@ final class FilePromiseRegion {
 
     /**
      * As {@link #awaitDone(long, String)}; {@code beforeSleep}, if not null, is prepared once, before the first sleep on
-     * the futex (decision 205).
+     * the futex, while the thread has nothing else to do.
      */
     boolean awaitDone(long timeoutNanos, String what, PreparedReference beforeSleep) {
         if (isDone()) {

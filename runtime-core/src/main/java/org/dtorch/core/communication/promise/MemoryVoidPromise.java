@@ -1,6 +1,7 @@
 package org.dtorch.core.communication.promise;
 
 import java.time.Duration;
+
 /**
  * A {@link VoidPromise} whose future lives in the same process.
  *

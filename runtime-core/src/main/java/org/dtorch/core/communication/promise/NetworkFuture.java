@@ -16,10 +16,10 @@ import org.dtorch.core.communication.CommTimeoutException;
 import org.dtorch.core.communication.Deadline;
 
 /**
- * The future of a Network promise, in the process that created it (decision 448). A waiter does not poll: it blocks in
+ * The future of a Network promise, in the process that created it. A waiter does not poll: it blocks in
  * the store's {@code wait([key], timeout)} on a client of its own, then reads the outcome once with {@code get(key)}
  * and deletes the key; the claim stays (a few bytes), so a completion that comes after the read is still refused
- * (decision 449's addendum). One waiter at a time talks to the store
+ * rather than taking a claim that no longer exists and completing twice. One waiter at a time talks to the store
  * (the others wait for it on a lock, each with its own deadline), so the one that deletes the key is never racing
  * another that has yet to start waiting for it.
  *

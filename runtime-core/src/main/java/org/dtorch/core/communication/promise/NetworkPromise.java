@@ -11,9 +11,9 @@ import org.dtorch.core.communication.CommOptions;
 import org.dtorch.core.trace.Tracer;
 
 /**
- * What the Network tensor and void promises share (docs/communication-core.md, Promises and futures; decisions
- * 445-449): a key in a c10d {@code TCPStore}, the one future, serialization, and completion. The creator gives out the
- * future; a promise rebuilt from {@link #serialize()} in another process (or on another host) only completes.
+ * What the Network tensor and void promises share (docs/communication-core.md, Promises and futures): a key in a c10d
+ * {@code TCPStore}, the one future, serialization, and completion. The creator gives out the future; a promise rebuilt
+ * from {@link #serialize()} in another process (or on another host) only completes.
  *
  * <p>Completing is two store calls on a client of its own: {@code add(key/claim, 1)}, which only the first completer
  * sees return 1 (so exactly one of {@code setValue} and {@code setException} wins, across hosts), then {@code set(key,

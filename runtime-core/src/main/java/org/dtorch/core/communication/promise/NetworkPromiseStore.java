@@ -12,7 +12,7 @@ import org.dtorch.core.communication.CommException;
 import org.dtorch.core.communication.store.StoreClients;
 
 /**
- * Where Network promises keep their outcomes: a c10d {@code TCPStore} at {@code host:port} (decision 446). Either this
+ * Where Network promises keep their outcomes: a c10d {@code TCPStore} at {@code host:port}. Either this
  * process hosts the server ({@link #host}; the promise's creator, when no shared store is given) or it names a store
  * that someone else serves ({@link #shared}; the runtime-wide store of a multi-node run). Each blocking call has a
  * client to itself for its duration ({@link #call}), taken from the process's pool, so a waiter blocked in the store

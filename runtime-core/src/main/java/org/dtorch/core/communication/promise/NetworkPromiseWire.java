@@ -12,8 +12,9 @@ import org.dtorch.core.shm.ShmTensors;
 import org.dtorch.core.tensor.TorchTensors;
 
 /**
- * The outcome of a Network promise as the value of its key in the {@code TCPStore} (decision 447). One value, written
- * once, little-endian:
+ * The outcome of a Network promise as the value of its key in the {@code TCPStore}, so that a completer on another host
+ * needs only the store (a promise's value is one operator's result, usually small). One value, written once,
+ * little-endian:
  *
  * <pre>
  *   offset        size        field

@@ -3,7 +3,7 @@ package org.dtorch.core.communication.promise;
 import java.time.Duration;
 
 /**
- * Network promises (decisions 445-449): a promise whose future may live on another host, its outcome kept under a key
+ * Network promises: a promise whose future may live on another host, its outcome kept under a key
  * of a c10d {@code TCPStore}. {@link TensorPromises#create} with {@link TensorPromiseType#NETWORK} hosts a store server
  * for the promise in this process; {@link #create(String, int, Duration)} and {@link #createVoid(String, int, Duration)}
  * use a store served elsewhere (a multi-node runtime's own), which the creator and the completer reach at the same

@@ -10,10 +10,10 @@ import org.dtorch.core.shm.ShmTensors;
 
 /**
  * The native work a getter does while it has nothing else to do, just before it parks or sleeps, so that neither
- * the completer nor the woken getter makes a handle or calls libtorch between the completion and the getter's return
- * (decisions 205 and 252): a JavaCPP handle costs a native allocation, an upcall and a registration under a JVM-wide
- * lock, and any first native call on a thread just back from a sleep costs microseconds, while filling a handle made
- * earlier ({@code put}, an {@code at::Tensor} assignment) on the completer's running thread costs a fraction of one.
+ * the completer nor the woken getter makes a handle or calls libtorch between the completion and the getter's return:
+ * a JavaCPP handle costs a native allocation, an upcall and a registration under a JVM-wide lock, and any first native
+ * call on a thread just back from a sleep costs microseconds, while filling a handle made earlier ({@code put}, an
+ * {@code at::Tensor} assignment) on the completer's running thread costs a fraction of one.
  *
  * <p>Three forms, by what the getter waits on:
  * <ul>

@@ -16,8 +16,9 @@ import java.net.UnknownHostException;
 /**
  * A listening TCP socket bound to one address, for a {@code TCPStore} server to take over
  * ({@code TCPStoreOptions.masterListenFd}): c10d's server otherwise listens on every interface, whatever host it is
- * given (decision 446). The socket's file descriptor is handed to the store, which closes it with itself. Public for
- * the Network store's {@code RendezvousServer} (org.dtorch.core.communication.store), which binds the same way.
+ * given, so a server meant for loopback would be reachable from the network. The socket's file descriptor is handed to
+ * the store, which closes it with itself. Public for the Network store's {@code RendezvousServer}
+ * (org.dtorch.core.communication.store), which binds the same way.
  *
  * <p>The addresses passed to {@code bind} (Linux, network byte order in the port and address fields):
  *
@@ -141,7 +142,7 @@ public final class StoreListenSocket {
     /** Closes a descriptor that no store took. */
     public static void close(int fd) {
         try (Arena arena = Arena.ofConfined()) {
-            int ignored = (int) CLOSE.invokeExact(arena.allocate(CALL_STATE), fd);
+            int _ = (int) CLOSE.invokeExact(arena.allocate(CALL_STATE), fd);
         } catch (Throwable e) {
             throw new IllegalStateException("close(" + fd + ") failed", e);
         }

@@ -32,7 +32,7 @@ public interface TensorFuture {
     Tensor get();
 
     /**
-     * Blocks up to {@code timeout}; empty if nothing arrived by then (the seed's {@code Wait}).
+     * Blocks up to {@code timeout}; empty if nothing arrived by then (DTorch's {@code Wait}).
      *
      * @throws FutureFailedException if the promise was completed with an error
      */

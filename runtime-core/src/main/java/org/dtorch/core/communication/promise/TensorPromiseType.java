@@ -8,7 +8,7 @@ package org.dtorch.core.communication.promise;
 public enum TensorPromiseType {
     /** Promise and future in one process. */
     MEMORY,
-    /** Promise and future in two processes of one host, over shared memory (the per-device-process issue). */
+    /** Promise and future in two processes of one host, over shared memory. */
     FILE,
     /** Promise and future on two hosts, through a c10d {@code TCPStore} ({@link NetworkPromises}). */
     NETWORK

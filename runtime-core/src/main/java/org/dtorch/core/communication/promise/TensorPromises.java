@@ -31,8 +31,8 @@ public final class TensorPromises {
 
     /**
      * As {@link #create(TensorPromiseType, Duration)}, for a value of known shape and dtype ({@code expected}, or null
-     * when unknown): a File future's getter that has to sleep then allocates the value first (decision 252). A value of
-     * another shape or dtype is still taken.
+     * when unknown): a File future's getter that has to sleep then allocates the value first, so that it makes no native
+     * call once woken. A value of another shape or dtype is still taken.
      */
     public static TensorPromise create(TensorPromiseType type, Duration getTimeout, ExpectedValue expected) {
         return switch (Objects.requireNonNull(type, "type")) {

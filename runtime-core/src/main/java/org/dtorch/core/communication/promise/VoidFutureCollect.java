@@ -8,7 +8,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * One {@link VoidFuture} for several, typically one per device (the seed's {@code VoidFutureCollect}).
+ * One {@link VoidFuture} for several, typically one per device (DTorch's {@code VoidFutureCollect}).
  * It is ready when all of them are done, or as soon as one fails: the first failure propagates at once,
  * so a caller never waits for devices whose work can no longer matter.
  *

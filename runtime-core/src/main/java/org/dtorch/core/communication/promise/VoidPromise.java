@@ -1,8 +1,8 @@
 package org.dtorch.core.communication.promise;
 
 /**
- * The writing end of a one-shot "done" signal without data, used to synchronize with devices (the
- * seed's {@code VoidPromise}, for {@code Graph::SyncFuture()}).
+ * The writing end of a one-shot "done" signal without data, used to synchronize with devices (DTorch's
+ * {@code VoidPromise}, for {@code Graph::SyncFuture()}).
  *
  * <p>Thread-safe: any thread may complete the promise; completion is atomic.
  */

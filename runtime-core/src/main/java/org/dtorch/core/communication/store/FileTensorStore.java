@@ -69,7 +69,7 @@ public final class FileTensorStore extends TensorStore {
     private final FileStorePeers peers;
     private final FileStoreWait waits;
     private final FileStoreDataRegions dataRegions;
-    private volatile boolean closed;
+    private final StoreGuard guard;
     /** True once this instance holds its rank's slot; a refused duplicate never touches the slot. Guarded by the monitor. */
     private boolean joined;
     /** What this rank lent and took through CUDA IPC. */
@@ -78,6 +78,7 @@ public final class FileTensorStore extends TensorStore {
     /** Creates or joins the control region and waits for the others (constructor barrier). */
     FileTensorStore(TensorStoreCreateInfo info) {
         super(info);
+        this.guard = StoreGuard.of(info);
         byte[] storeKeyBytes = utf8(info.storeKey());
         if (storeKeyBytes.length > MAX_STORE_KEY_BYTES) {
             throw new IllegalArgumentException("store key '" + info.storeKey() + "' is " + storeKeyBytes.length
@@ -96,7 +97,7 @@ public final class FileTensorStore extends TensorStore {
         this.header = new FileStoreHeader(seg);
         this.entries = new FileStoreEntries(seg);
         this.peers = new FileStorePeers(seg, info.worldSize());
-        this.waits = new FileStoreWait(monitor, peers, CommOptions.global().spinBeforePark().toNanos(), this::ensureOpen);
+        this.waits = new FileStoreWait(monitor, peers, CommOptions.global().spinBeforePark().toNanos(), guard::ensureOpen);
         try {
             join();
             barrier();
@@ -145,7 +146,7 @@ public final class FileTensorStore extends TensorStore {
 
     @Override
     public void srcSet(String key, Tensor value, DeviceStream stream, int getCount, DeviceKind destGetDeviceKind) {
-        String op = describe("srcSet", key);
+        String op = guard.describe("srcSet", key);
         byte[] keyBytes = checkKey(key, "srcSet");
         DeviceKind valueKind = checkSrcSet(op, value, stream, getCount);
         if (valueKind == DeviceKind.CUDA) {
@@ -288,7 +289,7 @@ public final class FileTensorStore extends TensorStore {
         long keyHash = FileStoreEntries.hash(keyBytes);
         monitor.lock();
         try {
-            ensureOpen(op);
+            guard.ensureOpen(op);
             int live = entries.find(keyBytes, keyHash, false);
             if (live >= 0) {
                 throw new IllegalStateException(op + ": the key is still live (" + entries.counts(live)
@@ -327,7 +328,7 @@ public final class FileTensorStore extends TensorStore {
 
     @Override
     public void srcWaitUntilGetFinished(String key, DeviceStream stream) {
-        String op = describe("srcWaitUntilGetFinished", key);
+        String op = guard.describe("srcWaitUntilGetFinished", key);
         byte[] keyBytes = checkKey(key, "srcWaitUntilGetFinished");
         Objects.requireNonNull(stream, "stream");
         Deadline deadline = Deadline.after(timeout());
@@ -339,7 +340,7 @@ public final class FileTensorStore extends TensorStore {
             long traced = Tracer.now();
             monitor.lock();
             try {
-                ensureOpen(op);
+                guard.ensureOpen(op);
                 int index = entries.find(keyBytes, keyHash, false);
                 if (index < 0) {
                     throw new IllegalStateException(op + ": the key is not live (never set, already waited for, or reset)");
@@ -372,7 +373,7 @@ public final class FileTensorStore extends TensorStore {
 
     @Override
     public Tensor destGet(String key, DeviceStream stream) {
-        String op = describe("destGet", key);
+        String op = guard.describe("destGet", key);
         byte[] keyBytes = checkKey(key, "destGet");
         Objects.requireNonNull(stream, "stream");
         Deadline deadline = Deadline.after(timeout());
@@ -393,7 +394,7 @@ public final class FileTensorStore extends TensorStore {
             monitor.lock();
             try {
                 while (true) {
-                    ensureOpen(op);
+                    guard.ensureOpen(op);
                     index = entries.find(keyBytes, keyHash, true);
                     if (index >= 0 && entries.gets(index) < entries.getCount(index)) {
                         break;
@@ -471,7 +472,7 @@ public final class FileTensorStore extends TensorStore {
 
     @Override
     public void destFinishGet(String key, DeviceStream stream) {
-        String op = describe("destFinishGet", key);
+        String op = guard.describe("destFinishGet", key);
         byte[] keyBytes = checkKey(key, "destFinishGet");
         Objects.requireNonNull(stream, "stream");
         enter(op);
@@ -481,7 +482,7 @@ public final class FileTensorStore extends TensorStore {
             }
             monitor.lock();
             try {
-                ensureOpen(op);
+                guard.ensureOpen(op);
                 int index = entries.find(keyBytes, FileStoreEntries.hash(keyBytes), true);
                 if (index < 0) {
                     throw new IllegalStateException(op + ": no destGet of this key is outstanding (the key is not set)");
@@ -510,7 +511,7 @@ public final class FileTensorStore extends TensorStore {
         try {
             monitor.lock();
             try {
-                ensureOpen("reset()");
+                guard.ensureOpen("reset()");
                 entries.freeAll();
                 monitor.signalAll();
             } finally {
@@ -526,14 +527,14 @@ public final class FileTensorStore extends TensorStore {
 
     @Override
     public void barrier() {
-        String op = "barrier() on store '" + storeKey() + "' (rank " + rank() + ")";
+        String op = guard.on("barrier()");
         Deadline deadline = Deadline.after(timeout());
         enter(op);
         try {
             FileStoreWait.Waiter waiter = waits.waiter(op, deadline);
             monitor.lock();
             try {
-                ensureOpen(op);
+                guard.ensureOpen(op);
                 int generation = header.barrierGeneration();
                 int arrived = header.barrierArrived() + 1;
                 if (arrived == worldSize()) {
@@ -545,7 +546,7 @@ public final class FileTensorStore extends TensorStore {
                 header.barrierArrived(arrived);
                 try {
                     while (header.barrierGeneration() == generation) {
-                        ensureOpen(op);
+                        guard.ensureOpen(op);
                         waiter.step(() -> header.barrierArrived() + " of " + worldSize() + " ranks arrived");
                     }
                 } catch (RuntimeException e) {
@@ -570,11 +571,8 @@ public final class FileTensorStore extends TensorStore {
      */
     @Override
     public void close() {
-        synchronized (this) {
-            if (closed) {
-                return;
-            }
-            closed = true;
+        if (!guard.markClosed()) {
+            return;
         }
         // A refused duplicate of an open rank must neither clear that rank's slot nor remove the live region.
         boolean last;
@@ -603,7 +601,7 @@ public final class FileTensorStore extends TensorStore {
 
     /** True once {@link #close()} was called. */
     public boolean isClosed() {
-        return closed;
+        return guard.isClosed();
     }
 
     /** Number of keys live (set and not yet waited for); for tests and diagnostics. */
@@ -642,8 +640,8 @@ public final class FileTensorStore extends TensorStore {
 
     /** Holds the control mapping for the duration of one call, so that a concurrent close cannot unmap it. */
     private void enter(String op) {
-        if (closed || !control.retain()) {
-            throw closedError(op);
+        if (guard.isClosed() || !control.retain()) {
+            throw guard.closedError(op);
         }
     }
 
@@ -651,33 +649,16 @@ public final class FileTensorStore extends TensorStore {
         control.release();
     }
 
-    private void ensureOpen(String op) {
-        if (closed) {
-            throw closedError(op);
-        }
-    }
-
-    private IllegalStateException closedError(String op) {
-        return new IllegalStateException(op + ": the store is closed");
-    }
-
-    private String describe(String method, String key) {
-        return method + "('" + key + "') on store '" + storeKey() + "' (rank " + rank() + ")";
-    }
-
     static byte[] utf8(String s) {
         return s.getBytes(StandardCharsets.UTF_8);
     }
 
+    /** {@link StoreGuard#checkKey}, then the key's length in the entry table; returns the key's UTF-8 bytes. */
     private byte[] checkKey(String key, String method) {
-        ensureOpen(method + "('" + key + "') on store '" + storeKey() + "' (rank " + rank() + ")");
-        if (key == null || key.isEmpty()) {
-            throw new IllegalArgumentException(method + " on store '" + storeKey() + "' (rank " + rank()
-                + "): key must be a non-empty string, got " + (key == null ? "null" : "''"));
-        }
+        guard.checkKey(key, method);
         byte[] bytes = utf8(key);
         if (bytes.length > MAX_KEY_BYTES) {
-            throw new IllegalArgumentException(describe(method, key) + ": a File store key has at most " + MAX_KEY_BYTES
+            throw new IllegalArgumentException(guard.describe(method, key) + ": a File store key has at most " + MAX_KEY_BYTES
                 + " bytes, got " + bytes.length);
         }
         return bytes;

@@ -3,7 +3,7 @@ package org.dtorch.core.communication.store;
 import java.util.Arrays;
 
 /**
- * Tells whether every participant of a store lives in this process (the seed's
+ * Tells whether every participant of a store lives in this process (DTorch's
  * {@code IsSameProcessChecker}): each rank records its process id in shared memory, waits for the others,
  * and compares. All ranks get the same answer, so they pick the same backend.
  *

@@ -23,11 +23,12 @@ import org.dtorch.core.trace.Tracer;
 public final class MemoryTensorStore extends TensorStore {
     private final MemoryTensorStoreState state;
     private final long spinNanos;
-    private volatile boolean closed;
+    private final StoreGuard guard;
 
     /** Creates this participant's instance and waits for the others (constructor barrier). */
     MemoryTensorStore(TensorStoreCreateInfo info) {
         super(info);
+        this.guard = StoreGuard.of(info);
         this.spinNanos = CommOptions.global().spinBeforePark().toNanos();
         this.state = MemoryTensorStoreRegistry.acquire(info.storeKey(), info.worldSize(), info.rank());
         try {
@@ -40,12 +41,13 @@ public final class MemoryTensorStore extends TensorStore {
 
     @Override
     public void srcSet(String key, Tensor value, DeviceStream stream, int getCount, DeviceKind destGetDeviceKind) {
-        String op = "srcSet('" + key + "') on store '" + storeKey() + "' (rank " + rank() + ")";
-        checkKey(key, "srcSet");
+        String op = guard.describe("srcSet", key);
+        guard.checkKey(key, "srcSet");
         DeviceKind valueKind = checkSrcSet(op, value, stream, getCount);
         Tensor own = destGetDeviceKind == null || destGetDeviceKind == valueKind ? new Tensor(value)
             : moveForConsumers(op, value, destGetDeviceKind);
-        // An idle stream has written the value: an event not recorded lets consumers' waits be no-ops (decision 154).
+        // An idle stream has written the value already: an event never recorded counts as passed, so consumers skip
+        // their waits and the producer's device gets no command.
         DeviceEvent setEvent = stream.query() ? DeviceEvent.create(stream.device()) : stream.recordEvent();
         try {
             state.srcSet(this, key, own, setEvent, getCount);
@@ -57,7 +59,7 @@ public final class MemoryTensorStore extends TensorStore {
 
     @Override
     public void srcWaitUntilGetFinished(String key, DeviceStream stream) {
-        checkKey(key, "srcWaitUntilGetFinished");
+        guard.checkKey(key, "srcWaitUntilGetFinished");
         Objects.requireNonNull(stream, "stream");
         // The producer's stream may reuse the memory only after every consumer's stream is done with it.
         long traced = Tracer.now();
@@ -71,7 +73,7 @@ public final class MemoryTensorStore extends TensorStore {
 
     @Override
     public Tensor destGet(String key, DeviceStream stream) {
-        checkKey(key, "destGet");
+        guard.checkKey(key, "destGet");
         Objects.requireNonNull(stream, "stream");
         long traced = Tracer.now();
         MemoryTensorStoreState.Taken taken = state.destGet(this, key, Deadline.after(timeout()));
@@ -82,7 +84,7 @@ public final class MemoryTensorStore extends TensorStore {
 
     @Override
     public void destFinishGet(String key, DeviceStream stream) {
-        checkKey(key, "destFinishGet");
+        guard.checkKey(key, "destFinishGet");
         Objects.requireNonNull(stream, "stream");
         DeviceEvent finished = stream.recordEvent();
         try {
@@ -107,14 +109,8 @@ public final class MemoryTensorStore extends TensorStore {
 
     @Override
     public void close() {
-        if (closed) {
+        if (!guard.markClosed()) {
             return;
-        }
-        synchronized (this) {
-            if (closed) {
-                return;
-            }
-            closed = true;
         }
         state.wakeAll();
         MemoryTensorStoreRegistry.release(state, rank());
@@ -122,7 +118,7 @@ public final class MemoryTensorStore extends TensorStore {
 
     /** True once {@link #close()} was called. */
     public boolean isClosed() {
-        return closed;
+        return guard.isClosed();
     }
 
     /** Number of keys live in the shared state; for tests and diagnostics. */
@@ -144,17 +140,8 @@ public final class MemoryTensorStore extends TensorStore {
         return spinNanos;
     }
 
-    void ensureOpen(String op) {
-        if (closed) {
-            throw new IllegalStateException(op + " on store '" + storeKey() + "' (rank " + rank() + "): the store is closed");
-        }
-    }
-
-    private void checkKey(String key, String op) {
-        ensureOpen(op + "('" + key + "')");
-        if (key == null || key.isEmpty()) {
-            throw new IllegalArgumentException(op + " on store '" + storeKey() + "' (rank " + rank() + "): key must be a non-empty string, got "
-                + (key == null ? "null" : "''"));
-        }
+    /** Refuses {@code call} (a method and its key, without the store) once this instance is closed. */
+    void ensureOpen(String call) {
+        guard.ensureOpen(guard.on(call));
     }
 }

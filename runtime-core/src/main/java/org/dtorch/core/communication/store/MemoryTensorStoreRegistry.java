@@ -5,7 +5,7 @@ import java.util.HashMap;
 import java.util.Map;
 
 /**
- * The process-wide map from store key to the state its instances share (the seed's
+ * The process-wide map from store key to the state its instances share (DTorch's
  * {@code MemoryTensorStoreImpManager}). Entries are weak references: a state that no instance reaches any
  * more is collected, and its expired entry is removed on the next {@link #acquire}. Closing the last open
  * instance of a key removes the entry at once and drops the values the state still holds.

@@ -15,7 +15,7 @@ import org.dtorch.core.communication.Deadline;
 import org.dtorch.core.device.DeviceEvent;
 
 /**
- * The state that every {@link MemoryTensorStore} instance of one store key shares (the seed's
+ * The state that every {@link MemoryTensorStore} instance of one store key shares (DTorch's
  * {@code MemoryTensorStore::Impl}): live entries by key and the barrier counters, behind one lock.
  *
  * <p>Waiting: a waiter first spins on {@link #version} for up to {@link CommOptions#spinBeforePark()} in

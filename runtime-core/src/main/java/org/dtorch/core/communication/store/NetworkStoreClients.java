@@ -87,7 +87,8 @@ final class NetworkStoreClients implements AutoCloseable {
     /**
      * Runs {@code call} on an idle client of {@code address}, or a new one (connected within {@code timeout}), its calls
      * bounded by {@code timeout}; the client goes back to the idle ones unless the call threw (its connection may be
-     * mid-request). New c10d connections cost a reverse lookup of the address each (decision 460): reuse saves it.
+     * mid-request). New c10d connections cost a reverse DNS lookup of the address each, which a resolver that drops the
+     * query stretches to seconds: reuse saves it.
      */
     static <T> T withClient(RendezvousAddress address, Duration timeout, String who, Function<Store, T> call) {
         NetworkStoreClients clients = new NetworkStoreClients(address, timeout, who);

@@ -26,7 +26,7 @@ import org.dtorch.core.communication.group.GlooLog;
  * <p>Each participant's Gloo listens on {@value #HOSTNAME_PROPERTY} when set, else on the address by which this host
  * reaches the rendezvous (so loopback stays loopback, and a multi-homed host uses the interface that the run's network
  * uses). Devices are kept per address and rank for the life of the JVM, one TCP event loop each, as the collectives'
- * are kept per device (decision 191): ranks of one JVM then move their bytes on loops of their own, as on two hosts.
+ * are kept per device: ranks of one JVM then move their bytes on loops of their own, as on two hosts.
  *
  * <p>A send or receive holds its tensor until it completes. One that did not complete (its wait failed or timed out,
  * or the store closed first) is kept, with its tensor, until the group is destroyed, since Gloo may still write into
@@ -39,7 +39,7 @@ final class NetworkStoreGloo implements AutoCloseable {
     /**
      * System property: the host name or address the Network stores' Gloo groups listen on; default: see the class. The
      * collectives' own property (their default, loopback, differs), so that one setting names the host's private
-     * interface for every Gloo group (README, "Security across hosts").
+     * interface for every Gloo group (docs/multi-host.md, "Security").
      */
     static final String HOSTNAME_PROPERTY = "dtorch.gloo.hostname";
     private static final ConcurrentHashMap<String, org.bytedeco.pytorch.gloo.Device> DEVICES = new ConcurrentHashMap<>();

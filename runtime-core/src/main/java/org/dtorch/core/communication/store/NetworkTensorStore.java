@@ -33,9 +33,9 @@ import org.dtorch.core.trace.Tracer;
 
 /**
  * The {@link TensorStore} for participants on several hosts (docs/communication-core.md, "NetworkTensorStore"): the
- * seed's protocol with its bookkeeping in a c10d {@code TCPStore} at the {@link RendezvousAddress} of the creation info
- * ({@link NetworkStoreLayout} draws the keys) and the bytes moved by c10d Gloo, one point-to-point send and receive
- * per consumer, on a group of the store's participants ({@link NetworkStoreGloo}).
+ * four-step exchange of every store, with its bookkeeping in a c10d {@code TCPStore} at the {@link RendezvousAddress}
+ * of the creation info ({@link NetworkStoreLayout} draws the keys) and the bytes moved by c10d Gloo, one
+ * point-to-point send and receive per consumer, on a group of the store's participants ({@link NetworkStoreGloo}).
  *
  * <p>An exchange: {@code srcSet} claims the key ({@code live}), takes {@code getCount} ticket numbers from the key's
  * {@code published} counter and writes the value's description (producer, dtype, shape) into each of those tickets. A
@@ -54,7 +54,7 @@ import org.dtorch.core.trace.Tracer;
  *
  * <p>Values: CPU tensors of any dtype and shape (not contiguous: copied once by {@code srcSet}). A consumer gets a
  * new tensor of its own, not a view of the producer's, even on the producer's own rank. CUDA values, and consumers
- * that want CUDA, are refused before anything is sent (NCCL between hosts is the rest of issue 15), and so is
+ * that want CUDA, are refused before anything is sent (NCCL between hosts is not built yet), and so is
  * {@link #allocate}, which cannot share memory between hosts.
  *
  * <p>Thread-safe: any participant may call any method concurrently; one instance belongs to one rank.
@@ -62,7 +62,8 @@ import org.dtorch.core.trace.Tracer;
 public final class NetworkTensorStore extends TensorStore {
     /**
      * System property: how many bytes of received values a participant keeps for reuse once their takers released
-     * them (decision 442); default {@value #DEFAULT_RECEIVE_CACHE_BYTES}, 0 keeps none.
+     * them, so that a repeated exchange does not fault in the pages of a fresh buffer while Gloo writes into it; default
+     * {@value #DEFAULT_RECEIVE_CACHE_BYTES}, 0 keeps none.
      */
     public static final String RECEIVE_CACHE_PROPERTY = "dtorch.network.receiveCacheBytes";
     /** Default of {@value #RECEIVE_CACHE_PROPERTY}: room for two values of 256 MiB. */
@@ -91,13 +92,14 @@ public final class NetworkTensorStore extends TensorStore {
     /** Read: a call in flight; write: close() destroying what calls use. */
     private final ReentrantReadWriteLock calls = new ReentrantReadWriteLock();
     private volatile long epoch;
-    private volatile boolean closed;
+    private final StoreGuard guard;
 
     /** Joins the store at its rendezvous, connects its Gloo group and waits for the others (constructor barrier). */
     NetworkTensorStore(TensorStoreCreateInfo info) {
         super(info);
         RendezvousAddress rendezvous = Objects.requireNonNull(info.rendezvous(), "a Network store needs a rendezvous address");
         this.who = "store '" + info.storeKey() + "' (rank " + info.rank() + " on host '" + info.hostId() + "')";
+        this.guard = new StoreGuard(who);
         Deadline deadline = Deadline.after(timeout());
         this.clients = NetworkStoreClients.connect(rendezvous, timeout(), who);
         NetworkStoreMembership joined = null;
@@ -137,8 +139,8 @@ public final class NetworkTensorStore extends TensorStore {
 
     @Override
     public void srcSet(String key, Tensor value, DeviceStream stream, int getCount, DeviceKind destGetDeviceKind) {
-        String op = describe("srcSet", key);
-        checkKey(key, "srcSet");
+        String op = guard.describe("srcSet", key);
+        guard.checkKey(key, "srcSet");
         DeviceKind valueKind = checkSrcSet(op, value, stream, getCount);
         if (destGetDeviceKind == DeviceKind.CUDA) {
             Cuda.require(Device.cuda(0)); // a build without CUDA says so first, as the other backends do
@@ -220,8 +222,8 @@ public final class NetworkTensorStore extends TensorStore {
 
     @Override
     public void srcWaitUntilGetFinished(String key, DeviceStream stream) {
-        String op = describe("srcWaitUntilGetFinished", key);
-        checkKey(key, "srcWaitUntilGetFinished");
+        String op = guard.describe("srcWaitUntilGetFinished", key);
+        guard.checkKey(key, "srcWaitUntilGetFinished");
         Objects.requireNonNull(stream, "stream");
         Deadline deadline = Deadline.after(timeout());
         enter(op);
@@ -236,7 +238,7 @@ public final class NetworkTensorStore extends TensorStore {
             NetworkStoreClients.Outcome outcome = clients.await(op, List.of(done(k, p.serial)), deadline);
             if (outcome != NetworkStoreClients.Outcome.ARRIVED) {
                 if (outcome == NetworkStoreClients.Outcome.CLOSED) {
-                    throw closedError(op);
+                    throw guard.closedError(op);
                 }
                 long finished = finishedCount(op, p);
                 String seen = finished + " of " + p.getCount + " consumers finished (" + p.took() + " took the tensor)";
@@ -263,8 +265,8 @@ public final class NetworkTensorStore extends TensorStore {
 
     @Override
     public Tensor destGet(String key, DeviceStream stream) {
-        String op = describe("destGet", key);
-        checkKey(key, "destGet");
+        String op = guard.describe("destGet", key);
+        guard.checkKey(key, "destGet");
         Objects.requireNonNull(stream, "stream");
         Deadline deadline = Deadline.after(timeout());
         enter(op);
@@ -278,9 +280,9 @@ public final class NetworkTensorStore extends TensorStore {
             waitingTickets.add(ticket);
             try {
                 NetworkStoreClients.Outcome outcome = clients.await(op, List.of(ticket), deadline);
-                if (closed) {
+                if (guard.isClosed()) {
                     abandonQuietly(ticket); // close() did, unless it ran before this ticket was known
-                    throw closedError(op);
+                    throw guard.closedError(op);
                 }
                 if (outcome == NetworkStoreClients.Outcome.ARRIVED) {
                     value = clients.call(op, c -> c.get_to_str(ticket));
@@ -306,8 +308,8 @@ public final class NetworkTensorStore extends TensorStore {
             try {
                 result = p.producer() == rank() ? takeLocally(op, key, p) : receive(op, key, e, p);
             } catch (RuntimeException failure) {
-                if (closed) {
-                    throw (IllegalStateException) closedError(op).initCause(failure);
+                if (guard.isClosed()) {
+                    throw (IllegalStateException) guard.closedError(op).initCause(failure);
                 }
                 throw failure;
             }
@@ -370,8 +372,8 @@ public final class NetworkTensorStore extends TensorStore {
 
     @Override
     public void destFinishGet(String key, DeviceStream stream) {
-        String op = describe("destFinishGet", key);
-        checkKey(key, "destFinishGet");
+        String op = guard.describe("destFinishGet", key);
+        guard.checkKey(key, "destFinishGet");
         Objects.requireNonNull(stream, "stream");
         enter(op);
         try {
@@ -460,11 +462,8 @@ public final class NetworkTensorStore extends TensorStore {
      */
     @Override
     public void close() {
-        synchronized (this) {
-            if (closed) {
-                return;
-            }
-            closed = true;
+        if (!guard.markClosed()) {
+            return;
         }
         waitingTickets.forEach(this::abandonQuietly);
         clients.wakeWaiters();
@@ -545,7 +544,7 @@ public final class NetworkTensorStore extends TensorStore {
 
     /** True once {@link #close()} was called. */
     public boolean isClosed() {
-        return closed;
+        return guard.isClosed();
     }
 
     /** Number of keys this rank set and did not wait for yet; for tests and diagnostics. */
@@ -560,36 +559,18 @@ public final class NetworkTensorStore extends TensorStore {
 
     // ---- bookkeeping ---------------------------------------------------------------------------------
 
+    /** Holds off close() for the duration of one call; close() waits for the calls in flight, up to the timeout. */
     private void enter(String op) {
-        if (closed) {
-            throw closedError(op);
-        }
+        guard.ensureOpen(op);
         calls.readLock().lock();
-        if (closed) {
+        if (guard.isClosed()) {
             calls.readLock().unlock();
-            throw closedError(op);
+            throw guard.closedError(op);
         }
     }
 
     private void exit() {
         calls.readLock().unlock();
-    }
-
-    private IllegalStateException closedError(String op) {
-        return new IllegalStateException(op + ": the store is closed");
-    }
-
-    private String describe(String method, String key) {
-        return method + "('" + key + "') on " + who;
-    }
-
-    private void checkKey(String key, String method) {
-        if (closed) {
-            throw closedError(describe(method, key));
-        }
-        if (key == null || key.isEmpty()) {
-            throw new IllegalArgumentException(method + " on " + who + ": key must be a non-empty string, got " + (key == null ? "null" : "''"));
-        }
     }
 
     /** One finished-or-not take of this rank: which set of the key, and for how many consumers. */

@@ -9,7 +9,8 @@ import org.bytedeco.pytorch.Store;
  * The c10d store of one c10d process group (Gloo or NCCL) whose ranks meet at a {@link RendezvousAddress}: a
  * {@code PrefixStore} over a {@code TCPStore} client borrowed from this process's pooled clients of that address, so
  * that creating a group opens no new connection once the pool is warm (a new one may cost c10d's reverse DNS look-up,
- * decision 443). The group's keys live under the prefix, which must be unique to the group.
+ * seconds where the resolver drops the query). The group's keys live under the prefix, which must be unique to the
+ * group.
  *
  * <p>Ownership: the presets' {@code intrusive_ptr} adapter lets a c10d constructor adopt a store Java made outright (it
  * frees it with the last c10d reference, whatever Java still holds), while a store that came from c10d as an

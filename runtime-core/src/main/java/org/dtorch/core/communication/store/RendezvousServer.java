@@ -16,7 +16,7 @@ import org.dtorch.core.communication.promise.StoreListenSocket;
  * after the last of them.
  *
  * <p>It listens on the advertised host's address alone (c10d's server would listen on every interface; it is handed a
- * socket bound by {@link StoreListenSocket}, as the Network promises' servers are, decision 446), so loopback stays
+ * socket bound by {@link StoreListenSocket}, as the Network promises' servers are), so loopback stays
  * loopback. Like every c10d store it authenticates nobody: anyone who reaches the port can read and write its keys.
  * The network between the hosts must be trusted, or the port closed to others by a firewall
  * (docs/communication-core.md, "NetworkTensorStore").

@@ -8,7 +8,7 @@ import org.bytedeco.pytorch.Store;
  * The process's pooled c10d {@code TCPStore} clients, by server address, for code outside this package (Network
  * promises): a call borrows an idle client or connects a new one, and gives it back unless the call threw. Each new
  * connection costs c10d a reverse lookup of the address, which on some networks waits seconds for a DNS answer
- * (decision 460); pooled clients pay it once.
+ * (c10d asks for a log line, before connecting); pooled clients pay it once.
  *
  * <p>Thread-safe: each call has its client to itself.
  */

@@ -19,7 +19,7 @@ import org.dtorch.core.tensor.TorchTensors;
  * {@code srcWaitUntilGetFinished} returns (or {@link #reset()}); afterwards it may be set again, so a
  * long-running exchange can reuse keys without resetting the store.
  *
- * <p>{@link #create(TensorStoreCreateInfo)} contains a barrier, as in the seed: all {@code worldSize}
+ * <p>{@link #create(TensorStoreCreateInfo)} contains a barrier, as in DTorch: all {@code worldSize}
  * participants must create their instance at about the same time (within the timeout).
  *
  * <p>Ownership: the store keeps its own reference to a tensor set with {@code srcSet} and drops it when
@@ -68,7 +68,7 @@ public abstract class TensorStore implements AutoCloseable {
      * <p>With a {@linkplain TensorStoreCreateInfo#rendezvous() rendezvous}, the participants compare their
      * {@linkplain TensorStoreCreateInfo#hostId() host identities} and processes there ({@link ParticipantPlaces};
      * docs/communication-core.md, "Which backend"). Without one they can only be on one host, and they compare process
-     * ids through shared memory ({@link IsSameProcessChecker}, as the seed's same-device backend does).
+     * ids through shared memory ({@link IsSameProcessChecker}, as DTorch's same-device backend does).
      */
     public static TensorStore createForParticipants(TensorStoreCreateInfo info) {
         Objects.requireNonNull(info, "info");

@@ -8,8 +8,8 @@ package org.dtorch.core.communication.store;
 public enum TensorStoreType {
     /** Ranks are threads of one process: a shared in-memory map, zero-copy. */
     MEMORY,
-    /** Ranks are processes of one host: shared memory (the per-device-process issue). */
+    /** Ranks are processes of one host: shared memory. */
     FILE,
-    /** Ranks are on several hosts: a c10d TCPStore for the bookkeeping, Gloo for the bytes (issue 15). */
+    /** Ranks are on several hosts: a c10d TCPStore for the bookkeeping, Gloo for the bytes. */
     NETWORK
 }

@@ -48,10 +48,11 @@ import org.dtorch.core.trace.Tracer;
  * a {@link WorkerDiedException} naming the device and the exit status, the other workers are cancelled and stopped,
  * and the {@link DeviceFleet.Owner owner} is told. A promise error a worker reports is passed on at once, except one
  * of a kind that {@link FailureKind#mayHideADeadPeer may hide a dead peer}: that one waits {@value #DEATH_GRACE_MILLIS}
- * ms for news of a death, so that the future names the dead device rather than the broken connection (decision 163).
+ * ms for news of a death, so that the future names the dead device rather than the broken connection.
  *
  * <p>The workers record this process's trace sessions: a session open when they start, through a part file each writes
- * at its end (decision 409), and profiler windows through control frames (decisions 425 to 429).
+ * at its end (read after the workers exit, so no control frame is needed), and profiler windows through control
+ * frames.
  *
  * <p>Thread-safe: {@link #createNodes} once; worker reports and exits arrive on their threads; the rest from any thread.
  */
@@ -130,7 +131,7 @@ public final class ProcessFleet implements DeviceFleet {
     }
 
     /**
-     * FILE, for CPU devices too: values are produced in the worker processes. (The seed keeps CPU on MEMORY
+     * FILE, for CPU devices too: values are produced in the worker processes. (DTorch keeps CPU on MEMORY
      * because its CPU kernels run in the controller's process; here CPU devices have worker processes of their own.)
      * Devices on other nodes complete NETWORK promises instead ({@link #newPromise}).
      */
@@ -270,7 +271,7 @@ public final class ProcessFleet implements DeviceFleet {
     }
 
     /**
-     * The workers' side of the tracer's windows (decision 425): {@code TRACE_START} and {@code TRACE_STOP} queued by
+     * The workers' side of the tracer's windows: {@code TRACE_START} and {@code TRACE_STOP} queued by
      * the controller in order with the operators, and each recording worker's {@code TRACE_EVENTS} awaited within the
      * runtime's timeout.
      *

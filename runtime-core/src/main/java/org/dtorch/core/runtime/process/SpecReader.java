@@ -37,8 +37,9 @@ public final class SpecReader {
 
     /**
      * The promise written by {@link SpecWriter#promise}, attached in this process through {@code attach} (for
-     * example {@link TensorPromises#fromSerialized}), given its type (FILE or NETWORK) and serialized form. A name that is not a promise's is a protocol error; if the
-     * future is gone already, {@code discard} gives a promise whose value is dropped. Its value goes straight to the
+     * example {@link TensorPromises#fromSerialized}), given its type (FILE or NETWORK) and serialized form. A name that is
+     * not a promise's is a protocol error; if the future is gone already, {@code discard} gives a promise whose value is
+     * dropped. Its value goes straight to the
      * future; an error goes to {@link #failureSink()} instead.
      */
     public <P> P promise(String what, BiFunction<TensorPromiseType, String, P> attach, Supplier<P> discard) {

@@ -39,10 +39,10 @@ import org.dtorch.core.trace.Tracer;
 
 /**
  * The main class of a worker process (per-device-process mode, and every device of a run across nodes): one device,
- * driven by the controller over a Unix-domain socket, or over an authenticated TCP connection from another node. A reader thread decodes what the controller sends; the main thread runs the
- * operators in order with the same {@link DeviceLoop} and kernels as thread mode, and reports which ran
- * ({@code DONE}, in batches, with the number of tensors it holds) and which promise errors occurred
- * ({@code FAILED}).
+ * driven by the controller over a Unix-domain socket, or over an authenticated TCP connection from another node. A
+ * reader thread decodes what the controller sends; the main thread runs the operators in order with the same
+ * {@link DeviceLoop} and kernels as thread mode, and reports which ran ({@code DONE}, in batches, with the number of
+ * tensors it holds) and which promise errors occurred ({@code FAILED}).
  *
  * <p>Only a writer thread of its own writes to the socket: the main thread is interrupted to cancel waits,
  * and an interrupted thread that touches a socket channel closes it.

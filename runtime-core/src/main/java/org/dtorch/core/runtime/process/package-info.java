@@ -7,8 +7,9 @@
  * which runs the same {@link org.dtorch.core.runtime.DeviceLoop} as a thread of thread mode. Between the two: the
  * control channel ({@link org.dtorch.core.runtime.process.ControlChannel}) and its strict wire format
  * ({@link org.dtorch.core.runtime.process.WireReader}, {@link org.dtorch.core.runtime.process.WireWriter}). Across hosts
- * (issue 15, not yet wired into a runtime), a control connection over TCP opens with {@link
- * org.dtorch.core.runtime.process.ControlHandshake} on the run's {@link org.dtorch.core.runtime.process.ClusterToken},
- * accepted by a {@link org.dtorch.core.runtime.process.ControlListener}.
+ * ({@code NodeLaunch} on the controller's node, a {@code NodeAgent} on each other one, docs/multi-host.md), a control
+ * connection over TCP opens with {@link org.dtorch.core.runtime.process.ControlHandshake} on the run's
+ * {@link org.dtorch.core.runtime.process.ClusterToken}, accepted by a
+ * {@link org.dtorch.core.runtime.process.ControlListener}.
  */
 package org.dtorch.core.runtime.process;

@@ -21,7 +21,7 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * Every collective on CUDA: the same-device backend with 1 to 4 ranks on one GPU (the seed's single-GPU
+ * Every collective on CUDA: the same-device backend with 1 to 4 ranks on one GPU (DTorch's single-GPU
  * simulation), and c10d NCCL at world size 1 (NCCL refuses two ranks on one GPU; more GPUs are the multi-GPU
  * issue's). Inputs and checks are {@link ThreadGroupCollectivesTest}'s (and, for the per-rank primitives,
  * {@link ThreadGroupSharedCollectivesTest}'s and {@link ThreadGroupP2PTest}'s), so results equal the CPU backends'.

@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * The Gloo all-reduce's copy into its result buffer (decisions 200 and 201; since decision 485 the algorithm of small,
+ * The Gloo all-reduce's copy into its result buffer (the algorithm of small,
  * non-contiguous or bool inputs, and of {@code dtorch.gloo.ring=false}): the sliced copy moves every byte whatever
  * the number of threads, and a group forced onto the copy with several copy threads and a two-piece overlap still
  * reduces exactly like torch and leaves its input alone.
@@ -112,7 +112,7 @@ class GlooResultCopyTest {
         return check.failures;
     }
 
-    /** Runs {@code body} with the copy algorithm (not the ring, decision 485) and the given copy options. */
+    /** Runs {@code body} with the copy algorithm (not the ring) and the given copy options. */
     private static <T> T withProperties(String copyThreads, String firstPiece, java.util.function.Supplier<T> body) {
         String algorithmBefore = System.setProperty(GlooRing.RING_PROPERTY, "false");
         String threadsBefore = System.setProperty(GlooCopyOptions.COPY_THREADS_PROPERTY, copyThreads);

@@ -31,7 +31,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * The Gloo backend's ring (decisions 485 and 486): the all-reduce, which reads the input in place and writes a new result,
+ * The Gloo backend's ring: the all-reduce, which reads the input in place and writes a new result,
  * exact like torch in every op and real type, on worlds of 2 to 4 ranks with chunks and segments that do not divide
  * evenly; the reduce-scatter and all-gathers round the same ring, with uneven and empty chunks; the same bits on every
  * rank; the input left alone; a peer that never comes or an abort ends it by its deadline, naming the step and the

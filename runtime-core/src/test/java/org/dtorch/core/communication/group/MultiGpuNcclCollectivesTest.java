@@ -18,7 +18,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * Every collective of {@link ThreadGroup} on c10d NCCL across distinct GPUs (issue 16): one rank per GPU, each a
+ * Every collective of {@link ThreadGroup} on c10d NCCL across distinct GPUs: one rank per GPU, each a
  * thread that made its GPU current, at world sizes 2 and 4; skipped with the count of visible GPUs where there are
  * fewer. Inputs and checks are {@link ThreadGroupCollectivesTest}'s, {@link ThreadGroupSharedCollectivesTest}'s and
  * {@link ThreadGroupP2PTest}'s, so results equal the CPU backends'; the shapes include splits that do not divide evenly.

@@ -204,7 +204,7 @@ class ThreadGroupCollectivesTest {
             if (!ok) {
                 failures.add("rank " + rank + " " + what + ": " + TestTensors.diff(expected, actual));
             }
-            if (actual.is_contiguous() == false) {
+            if (!actual.is_contiguous()) {
                 failures.add("rank " + rank + " " + what + ": result is not contiguous");
             }
         }

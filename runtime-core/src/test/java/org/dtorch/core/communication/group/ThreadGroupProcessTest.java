@@ -29,7 +29,7 @@ class ThreadGroupProcessTest {
         List<String> failures = new ArrayList<>();
         failures.addAll(ThreadGroupCollectivesTest.runEveryCollective(group, ScalarType.Float, new long[] {7, 5}));
         failures.addAll(ThreadGroupCollectivesTest.runEveryCollective(group, ScalarType.Long, new long[] {4, 3, 6}));
-        failures.addAll(GlooRingTest.reduceLarge(group)); // Gloo's ring (decisions 485, 486) between processes
+        failures.addAll(GlooRingTest.reduceLarge(group)); // Gloo's ring between processes
         failures.addAll(ThreadGroupSharedCollectivesTest.runSharedCollectives(group, Device.cpu(0)));
         failures.addAll(ThreadGroupP2PTest.runPointToPoint(group, Device.cpu(0)));
         failures.addAll(ThreadGroupEmptyShardsTest.runWithEmptyShards(group, Device.cpu(0)));

@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * The bytes a traced collective reports for inputs that are not one tensor: {@link ThreadGroup#allReduceSum_} the sum of
- * its tensors, a point-to-point batch what it sends; a barrier 0 (decision 406, 424).
+ * its tensors, a point-to-point batch what it sends; a barrier 0.
  */
 @Timeout(60)
 class ThreadGroupTracedBytesTest {

@@ -93,7 +93,7 @@ class FilePromiseTest {
 
     @Test
     void shouldCopyAnExpectedValueIntoTheTensorASleepingGetterAllocatedAndTakeAnyOtherValueAsBefore() throws Exception {
-        // The expected shape and dtype (decision 252), then values of another shape and of another dtype.
+        // The expected shape and dtype, then values of another shape and of another dtype.
         Tensor[] values = {TestTensors.full(4f, 2, 3), TestTensors.full(5f, 3, 2),
             TestTensors.pattern(new long[] {2, 3}, ScalarType.Long, 0, 97, 1)};
         for (Tensor value : values) {

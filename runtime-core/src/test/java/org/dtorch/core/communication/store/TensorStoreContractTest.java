@@ -306,6 +306,24 @@ abstract class TensorStoreContractTest {
     }
 
     @Test
+    void shouldNameTheCallAndTheStoreForAMissingKeyAndAfterClose() {
+        TensorStore store = solo(Duration.ofSeconds(30));
+        String on = " on store '" + store.storeKey() + "' (" + who(store) + ")";
+        try {
+            assertEquals("destGet" + on + ": key must be a non-empty string, got ''",
+                assertThrows(IllegalArgumentException.class, () -> store.destGet("", CPU)).getMessage());
+            assertEquals("destFinishGet" + on + ": key must be a non-empty string, got null",
+                assertThrows(IllegalArgumentException.class, () -> store.destFinishGet(null, CPU)).getMessage());
+        } finally {
+            store.close();
+        }
+        assertEquals("srcWaitUntilGetFinished('a')" + on + ": the store is closed",
+            assertThrows(IllegalStateException.class, () -> store.srcWaitUntilGetFinished("a", CPU)).getMessage());
+        assertEquals("destGet('null')" + on + ": the store is closed",
+            assertThrows(IllegalStateException.class, () -> store.destGet(null, CPU)).getMessage(), "the closed check comes first");
+    }
+
+    @Test
     void shouldFailUseAfterCloseAndWakeBlockedCallers() throws Exception {
         TensorStore store = solo(Duration.ofSeconds(30));
         AtomicReference<Throwable> failure = new AtomicReference<>();

@@ -1,0 +1,163 @@
+package org.dtorch.polyglot;
+
+import static org.dtorch.polyglot.BridgeArguments.exactLong;
+import static org.dtorch.polyglot.BridgeArguments.placementArray;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import org.dtorch.api.DTensor;
+import org.dtorch.api.DTorch;
+import org.dtorch.api.Index;
+import org.dtorch.core.distributed.DeviceMesh;
+import org.dtorch.core.distributed.Sharding;
+import org.dtorch.ops.BinarySpec;
+import org.dtorch.ops.ReduceSpec;
+import org.dtorch.ops.Region;
+import org.dtorch.ops.RingAttentionSpec;
+import org.dtorch.ops.ScalarSpec;
+import org.dtorch.ops.UnarySpec;
+import org.dtorch.ops.aten.ArgKind;
+import org.dtorch.ops.aten.ArgSource;
+import org.dtorch.ops.aten.AtenCall;
+import org.dtorch.ops.aten.CallPlan;
+import org.dtorch.ops.aten.Overload;
+import org.dtorch.polyglot.torch.AtenOperator;
+import org.dtorch.polyglot.torch.Dtypes;
+import org.dtorch.polyglot.torch.TorchModule;
+import org.graalvm.polyglot.Value;
+
+/**
+ * The operators {@link PyBridge} runs for Python: the hand-written ones by name ({@code add}, {@code relu}, {@code sum},
+ * a tensor and a Python number whose type decides torch's promotion), any ATen operator through the overload the
+ * {@code torch} module would choose for the same arguments ({@link #aten}), {@code t[index] = value}, and the checks of
+ * ring attention.
+ *
+ * <p>Not thread-safe: the Python client thread that owns the runtime.
+ */
+final class BridgeOperators {
+    private final DTorch runtime;
+
+    BridgeOperators(DTorch runtime) {
+        this.runtime = runtime;
+    }
+
+    /** {@link PyBridge#binary}. */
+    DTensor binary(String op, DTensor a, DTensor b) {
+        return runtime.apply(switch (op) {
+            case "add" -> BinarySpec.ADD;
+            case "sub" -> BinarySpec.SUB;
+            case "mul" -> BinarySpec.MUL;
+            case "div" -> BinarySpec.DIV;
+            default -> throw new IllegalArgumentException("unknown binary operator '" + op + "'");
+        }, a, b);
+    }
+
+    /** {@link PyBridge#scalar}. */
+    DTensor scalar(String op, DTensor t, Value value, String valueKind) {
+        ScalarSpec.Kind kind = ScalarSpec.Kind.valueOf(op.toUpperCase(Locale.ROOT));
+        return runtime.apply(switch (valueKind) {
+            case "bool" -> new ScalarSpec(kind, value.asBoolean());
+            case "int" -> new ScalarSpec(kind, exactLong(op, value));
+            case "float" -> new ScalarSpec(kind, value.asDouble());
+            default -> throw new IllegalArgumentException(op + ": unknown scalar kind '" + valueKind + "'");
+        }, t);
+    }
+
+    /** {@link PyBridge#unary}. */
+    DTensor unary(String op, DTensor t) {
+        return runtime.apply(UnarySpec.of(UnarySpec.Kind.valueOf(op.toUpperCase(Locale.ROOT))), t);
+    }
+
+    /** {@link PyBridge#reduce}. */
+    DTensor reduce(String kind, DTensor t, Value dims, boolean keepdim) {
+        int[] d = BridgeArguments.ints(dims);
+        return runtime.apply(new ReduceSpec(ReduceSpec.Kind.valueOf(kind.toUpperCase(Locale.ROOT)), d, keepdim), t);
+    }
+
+    /** {@link PyBridge#aten}. */
+    Object[] aten(String name, String key, Value values) {
+        AtenOperator op = TorchModule.shared().op(name);
+        if (op == null) {
+            throw new IllegalArgumentException("libtorch has no operator aten::" + name);
+        }
+        CallPlan plan = op.resolve(key).plan();
+        int n = Math.toIntExact(values.getArraySize());
+        Object[] plain = new Object[n];
+        for (int i = 0; i < n; i++) {
+            Value v = values.getArrayElement(i);
+            plain[i] = v.isHostObject() && v.asHostObject() instanceof DTensor ? null : BridgeArguments.plainValue(v);
+        }
+        List<DTensor> tensors = new ArrayList<>();
+        List<Overload.Param> params = plan.overload().params();
+        for (int i = 0; i < params.size(); i++) {
+            ArgSource source = plan.sources()[i];
+            if (source.kind().equals(ArgKind.TENSOR)) {
+                tensors.add(BridgeArguments.distributed(name, params.get(i), values.getArrayElement(source.index())));
+            } else if (source.kind().equals(ArgKind.TENSOR_LIST)) {
+                Value list = values.getArrayElement(source.index());
+                for (long k = 0; k < list.getArraySize(); k++) {
+                    tensors.add(BridgeArguments.distributed(name, params.get(i), list.getArrayElement(k)));
+                }
+            } else if (!source.isDefault() && !source.isPacked() && source.kind().equals(ArgKind.DTYPE)) {
+                plain[source.index()] = Dtypes.scalarType((String) plain[source.index()]);
+            } else if (!source.isDefault() && !source.isPacked() && source.kind().equals(ArgKind.MEMORY_FORMAT)) {
+                plain[source.index()] = ArgKind.memoryFormat((String) plain[source.index()]);
+            }
+        }
+        List<DTensor> outputs = runtime.aten(AtenCall.of(plan, plain), tensors.toArray(DTensor[]::new));
+        List<String> types = plan.overload().returnTypes();
+        Object[] out = new Object[types.size() + 1];
+        out[0] = plan.overload().returnNames().toArray(String[]::new);
+        int listLength = outputs.size() - (types.size() - 1); // at most one Tensor[] return: it takes what the others leave
+        for (int r = 0, next = 0; r < types.size(); r++) {
+            if (types.get(r).equals(ArgKind.TENSOR_LIST)) {
+                out[r + 1] = outputs.subList(next, next + listLength).toArray(DTensor[]::new);
+                next += listLength;
+            } else {
+                out[r + 1] = outputs.get(next++);
+            }
+        }
+        return out;
+    }
+
+    /** {@link PyBridge#checkRingAttention}. */
+    static void checkRingAttention(DTensor q, DTensor k, DTensor v, boolean causal, DeviceMesh mesh, Value placements) {
+        new RingAttentionSpec(causal).check(q, k, v, new Sharding(mesh, List.of(placementArray(placements))));
+    }
+
+    /** {@link PyBridge#setItem}. */
+    void setItem(DTensor t, Value items, Value value, String valueKind) {
+        Region region = Index.region(t.shape(), indexItems(items));
+        if (value.isHostObject() && value.asHostObject() instanceof DTensor v) {
+            runtime.setRegion(t, region, v);
+            return;
+        }
+        switch (valueKind) {
+            case "bool" -> runtime.setRegion(t, region, value.asBoolean());
+            case "int" -> runtime.setRegion(t, region, exactLong("setitem", value));
+            case "float" -> runtime.setRegion(t, region, value.asDouble());
+            default -> throw new IllegalArgumentException("setitem: unknown value kind '" + valueKind + "'");
+        }
+    }
+
+    private static Index[] indexItems(Value items) {
+        Index[] out = new Index[Math.toIntExact(items.getArraySize())];
+        for (int i = 0; i < out.length; i++) {
+            Value item = items.getArrayElement(i);
+            String kind = item.getArrayElement(0).asString();
+            out[i] = switch (kind) {
+                case "at" -> Index.at(item.getArrayElement(1).asLong());
+                case "slice" -> Index.slice(bound(item.getArrayElement(1)), bound(item.getArrayElement(2)), item.getArrayElement(3).asLong());
+                case "none" -> Index.none();
+                case "ellipsis" -> Index.ellipsis();
+                default -> throw new IllegalArgumentException("setitem: unknown index item '" + kind + "'");
+            };
+        }
+        return out;
+    }
+
+    private static Long bound(Value v) {
+        return v.isNull() ? null : v.asLong();
+    }
+}
