@@ -240,6 +240,55 @@ public final class SafeTensors {
         return out;
     }
 
+    /**
+     * Writes plain tensors (a CUDA one is copied to the host first) and {@code metadata} to {@code file} from the calling
+     * thread: one device, no runtime needed. The file appears complete or not at all.
+     */
+    public static void saveFromHost(Path file, Map<String, Tensor> tensors, Map<String, String> metadata) {
+        Objects.requireNonNull(file, "save: file is null");
+        Objects.requireNonNull(tensors, "save: tensors is null");
+        List<SafeTensorsWriter.Planned> planned = new ArrayList<>();
+        for (Map.Entry<String, Tensor> e : tensors.entrySet()) {
+            Tensor t = Objects.requireNonNull(e.getValue(), "save: tensor '" + e.getKey() + "' is null");
+            SafeTensorsDtype dtype;
+            try {
+                dtype = SafeTensorsDtype.of(org.dtorch.core.tensor.TorchTensors.dtype(t));
+            } catch (IllegalArgumentException ex) {
+                throw new IllegalArgumentException("save: tensor '" + e.getKey() + "': " + ex.getMessage(), ex);
+            }
+            planned.add(new SafeTensorsWriter.Planned(e.getKey(), dtype, org.dtorch.core.tensor.TorchTensors.shape(t)));
+        }
+        SafeTensorsWriter.validate(planned);
+        writeAtomically(file, temporary -> {
+            SafeTensorsHeader header = SafeTensorsWriter.create(temporary, planned, metadata == null ? Map.of() : metadata);
+            for (Map.Entry<String, Tensor> e : tensors.entrySet()) {
+                TensorEntry entry = header.tensor(e.getKey());
+                try (Tensor host = org.dtorch.core.tensor.TorchTensors.to(e.getValue(), org.dtorch.core.device.Device.cpu(0))) {
+                    org.dtorch.core.safetensors.MappedShards.write(temporary, header.dataStart(), entry, new long[entry.shape().length], host);
+                }
+            }
+        });
+    }
+
+    /** Runs {@code write} on a temporary file beside {@code file}, syncs it to disk and moves it over {@code file}. */
+    private static void writeAtomically(Path file, java.util.function.Consumer<Path> write) {
+        Path absolute = file.toAbsolutePath();
+        Path temporary = absolute.resolveSibling("." + absolute.getFileName() + ".tmp-" + UUID.randomUUID());
+        try {
+            write.accept(temporary);
+            try (FileChannel channel = FileChannel.open(temporary, StandardOpenOption.WRITE)) {
+                channel.force(true);
+            }
+            Files.move(temporary, absolute, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException e) {
+            deleteQuietly(temporary);
+            throw new UncheckedIOException(file + ": cannot save: " + e.getMessage(), e);
+        } catch (RuntimeException | Error e) {
+            deleteQuietly(temporary);
+            throw e;
+        }
+    }
+
     // ---- saving --------------------------------------------------------------------------------------------
 
     /** {@link #save(DTorch, Path, Map, Map)} without metadata. */
@@ -261,22 +310,7 @@ public final class SafeTensors {
         Objects.requireNonNull(tensors, "save: tensors is null");
         Map<String, String> meta = metadata == null ? Map.of() : metadata;
         List<SafeTensorsWriter.Planned> planned = plan(dt, tensors);
-        Path absolute = file.toAbsolutePath();
-        Path temporary = absolute.resolveSibling("." + absolute.getFileName() + ".tmp-" + UUID.randomUUID());
-        try {
-            SafeTensorsHeader header = SafeTensorsWriter.create(temporary, planned, meta);
-            writeShards(dt, header, tensors);
-            try (FileChannel channel = FileChannel.open(temporary, StandardOpenOption.WRITE)) {
-                channel.force(true);
-            }
-            Files.move(temporary, absolute, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-        } catch (IOException e) {
-            deleteQuietly(temporary);
-            throw new UncheckedIOException(file + ": cannot save: " + e.getMessage(), e);
-        } catch (RuntimeException | Error e) {
-            deleteQuietly(temporary);
-            throw e;
-        }
+        writeAtomically(file, temporary -> writeShards(dt, SafeTensorsWriter.create(temporary, planned, meta), tensors));
     }
 
     /**

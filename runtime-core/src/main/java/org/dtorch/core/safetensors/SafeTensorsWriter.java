@@ -18,9 +18,10 @@ import java.util.Objects;
 import java.util.Set;
 
 /**
- * Lays out a safetensors file and writes its header: the tensors' data follow in the order given, the wider dtypes
- * first (so that every tensor starts at a multiple of its element size), and the header is padded with spaces to a
- * multiple of 8 bytes, as the reference writer does. The file is created (or truncated) and sized to hold every
+ * Lays out a safetensors file and writes its header: the header lists the tensors in the order given; their data
+ * follow with the wider dtypes first (so that every tensor starts at a multiple of its element size), in the order
+ * given within a dtype width; and the header is padded with spaces to a multiple of 8 bytes, as the reference writer
+ * does. The file is created (or truncated) and sized to hold every
  * tensor; the data is written afterwards, each shard into its place ({@link MappedShards#write}).
  *
  * <p>Thread-safe: stateless.
@@ -130,19 +131,23 @@ public final class SafeTensorsWriter {
             }
             json.append('}');
         }
+        Map<String, Long> begins = new java.util.HashMap<>();
         long offset = 0;
         for (Planned p : order) {
+            begins.put(p.name(), offset);
+            offset += p.nbytes();
+        }
+        for (Planned p : tensors) {
             if (json.length() > 1) {
                 json.append(',');
             }
-            long end = offset + p.nbytes();
+            long begin = begins.get(p.name());
             string(json, p.name()).append(":{\"dtype\":\"").append(p.dtype().name()).append("\",\"shape\":[");
             long[] shape = p.shape();
             for (int d = 0; d < shape.length; d++) {
                 json.append(d == 0 ? "" : ",").append(shape[d]);
             }
-            json.append("],\"data_offsets\":[").append(offset).append(',').append(end).append("]}");
-            offset = end;
+            json.append("],\"data_offsets\":[").append(begin).append(',').append(begin + p.nbytes()).append("]}");
         }
         json.append('}');
         byte[] bytes = json.toString().getBytes(StandardCharsets.UTF_8);
