@@ -10,24 +10,29 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.UUID;
+import java.util.function.Consumer;
 import java.util.function.Function;
 import org.bytedeco.pytorch.Tensor;
 import org.dtorch.core.communication.promise.TensorFuture;
+import org.dtorch.core.device.Device;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.distributed.ShardLayout;
 import org.dtorch.core.distributed.Sharding;
+import org.dtorch.core.safetensors.MappedShards;
 import org.dtorch.core.safetensors.SafeTensorsCheckpoint;
 import org.dtorch.core.safetensors.SafeTensorsDtype;
 import org.dtorch.core.safetensors.SafeTensorsException;
 import org.dtorch.core.safetensors.SafeTensorsHeader;
 import org.dtorch.core.safetensors.SafeTensorsWriter;
 import org.dtorch.core.safetensors.TensorEntry;
+import org.dtorch.core.tensor.TorchTensors;
 import org.dtorch.ops.SafeTensorsLoadSpec;
 import org.dtorch.ops.SafeTensorsSaveSpec;
 
@@ -100,7 +105,7 @@ public final class SafeTensors {
     public record Loaded(Map<String, DTensor> tensors, List<String> missing, List<String> unexpected) implements AutoCloseable {
         /** Copies. */
         public Loaded {
-            tensors = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(tensors));
+            tensors = Collections.unmodifiableMap(new LinkedHashMap<>(tensors));
             missing = List.copyOf(missing);
             unexpected = List.copyOf(unexpected);
         }
@@ -231,7 +236,7 @@ public final class SafeTensors {
         Map<String, Tensor> out = new LinkedHashMap<>();
         try {
             for (String name : checkpoint.names()) {
-                out.put(name, org.dtorch.core.safetensors.MappedShards.readWhole(checkpoint.headerOf(name), name));
+                out.put(name, MappedShards.readWhole(checkpoint.headerOf(name), name));
             }
         } catch (RuntimeException e) {
             out.values().forEach(Tensor::close);
@@ -252,26 +257,26 @@ public final class SafeTensors {
             Tensor t = Objects.requireNonNull(e.getValue(), "save: tensor '" + e.getKey() + "' is null");
             SafeTensorsDtype dtype;
             try {
-                dtype = SafeTensorsDtype.of(org.dtorch.core.tensor.TorchTensors.dtype(t));
+                dtype = SafeTensorsDtype.of(TorchTensors.dtype(t));
             } catch (IllegalArgumentException ex) {
                 throw new IllegalArgumentException("save: tensor '" + e.getKey() + "': " + ex.getMessage(), ex);
             }
-            planned.add(new SafeTensorsWriter.Planned(e.getKey(), dtype, org.dtorch.core.tensor.TorchTensors.shape(t)));
+            planned.add(new SafeTensorsWriter.Planned(e.getKey(), dtype, TorchTensors.shape(t)));
         }
         SafeTensorsWriter.validate(planned);
         writeAtomically(file, temporary -> {
             SafeTensorsHeader header = SafeTensorsWriter.create(temporary, planned, metadata == null ? Map.of() : metadata);
             for (Map.Entry<String, Tensor> e : tensors.entrySet()) {
                 TensorEntry entry = header.tensor(e.getKey());
-                try (Tensor host = org.dtorch.core.tensor.TorchTensors.to(e.getValue(), org.dtorch.core.device.Device.cpu(0))) {
-                    org.dtorch.core.safetensors.MappedShards.write(temporary, header.dataStart(), entry, new long[entry.shape().length], host);
+                try (Tensor host = TorchTensors.to(e.getValue(), Device.cpu(0))) {
+                    MappedShards.write(temporary, header.dataStart(), entry, new long[entry.shape().length], host);
                 }
             }
         });
     }
 
     /** Runs {@code write} on a temporary file beside {@code file}, syncs it to disk and moves it over {@code file}. */
-    private static void writeAtomically(Path file, java.util.function.Consumer<Path> write) {
+    private static void writeAtomically(Path file, Consumer<Path> write) {
         Path absolute = file.toAbsolutePath();
         Path temporary = absolute.resolveSibling("." + absolute.getFileName() + ".tmp-" + UUID.randomUUID());
         try {

@@ -2,6 +2,9 @@ package org.dtorch.ops;
 
 import java.nio.file.Path;
 import java.util.List;
+import java.util.function.BiConsumer;
+import java.util.function.Function;
+import org.dtorch.core.graph.OpSpec;
 import org.dtorch.core.runtime.process.OpSpecCodec;
 import org.dtorch.core.runtime.process.OpSpecCodecProvider;
 import org.dtorch.core.runtime.process.ProtocolException;
@@ -21,9 +24,8 @@ import org.dtorch.core.safetensors.TensorEntry;
  */
 public final class SafeTensorsCodecs implements OpSpecCodecProvider {
 
-    private record Codec<S extends org.dtorch.core.graph.OpSpec>(Class<S> specClass, String tag,
-                                                                  java.util.function.BiConsumer<S, SpecWriter> writer,
-                                                                  java.util.function.Function<SpecReader, S> reader) implements OpSpecCodec<S> {
+    private record Codec<S extends OpSpec>(Class<S> specClass, String tag, BiConsumer<S, SpecWriter> writer,
+                                           Function<SpecReader, S> reader) implements OpSpecCodec<S> {
         @Override
         public void write(S spec, SpecWriter out) {
             writer.accept(spec, out);

@@ -3,6 +3,7 @@ package org.dtorch.core.safetensors;
 import java.util.Arrays;
 import java.util.stream.Collectors;
 import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.dtorch.core.tensor.TorchTensors;
 
 /**
  * The safetensors dtypes this runtime reads and writes, with their libtorch dtype and element size. The format names
@@ -64,6 +65,7 @@ public enum SafeTensorsDtype {
                 return d;
             }
         }
-        throw new IllegalArgumentException("dtype " + org.dtorch.core.tensor.TorchTensors.dtypeName(interned) + " has no supported safetensors dtype (supported: " + supportedNames() + ")");
+        throw new IllegalArgumentException("dtype " + TorchTensors.dtypeName(interned) + " has no supported safetensors dtype (supported: "
+            + supportedNames() + ")");
     }
 }
