@@ -173,8 +173,9 @@ public final class SafeTensors {
             }
         }
         if (strict && (!missing.isEmpty() || !unexpected.isEmpty())) {
-            throw new SafeTensorsException(checkpoint.files().size() == 1 ? first : Path.of(files.toString()),
-                "the state dict does not match (strict): " + (missing.isEmpty() ? "" : "missing " + list(missing))
+            int others = checkpoint.files().size() - 1;
+            throw new SafeTensorsException(first, (others == 0 ? "" : "(and " + others + " more file" + (others == 1 ? "" : "s") + ") ")
+                + "the state dict does not match (strict): " + (missing.isEmpty() ? "" : "missing " + list(missing))
                     + (!missing.isEmpty() && !unexpected.isEmpty() ? "; " : "") + (unexpected.isEmpty() ? "" : "unexpected " + list(unexpected)));
         }
         List<SafeTensorsLoadSpec> specs = new ArrayList<>();
