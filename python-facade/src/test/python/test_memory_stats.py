@@ -6,7 +6,7 @@ from _testing import raises, run
 
 KEYS = ["blobs.count", "blobs.live_bytes", "blobs.peak_bytes", "shm.live_bytes", "shm.peak_bytes", "cuda_ipc.live_bytes",
         "cuda_ipc.peak_bytes", "cuda.allocated_bytes", "cuda.peak_allocated_bytes", "cuda.reserved_bytes",
-        "cuda.peak_reserved_bytes", "sync.growth_warnings"]
+        "cuda.peak_reserved_bytes", "sync.growth_warnings", "mapped_files.live_bytes", "mapped_files.peak_bytes"]
 
 
 def _all(key):

@@ -44,7 +44,7 @@ record BenchOptions(List<String> selected, Path report, Path root, int runs, int
      * against process mode and the start of a run of 2 and 4 nodes.
      */
     static final List<String> ON_REQUEST = List.of("gpu", "channelcuda", "multigpu", "speed", "gloocopy", "gloorings", "matmul", "gathers", "ulysses", "trace",
-        "network", "networksmall", "rendezvous", "nodes", "implicit");
+        "network", "networksmall", "rendezvous", "nodes", "implicit", "safetensors");
 
     /** System property: how many runs; default {@value #DEFAULT_RUNS}. */
     static final String RUNS_PROPERTY = "bench.runs";
@@ -65,7 +65,7 @@ record BenchOptions(List<String> selected, Path report, Path root, int runs, int
     static final String UPDATE_DOCS_PROPERTY = "bench.updateDocs";
     /** The harnesses that interleave their variants in {@link #rounds} rounds per run; the docs rows say how many. */
     static final Set<String> IN_ROUNDS = Set.of("allreduce", "gathers", "gloocopy", "gloorings", "implicit", "matmul", "nodes",
-        "pipeline", "process", "redistribute", "rendezvous", "speed", "stagechannel", "trace", "ulysses");
+        "pipeline", "process", "redistribute", "rendezvous", "safetensors", "speed", "stagechannel", "trace", "ulysses");
 
     /** The largest tensor a quick run moves. */
     private static final long QUICK_MAX_BYTES = 1L << 20;

@@ -65,6 +65,7 @@ public final class CommBenchmarks {
             case "rendezvous" -> RendezvousBenchmark::run;
             case "nodes" -> NodesBenchmark::run;
             case "implicit" -> ImplicitBenchmark::run;
+            case "safetensors" -> SafeTensorsBenchmark::run;
             default -> throw new IllegalArgumentException("no harness named " + name + "; choose from " + BenchOptions.BENCHMARKS);
         };
     }

@@ -39,6 +39,7 @@ final class DocsTable {
     static final String MATRIX_PRODUCTS = "Matrix products";
     static final String CHANNELS = "Pipelines and channels";
     static final String ACROSS_HOSTS = "Across hosts (nodes on loopback)";
+    static final String SAFETENSORS = "Loading state dicts (safetensors)";
 
     /** The area of each selection's comparisons, unless a comparison names its own ({@link Comparison#inArea}). */
     private static final Map<String, String> AREAS = Map.ofEntries(
@@ -49,7 +50,8 @@ final class DocsTable {
         Map.entry("pipeline", PER_OPERATOR), Map.entry("trace", PER_OPERATOR), Map.entry("nodes", PER_OPERATOR),
         Map.entry("python", PYTHON), Map.entry("process", WORKER_PROCESSES), Map.entry("matmul", MATRIX_PRODUCTS),
         Map.entry("channel", CHANNELS), Map.entry("stagechannel", CHANNELS),
-        Map.entry("network", ACROSS_HOSTS), Map.entry("networksmall", ACROSS_HOSTS), Map.entry("rendezvous", ACROSS_HOSTS));
+        Map.entry("network", ACROSS_HOSTS), Map.entry("networksmall", ACROSS_HOSTS), Map.entry("rendezvous", ACROSS_HOSTS),
+        Map.entry("safetensors", SAFETENSORS));
 
     /** A cell separator: a {@code |} that no backslash escapes. */
     private static final Pattern CELL_SEPARATOR = Pattern.compile("(?<!\\\\)\\|");

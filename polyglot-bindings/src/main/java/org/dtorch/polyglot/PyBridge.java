@@ -40,6 +40,7 @@ public final class PyBridge {
     private final BridgeChannels channels;
     private final BridgeValues values;
     private final BridgeDiagnostics diagnostics;
+    private final BridgeSafeTensors safetensors;
 
     /** A bridge to {@code runtime}, which the caller keeps and closes. */
     public PyBridge(DTorch runtime) {
@@ -50,11 +51,13 @@ public final class PyBridge {
         this.channels = new BridgeChannels(runtime);
         this.values = new BridgeValues(runtime);
         this.diagnostics = new BridgeDiagnostics(runtime);
+        this.safetensors = new BridgeSafeTensors(runtime);
     }
 
     /** Refuses what would write a file for the script: the host calls it before an isolated script runs. */
     void isolate() {
         diagnostics.isolate();
+        safetensors.isolate();
     }
 
     /** Stops the threads that run Python callbacks: the host calls it once its context is closed. */
@@ -426,6 +429,41 @@ public final class PyBridge {
     @HostAccess.Export
     public long[] resetPeakMemoryStats(long device) {
         return diagnostics.resetPeakMemoryStats(device);
+    }
+
+    // ---- safetensors ------------------------------------------------------------------------------------------
+
+    /** The tensors of safetensors files or an index: rows {@code [name, dtype, shape, file, begin, end]}, then metadata pairs. */
+    @HostAccess.Export
+    public Object[] safetensorsHeader(Value paths) {
+        return safetensors.header(paths);
+    }
+
+    /**
+     * {@code dtorch.load_state_dict}: the named tensors with their {@code [mesh, placements, shape or None]} layouts, each
+     * device reading its own shard ({@link org.dtorch.api.SafeTensors}); returns names, tensors, missing and unexpected names.
+     */
+    @HostAccess.Export
+    public Object[] loadStateDict(Value paths, Value names, Value layouts, Value expected, boolean strict) {
+        return safetensors.load(paths, names, layouts, expected, strict);
+    }
+
+    /** {@code dtorch.save_state_dict}: each device writes its shard; sharded files and an index when {@code maxFileBytes > 0}. */
+    @HostAccess.Export
+    public String saveStateDict(String path, Value names, Value tensors, Value metadata, long maxFileBytes) {
+        return safetensors.save(path, names, tensors, metadata, maxFileBytes);
+    }
+
+    /** Every tensor of safetensors files as plain torch tensors: names, then tensors. */
+    @HostAccess.Export
+    public Object[] loadSafetensorsFile(Value paths) {
+        return safetensors.loadFile(paths);
+    }
+
+    /** Plain torch tensors to a safetensors file. */
+    @HostAccess.Export
+    public void saveSafetensorsFile(String path, Value names, Value tensors, Value metadata) {
+        safetensors.saveFile(path, names, tensors, metadata);
     }
 
     // ---- profiler ---------------------------------------------------------------------------------------------

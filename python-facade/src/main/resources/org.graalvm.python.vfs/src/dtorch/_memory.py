@@ -34,7 +34,9 @@ def memory_stats(device: int | str | None = None) -> dict[str, int]:
     cuda_ipc.live_bytes, cuda_ipc.peak_bytes: other processes' CUDA memory that process opened through CUDA IPC;
     cuda.allocated_bytes, cuda.peak_allocated_bytes, cuda.reserved_bytes, cuda.peak_reserved_bytes: libtorch's CUDA
         caching allocator on the device's GPU in that process (0 on CPU devices);
-    sync.growth_warnings: 1 once the device warned that its tensors grew at every sync, else 0.
+    sync.growth_warnings: 1 once the device warned that its tensors grew at every sync, else 0;
+    mapped_files.live_bytes, mapped_files.peak_bytes: bytes of files that process maps to read or write tensors
+        (dtorch.load_state_dict and save_state_dict), per process as shm.
 
     Peaks are since the start or the last reset_peak_memory_stats(device). `device` is an int, "cpu:N" / "cuda:N"
     of the runtime's kind, or None for device 0.

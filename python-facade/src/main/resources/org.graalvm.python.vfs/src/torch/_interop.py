@@ -37,6 +37,8 @@ _TABLE = (
     ("java.util.concurrent.TimeoutException",              None,                TimeoutError),
     ("org.dtorch.core.communication.CommTimeoutException",  None,                TimeoutError),
     ("java.lang.SecurityException",                         None,                PermissionError),
+    ("org.dtorch.core.safetensors.SafeTensorsException",    ValueError,          ValueError),
+    ("java.io.UncheckedIOException",                        OSError,             OSError),
 )
 
 # libtorch appends where it raised an error, and sometimes a C++ backtrace: not the script's business.

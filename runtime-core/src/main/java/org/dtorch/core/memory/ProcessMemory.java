@@ -12,6 +12,8 @@ public final class ProcessMemory {
     public static final ByteGauge SHARED_REGIONS = new ByteGauge();
     /** Bytes of other processes' CUDA allocations this process opened through CUDA IPC and has not closed yet. */
     public static final ByteGauge CUDA_IPC_MAPPINGS = new ByteGauge();
+    /** Bytes of files this process has mapped to read or write tensors (safetensors loads and saves) and not unmapped yet. */
+    public static final ByteGauge FILE_MAPPINGS = new ByteGauge();
 
     private ProcessMemory() {
     }

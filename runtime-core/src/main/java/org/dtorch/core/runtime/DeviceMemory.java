@@ -49,7 +49,8 @@ final class DeviceMemory {
         CudaAllocatorStats cuda = CudaAllocatorStats.of(physical);
         return new MemoryStats(device, blobs.size(), blobs.bytes().live(), blobs.bytes().peak(), ProcessMemory.SHARED_REGIONS.live(),
             ProcessMemory.SHARED_REGIONS.peak(), ProcessMemory.CUDA_IPC_MAPPINGS.live(), ProcessMemory.CUDA_IPC_MAPPINGS.peak(),
-            cuda.allocatedBytes(), cuda.peakAllocatedBytes(), cuda.reservedBytes(), cuda.peakReservedBytes(), warned ? 1 : 0);
+            cuda.allocatedBytes(), cuda.peakAllocatedBytes(), cuda.reservedBytes(), cuda.peakReservedBytes(), warned ? 1 : 0,
+            ProcessMemory.FILE_MAPPINGS.live(), ProcessMemory.FILE_MAPPINGS.peak());
     }
 
     /** Starts every peak again from its live value (the process-wide ones for every device of the process). */
@@ -57,6 +58,7 @@ final class DeviceMemory {
         blobs.bytes().resetPeak();
         ProcessMemory.SHARED_REGIONS.resetPeak();
         ProcessMemory.CUDA_IPC_MAPPINGS.resetPeak();
+        ProcessMemory.FILE_MAPPINGS.resetPeak();
         CudaAllocatorStats.resetPeaks(physical);
     }
 

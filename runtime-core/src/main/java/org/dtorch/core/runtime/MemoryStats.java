@@ -37,10 +37,14 @@ import org.dtorch.core.tensor.TorchTensors;
  * @param cudaReservedBytes      bytes the allocator holds from CUDA on that GPU (its cache included)
  * @param cudaPeakReservedBytes  the highest {@code cudaReservedBytes}
  * @param growthWarnings         1 once the device warned that its tensors grow at every sync ({@link MemoryWatch}), else 0
+ * @param fileMappedLiveBytes    bytes of files that process has mapped to read or write tensors
+ *                               ({@link ProcessMemory#FILE_MAPPINGS}: safetensors loads and saves), not unmapped yet
+ * @param fileMappedPeakBytes    the highest {@code fileMappedLiveBytes}
  */
 public record MemoryStats(Device device, long blobCount, long blobLiveBytes, long blobPeakBytes, long shmLiveBytes, long shmPeakBytes,
                           long cudaIpcLiveBytes, long cudaIpcPeakBytes, long cudaAllocatedBytes, long cudaPeakAllocatedBytes,
-                          long cudaReservedBytes, long cudaPeakReservedBytes, long growthWarnings) {
+                          long cudaReservedBytes, long cudaPeakReservedBytes, long growthWarnings, long fileMappedLiveBytes,
+                          long fileMappedPeakBytes) {
 
     /**
      * The keys of {@link #asMap()}, in the order of the components after {@code device}: the names of Python's
@@ -48,7 +52,7 @@ public record MemoryStats(Device device, long blobCount, long blobLiveBytes, lon
      */
     public static final List<String> KEYS = List.of("blobs.count", "blobs.live_bytes", "blobs.peak_bytes", "shm.live_bytes",
         "shm.peak_bytes", "cuda_ipc.live_bytes", "cuda_ipc.peak_bytes", "cuda.allocated_bytes", "cuda.peak_allocated_bytes",
-        "cuda.reserved_bytes", "cuda.peak_reserved_bytes", "sync.growth_warnings");
+        "cuda.reserved_bytes", "cuda.peak_reserved_bytes", "sync.growth_warnings", "mapped_files.live_bytes", "mapped_files.peak_bytes");
 
     /** Validates the device. */
     public MemoryStats {
@@ -61,7 +65,7 @@ public record MemoryStats(Device device, long blobCount, long blobLiveBytes, lon
             throw new IllegalArgumentException("memory statistics: expected " + KEYS.size() + " values, got " + values.length);
         }
         return new MemoryStats(device, values[0], values[1], values[2], values[3], values[4], values[5], values[6], values[7],
-            values[8], values[9], values[10], values[11]);
+            values[8], values[9], values[10], values[11], values[12], values[13]);
     }
 
     /** The statistics of {@code device} from the int64 tensor {@link #toTensor()} made. */
@@ -90,7 +94,8 @@ public record MemoryStats(Device device, long blobCount, long blobLiveBytes, lon
     /** The values in the order of {@link #KEYS}. */
     public long[] values() {
         return new long[] {blobCount, blobLiveBytes, blobPeakBytes, shmLiveBytes, shmPeakBytes, cudaIpcLiveBytes, cudaIpcPeakBytes,
-            cudaAllocatedBytes, cudaPeakAllocatedBytes, cudaReservedBytes, cudaPeakReservedBytes, growthWarnings};
+            cudaAllocatedBytes, cudaPeakAllocatedBytes, cudaReservedBytes, cudaPeakReservedBytes, growthWarnings, fileMappedLiveBytes,
+            fileMappedPeakBytes};
     }
 
     /** The values by {@link #KEYS}, in that order. */
