@@ -10,7 +10,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn import init
-from dtorch import Partial, Replicate, Shard
+from dtorch import Replicate, Shard
 from _testing import raises, run
 
 MESH = dtorch.init_device_mesh("cpu", (4,))
