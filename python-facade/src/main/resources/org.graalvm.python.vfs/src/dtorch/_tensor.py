@@ -142,6 +142,12 @@ class Tensor:
     def __len__(self) -> int:
         return self.shape[0]
 
+    @classmethod
+    def __torch_function__(cls, func: Any, types: tuple, args: tuple = (), kwargs: dict | None = None) -> Any:
+        """torch.* and torch.nn.functional.* calls that get a distributed tensor run here (see _torch_calls)."""
+        from . import _torch_calls
+        return _torch_calls.torch_function(func, args, kwargs or {})
+
     def __getattr__(self, name: str) -> Callable[..., Any]:
         """Any other ATen operator as a method (t.amax(1), t.clamp(min=0)): the generic path (see aten())."""
         if name.startswith("_") or not _has_op(name):

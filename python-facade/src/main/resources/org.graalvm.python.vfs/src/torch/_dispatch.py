@@ -4,6 +4,7 @@ Each argument is classified once into a kind (T tensor, i int, f float, b bool, 
 m memory format, [x] list of x; see org.dtorch.polyglot.torch.ArgKind) and converted to what Java takes (a tensor's
 Java handle, a dtype's name). The kinds form a key such as "T,i|dim=i"; the overload a key fits is resolved once, in
 Java, and cached here and there, so a repeated call costs the classification, one dict lookup and one Java call.
+An argument of no known kind whose type defines __torch_function__ (a dtorch.Tensor) runs the call instead.
 """
 
 import numbers
@@ -173,6 +174,11 @@ class Op:
                 k, v = classify(a)
                 key += "|" + name + "=" + k
                 values.append(v)
+        if "?" in key:
+            # An argument torch does not know, such as a dtorch.Tensor, may run the call itself (__torch_function__).
+            result = torch_function(self, args, kwargs)
+            if result is not NotImplemented:
+                return result
         entry = self._calls.get(key)
         if entry is None:
             entry = self._resolve(key)
@@ -207,6 +213,36 @@ class Op:
 
     def __repr__(self):
         return "<torch operator %s>" % self.__name__
+
+
+def _overloaded_types(values, found):
+    for v in values:
+        t = type(v)
+        if t is list or t is tuple:
+            _overloaded_types(v, found)
+        elif t is not Tensor and t not in found and getattr(t, "__torch_function__", None) is not None:
+            # A subclass goes before its bases (it may refine their handling), otherwise the order of the arguments.
+            at = next((i for i, u in enumerate(found) if issubclass(t, u)), len(found))
+            found.insert(at, t)
+
+
+def torch_function(func, args, kwargs):
+    """PyTorch's __torch_function__ protocol: when an argument's type (at the top level, or in a list or tuple) defines
+    __torch_function__, the first such type, subclasses before their bases, runs func(*args, **kwargs) in its own way,
+    as DTensor's does in PyTorch. NotImplemented when no argument's type defines it; a TypeError when every type that
+    does declines."""
+    types = []
+    _overloaded_types(args, types)
+    if kwargs:
+        _overloaded_types(kwargs.values(), types)
+    if not types:
+        return NotImplemented
+    for t in types:
+        result = t.__torch_function__(func, tuple(types), tuple(args), dict(kwargs or {}))
+        if result is not NotImplemented:
+            return result
+    raise TypeError("no implementation found for '%s' on types that implement __torch_function__: %s"
+                    % (getattr(func, "__name__", func), [t.__name__ for t in types]))
 
 
 _OPS = {}

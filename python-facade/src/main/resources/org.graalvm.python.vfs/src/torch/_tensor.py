@@ -114,6 +114,13 @@ class Tensor:
     def data(self):
         return self
 
+    @data.setter
+    def data(self, value):
+        """t.data = u: t holds u's values from now on (the same memory as u), as in PyTorch."""
+        if not isinstance(value, Tensor):
+            raise TypeError("data must be a Tensor, got %r" % (type(value).__name__,))
+        self._java = value._java
+
     def detach(self):
         return self
 
@@ -320,23 +327,23 @@ class Tensor:
     def __add__(self, other):
         if type(other) is Tensor:
             return _ADD(self, other)
-        return _ADD(self, other) if _is_number(other) else NotImplemented
+        return _ADD(self, other) if _is_operand(other) else NotImplemented
 
     __radd__ = __add__
 
     def __sub__(self, other):
-        return _SUB(self, other) if type(other) is Tensor or _is_number(other) else NotImplemented
+        return _SUB(self, other) if type(other) is Tensor or _is_operand(other) else NotImplemented
 
     def __rsub__(self, other):
         return _RSUB(self, other) if _is_number(other) else NotImplemented
 
     def __mul__(self, other):
-        return _MUL(self, other) if type(other) is Tensor or _is_number(other) else NotImplemented
+        return _MUL(self, other) if type(other) is Tensor or _is_operand(other) else NotImplemented
 
     __rmul__ = __mul__
 
     def __truediv__(self, other):
-        return _DIV(self, other) if type(other) is Tensor or _is_number(other) else NotImplemented
+        return _DIV(self, other) if type(other) is Tensor or _is_operand(other) else NotImplemented
 
     def __rtruediv__(self, other):
         return _MUL(_RECIPROCAL(self), other) if _is_number(other) else NotImplemented
@@ -441,6 +448,11 @@ class Tensor:
 def _is_number(value):
     t = type(value)
     return t is int or t is float or t is builtins.bool or isinstance(value, numbers.Number)
+
+
+def _is_operand(value):
+    """A number or a tensor of a subclass (a torch.nn.Parameter): the other operand of an arithmetic operator."""
+    return _is_number(value) or isinstance(value, Tensor)
 
 
 def _full_like(t, value):

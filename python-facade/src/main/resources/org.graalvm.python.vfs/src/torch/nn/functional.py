@@ -1,7 +1,9 @@
 """torch.nn.functional: PyTorch's names and signatures over the aten operators. Where the names and argument orders
 agree with an aten operator the operator is used as is (relu, gelu, silu, softmax, layer_norm, conv2d, linear,
 scaled_dot_product_attention, ... and any other aten name through __getattr__); the functions below are those whose
-signature differs from the operator's."""
+signature differs from the operator's. Every function takes distributed tensors (dtorch.Tensor) too: the operators
+hand them to dtorch (__torch_function__, see torch._dispatch), and so do the wrappers, through the operators they
+call."""
 
 from __future__ import annotations
 
@@ -98,7 +100,12 @@ def _dropout_args(input, p=0.5, training=True, inplace=False):
 
 
 def dropout(*args: Any, **kwargs: Any) -> Tensor:
-    """dropout(input, p=0.5, training=True, inplace=False)"""
+    """dropout(input, p=0.5, training=True, inplace=False). A distributed input runs dtorch's dropout, whose mask
+    the devices agree on."""
+    if args and type(args[0]) is not _dispatch.Tensor:
+        result = _dispatch.torch_function(dropout, args, kwargs)
+        if result is not NotImplemented:
+            return result
     return _dropout(*_dropout_args(*args, **kwargs))
 
 
