@@ -24,6 +24,7 @@ from ._tensor import from_local
 from ._graph import dump_graph
 from ._memory import memory_stats, reset_peak_memory_stats
 from ._channel import Channel, channel
+from ._distribute_module import distribute_module
 from . import _isolation, nn, profiler
 
 _isolation.install()
@@ -49,5 +50,5 @@ __all__ = [
     "DeviceMesh", "init_device_mesh", "Placement", "Shard", "Replicate", "Partial", "aten", "nn",
     "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "einsum",
     "memory_stats", "reset_peak_memory_stats", "dump_graph", "Channel", "channel", "profiler", "from_local",
-    "set_implicit_redistribution", "implicit_redistribution",
+    "set_implicit_redistribution", "implicit_redistribution", "distribute_module",
 ]
