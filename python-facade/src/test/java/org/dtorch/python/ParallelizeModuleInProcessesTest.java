@@ -10,9 +10,10 @@ import org.junit.jupiter.api.Timeout;
 /**
  * {@code test_parallelize_module.py} with every device a worker process: the styles' parameter distribution, input and
  * output moves and the plans' outputs hold when the shards live in other JVMs ({@link PythonScriptsTest} runs the script
- * in threads).
+ * in threads, in every build; this repeat of it in worker JVMs runs with the slow tests).
  */
 @Tag("multiprocess")
+@Tag("slow")
 class ParallelizeModuleInProcessesTest {
 
     @Test
