@@ -4,6 +4,7 @@ Each argument is classified once into a kind (T tensor, i int, f float, b bool, 
 m memory format, [x] list of x; see org.dtorch.polyglot.torch.ArgKind) and converted to what Java takes (a tensor's
 Java handle, a dtype's name). The kinds form a key such as "T,i|dim=i"; the overload a key fits is resolved once, in
 Java, and cached here and there, so a repeated call costs the classification, one dict lookup and one Java call.
+An argument of no known kind whose type defines __torch_function__ (a dtorch.Tensor) runs the call instead.
 """
 
 import numbers
