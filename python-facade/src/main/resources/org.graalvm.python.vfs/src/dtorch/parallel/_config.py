@@ -11,8 +11,8 @@ any other (org.dtorch.core.distributed.ParallelConfig does the work)."""
 
 from __future__ import annotations
 
-from . import _bridge
-from .distributed_spec import DeviceMesh, _is_int
+from .. import _bridge
+from ..distributed_spec import DeviceMesh, _is_int
 
 _NAMES = ("dp", "cfg", "ring", "ulysses", "pp", "tp")
 
