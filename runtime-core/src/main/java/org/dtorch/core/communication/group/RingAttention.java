@@ -40,7 +40,7 @@ public final class RingAttention implements AutoCloseable {
 
     /**
      * Where each group rank's keys sit in the global key sequence, and where this rank's query rows sit in the global
-     * query sequence.
+     * query sequence. Thread-safe: immutable (the arrays are copied in and out).
      *
      * @param queryOffset the global position of this rank's first query row
      * @param keyOffsets  per group rank, the global position of its first key
@@ -113,7 +113,7 @@ public final class RingAttention implements AutoCloseable {
     }
 
     /**
-     * What torch's {@code scaled_dot_product_attention} takes beside the tensors.
+     * What torch's {@code scaled_dot_product_attention} takes beside the tensors. Thread-safe: immutable.
      *
      * @param causal    top-left aligned causal masking by global position, combined with a mask where both are given
      * @param scale     the factor of the scores; {@code NaN} for torch's default {@code 1 / sqrt(E)}

@@ -56,8 +56,8 @@ class RingAttentionBlocksTest {
         List<String> failed = new ArrayList<>();
         Tensor[] inputs = draw(seq * 101 + keySeq, masking, heads, keyHeads, seq, keySeq);
         try (Tensor q = inputs[0]; Tensor k = inputs[1]; Tensor v = inputs[2]; Tensor mask = inputs[3];
-             Tensor want = torch.scaled_dot_product_attention(q, k, v, mask.defined() ? new TensorOptional(mask) : new TensorOptional(), 0.0, masking == Masking.CAUSAL,
-                 Double.isNaN(scale) ? new DoubleOptional() : new DoubleOptional(scale), gqa);
+             Tensor want = torch.scaled_dot_product_attention(q, k, v, mask.defined() ? new TensorOptional(mask) : new TensorOptional(), 0.0,
+                 masking == Masking.CAUSAL, Double.isNaN(scale) ? new DoubleOptional() : new DoubleOptional(scale), gqa);
              RingAttention attention = new RingAttention(group)) {
             long[] keyOffsets = BalancedSplit.offsets(keySeq, world);
             long[] keyLengths = BalancedSplit.sizes(keySeq, world);
@@ -65,7 +65,8 @@ class RingAttentionBlocksTest {
             long rows = BalancedSplit.size(seq, world, rank);
             RingAttention.Blocks blocks = new RingAttention.Blocks(queryOffset, keyOffsets, keyLengths);
             RingAttention.Options options = new RingAttention.Options(masking == Masking.CAUSAL, scale, gqa);
-            try (Tensor localQ = q.narrow(2, queryOffset, rows).contiguous(); Tensor localK = k.narrow(2, keyOffsets[rank], keyLengths[rank]).contiguous();
+            try (Tensor localQ = q.narrow(2, queryOffset, rows).contiguous();
+                 Tensor localK = k.narrow(2, keyOffsets[rank], keyLengths[rank]).contiguous();
                  Tensor localV = v.narrow(2, keyOffsets[rank], keyLengths[rank]).contiguous();
                  Tensor localMask = mask.defined() ? mask.narrow(-2, queryOffset, rows) : new Tensor();
                  Tensor expected = want.narrow(2, queryOffset, rows);
