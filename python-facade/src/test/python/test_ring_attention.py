@@ -64,26 +64,25 @@ def test_usp_moves_the_ulysses_shards_to_heads_and_rings_over_the_others():
     check(dtorch.init_device_mesh("cpu", (2, 2)), [Shard(2), Shard(2)], True, strategy="usp")  # the innermost is Ulysses
     check(dtorch.init_device_mesh("cpu", (2,)), [Shard(2)], True, strategy="usp")  # Ulysses alone
     check(mesh, on_both, False, strategy="usp", scale=0.5, seq=4, kv_seq=8)
-    q, k, v = qkv(seq=5)
-    dq, dk, dv = (dtorch.Tensor(t, device_mesh=mesh, placements=on_both) for t in (q, k, v))
-    raises(ValueError, lambda: sdpa(dq, dk, dv, strategy="usp"), contains="positions do not divide over the 2 devices")
-    raises(ValueError, lambda: sdpa(dq, dk, dv, attn_mask=dq, strategy="usp"), contains="takes no attn_mask")
+    check(mesh, on_both, True, strategy="usp", seq=5)  # 5 positions over the ring's 2: blocks of 3 and 2
 
 
 def test_ring_attention_without_a_sequence_shard_is_the_plain_operator():
     check(dtorch.init_device_mesh("cpu", (2,)), [Shard(1)], True)
 
 
+def test_ring_attention_takes_uneven_blocks_and_causal_keys_of_another_length():
+    check(dtorch.init_device_mesh("cpu", (4,)), [Shard(2)], True, seq=6)
+    check(dtorch.init_device_mesh("cpu", (4,)), [Shard(2)], True, seq=8, kv_seq=4)
+
+
 def test_ring_attention_refuses_what_it_cannot_take_before_moving_anything():
     mesh = dtorch.init_device_mesh("cpu", (4,))
-    q, k, v = qkv(seq=6)
-    dq, dk, dv = (dtorch.Tensor(t, device_mesh=mesh, placements=[Shard(2)]) for t in (q, k, v))
-    raises(ValueError, lambda: sdpa(dq, dk, dv, strategy="ring"), contains="positions do not divide over the 4 devices")
-    raises(ValueError, lambda: sdpa(dq, dk, dv, strategy="ring"), contains="Legal: query, key and value with one placement")
     q, k, v = qkv(seq=8, kv_seq=4)
     dq, dk, dv = (dtorch.Tensor(t, device_mesh=mesh, placements=[Shard(2)]) for t in (q, k, v))
-    raises(ValueError, lambda: sdpa(dq, dk, dv, is_causal=True, strategy="ring"), contains="sequences of one length")
-    raises(ValueError, lambda: sdpa(dq, dk, dv, attn_mask=dq, strategy="ring"), contains="takes no attn_mask")
+    raises(ValueError, lambda: sdpa(dq, dk, dv, attn_mask=dq, is_causal=True, strategy="ring"),
+           contains="should not be set when is_causal=True")
+    raises(ValueError, lambda: sdpa(dq, dk, dv, dropout_p=0.5, strategy="ring"), contains="takes no dropout_p")
     raises(TypeError, lambda: sdpa(dq, k, dv, strategy="ring"), contains="takes dtorch.Tensors")
     assert sdpa(dq, dk, dv, strategy="ring").placements == (Shard(2),)  # still usable
 

@@ -50,7 +50,12 @@ def test_ulysses_attention_refuses_what_it_cannot_split_before_moving_anything()
     q, k, v = qkv(heads=6)
     dq, dk, dv = (dtorch.Tensor(t, device_mesh=mesh, placements=[Shard(2)]) for t in (q, k, v))
     sdpa = dtorch.nn.functional.scaled_dot_product_attention
-    raises(ValueError, lambda: sdpa(dq, dk, dv, strategy="ulysses"), contains="6 heads do not divide over the 4")
+    # 6 heads over 4 devices split 2, 2, 1, 1 (query, key and value alike); grouped heads need whole groups per device.
+    assert torch.allclose(sdpa(dq, dk, dv, strategy="ulysses").to_torch(), F.scaled_dot_product_attention(q, k, v),
+                          atol=1e-5, rtol=1e-4)
+    dk2, dv2 = (dtorch.Tensor(t[:, :2], device_mesh=mesh, placements=[Shard(2)]) for t in (k, v))
+    raises(ValueError, lambda: sdpa(dq, dk2, dv2, enable_gqa=True, strategy="ulysses"),
+           contains="the query's 6 heads do not divide over the 4")
     other = dtorch.Tensor(k, device_mesh=mesh, placements=[Replicate()])
     raises(ValueError, lambda: sdpa(dq, other, dv, strategy="ulysses"), contains="key must have the query's")
     raises(ValueError, lambda: sdpa(dq, dk, dv, strategy="zigzag"), contains="strategy must be")

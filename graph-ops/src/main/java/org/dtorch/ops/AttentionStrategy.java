@@ -21,8 +21,9 @@ import org.dtorch.ops.aten.AtenCall;
  *   <li>otherwise everything {@code R}: sequence and embedding shards are gathered, partial values reduced (attention
  *       is not linear).</li>
  * </ul>
- * With {@code enable_gqa} and fewer key/value heads than query heads the heads dimension is not sharded (a device's
- * query heads would need key/value heads of another shard when the shards are uneven). {@code dropout_p} must be 0:
+ * With {@code enable_gqa} and fewer key/value heads than query heads the heads dimension stays sharded only where the
+ * devices that split it divide both head counts evenly: every device then holds whole query groups with their key/value
+ * heads (uneven shards would give a device query heads whose key/value head another shard holds), else it is gathered. {@code dropout_p} must be 0:
  * each device would draw its own dropout mask. {@code is_causal} needs nothing: each device holds whole sequences.
  * libtorch has no meta kernel for attention on this build; the output shape is {@code query}'s with {@code value}'s last
  * dimension, after the checks libtorch makes of the shapes.
@@ -63,8 +64,18 @@ final class AttentionStrategy implements ShardingStrategy {
         int meshDims = q.placements().size();
         List<List<Placement>> in = ShardingStrategy.replicatedInputs(inputs.size(), meshDims);
         List<Placement> out = new ArrayList<>();
+        boolean gqa = Boolean.TRUE.equals(call.constant("enable_gqa"));
+        int[] chosen = new int[meshDims];
+        long headWays = 1;
         for (int m = 0; m < meshDims; m++) {
-            int d = sharedLeadingShard(inputs, qkv, m);
+            chosen[m] = sharedLeadingShard(inputs, qkv, m, gqa);
+            headWays *= chosen[m] == q.ndim() - 3 ? q.sharding().mesh().size(m) : 1;
+        }
+        TensorMeta k = inputs.get(qkv[1]);
+        boolean splitsGroups = gqa && q.ndim() >= 3 && k.ndim() == q.ndim() && k.size(q.ndim() - 3) != q.size(q.ndim() - 3)
+            && (q.size(q.ndim() - 3) % headWays != 0 || k.size(q.ndim() - 3) % headWays != 0);
+        for (int m = 0; m < meshDims; m++) {
+            int d = splitsGroups && chosen[m] == q.ndim() - 3 ? -1 : chosen[m];
             if (d < 0) {
                 out.add(Placement.replicate());
                 continue;
@@ -84,8 +95,11 @@ final class AttentionStrategy implements ShardingStrategy {
         return new Decision(in, Collections.nCopies(outputs, out));
     }
 
-    /** The leading dimension that the first of query, key, value sharded on mesh dimension {@code m} shards, if all hold it alike; else -1. */
-    private static int sharedLeadingShard(List<TensorMeta> inputs, int[] qkv, int m) {
+    /**
+     * The leading dimension that the first of query, key, value sharded on mesh dimension {@code m} shards, if all hold it
+     * alike (with {@code gqa}, key and value heads may be a divisor of the query's); else -1.
+     */
+    private static int sharedLeadingShard(List<TensorMeta> inputs, int[] qkv, int m, boolean gqa) {
         TensorMeta q = inputs.get(qkv[0]);
         for (int i : qkv) {
             int d = Rules.shardDim(inputs.get(i).placement(m));
@@ -94,7 +108,8 @@ final class AttentionStrategy implements ShardingStrategy {
             }
             for (int j : qkv) {
                 TensorMeta t = inputs.get(j);
-                if (t.ndim() != q.ndim() || t.size(d) != q.size(d)) {
+                boolean grouped = gqa && d == q.ndim() - 3 && t.size(d) > 0 && q.size(d) % t.size(d) == 0;
+                if (t.ndim() != q.ndim() || t.size(d) != q.size(d) && !grouped) {
                     return -1;
                 }
             }

@@ -141,8 +141,10 @@ public final class OpsCodecs implements OpSpecCodecProvider {
                 return new RedistributeAllSpec(targets, readImplicitFor(in.wire()));
             }),
             new Codec<>(CopySpec.class, "ops.copy", (s, out) -> { }, in -> CopySpec.INSTANCE),
-            new Codec<>(RingAttentionSpec.class, "ops.ring_attention", (s, out) -> out.wire().putBoolean(s.causal()),
-                in -> new RingAttentionSpec(in.wire().getBoolean("ring attention causal"))),
+            new Codec<>(RingAttentionSpec.class, "ops.ring_attention",
+                (s, out) -> out.wire().putBoolean(s.causal()).putDouble(s.scale()).putBoolean(s.enableGqa()),
+                in -> new RingAttentionSpec(in.wire().getBoolean("ring attention causal"), in.wire().getDouble("ring attention scale"),
+                    in.wire().getBoolean("ring attention enable_gqa"))),
             new Codec<>(AtenSpec.class, "ops.aten", (s, out) -> AtenCallCodec.write(s.call(), out.wire()),
                 in -> new AtenSpec(AtenCallCodec.read(in.wire()))),
             new Codec<>(InPlaceSpec.class, "ops.inplace", (s, out) -> AtenCallCodec.write(s.call(), out.wire()),

@@ -96,13 +96,9 @@ class RingAttentionSpecTest {
     @Test
     void shouldRefuseWhatTheRingCannotTakeBeforeMovingAnything() {
         DeviceMesh mesh = dt.initDeviceMesh(new int[] {2});
-        try (DTensor q = dt.randn(1, new long[] {1, 2, 6, 4}, mesh, S2); DTensor odd = dt.randn(2, new long[] {1, 2, 5, 4}, mesh, S2);
-             DTensor k = dt.randn(3, new long[] {1, 2, 4, 4}, mesh, S2); DTensor byBatch = dt.randn(4, new long[] {2, 2, 6, 4}, mesh, S0);
+        try (DTensor q = dt.randn(1, new long[] {1, 2, 6, 4}, mesh, S2);
+             DTensor byBatch = dt.randn(4, new long[] {2, 2, 6, 4}, mesh, S0);
              DTensor lastShard = dt.randn(5, new long[] {1, 2, 6, 4}, mesh, Placement.shard(3))) {
-            String uneven = assertThrows(ShardingException.class, () -> RingAttentionSpec.attend(odd, odd, odd, false)).getMessage();
-            assertTrue(uneven.contains("query's 5") && uneven.contains("Legal: query, key and value with one placement list"), uneven);
-            String causal = assertThrows(IllegalArgumentException.class, () -> RingAttentionSpec.attend(q, k, k, true)).getMessage();
-            assertTrue(causal.contains("one length"), causal);
             String none = assertThrows(ShardingException.class, () -> RingAttentionSpec.attend(byBatch, byBatch, byBatch, false)).getMessage();
             assertTrue(none.contains("no mesh dimension shards the sequence"), none);
             String last = assertThrows(ShardingException.class, () -> RingAttentionSpec.attend(lastShard, lastShard, lastShard, false)).getMessage();

@@ -122,8 +122,8 @@ final class BridgeOperators {
     }
 
     /** {@link PyBridge#checkRingAttention}. */
-    static void checkRingAttention(DTensor q, DTensor k, DTensor v, boolean causal, DeviceMesh mesh, Value placements) {
-        new RingAttentionSpec(causal).check(q, k, v, new Sharding(mesh, List.of(placementArray(placements))));
+    static void checkRingAttention(RingAttentionSpec spec, DTensor q, DTensor k, DTensor v, DTensor mask, DeviceMesh mesh, Value placements) {
+        spec.check(q, k, v, mask, new Sharding(mesh, List.of(placementArray(placements))));
     }
 
     /** {@link PyBridge#setItem}. */

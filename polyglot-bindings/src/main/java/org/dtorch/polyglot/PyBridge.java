@@ -292,16 +292,20 @@ public final class PyBridge {
         return t.redistribute(mesh, BridgeArguments.placementArray(placements));
     }
 
-    /** Ring attention of {@code q} against {@code k} and {@code v} moved to its placements ({@link RingAttentionSpec#attend}). */
+    /**
+     * Ring attention of {@code q} against {@code k}, {@code v} and {@code mask} (or null) moved to the placements it needs
+     * ({@link RingAttentionSpec#attend}); {@code scale} NaN for the default.
+     */
     @HostAccess.Export
-    public DTensor ringAttention(DTensor q, DTensor k, DTensor v, boolean causal) {
-        return RingAttentionSpec.attend(q, k, v, causal);
+    public DTensor ringAttention(DTensor q, DTensor k, DTensor v, DTensor mask, boolean causal, double scale, boolean enableGqa) {
+        return RingAttentionSpec.attend(q, k, v, mask, causal, scale, enableGqa);
     }
 
     /** Refuses, before anything moves, what ring attention could not take with {@code placements} on {@code mesh}. */
     @HostAccess.Export
-    public void checkRingAttention(DTensor q, DTensor k, DTensor v, boolean causal, DeviceMesh mesh, Value placements) {
-        BridgeOperators.checkRingAttention(q, k, v, causal, mesh, placements);
+    public void checkRingAttention(DTensor q, DTensor k, DTensor v, DTensor mask, boolean causal, double scale, boolean enableGqa,
+                                   DeviceMesh mesh, Value placements) {
+        BridgeOperators.checkRingAttention(new RingAttentionSpec(causal, scale, enableGqa), q, k, v, mask, mesh, placements);
     }
 
     /** Turns the implicit redistribution of operators' inputs on (the default) or off (the strict mode). */

@@ -14,6 +14,7 @@ from torch.nn import _spatial
 
 from .. import _bridge, _tensor
 from ..distributed_spec import Partial, Replicate, Shard, _specs
+import torch as _torch
 from torch.nn import functional as _F
 
 
@@ -93,31 +94,55 @@ globals().update(_spatial.bind(_run))
 
 
 def scaled_dot_product_attention(query: _tensor.Tensor, key: _tensor.Tensor, value: _tensor.Tensor,
-                                 attn_mask: _tensor.Tensor | None = None, dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
+                                 attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
                                  enable_gqa: bool = False, strategy: str | None = None) -> _tensor.Tensor:
-    """torch's attention on distributed tensors; dropout_p must be 0. Without `strategy` it runs sharded on batch or
-    heads (query, key and value alike) and gathers a sharded sequence first. strategy="ulysses" keeps a
-    sequence-sharded input's communication to two all-to-alls: query, key and value move from their sequence shards
-    to head shards, each device attends its heads over the whole sequence, and the output moves back to the query's
-    sequence shards (DeepSpeed-Ulysses). strategy="ring" keeps every device's query rows and rotates key and value
-    blocks around the devices that shard the sequence, merging by log-sum-exp (ring attention):
-    key and value move to the query's placements first; the sequences must divide evenly over those devices; no
-    attn_mask, dropout or enable_gqa; the output is sharded like the query. strategy="usp" combines them (unified
-    sequence parallelism): the sequence shards of the mesh dimensions named "ulysses" (else of the innermost one that
-    shards it) move to head shards, the ring runs over the others, and the output moves back. Every strategy runs the
-    plain operator when the query's sequence is not sharded. The result equals single-device attention."""
-    args = (query, key, value, attn_mask, float(dropout_p), is_causal)
-    kwargs = {"scale": scale, "enable_gqa": enable_gqa}
-    if strategy is None:
-        return _run("scaled_dot_product_attention", args, kwargs)
-    if strategy == "ulysses":
-        return _ulysses_attention(args, kwargs)
-    if strategy == "ring":
-        return _ring_attention(args, kwargs)
-    if strategy == "usp":
-        return _ulysses_attention(args, kwargs, "usp")
-    raise ValueError("scaled_dot_product_attention: strategy must be None, 'ulysses', 'ring' or 'usp', got %r"
-                     % (strategy,))
+    """torch's attention on distributed tensors, with torch's semantics: attn_mask boolean (True takes part) or
+    additive float, broadcastable to the scores [..., H, L, S], a dtorch.Tensor or a plain torch.Tensor (then
+    replicated on the query's mesh); is_causal top-left aligned, not with a mask (as torch documents); enable_gqa lets key and value have fewer heads than the query, a divisor of its; a row whose every key is
+    masked gives zeros, as torch gives. dropout_p must be 0.
+
+    Without `strategy` it runs sharded on batch or heads (query, key and value alike) and gathers a sharded sequence
+    first. strategy="ulysses" keeps a sequence-sharded input's communication to all-to-alls: query, key, value (and a
+    mask that holds the sequence rows) move from their sequence shards to head shards, each device attends its heads
+    over the whole sequence, and the output moves back to the query's sequence shards (DeepSpeed-Ulysses); the heads
+    must divide over those devices, and with enable_gqa a device gets whole query groups: key and value heads fewer than
+    the devices, or not dividing over them, are first repeated to the least common multiple of their number and the
+    devices (it divides the query heads). strategy="ring" keeps every device's query rows and rotates key and value
+    blocks around the devices that shard the sequence, merging by log-sum-exp (ring attention); the blocks may differ in
+    length or be empty (a sequence that does not divide over the ring, or is shorter than it); the mask is held for
+    each device's query rows and every key, and the causal rule compares global positions; with enable_gqa the smaller
+    key and value rotate. strategy="usp" combines them (unified sequence parallelism): the sequence shards of the mesh
+    dimensions named "ulysses" (else of the innermost one that shards it) move to head shards, the ring runs over the
+    others, and the output moves back. Key and value move to the query's placements first. Every strategy runs the plain
+    operator when the query's sequence is not sharded. The result equals single-device attention and is sharded like
+    the query."""
+    if strategy not in (None, "ulysses", "ring", "usp"):
+        raise ValueError("scaled_dot_product_attention: strategy must be None, 'ulysses', 'ring' or 'usp', got %r"
+                         % (strategy,))
+    if strategy is not None and attn_mask is not None and is_causal:
+        raise ValueError("scaled_dot_product_attention(strategy=%r): an explicit attn_mask should not be set when "
+                         "is_causal=True, as torch documents; fold the causal rule into the mask" % (strategy,))
+    mask, owned = _distributed_mask(query, attn_mask)
+    try:
+        args = (query, key, value, mask, float(dropout_p), is_causal)
+        kwargs = {"scale": scale, "enable_gqa": enable_gqa}
+        if strategy is None:
+            return _run("scaled_dot_product_attention", args, kwargs)
+        if strategy == "ring":
+            return _ring_attention(args, kwargs)
+        return _ulysses_attention(args, kwargs, strategy)
+    finally:
+        if owned:
+            mask.close()
+
+
+def _distributed_mask(query, mask):
+    """The mask as a dtorch.Tensor on the query's mesh, and whether it was made here: a plain torch.Tensor is
+    replicated on every device."""
+    if isinstance(mask, _torch.Tensor) and isinstance(query, _tensor.Tensor):
+        mesh = query.device_mesh
+        return _tensor.Tensor(mask, device_mesh=mesh, placements=[Replicate()] * mesh.ndim), True
+    return mask, False
 
 
 def _check_tensors(strategy, tensors):
@@ -126,26 +151,25 @@ def _check_tensors(strategy, tensors):
             raise TypeError("scaled_dot_product_attention(strategy=%r) takes dtorch.Tensors, got %r" % (strategy, t))
 
 
-def _check_ring_options(strategy, args, kwargs):
-    if args[3] is not None or args[4] != 0.0 or kwargs["enable_gqa"]:
-        raise ValueError("scaled_dot_product_attention(strategy=%r) takes no attn_mask, dropout_p or enable_gqa; use "
-                         "strategy='ulysses' or None for them" % (strategy,))
+def _check_no_dropout(strategy, args):
+    if args[4] != 0.0:
+        raise ValueError("scaled_dot_product_attention(strategy=%r) takes no dropout_p (each device would draw its own "
+                         "dropout mask); use dropout_p=0" % (strategy,))
+
+
+def _ring_scale(kwargs):
+    return float("nan") if kwargs["scale"] is None else float(kwargs["scale"])
 
 
 def _ring_attention(args, kwargs):
-    query, key, value = args[:3]
-    _check_tensors("ring", (query, key, value))
-    _check_ring_options("ring", args, kwargs)
+    query, key, value, mask = args[:4]
+    _check_tensors("ring", (query, key, value) + ((mask,) if mask is not None else ()))
+    _check_no_dropout("ring", args)
     if query.ndim < 2 or not any(p.is_shard(query.ndim - 2) for p in query.placements):
         return _run("scaled_dot_product_attention", args, kwargs)
-    scale = kwargs["scale"]
-    # The ring scales by 1/sqrt(E), torch's default; another scale is folded into the query.
-    scaled = query if scale is None else query * (float(scale) * math.sqrt(query.shape[-1]))
-    try:
-        return _tensor.Tensor(_bridge.call(_tensor._b().ringAttention, scaled._java, key._java, value._java, bool(args[5])))
-    finally:
-        if scaled is not query:
-            scaled.close()
+    return _tensor.Tensor(_bridge.call(_tensor._b().ringAttention, query._java, key._java, value._java,
+                                       None if mask is None else mask._java, bool(args[5]), _ring_scale(kwargs),
+                                       bool(kwargs["enable_gqa"])))
 
 
 def _ulysses_dims(mesh, sharded):
@@ -156,9 +180,39 @@ def _ulysses_dims(mesh, sharded):
     return named or sharded[-1:]
 
 
-def _ulysses_attention(args, kwargs, strategy="ulysses"):
-    query, key, value = args[:3]
-    _check_tensors(strategy, (query, key, value))
+def _grouped_heads(query, key, ways, enable_gqa):
+    """How many times each key/value head is repeated so that `ways` devices each get whole query groups: 1 when the
+    key heads divide over them, else lcm(key heads, ways) / key heads (that lcm divides the query heads, which divide
+    over the devices)."""
+    heads = query.ndim - 3
+    q_heads, kv_heads = query.shape[heads], key.shape[heads]
+    if not enable_gqa or kv_heads == q_heads or kv_heads == 0 or q_heads % kv_heads:
+        return 1
+    lcm = kv_heads * ways // math.gcd(kv_heads, ways)
+    return lcm // kv_heads
+
+
+def _repeat_heads(t, times):
+    """t with every head (dimension ndim - 3) repeated `times` times in place (h -> h // times, as torch's enable_gqa
+    reads them), keeping t's placements: expand a new dimension beside the heads and fold it in."""
+    heads = t.ndim - 3
+    shape = list(t.shape)
+    wide = shape[:heads + 1] + [times] + shape[heads + 1:]
+    folded = shape[:heads] + [shape[heads] * times] + shape[heads + 1:]
+    grown = t.unsqueeze(heads + 1)
+    try:
+        spread = grown.expand(*wide)
+        try:
+            return spread.reshape(*folded)
+        finally:
+            spread.close()
+    finally:
+        grown.close()
+
+
+def _ulysses_attention(args, kwargs, strategy):
+    query, key, value, mask = args[:4]
+    _check_tensors(strategy, (query, key, value) + ((mask,) if mask is not None else ()))
     if query.ndim < 4:
         raise ValueError("scaled_dot_product_attention(strategy=%r) needs [..., heads, sequence, dim] inputs, got "
                          "a query of shape %s" % (strategy, tuple(query.shape)))
@@ -168,6 +222,7 @@ def _ulysses_attention(args, kwargs, strategy="ulysses"):
             raise ValueError("scaled_dot_product_attention(strategy=%r): %s must have the query's number of "
                              "dimensions, mesh and placements %s, got %s on %r" % (strategy, name, placements,
                                                                                   list(t.placements), t.device_mesh))
+    _check_no_dropout(strategy, args)
     seq, heads = query.ndim - 2, query.ndim - 3
     sharded = [m for m, p in enumerate(placements) if p.is_shard(seq) or p.is_shard(seq - query.ndim)]
     moved = sharded if strategy == "ulysses" else _ulysses_dims(mesh, sharded)
@@ -178,17 +233,26 @@ def _ulysses_attention(args, kwargs, strategy="ulysses"):
     ways = 1
     for m in moved:
         ways *= mesh.shape[m]
-    for name, t in (("query", query), ("key", key), ("value", value)):
-        if t.shape[heads] % ways:
-            raise ValueError("scaled_dot_product_attention(strategy=%r): the %s's %d heads do not divide over the %d "
-                             "devices its sequence is moved from" % (strategy, name, t.shape[heads], ways))
+    times = _grouped_heads(query, key, ways, kwargs["enable_gqa"])
+    if key.shape[heads] != query.shape[heads]:
+        # Grouped heads: whole query groups per device need both head counts to divide over the devices.
+        for name, t, n in (("query", query, 1), ("key", key, times), ("value", value, times)):
+            if t.shape[heads] * n % ways:
+                raise ValueError("scaled_dot_product_attention(strategy=%r, enable_gqa=True): the %s's %d heads do not "
+                                 "divide over the %d devices its sequence is moved from" % (strategy, name, t.shape[heads], ways))
     to_heads = [Shard(heads) if m in moved else p for m, p in enumerate(placements)]
-    if strategy == "usp":
-        _check_ring_options(strategy, args, kwargs)
-        if len(moved) < len(sharded):
-            _bridge.call(_tensor._b().checkRingAttention, query._java, key._java, value._java, bool(args[5]), mesh._java,
-                         _specs(to_heads, query.ndim))
-    by_heads = [t.redistribute(mesh, to_heads) for t in (query, key, value)]
+    # Repeating heads is local to each device (their sequence shards stay); the ring is checked on what it will get.
+    grouped = [_repeat_heads(t, times) if times > 1 else t for t in (key, value)]
+    try:
+        if strategy == "usp" and len(moved) < len(sharded):
+            _bridge.call(_tensor._b().checkRingAttention, query._java, grouped[0]._java, grouped[1]._java,
+                         None if mask is None else mask._java, bool(args[5]), _ring_scale(kwargs),
+                         bool(kwargs["enable_gqa"]), mesh._java, _specs(to_heads, query.ndim))
+        by_heads = [t.redistribute(mesh, to_heads) for t in [query] + grouped]
+    finally:
+        for t in grouped:
+            if t is not key and t is not value:
+                t.close()
     try:
         out = attend("scaled_dot_product_attention", tuple(by_heads) + args[3:], kwargs)
     finally:

@@ -68,9 +68,32 @@ public final class RingP2PComm implements AutoCloseable {
     public KvBlock begin(Tensor k, Tensor v) {
         checkIdle("begin");
         checkPair(k, v);
+        return begin(k, v, k.dim() < 2 ? -1 : k.size(-2));
+    }
+
+    /**
+     * {@link #begin(Tensor, Tensor)} for blocks of different lengths along dimension {@code -2} (a sequence that does
+     * not divide evenly over the ring, empty blocks included): every block travels as {@code rows} rows, the longest
+     * block's length on every rank; {@code k} and {@code v} fill the first of them and the rest is never read, so the
+     * receiver narrows each block to its sender's length.
+     *
+     * @throws IllegalArgumentException naming the rank and the offending tensors, or {@code rows} shorter than {@code k}
+     * @throws IllegalStateException    if a transfer of the previous rotation was never awaited
+     */
+    public KvBlock begin(Tensor k, Tensor v, long rows) {
+        checkIdle("begin");
+        checkPair(k, v);
         long[] ks = TorchTensors.shape(k);
         long[] vs = TorchTensors.shape(v);
-        long total = k.numel() + v.numel();
+        if (rows >= 0 && (ks.length < 2 || rows < ks[ks.length - 2])) {
+            throw new IllegalArgumentException(where("begin") + ": blocks of " + rows + " rows cannot hold k " + TorchTensors.describe(k));
+        }
+        long held = rows < 0 ? -1 : ks[ks.length - 2];
+        if (rows >= 0) {
+            ks[ks.length - 2] = rows;
+            vs[vs.length - 2] = rows;
+        }
+        long total = Arrays.stream(ks).reduce(1, Math::multiplyExact) + Arrays.stream(vs).reduce(1, Math::multiplyExact);
         if (buffers[0] == null || buffers[0].numel() != total || TorchTensors.dtype(buffers[0]) != TorchTensors.dtype(k)
             || !TorchTensors.device(buffers[0]).equals(TorchTensors.device(k))) {
             releaseBuffers();
@@ -84,8 +107,15 @@ public final class RingP2PComm implements AutoCloseable {
         vShape = vs;
         current = 0;
         KvBlock block = block(0);
-        block.k().copy_(k);
-        block.v().copy_(v);
+        if (held < 0 || held == rows) {
+            block.k().copy_(k);
+            block.v().copy_(v);
+        } else {
+            try (Tensor kRows = block.k().narrow(-2, 0, held); Tensor vRows = block.v().narrow(-2, 0, held)) {
+                kRows.copy_(k);
+                vRows.copy_(v);
+            }
+        }
         return block;
     }
 

@@ -174,9 +174,15 @@ class RingAttentionTest {
                      Tensor wideK = TestTensors.full(1f, 1, 3, 5); Tensor v = TestTensors.full(1f, 1, 3, 4);
                      Tensor otherV = TestTensors.full(1f, 1, 2, 4); Tensor ints = q.to(ScalarType.Long)) {
                     String where = "RingAttention.forward (rank " + rank + " of 2): ";
-                    assertEquals(where + "causal ring attention needs query and key blocks of one length, got q float32[1, 3, 4] on cpu,"
-                        + " k float32[1, 2, 4] on cpu, v float32[1, 2, 4] on cpu",
-                        GroupFixtures.rejected(() -> attention.forward(q, shortK, otherV, true)));
+                    RingAttention.Blocks wrongLength = new RingAttention.Blocks(0, new long[] {0, 3}, new long[] {3, 3});
+                    assertTrue(GroupFixtures.rejected(() -> attention.forward(q, shortK, otherV, null, wrongLength, RingAttention.Options.of(false)))
+                        .startsWith(where + "blocks Blocks[queryOffset=0, keyOffsets=[0, 3], keyLengths=[3, 3]] must give one key block per rank"
+                            + " of 2 and this rank's length 2"));
+                    RingAttention.Blocks even = RingAttention.Blocks.even(rank, 2, 3, 3);
+                    assertTrue(GroupFixtures.rejected(() -> attention.forward(q, q, v, ints, even, RingAttention.Options.of(false)))
+                        .contains("attn_mask must be boolean, float or the query's dtype"));
+                    assertTrue(GroupFixtures.rejected(() -> attention.forward(q, q, v, wideK, even, RingAttention.Options.of(false)))
+                        .contains("does not broadcast to this rank's scores [1, 3, 6]"));
                     assertTrue(GroupFixtures.rejected(() -> attention.forward(q, wideK, v, false)).contains("head dimension"));
                     assertTrue(GroupFixtures.rejected(() -> attention.forward(ints, ints, ints, false)).contains("must be floating"));
                     assertEquals("RingP2PComm.begin (rank " + rank + " of 2): k and v need one dtype and device and equal sizes but for the"
