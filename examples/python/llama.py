@@ -48,6 +48,7 @@ print("model: %s, %d layers, dim %d, %d heads (%d key/value), vocab %d; mesh %s"
 # Random weights, written once to a safetensors file (the tied output projection is the embedding: saved once).
 torch.manual_seed(0)
 reference = Llama(config)
+reference.init_weights()
 weights = args.weights or os.path.join(tempfile.mkdtemp(prefix="dtorch-llama-"), "model.safetensors")
 state = {k: v for k, v in reference.state_dict().items() if k != "output.weight"}
 dtorch.safetensors.save_file(state, weights, metadata={"format": "pt"})
@@ -73,6 +74,7 @@ plan = {"tok_embeddings": RowwiseParallel(input_layouts=Replicate(), output_layo
         "output": ColwiseParallel(input_layouts=Shard(1), output_layouts=Replicate())}
 plan.update({"layers.*." + name: style for name, style in layer_plan.items()})
 parallelize_module(model, mesh, plan)
+dtorch.distribute_module(model, mesh)  # what the plan leaves (the rotary tables) is replicated
 layouts = dtorch.parallel.parameter_layouts(model)
 loaded = dtorch.load_state_dict(weights, layouts, strict=False)
 assert loaded.missing_keys == ["output.weight"] and not loaded.unexpected_keys, (loaded.missing_keys, loaded.unexpected_keys)

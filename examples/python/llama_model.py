@@ -121,6 +121,14 @@ class Llama(nn.Module):
         self.register_buffer("rope_cos", cos, persistent=False)
         self.register_buffer("rope_sin", sin, persistent=False)
 
+    def init_weights(self) -> None:
+        """Every weight but the norms' drawn from N(0, 1.13 / sqrt(dim)) (0.1 at dim 128): a random model whose greedy
+        tokens vary, where PyTorch's default initialisation with tied embeddings repeats the prompt's last token."""
+        std = 1.13 / self.config.dim ** 0.5
+        for name, p in self.named_parameters():
+            if "norm" not in name:
+                nn.init.normal_(p, std=std)
+
     def tie_weights(self) -> None:
         """Ties the output projection to the embedding again (after its parameters were replaced)."""
         self.output.weight = self.tok_embeddings.weight
