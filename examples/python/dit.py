@@ -118,7 +118,7 @@ def sample(model, latent, labels, steps, guidance, batch_layout=lambda t: t, seq
         tokens = sequence_layout(model.tokens(batch_layout(torch.cat([x, x]))))
         eps = model.unpatchify(model(tokens, batch_layout(timestep_embedding(t, model.dim)), y))
         if not isinstance(eps, torch.Tensor):
-            eps = eps.to_torch()
+            eps = eps.to_torch().to("cpu")
         conditional, unconditional = eps[:batch], eps[batch:]
         x = x - (unconditional + guidance * (conditional - unconditional)) / steps
     return x
@@ -133,9 +133,9 @@ parser.add_argument("--device", choices=("cpu", "cuda"), default=None,
 args = parser.parse_args()
 device = args.device or dtorch.device_type()
 
-if dtorch.device_count() % 2:
-    raise SystemExit("dit.py needs an even number of devices (CFG parallel halves them), got %d" % dtorch.device_count())
-config = ParallelConfig(cfg=2, **{args.attention: dtorch.device_count() // 2})
+# Two CFG halves where the devices pair up, the rest of the degree to the attention's sequence split (1 x 1 on one device).
+cfg = 2 if dtorch.device_count() % 2 == 0 else 1
+config = ParallelConfig(cfg=cfg, **{args.attention: dtorch.device_count() // cfg})
 mesh = config.device_mesh(device)
 print("mesh:", mesh)
 
@@ -157,7 +157,14 @@ def batch_layout(t):
 
 
 def sequence_layout(tokens):
-    return tokens.redistribute(mesh, sequence_placements)
+    moved = tokens.redistribute(mesh, sequence_placements)
+    if not printed:
+        printed.append(True)
+        print("patch tokens:", moved)
+    return moved
+
+
+printed = []
 
 
 latent = torch.randn(args.batch, 4, 16, 16)

@@ -97,7 +97,7 @@ def run(name, model, caches, wait):
     """Generates; prints prefill tokens/s (the prompt in one step) and decode tokens/s (one token a step)."""
     generated, logits, prefill, decode = generate(model, prompt, args.new_tokens, caches, wait)
     tokens = [t.tolist() if isinstance(t, torch.Tensor) else t.to_torch().tolist() for t in generated]
-    last = logits if isinstance(logits, torch.Tensor) else logits.to_torch()
+    last = (logits if isinstance(logits, torch.Tensor) else logits.to_torch()).to("cpu")
     print("%s: prefill %.1f tokens/s, decode %.1f tokens/s" % (
         name, args.batch * args.prompt_len / prefill, args.batch * (args.new_tokens - 1) / max(decode, 1e-9)))
     return [[row[0] for row in step] for step in tokens], last
