@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.util.List;
+import org.dtorch.core.testing.GpuTest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
