@@ -13,6 +13,9 @@ parallel norms). Both generate the same tokens; the last logits agree to 1e-4. I
 """
 
 import argparse
+import contextlib
+import dataclasses
+import json
 import os
 import sys
 import tempfile
@@ -36,6 +39,8 @@ parser.add_argument("--device", choices=("cpu", "cuda"), default=None,
                     help="the mesh's device type (default: the runtime's, set by ./dtorch run --devices)")
 parser.add_argument("--weights", default=None, help="the safetensors file to write and load (default: a temporary one)")
 parser.add_argument("--no-reference", action="store_true", help="skip the one-device model (timing runs)")
+parser.add_argument("--repeat", type=int, default=1, help="generate this many times, timing the last (warm) run")
+parser.add_argument("--profile", action="store_true", help="print where the parallel model's decode spends its time")
 args = parser.parse_args()
 
 config = LlamaConfig.preset(args.size)
@@ -50,8 +55,13 @@ torch.manual_seed(0)
 reference = Llama(config)
 reference.init_weights()
 weights = args.weights or os.path.join(tempfile.mkdtemp(prefix="dtorch-llama-"), "model.safetensors")
+prompt = torch.randint(0, config.vocab_size, (args.batch, args.prompt_len))
+assert args.prompt_len + args.new_tokens <= config.max_seq_len, "prompt and new tokens exceed max_seq_len"
 state = {k: v for k, v in reference.state_dict().items() if k != "output.weight"}
-dtorch.safetensors.save_file(state, weights, metadata={"format": "pt"})
+# The metadata carries the configuration and the prompt, so that another program (benchmarks/python/bench_llama_torch.py,
+# PyTorch on a GPU) can run the same model on the same tokens.
+metadata = {"format": "pt", "config": json.dumps(dataclasses.asdict(config)), "prompt": json.dumps(prompt.tolist())}
+dtorch.safetensors.save_file(state, weights, metadata=metadata)
 print("weights: %s (%.1f MB)" % (weights, os.path.getsize(weights) / 1e6))
 
 # The parallel model: the same code, its parameters distributed by the plan, then filled from the file shard by shard.
@@ -89,13 +99,12 @@ def caches_for(zeros):
     return [(zeros(shape), zeros(shape)) for _ in range(config.n_layers)]
 
 
-prompt = torch.randint(0, config.vocab_size, (args.batch, args.prompt_len))
-assert args.prompt_len + args.new_tokens <= config.max_seq_len, "prompt and new tokens exceed max_seq_len"
-
-
-def run(name, model, caches, wait):
-    """Generates; prints prefill tokens/s (the prompt in one step) and decode tokens/s (one token a step)."""
-    generated, logits, prefill, decode = generate(model, prompt, args.new_tokens, caches, wait)
+def run(name, model, zeros, wait, around_decode=contextlib.nullcontext):
+    """Generates (args.repeat times, each with fresh caches); prints the last run's prefill tokens/s (the prompt in one
+    step) and decode tokens/s (one token a step)."""
+    for _ in range(args.repeat):
+        generated, logits, prefill, decode = generate(model, prompt, args.new_tokens, caches_for(zeros), wait,
+                                                      around_decode)
     tokens = [t.tolist() if isinstance(t, torch.Tensor) else t.to_torch().tolist() for t in generated]
     last = (logits if isinstance(logits, torch.Tensor) else logits.to_torch()).to("cpu")
     print("%s: prefill %.1f tokens/s, decode %.1f tokens/s" % (
@@ -103,16 +112,34 @@ def run(name, model, caches, wait):
     return [[row[0] for row in step] for step in tokens], last
 
 
+profiled = []
+
+
+def profile_decode():
+    """The profiler around the last run's decode (--profile)."""
+    prof = dtorch.profiler.profile()
+    profiled[:] = [prof]
+    return prof
+
+
 tokens_tp, logits_tp = run("tensor parallel on %d devices" % tp, model,
-                           caches_for(lambda s: dtorch.zeros(*s, device_mesh=mesh, placements=[Shard(1)])),
-                           wait=lambda t: t.to_torch())
+                           lambda s: dtorch.zeros(*s, device_mesh=mesh, placements=[Shard(1)]),
+                           wait=lambda t: t.to_torch(), around_decode=profile_decode if args.profile else contextlib.nullcontext)
+if profiled:
+    # Per decoded token: the client's enqueueing, the controller's dispatch, the devices' kernels and collectives
+    # (summed over devices: with several devices on few cores they overlap or queue).
+    totals = {}
+    for row in profiled[0].key_averages():
+        totals[row.category] = totals.get(row.category, 0.0) + row.cpu_time_total
+    per_token = args.batch * (args.new_tokens - 1)
+    print("decode, per token: " + ", ".join("%s %.0f us" % (category, total / per_token)
+                                             for category, total in sorted(totals.items())))
 print("generated:", [step[0] for step in tokens_tp])
 if not args.no_reference:
     reference_state = dtorch.safetensors.load_file(weights)
     reference.load_state_dict(reference_state, strict=False)
     reference.tie_weights()
-    tokens_one, logits_one = run("one device (torch)", reference, caches_for(lambda s: torch.zeros(*s)),
-                                   wait=lambda t: t.tolist())
+    tokens_one, logits_one = run("one device (torch)", reference, lambda s: torch.zeros(*s), wait=lambda t: t.tolist())
     assert tokens_tp == tokens_one, "generated tokens differ:\n  parallel %s\n  one device %s" % (tokens_tp, tokens_one)
     torch.testing.assert_close(logits_tp, logits_one, rtol=1e-4, atol=1e-4)
     print("OK: %d generated tokens equal one device's, last logits within 1e-4" % (args.new_tokens,))

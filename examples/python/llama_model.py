@@ -7,6 +7,7 @@ dtorch.parallel.parallelize_module has distributed its parameters (llama.py does
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 
@@ -145,10 +146,11 @@ class Llama(nn.Module):
         return self.output(self.norm(h))
 
 
-def generate(model: Llama, prompt, new_tokens: int, caches, wait=lambda t: None):
+def generate(model: Llama, prompt, new_tokens: int, caches, wait=lambda t: None, around_decode=contextlib.nullcontext):
     """Greedy decoding: the prompt [batch, tokens] through the model once (prefill), then one token at a time, each
     step reading and extending the caches. Returns the generated tokens (one [batch, 1] tensor a step), the last
-    step's logits and the seconds of the prefill and of the decode; wait(tensor) returns once `tensor` is computed."""
+    step's logits and the seconds of the prefill and of the decode; wait(tensor) returns once `tensor` is computed,
+    and the decode runs inside the context manager around_decode() returns."""
     start = time.perf_counter()
     logits = model(prompt, caches, 0)
     token = logits[:, -1].argmax(-1, keepdim=True)
@@ -156,10 +158,11 @@ def generate(model: Llama, prompt, new_tokens: int, caches, wait=lambda t: None)
     prefill = time.perf_counter() - start
     pos = prompt.shape[1]
     generated = [token]
-    for _ in range(new_tokens - 1):
-        logits = model(token, caches, pos)
-        token = logits[:, -1].argmax(-1, keepdim=True)
-        generated.append(token)
-        pos += 1
-    wait(token)
+    with around_decode():
+        for _ in range(new_tokens - 1):
+            logits = model(token, caches, pos)
+            token = logits[:, -1].argmax(-1, keepdim=True)
+            generated.append(token)
+            pos += 1
+        wait(token)
     return generated, logits, prefill, time.perf_counter() - start - prefill
