@@ -13,6 +13,7 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
+import org.dtorch.api.DTorchOptions;
 import org.dtorch.api.SafeTensors;
 import org.dtorch.api.SafeTensors.Layout;
 import org.dtorch.core.distributed.DeviceMesh;
@@ -31,12 +32,13 @@ import org.dtorch.ops.aten.AtenCall;
  * The layer is RMSNorm, grouped-query causal attention (no rotary embedding: the Python example has it), a residual,
  * RMSNorm and a SwiGLU MLP, on a prompt of 8 tokens.
  *
- * <p>{@code --device cpu|cuda} as {@link TensorParallelMlp}. Exits 1 when the result does not match torch.
+ * <p>{@code --device cpu|cuda} as {@link TensorParallelMlp}; {@code --per-device-process} runs every device in a worker JVM
+ * of its own (each maps and reads its own shard there). Exits 1 when the result does not match torch.
  *
  * <p>Not thread-safe: a program entry point.
  */
 public final class LlamaLayerTensorParallel {
-    private static final String USAGE = "usage: LlamaLayerTensorParallel [--device cpu|cuda] [--weights FILE]";
+    private static final String USAGE = "usage: LlamaLayerTensorParallel [--device cpu|cuda] [--per-device-process] [--weights FILE]";
     private static final String PREFIX = "layers.0.";
     private static final long DIM = 128;
     private static final long HEADS = 8;
@@ -52,9 +54,11 @@ public final class LlamaLayerTensorParallel {
     public static void main(String[] args) throws IOException {
         String device = System.getProperty(TensorParallelMlp.DEVICE_PROPERTY, "cpu");
         Path weights = null;
+        boolean processes = false;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--device" -> device = value(args, ++i);
+                case "--per-device-process" -> processes = true;
                 case "--weights" -> weights = Path.of(value(args, ++i));
                 default -> throw new IllegalArgumentException("unknown argument '" + args[i] + "'; " + USAGE);
             }
@@ -63,7 +67,9 @@ public final class LlamaLayerTensorParallel {
             weights = Files.createTempDirectory("dtorch-llama-layer-").resolve("layer.safetensors");
             writeRandomLayer(weights);
         }
-        try (DTorch dt = DTorch.init(TensorParallelMlp.options(TensorParallelMlp.deviceType(new String[] {"--device", device})))) {
+        boolean cuda = TensorParallelMlp.deviceType(new String[] {"--device", device}).equals("cuda");
+        DTorchOptions.Builder options = cuda ? DTorchOptions.builder().devices("cuda:4").sameDevice(true) : DTorchOptions.builder().devices(4);
+        try (DTorch dt = DTorch.init(options.perDevicePerProcess(processes).build())) {
             DeviceMesh mesh = dt.defaultMesh();
             SafeTensors.Loaded loaded = SafeTensors.loadWithReport(dt, List.of(weights), name -> layout(mesh, name), null, false);
             Map<String, Tensor> host = layerOnHost(weights);

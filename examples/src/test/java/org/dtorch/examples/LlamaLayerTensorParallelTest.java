@@ -6,6 +6,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -17,15 +18,30 @@ class LlamaLayerTensorParallelTest {
     void shouldMatchSingleDeviceTorchWithWeightsLoadedShardByShard(@TempDir Path dir) throws Exception {
         Path weights = dir.resolve("layer.safetensors");
         LlamaLayerTensorParallel.writeRandomLayer(weights);
+        assertMatches(run("--weights", weights.toString()));
+    }
+
+    @Test
+    @Tag("multiprocess")
+    @Tag("slow")
+    @Timeout(300)
+    void shouldMatchSingleDeviceTorchWithWorkerProcessesReadingTheirShards() throws Exception {
+        assertMatches(run("--per-device-process"));
+    }
+
+    static String run(String... args) throws Exception {
         PrintStream original = System.out;
         ByteArrayOutputStream captured = new ByteArrayOutputStream();
         System.setOut(new PrintStream(captured, true, StandardCharsets.UTF_8));
         try {
-            LlamaLayerTensorParallel.main(new String[] {"--weights", weights.toString()});
+            LlamaLayerTensorParallel.main(args);
         } finally {
             System.setOut(original);
         }
-        String out = captured.toString(StandardCharsets.UTF_8);
+        return captured.toString(StandardCharsets.UTF_8);
+    }
+
+    static void assertMatches(String out) {
         assertTrue(out.contains("(9 of the layer's tensors)"), out);
         assertTrue(out.contains("wq DTensor(float32[128, 128] [S(0)]"), out);
         assertTrue(out.contains("wo DTensor(float32[128, 128] [S(1)]"), out);
