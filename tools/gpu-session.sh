@@ -11,6 +11,7 @@
 #   tools/gpu-session.sh bench [-Dbench.quick=true]   the gpu benchmarks (CommBenchmarks gpu,channelcuda)
 #   tools/gpu-session.sh multigpu [-Dbench.quick=true] NCCL across the GPUs against torch.distributed (CommBenchmarks multigpu)
 #   tools/gpu-session.sh java MAIN [ARGS...]          any main class on the class path
+#   tools/gpu-session.sh python [LAUNCHER ARGS...]    the launcher as ./dtorch runs it, GraalPy's JIT on (run --devices ...)
 # Writes JUnit's XML and the benchmark's report under $OUT when OUT is set.
 # DTORCH_STAGE names another folder than /tmp/stage for the parts (when something else stages there too).
 set -uo pipefail
@@ -40,5 +41,18 @@ case "$what" in
       org.dtorch.benchmarks.CommBenchmarks multigpu "$OUT/multigpu-benchmarks.md" ;;
   java)
     "${JVM[@]}" "$@" ;;
-  *) echo "gpu-session: tests | bench | multigpu | java MAIN" >&2; exit 2 ;;
+  python)
+    # As ./dtorch does: the Graal compiler's jars on the upgrade module path (JVMCI), the rest on the class path.
+    upgrade=""; rest=""
+    IFS=':' read -r -a entries <<< "$CP"
+    for entry in "${entries[@]}"; do
+      case "$(basename "$entry")" in
+        *-compiler-2*.jar|*-word-2*.jar|*-collections-2*.jar|*-truffle-compiler-2*.jar|*-nativeimage-2*.jar) upgrade="${upgrade:+$upgrade:}$entry" ;;
+        *) rest="${rest:+$rest:}$entry" ;;
+      esac
+    done
+    "$JAVA" -XX:+UnlockExperimentalVMOptions -XX:+EnableJVMCI "--upgrade-module-path=$upgrade" --enable-native-access=ALL-UNNAMED \
+      --sun-misc-unsafe-memory-access=allow --add-exports=java.base/jdk.internal.misc=ALL-UNNAMED \
+      -Dorg.bytedeco.javacpp.maxPhysicalBytes=0 -Djava.io.tmpdir=/tmp/jtmp -cp "$rest" org.dtorch.python.Launcher "$@" ;;
+  *) echo "gpu-session: tests | bench | multigpu | java MAIN | python ARGS" >&2; exit 2 ;;
 esac

@@ -4,7 +4,8 @@
 # CUDA JNI, JavaCPP, OpenBLAS, HdrHistogram, GraalPy and picocli for the Python facade's tests, JUnit's console
 # launcher), in .stage/partNN, in the layout of ../shared/tools/gpu-stage (one 58 MiB part per device call, unpacked
 # into /tmp/stage there, with the same env.sh). It links the Java runtime itself because GraalPy needs the JDK module
-# jdk.security.auth (com.sun.security.auth.module.UnixSystem) besides the modules gpu-stage links.
+# jdk.security.auth (com.sun.security.auth.module.UnixSystem) besides the modules gpu-stage links, and JVMCI
+# (jdk.internal.vm.ci), through which GraalPy's optimizing JIT runs (tools/gpu-session.sh python).
 # The CPU natives that Maven still lists under -Pgpu (it reads the modules' own POMs with their default, cpu, profile;
 # JavaCPP loads the -gpu natives first) are left out. Prints the calls to make.
 set -euo pipefail
@@ -28,7 +29,7 @@ ls "$junit_dir"/junit-platform-console-standalone-*.jar | head -n 1 >> .stage-cp
 rm -f "${cps[@]}"
 STAGE=.stage
 rm -rf "$STAGE"; mkdir -p "$STAGE/root/cp"
-jlink --add-modules java.base,java.logging,jdk.unsupported,java.management,java.naming,jdk.management,jdk.security.auth \
+jlink --add-modules java.base,java.logging,jdk.unsupported,java.management,java.naming,jdk.management,jdk.security.auth,jdk.internal.vm.ci \
   --compress zip-9 --strip-debug --no-header-files --no-man-pages --output "$STAGE/root/jre"
 CP=""; i=0
 while read -r jar; do
