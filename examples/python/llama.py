@@ -13,7 +13,6 @@ parallel norms). Both generate the same tokens; the last logits agree to 1e-4. I
 """
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import os
@@ -99,12 +98,11 @@ def caches_for(zeros):
     return [(zeros(shape), zeros(shape)) for _ in range(config.n_layers)]
 
 
-def run(name, model, zeros, wait, around_decode=contextlib.nullcontext):
+def run(name, model, zeros, wait):
     """Generates (args.repeat times, each with fresh caches); prints the last run's prefill tokens/s (the prompt in one
     step) and decode tokens/s (one token a step)."""
     for _ in range(args.repeat):
-        generated, logits, prefill, decode = generate(model, prompt, args.new_tokens, caches_for(zeros), wait,
-                                                      around_decode)
+        generated, logits, prefill, decode = generate(model, prompt, args.new_tokens, caches_for(zeros), wait)
     tokens = [t.tolist() if isinstance(t, torch.Tensor) else t.to_torch().tolist() for t in generated]
     last = (logits if isinstance(logits, torch.Tensor) else logits.to_torch()).to("cpu")
     print("%s: prefill %.1f tokens/s, decode %.1f tokens/s" % (
@@ -112,24 +110,17 @@ def run(name, model, zeros, wait, around_decode=contextlib.nullcontext):
     return [[row[0] for row in step] for step in tokens], last
 
 
-profiled = []
-
-
-def profile_decode():
-    """The profiler around the last run's decode (--profile)."""
-    prof = dtorch.profiler.profile()
-    profiled[:] = [prof]
-    return prof
-
-
 tokens_tp, logits_tp = run("tensor parallel on %d devices" % tp, model,
-                           lambda s: dtorch.zeros(*s, device_mesh=mesh, placements=[Shard(1)]),
-                           wait=lambda t: t.to_torch(), around_decode=profile_decode if args.profile else contextlib.nullcontext)
-if profiled:
-    # Per decoded token: the client's enqueueing, the controller's dispatch, the devices' kernels and collectives
-    # (summed over devices: with several devices on few cores they overlap or queue).
+                           lambda s: dtorch.zeros(*s, device_mesh=mesh, placements=[Shard(1)]), wait=lambda t: t.to_torch())
+if args.profile:
+    # One more generation, its decode under the profiler (whose events cost time of their own, so the timed runs above
+    # ran without it). Per decoded token: the client's enqueueing, the controller's dispatch, the devices' kernels
+    # and collectives (summed over devices: with several devices on few cores they overlap or queue).
+    prof = dtorch.profiler.profile()
+    generate(model, prompt, args.new_tokens, caches_for(lambda s: dtorch.zeros(*s, device_mesh=mesh, placements=[Shard(1)])),
+             lambda t: t.to_torch(), lambda: prof)
     totals = {}
-    for row in profiled[0].key_averages():
+    for row in prof.key_averages():
         totals[row.category] = totals.get(row.category, 0.0) + row.cpu_time_total
     per_token = args.batch * (args.new_tokens - 1)
     print("decode, per token: " + ", ".join("%s %.0f us" % (category, total / per_token)

@@ -24,7 +24,9 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * Runs every {@code src/test/python/test_*.py} under GraalPy, each with a runtime of 4 CPU devices and a context
- * on an engine of its own; a failing script fails with its output, Python tracebacks included.
+ * on an engine of its own; a failing script fails with its output, Python tracebacks included. This class runs the
+ * scripts at even positions in name order, {@link PythonScriptsOtherHalfTest} those at odd ones, so that the build's two
+ * test JVMs run the halves side by side; {@code -Ddtorch.test.scripts} runs its scripts here, all of them.
  *
  * <p>Not one shared engine: with GraalPy 25.0.1, once a context that a foreign thread entered (a callback of
  * the runtime) has closed, a later context of the same engine may never hand the GIL back to its main thread
@@ -36,8 +38,17 @@ class PythonScriptsTest {
     @TestFactory
     @Timeout(600)
     Stream<DynamicTest> pythonScripts() throws IOException {
-        return scripts().stream().map(script -> DynamicTest.dynamicTest(script.getFileName().toString(),
-            () -> runScript(script, List.of())));
+        return half(0);
+    }
+
+    /** The scripts at positions {@code parity}, {@code parity + 2}, ... (all of them, here, when some were chosen). */
+    static Stream<DynamicTest> half(int parity) throws IOException {
+        List<Path> all = scripts();
+        boolean chosen = !System.getProperty("dtorch.test.scripts", "").isBlank();
+        return java.util.stream.IntStream.range(0, all.size())
+            .filter(i -> chosen ? parity == 0 : i % 2 == parity)
+            .mapToObj(all::get)
+            .map(script -> DynamicTest.dynamicTest(script.getFileName().toString(), () -> runScript(script, List.of())));
     }
 
     /**
