@@ -156,15 +156,16 @@ def batch_layout(t):
     return dtorch.distribute_tensor(t, mesh, batch_placements)
 
 
+printed = []
+
+
 def sequence_layout(tokens):
+    """The patch tokens moved to their sequence shards (printed the first time)."""
     moved = tokens.redistribute(mesh, sequence_placements)
     if not printed:
         printed.append(True)
         print("patch tokens:", moved)
     return moved
-
-
-printed = []
 
 
 latent = torch.randn(args.batch, 4, 16, 16)

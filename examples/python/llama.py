@@ -16,6 +16,7 @@ import argparse
 import dataclasses
 import json
 import os
+import shutil
 import sys
 import tempfile
 
@@ -53,7 +54,9 @@ print("model: %s, %d layers, dim %d, %d heads (%d key/value), vocab %d; mesh %s"
 torch.manual_seed(0)
 reference = Llama(config)
 reference.init_weights()
-weights = args.weights or os.path.join(tempfile.mkdtemp(prefix="dtorch-llama-"), "model.safetensors")
+# The file goes once both models have read it, unless --weights names one to keep.
+scratch = None if args.weights is not None else tempfile.mkdtemp(prefix="dtorch-llama-")
+weights = args.weights or os.path.join(scratch, "model.safetensors")
 prompt = torch.randint(0, config.vocab_size, (args.batch, args.prompt_len))
 assert args.prompt_len + args.new_tokens <= config.max_seq_len, "prompt and new tokens exceed max_seq_len"
 state = {k: v for k, v in reference.state_dict().items() if k != "output.weight"}
@@ -128,6 +131,9 @@ if args.profile:
 print("generated:", [step[0] for step in tokens_tp])
 if not args.no_reference:
     reference_state = dtorch.safetensors.load_file(weights)
+if scratch is not None:
+    shutil.rmtree(scratch, ignore_errors=True)
+if not args.no_reference:
     reference.load_state_dict(reference_state, strict=False)
     reference.tie_weights()
     tokens_one, logits_one = run("one device (torch)", reference, lambda s: torch.zeros(*s), wait=lambda t: t.tolist())

@@ -101,7 +101,12 @@ class AcrossNodesFaultsTest {
         assertEquals(List.of(), TwoNodes.sharedMemoryOf(instance), "shared memory left behind");
     }
 
+    /**
+     * Tagged {@code slow}: every build ends a run whose node dies (above); this is the other direction, a node agent
+     * that loses its controller.
+     */
     @Test
+    @Tag("slow")
     void shouldEndTheOtherNodesWhenTheControllerDies() throws Exception {
         int port = TwoNodes.freePort();
         long logBefore = Files.exists(TwoNodes.log(1)) ? Files.size(TwoNodes.log(1)) : 0; // the log is appended to by every run

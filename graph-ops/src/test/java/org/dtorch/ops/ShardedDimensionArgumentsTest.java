@@ -22,6 +22,7 @@ import org.dtorch.ops.PlacementMatrix.Input;
 import org.dtorch.ops.PlacementMatrix.Op;
 import org.dtorch.ops.PlacementMatrix.Shards;
 import org.dtorch.ops.aten.AtenCall;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -30,12 +31,15 @@ import org.junit.jupiter.api.Timeout;
  * the whole dimension ({@code narrow(0, 0, size)}), zero-length results ({@code narrow(0, 2, 0)}, {@code slice(5, 5)},
  * a repeat of 0), and negative dimensions and indices. The arguments are global: a device whose shard keeps a
  * dimension must not run them against its local shard as they are. Each call runs on every placement of its inputs
- * over four devices in a row and over a 2x2 mesh (a sample where it has several inputs), against torch on the whole
- * tensors, with implicit redistribution and in the strict mode ({@link PlacementMatrix}). Partial values with no
- * elements (a partial tensor narrowed to nothing, then gathered) reach the collectives as zero-size tensors.
+ * over four devices in a row, and on a sample of placements over a 2x2 mesh (the slow run: every placement of a
+ * one-input call, a larger sample of the others), against torch on the whole tensors, with implicit redistribution and
+ * in the strict mode ({@link PlacementMatrix}). Partial values with no elements (a partial tensor narrowed to nothing,
+ * then gathered) reach the collectives as zero-size tensors.
  */
 @Timeout(300)
 class ShardedDimensionArgumentsTest extends FourDeviceRuntime {
+    /** Placements of each case that every build runs on the 2x2 mesh (the slow run takes them all). */
+    private static final int SQUARE_SAMPLE = 3;
     private static final int[] LINE = {4};
     private static final int[] SQUARE = {2, 2};
     /** The tensor most calls take: both dimensions long enough to shard over four devices, neither divisible by four. */
@@ -43,20 +47,24 @@ class ShardedDimensionArgumentsTest extends FourDeviceRuntime {
 
     /** Runs every case on both meshes and asserts that none failed, listing every failure; partial values with no elements aside. */
     private static void assertLikeTorch(List<Op> ops) {
-        assertLikeTorch(ops, false);
+        assertLikeTorch(ops, false, SQUARE_SAMPLE);
     }
 
     /**
      * Runs the cases of {@code ops} on both meshes, those that reduce partial values with no elements exactly when
-     * {@code emptyPartials} ({@link #reducesEmptyPartials}), and asserts that none failed, listing every failure.
+     * {@code emptyPartials} ({@link #reducesEmptyPartials}), and asserts that none failed, listing every failure. On
+     * the line every placement runs; on the 2x2 mesh {@code squareSample} placements of each case, chosen at random,
+     * or every placement of a one-input case when it is 0 (the slow run: {@link #shouldRunEveryCaseOnEveryPlacementOfTheSquareMesh}).
      */
-    private static void assertLikeTorch(List<Op> ops, boolean emptyPartials) {
+    private static void assertLikeTorch(List<Op> ops, boolean emptyPartials, int squareSample) {
         Random random = new Random(5);
         List<String> reports = new ArrayList<>();
         for (Op op : ops) {
             for (int[] mesh : new int[][] {LINE, SQUARE}) {
-                List<List<List<Placement>>> combos = op.inputs().size() == 1 || mesh.length == 1
-                    ? PlacementMatrix.every(op, mesh, Shards.NON_EMPTY) : PlacementMatrix.representative(op, mesh, 6, random);
+                boolean every = mesh.length == 1 || op.inputs().size() == 1 && squareSample == 0;
+                List<List<List<Placement>>> combos = every
+                    ? PlacementMatrix.every(op, mesh, Shards.NON_EMPTY)
+                    : PlacementMatrix.representative(op, mesh, squareSample == 0 ? 6 : squareSample, random);
                 boolean emptyResult = givesEmptyTensors(op);
                 combos = combos.stream().filter(c -> reducesEmptyPartials(op, c, emptyResult) == emptyPartials).toList();
                 if (combos.isEmpty()) {
@@ -382,7 +390,15 @@ class ShardedDimensionArgumentsTest extends FourDeviceRuntime {
      */
     @Test
     void shouldGatherPartialValuesWithNoElements() {
-        assertLikeTorch(all(), true);
+        assertLikeTorch(all(), true, SQUARE_SAMPLE);
+    }
+
+    /** Every case above on every placement of the 2x2 mesh (every build runs a sample of them there, and all on the line). */
+    @Test
+    @Tag("slow")
+    void shouldRunEveryCaseOnEveryPlacementOfTheSquareMesh() {
+        assertLikeTorch(all(), false, 0);
+        assertLikeTorch(all(), true, 0);
     }
 
     /** Every case of every family above. */

@@ -135,8 +135,10 @@ class LauncherTest {
         assertFalse(outcome.err.contains("[Gloo]"), outcome.err);
     }
 
+    /** Tagged {@code slow}: every build checks that a normal run prints none of Gloo's lines (above). */
     @Test
     @Tag("multiprocess")
+    @Tag("slow")
     void shouldShowGlooConnectionLinesOfWorkersAtLogLevelInfo(@TempDir Path dir) throws IOException {
         Path script = dir.resolve("processes.py");
         Files.writeString(script, SHARDED_SCRIPT);
