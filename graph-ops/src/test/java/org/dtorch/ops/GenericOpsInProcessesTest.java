@@ -62,7 +62,17 @@ class GenericOpsInProcessesTest {
         }
     }
 
+    /**
+     * Every fourth pointwise operator of the table: their calls cross to the workers through the one generic codec
+     * ({@link AtenCallCodecTest} covers its argument kinds), and {@link GenericOpsTest} walks them all in threads.
+     */
     @Test
+    void shouldRunPointwiseOperatorsOfTheTableLikeTorch() {
+        GenericOpsTest.walkPointwise(dt, 4);
+    }
+
+    @Test
+    @Tag("slow")
     void shouldRunEveryPointwiseOperatorOfTheTableLikeTorch() {
         GenericOpsTest.walkPointwise(dt);
     }
