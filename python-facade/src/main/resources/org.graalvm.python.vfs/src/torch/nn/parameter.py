@@ -34,6 +34,22 @@ def is_tensor_like(value: Any) -> bool:
     return isinstance(value, Tensor) or is_distributed(value)
 
 
+class _RequiresGradFlag:
+    """requires_grad as a flag of the parameter (there is no autograd to act on it), for both kinds of Parameter."""
+
+    @property
+    def requires_grad(self) -> bool:
+        return self.__dict__["requires_grad"]
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.__dict__["requires_grad"] = bool(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Any:
+        self.requires_grad = requires_grad
+        return self
+
+
 class _ParameterMeta(type):
     def __instancecheck__(cls, instance: Any) -> bool:
         # A distributed parameter is a dtorch.Tensor, not a Parameter by class; its type says that it is one.
@@ -42,7 +58,7 @@ class _ParameterMeta(type):
         return super().__instancecheck__(instance)
 
 
-class Parameter(Tensor, metaclass=_ParameterMeta):
+class Parameter(_RequiresGradFlag, Tensor, metaclass=_ParameterMeta):
     """A module's parameter: Parameter(data=None, requires_grad=True). data is a torch.Tensor (empty if None) or a
     dtorch.Tensor; the Parameter shares its memory."""
 
@@ -63,18 +79,6 @@ class Parameter(Tensor, metaclass=_ParameterMeta):
 
     def __init__(self, data: Any = None, requires_grad: bool = True) -> None:
         pass  # __new__ made it; Tensor.__init__ would build a new tensor from data
-
-    @property
-    def requires_grad(self) -> bool:
-        return self.__dict__["requires_grad"]
-
-    @requires_grad.setter
-    def requires_grad(self, value: bool) -> None:
-        self.__dict__["requires_grad"] = bool(value)
-
-    def requires_grad_(self, requires_grad: bool = True) -> Parameter:
-        self.requires_grad = requires_grad
-        return self
 
     @property
     def data(self) -> Tensor:
@@ -102,23 +106,11 @@ def _distributed_parameter_type() -> type:
     if not _DISTRIBUTED_PARAMETER:
         base = distributed_tensor_type()
 
-        class DistributedParameter(base):
+        class DistributedParameter(_RequiresGradFlag, base):
             """A Parameter of a distributed tensor: a dtorch.Tensor sharing its handle, and a requires_grad flag.
             Operations on it give plain dtorch.Tensors, as operations on a Parameter give Tensors."""
 
             _is_param = True
-
-            @property
-            def requires_grad(self) -> bool:
-                return self.__dict__["requires_grad"]
-
-            @requires_grad.setter
-            def requires_grad(self, value: bool) -> None:
-                self.__dict__["requires_grad"] = bool(value)
-
-            def requires_grad_(self, requires_grad: bool = True) -> DistributedParameter:
-                self.requires_grad = requires_grad
-                return self
 
             @property
             def grad(self) -> None:
