@@ -63,12 +63,18 @@ public final class ShmJanitor {
                     if (!OwnedPaths.isOwnedEntry(entry)) {
                         continue;
                     }
+                    // Another runtime's janitor may sweep the same entry at the same time: a file it deleted first
+                    // is not reported here; a directory is reported once it is gone, whoever emptied it.
+                    boolean deleted;
                     if (Files.isDirectory(entry, LinkOption.NOFOLLOW_LINKS)) {
                         CommPaths.deleteRecursively(entry);
+                        deleted = !Files.exists(entry, LinkOption.NOFOLLOW_LINKS);
                     } else {
-                        Files.deleteIfExists(entry);
+                        deleted = Files.deleteIfExists(entry);
                     }
-                    removed.add(name);
+                    if (deleted) {
+                        removed.add(name);
+                    }
                 } catch (IOException | RuntimeException e) {
                     LOG.log(System.Logger.Level.WARNING, "cannot remove stale " + entry + ": " + e);
                 }
