@@ -1,7 +1,6 @@
 package org.dtorch.ops;
 
 import java.math.BigInteger;
-import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
 import org.bytedeco.pytorch.Generator;
@@ -17,7 +16,6 @@ import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.distributed.ShardLayout;
 import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.graph.DeviceKernel;
-import org.dtorch.core.graph.OpSpec;
 import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.core.tensor.TorchTensors;
@@ -34,7 +32,7 @@ import org.dtorch.core.tensor.TorchTensors;
  *
  * <p>Thread-safe: immutable.
  */
-public final class FactorySpec implements OpSpec {
+public final class FactorySpec implements SourceSpec {
     /** The factories. */
     public enum Kind { EMPTY, ZEROS, ONES, FULL, ARANGE, RAND, RANDN }
 
@@ -139,20 +137,13 @@ public final class FactorySpec implements OpSpec {
     }
 
     @Override
+    public TensorMeta output() {
+        return meta;
+    }
+
+    @Override
     public String name() {
         return kind.name().toLowerCase(Locale.ROOT);
-    }
-
-    @Override
-    public List<TensorMeta> inferOutputs(List<TensorMeta> inputs) {
-        Rules.arity(name(), inputs, 0);
-        return List.of(meta);
-    }
-
-    /** A factory on a CPU mesh of a runtime on CUDA makes host tensors: such a mesh is its workers' host memory. */
-    @Override
-    public boolean runsOnHostMeshes(Operator op) {
-        return true;
     }
 
     @Override
@@ -207,10 +198,6 @@ public final class FactorySpec implements OpSpec {
 
     Kind kind() {
         return kind;
-    }
-
-    TensorMeta meta() {
-        return meta;
     }
 
     ScalarValue value() {

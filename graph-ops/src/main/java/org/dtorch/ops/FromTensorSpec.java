@@ -1,6 +1,5 @@
 package org.dtorch.ops;
 
-import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.bytedeco.pytorch.MemoryFormatOptional;
@@ -10,7 +9,6 @@ import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.graph.DeviceKernel;
-import org.dtorch.core.graph.OpSpec;
 import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.core.tensor.TorchTensors;
@@ -23,7 +21,7 @@ import org.dtorch.core.tensor.TorchTensors;
  *
  * <p>Thread-safe: immutable apart from the count of devices still to take their shard.
  */
-public final class FromTensorSpec implements OpSpec {
+public final class FromTensorSpec implements SourceSpec {
     private final Tensor data;
     private final TensorMeta meta;
     private final AtomicInteger devicesLeft;
@@ -58,20 +56,13 @@ public final class FromTensorSpec implements OpSpec {
     }
 
     @Override
+    public TensorMeta output() {
+        return meta;
+    }
+
+    @Override
     public String name() {
         return "tensor";
-    }
-
-    @Override
-    public List<TensorMeta> inferOutputs(List<TensorMeta> inputs) {
-        Rules.arity(name(), inputs, 0);
-        return List.of(meta);
-    }
-
-    /** {@code tensor()} on a CPU mesh of a runtime on CUDA keeps host shards: such a mesh is its workers' host memory. */
-    @Override
-    public boolean runsOnHostMeshes(Operator op) {
-        return true;
     }
 
     @Override

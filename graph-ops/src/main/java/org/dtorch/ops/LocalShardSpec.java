@@ -15,7 +15,6 @@ import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.graph.DeviceKernel;
-import org.dtorch.core.graph.OpSpec;
 import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.core.runtime.process.ProtocolException;
@@ -34,7 +33,7 @@ import org.dtorch.core.tensor.TorchTensors;
  *
  * <p>Thread-safe: the held reference is taken once, by the one kernel or by {@link #abandon}/{@link #sentToWorkers}.
  */
-public final class LocalShardSpec implements OpSpec {
+public final class LocalShardSpec implements SourceSpec {
     private final TensorMeta meta;
     private final AtomicReference<Tensor> held;
 
@@ -67,20 +66,13 @@ public final class LocalShardSpec implements OpSpec {
     }
 
     @Override
+    public TensorMeta output() {
+        return meta;
+    }
+
+    @Override
     public String name() {
         return "local_shard";
-    }
-
-    @Override
-    public List<TensorMeta> inferOutputs(List<TensorMeta> inputs) {
-        Rules.arity(name(), inputs, 0);
-        return List.of(meta);
-    }
-
-    /** A local tensor on a CPU mesh of a runtime on CUDA stays in host memory, as {@code tensor()}'s shards do. */
-    @Override
-    public boolean runsOnHostMeshes(Operator op) {
-        return true;
     }
 
     @Override

@@ -160,7 +160,7 @@ public final class OpsCodecs implements OpSpecCodecProvider {
                 return RegionWriteSpec.restore(region, in.wire().getBoolean("setitem number") ? ScalarValue.read(in.wire(), "setitem value") : null);
             }),
             new Codec<>(FactorySpec.class, "ops.factory", (s, out) -> {
-                TensorMeta meta = s.meta();
+                TensorMeta meta = s.output();
                 out.wire().putByte(s.kind().ordinal()).putLongs(meta.shape()).putDtype(meta.dtype());
                 out.sharding(meta.sharding());
                 s.value().write(out.wire());

@@ -9,7 +9,6 @@ import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.distributed.ShardLayout;
 import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.graph.DeviceKernel;
-import org.dtorch.core.graph.OpSpec;
 import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.core.safetensors.MappedShards;
@@ -27,7 +26,7 @@ import org.dtorch.core.tensor.TorchTensors;
  *
  * <p>Thread-safe: immutable.
  */
-public final class SafeTensorsLoadSpec implements OpSpec {
+public final class SafeTensorsLoadSpec implements SourceSpec {
     private final String file;
     private final long dataStart;
     private final TensorEntry entry;
@@ -50,20 +49,13 @@ public final class SafeTensorsLoadSpec implements OpSpec {
     }
 
     @Override
+    public TensorMeta output() {
+        return meta;
+    }
+
+    @Override
     public String name() {
         return "load_safetensors";
-    }
-
-    @Override
-    public List<TensorMeta> inferOutputs(List<TensorMeta> inputs) {
-        Rules.arity(name(), inputs, 0);
-        return List.of(meta);
-    }
-
-    /** A load onto a CPU mesh of a runtime on CUDA fills the workers' host memory, as a factory does. */
-    @Override
-    public boolean runsOnHostMeshes(Operator op) {
-        return true;
     }
 
     @Override
