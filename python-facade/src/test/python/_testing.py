@@ -2,6 +2,7 @@
 with each failure's Python traceback on stderr, if any failed."""
 
 import sys
+import time
 import traceback
 
 # PythonScriptsTest passes --slow in its slow run (JUnit tag "slow"): long loops run at full length there only.
@@ -17,9 +18,10 @@ def run(namespace):
     tests = [(name, fn) for name, fn in namespace.items() if name.startswith("test_") and callable(fn)]
     failed = []
     for name, fn in tests:
+        start = time.monotonic()
         try:
             fn()
-            print("PASS", name)
+            print("PASS %s (%.1f s)" % (name, time.monotonic() - start))
         except BaseException:  # noqa: B902 - report everything, keep going
             failed.append(name)
             print("FAIL", name, file=sys.stderr)

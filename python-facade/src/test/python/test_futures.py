@@ -57,7 +57,7 @@ def pending(seconds=2.0):
     If the work is already done when the client gets its future back, the client waited for it or the machine
     stalled the client: the work is doubled and tried again, and only if it is done every time does the test fail.
     """
-    rounds = max(4, math.ceil(seconds / seconds_per_round()))
+    rounds = max(2, math.ceil(seconds / seconds_per_round()))
     for _ in range(4):
         f = slow(rounds=rounds).to_torch_async()
         if not f.is_ready():
@@ -68,16 +68,17 @@ def pending(seconds=2.0):
                          "the client must not wait for the workers" % rounds)
 
 
-def while_pending(check, what, attempts=3):
-    """Runs check(future) on fresh pending futures until one run observed the future unfinished.
+def while_pending(check, what, attempts=3, seconds=0.5):
+    """Runs check(future) on fresh pending futures of work sized to run `seconds` until one run observed the
+    future unfinished.
 
     check returns True when its observation was made while the work ran, False when the work finished first
     (a lost race, not a failure). A runtime that never shows the behaviour loses every attempt.
     """
     for _ in range(attempts):
-        if check(pending()):
+        if check(pending(seconds)):
             return
-    raise AssertionError("%s: not observed in %d attempts with work sized to run 2 s" % (what, attempts))
+    raise AssertionError("%s: not observed in %d attempts with work sized to run %g s" % (what, attempts, seconds))
 
 
 def failing():
@@ -148,7 +149,7 @@ def test_get_releases_the_gil():
             % (blocked_rate, sleeping_rate))
         return True
 
-    while_pending(get_lets_others_run, "get() blocking for 0.5 s")
+    while_pending(get_lets_others_run, "get() blocking for 0.5 s", seconds=2.0)
 
 
 def test_await_gather_and_other_coroutines_run_meanwhile():

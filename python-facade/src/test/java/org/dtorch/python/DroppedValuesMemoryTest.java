@@ -32,7 +32,7 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(1800)
 class DroppedValuesMemoryTest {
     static final String ITERATIONS_PROPERTY = "dtorch.test.memoryLoopIterations";
-    static final int SHORT = 500;
+    static final int SHORT = 300;
     static final int LONG = 20_000;
     private static final int CHUNK = 250;
 
