@@ -150,7 +150,7 @@ class AcrossNodesFaultsTest {
     void shouldFailAtTheRendezvousDeadlineNamingTheMissingNode() {
         long start = System.nanoTime();
         CommException e = assertThrows(CommException.class, () -> DTorch.init(TwoNodes.options(2, TwoNodes.freePort(), 1,
-            Duration.ofSeconds(5)).build()));
+            Duration.ofSeconds(3)).build()));
         long millis = (System.nanoTime() - start) / 1_000_000;
         assertTrue(e.getMessage().contains("node rank [1] never arrived (0 of 1 other nodes connected)"), e.getMessage());
         assertTrue(millis < 15_000, "failed after " + millis + " ms");

@@ -41,7 +41,7 @@ class ExactIntegersTest {
 
     @AfterAll
     static void stop() {
-        dt.close();
+        SharedWorkerProcesses.closeUnlessShared(dt);
     }
 
     static long[] longs(DTensor t) {

@@ -8,7 +8,8 @@ import org.junit.jupiter.api.BeforeAll;
 /**
  * The fixture of the operator test classes: one runtime of four CPU devices in threads, started before a class's first
  * test and closed after its last. Test classes run one after another (no parallel execution is configured), so the one
- * static field serves each in turn.
+ * static field serves each in turn. A class in worker processes sets the field to {@link SharedWorkerProcesses}'
+ * runtime, which outlives the class.
  */
 abstract class FourDeviceRuntime {
     static DTorch dt;
@@ -20,6 +21,6 @@ abstract class FourDeviceRuntime {
 
     @AfterAll
     static void stopRuntime() {
-        dt.close();
+        SharedWorkerProcesses.closeUnlessShared(dt);
     }
 }

@@ -11,12 +11,10 @@ import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
-import org.dtorch.api.DTorchOptions;
 import org.dtorch.core.communication.ReduceOpType;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.ops.aten.AtenCall;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -39,12 +37,7 @@ class GenericOpsInProcessesTest {
 
     @BeforeAll
     static void start() {
-        dt = DTorch.init(DTorchOptions.builder().devices(4).perDevicePerProcess(true).build());
-    }
-
-    @AfterAll
-    static void stop() {
-        dt.close();
+        dt = SharedWorkerProcesses.runtime();
     }
 
     /** {@code c} on whole local tensors, in this process: what the workers' result must be. */

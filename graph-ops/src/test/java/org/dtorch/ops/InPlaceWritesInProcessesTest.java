@@ -1,7 +1,5 @@
 package org.dtorch.ops;
 
-import org.dtorch.api.DTorch;
-import org.dtorch.api.DTorchOptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Timeout;
@@ -22,6 +20,6 @@ class InPlaceWritesInProcessesTest extends InPlaceWritesTest {
     @BeforeAll
     static void startProcesses() {
         dt.close();
-        dt = DTorch.init(DTorchOptions.builder().devices(4).perDevicePerProcess(true).build());
+        dt = SharedWorkerProcesses.runtime();
     }
 }

@@ -268,7 +268,7 @@ class LocalShardsTest extends FourDeviceRuntime {
         try (DTorch two = TestOps.twoDevices(processes(), Duration.ofSeconds(1))) {
             DTensor x = two.ones(new long[] {4}, two.defaultMesh(), Placement.shard(0));
             assertTrue(two.syncFuture().waitFor(Duration.ofSeconds(60)), "the workers are up: what follows only waits for the stalled kernel");
-            DTensor slow = two.apply(new TestOps.StallOn(1, 6_000, false), x);
+            DTensor slow = two.apply(new TestOps.StallOn(1, 3_000, false), x);
             CommTimeoutException e = assertThrows(CommTimeoutException.class, slow::toLocal);
             assertTrue(e.getMessage().startsWith("to_local of " + slow + ": timed out after 1 s"), e.getMessage());
             assertTrue(e.getMessage().contains("devices [1] (of [0, 1])"), e.getMessage());

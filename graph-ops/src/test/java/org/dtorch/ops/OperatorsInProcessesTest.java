@@ -1,7 +1,5 @@
 package org.dtorch.ops;
 
-import org.dtorch.api.DTorch;
-import org.dtorch.api.DTorchOptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 
@@ -12,6 +10,6 @@ class OperatorsInProcessesTest extends OperatorsTest {
     @BeforeAll
     static void startProcesses() {
         dt.close();
-        dt = DTorch.init(DTorchOptions.builder().devices(4).perDevicePerProcess(true).build());
+        dt = SharedWorkerProcesses.runtime();
     }
 }

@@ -43,7 +43,7 @@ class OperatorsTest {
 
     @AfterAll
     static void stop() {
-        dt.close();
+        SharedWorkerProcesses.closeUnlessShared(dt);
     }
 
     /** One operator under test: input shapes, accepted placement combinations, the operator and torch's answer. */

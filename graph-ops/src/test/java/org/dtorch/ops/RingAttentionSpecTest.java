@@ -40,7 +40,7 @@ class RingAttentionSpecTest {
 
     @AfterAll
     static void stop() {
-        dt.close();
+        SharedWorkerProcesses.closeUnlessShared(dt);
     }
 
     /** Ring attention of random {@code [2, 2, seq, 4]} queries against {@code kvSeq} keys, checked against torch. */

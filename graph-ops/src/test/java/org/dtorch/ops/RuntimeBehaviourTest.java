@@ -194,7 +194,7 @@ class RuntimeBehaviourTest {
     }
 
     private static List<String> runtimeThreads() {
-        return Thread.getAllStackTraces().keySet().stream()
+        return SharedWorkerProcesses.notOfTheSharedRuntime(Thread.getAllStackTraces().keySet()).stream()
             .filter(th -> th.getName().startsWith("dtorch-") && PROCESS_WIDE.stream().noneMatch(th.getName()::startsWith) && th.isAlive())
             .map(Thread::getName).toList();
     }

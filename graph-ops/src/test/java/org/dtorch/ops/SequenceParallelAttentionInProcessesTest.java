@@ -1,8 +1,6 @@
 package org.dtorch.ops;
 
 import org.dtorch.api.DTorch;
-import org.dtorch.api.DTorchOptions;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -19,12 +17,7 @@ class SequenceParallelAttentionInProcessesTest {
 
     @BeforeAll
     static void start() {
-        processes = DTorch.init(DTorchOptions.builder().devices(4).perDevicePerProcess(true).build());
-    }
-
-    @AfterAll
-    static void stop() {
-        processes.close();
+        processes = SharedWorkerProcesses.runtime();
     }
 
     @Test
