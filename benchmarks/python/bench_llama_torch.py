@@ -56,16 +56,21 @@ def main():
     model.eval()
     sync = torch.cuda.synchronize if args.device.startswith("cuda") else (lambda: None)
     shape = (prompt.shape[0], config.n_kv_heads, config.max_seq_len, config.head_dim)
+    issued, decodes = [], []
     with torch.no_grad():
         for _ in range(args.repeat):
             caches = [(torch.zeros(shape, device=args.device), torch.zeros(shape, device=args.device))
                       for _ in range(config.n_layers)]
-            generated, _, prefill, decode = generate(model, prompt, args.new_tokens, caches, wait=lambda t: sync())
+            generated, _, prefill, decode = generate(model, prompt, args.new_tokens, caches, wait=lambda t: sync(),
+                                                     issued=issued)
+            decodes.append(decode)
     batch, prompt_len = prompt.shape
     print("generated:", [t[0, 0].item() for t in generated])
     print(json.dumps({"device": args.device, "torch": torch.__version__, "layers": config.n_layers, "dim": config.dim,
                       "prefill_tokens_per_s": batch * prompt_len / prefill,
-                      "decode_tokens_per_s": batch * (args.new_tokens - 1) / decode}))
+                      "decode_tokens_per_s": batch * (args.new_tokens - 1) / decode,
+                      "decode_issued_fraction": issued[-1] / decode,
+                      "decode_tokens_per_s_each_run": [batch * (args.new_tokens - 1) / d for d in decodes]}))
 
 
 if __name__ == "__main__":

@@ -104,12 +104,18 @@ def caches_for(zeros):
 def run(name, model, zeros, wait):
     """Generates (args.repeat times, each with fresh caches); prints the last run's prefill tokens/s (the prompt in one
     step) and decode tokens/s (one token a step)."""
+    issued, decodes = [], []
     for _ in range(args.repeat):
-        generated, logits, prefill, decode = generate(model, prompt, args.new_tokens, caches_for(zeros), wait)
+        generated, logits, prefill, decode = generate(model, prompt, args.new_tokens, caches_for(zeros), wait, issued=issued)
+        decodes.append(decode)
     tokens = [t.tolist() if isinstance(t, torch.Tensor) else t.to_torch().tolist() for t in generated]
     last = (logits if isinstance(logits, torch.Tensor) else logits.to_torch()).to("cpu")
-    print("%s: prefill %.1f tokens/s, decode %.1f tokens/s" % (
-        name, args.batch * args.prompt_len / prefill, args.batch * (args.new_tokens - 1) / max(decode, 1e-9)))
+    print("%s: prefill %.1f tokens/s, decode %.1f tokens/s (its steps issued in %.0f%% of its time)" % (
+        name, args.batch * args.prompt_len / prefill, args.batch * (args.new_tokens - 1) / max(decode, 1e-9),
+        100 * issued[-1] / max(decode, 1e-9)))
+    if args.repeat > 1:
+        print("  decode tokens/s of each run: " + ", ".join("%.1f" % (args.batch * (args.new_tokens - 1) / max(d, 1e-9))
+                                                           for d in decodes))
     return [[row[0] for row in step] for step in tokens], last
 
 
@@ -128,6 +134,7 @@ if args.profile:
     per_token = args.batch * (args.new_tokens - 1)
     print("decode, per token: " + ", ".join("%s %.0f us" % (category, total / per_token)
                                              for category, total in sorted(totals.items())))
+    print(prof.key_averages().table(row_limit=30))
 print("generated:", [step[0] for step in tokens_tp])
 if not args.no_reference:
     reference_state = dtorch.safetensors.load_file(weights)

@@ -146,11 +146,14 @@ class Llama(nn.Module):
         return self.output(self.norm(h))
 
 
-def generate(model: Llama, prompt, new_tokens: int, caches, wait=lambda t: None, around_decode=contextlib.nullcontext):
+def generate(model: Llama, prompt, new_tokens: int, caches, wait=lambda t: None, around_decode=contextlib.nullcontext,
+             issued=None):
     """Greedy decoding: the prompt [batch, tokens] through the model once (prefill), then one token at a time, each
     step reading and extending the caches. Returns the generated tokens (one [batch, 1] tensor a step), the last
     step's logits and the seconds of the prefill and of the decode; wait(tensor) returns once `tensor` is computed,
-    and the decode runs inside the context manager around_decode() returns."""
+    and the decode runs inside the context manager around_decode() returns. When `issued` is a list, the seconds the
+    decode took to issue its steps, before waiting for the last one, are appended to it (close to the decode's time
+    when issuing is the bottleneck, far below it when the device is)."""
     start = time.perf_counter()
     logits = model(prompt, caches, 0)
     token = logits[:, -1].argmax(-1, keepdim=True)
@@ -164,5 +167,7 @@ def generate(model: Llama, prompt, new_tokens: int, caches, wait=lambda t: None,
             token = logits[:, -1].argmax(-1, keepdim=True)
             generated.append(token)
             pos += 1
+        if issued is not None:
+            issued.append(time.perf_counter() - start - prefill)
         wait(token)
     return generated, logits, prefill, time.perf_counter() - start - prefill

@@ -11,10 +11,16 @@ import numbers
 
 import torch as _torch
 
+from . import _tensor  # a circular import: _tensor's names are read at call time
+
 
 def _aten(name, *args):
-    from ._tensor import aten
-    return aten(name, args)
+    return _tensor.aten(name, args)
+
+
+def _is_int(item):
+    """An int index (a bool is not one); the type test first, as the abstract base class's isinstance is slow in GraalPy."""
+    return type(item) is int or isinstance(item, numbers.Integral) and not isinstance(item, builtins.bool)
 
 
 def _full_slice(item, size):
@@ -34,14 +40,12 @@ def _index_tensor(t, item):
 
 
 def _is_mask(item):
-    from ._tensor import Tensor
-    return isinstance(item, (Tensor, _torch.Tensor)) and item.dtype.name == "bool"
+    return isinstance(item, (_tensor.Tensor, _torch.Tensor)) and item.dtype.name == "bool"
 
 
 def _walk(t, index, on_int, on_slice, on_none, on_advanced):
     """Walks `index` over t's dimensions, calling on_int(dim, i), on_slice(dim, slice), on_none(dim) and
     on_advanced(dim, item) in order; each returns how many result dimensions its item leaves."""
-    from ._tensor import Tensor
     if type(index) is not tuple:
         index = (index,)
     ndim = t.ndim
@@ -59,7 +63,7 @@ def _walk(t, index, on_int, on_slice, on_none, on_advanced):
         elif item is Ellipsis:
             dim += ndim - used
             source += ndim - used
-        elif isinstance(item, numbers.Integral) and not isinstance(item, builtins.bool):
+        elif _is_int(item):
             i = int(item)
             size = shape[source]
             if not -size <= i < size:
@@ -71,7 +75,7 @@ def _walk(t, index, on_int, on_slice, on_none, on_advanced):
                 raise ValueError("step must be greater than zero")
             dim += 1 if _full_slice(item, shape[source]) else on_slice(dim, item)
             source += 1
-        elif isinstance(item, (Tensor, _torch.Tensor, list)) and not _is_mask(item):
+        elif isinstance(item, (_tensor.Tensor, _torch.Tensor, list)) and not _is_mask(item):
             dim += on_advanced(dim, item)
             source += 1
         else:
@@ -169,14 +173,14 @@ def setitem(t, index, value):
             spec.append(["none"])
         elif item is Ellipsis:
             spec.append(["ellipsis"])
-        elif isinstance(item, numbers.Integral) and not isinstance(item, builtins.bool):
+        elif _is_int(item):
             spec.append(["at", int(item)])
         elif type(item) is slice:
             if item.step is not None and item.step <= 0:
                 raise ValueError("step must be greater than zero")
             bounds = [None if b is None else int(b) for b in (item.start, item.stop)]
             spec.append(["slice", bounds[0], bounds[1], 1 if item.step is None else int(item.step)])
-        elif isinstance(item, (Tensor, _torch.Tensor, list)) and not _is_mask(item):
+        elif isinstance(item, (_tensor.Tensor, _torch.Tensor, list)) and not _is_mask(item):
             advanced.append(position)
         else:
             raise TypeError("dtorch.Tensor indices are ints, slices (`:`), ellipsis (`...`), None, one long tensor or list, "
@@ -198,7 +202,7 @@ def setitem(t, index, value):
     basic = list(items)
     basic[position] = slice(None)
     view = getitem(t, tuple(basic))
-    dim = builtins.sum(1 for i in items[:position] if not (isinstance(i, numbers.Integral) and not isinstance(i, builtins.bool)))
+    dim = builtins.sum(1 for i in items[:position] if not _is_int(i))
     if Ellipsis in items[:position]:
         dim = position + (t.ndim - builtins.sum(1 for i in items if i is not None and i is not Ellipsis)) - 1
     shape = list(view.shape)

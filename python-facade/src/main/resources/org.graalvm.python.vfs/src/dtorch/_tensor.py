@@ -35,6 +35,8 @@ def _int64(value, what):
 
 def _index(value, what):
     """An integer argument (a dimension, a start, a length): a float or a bool is a TypeError, never truncated."""
+    if type(value) is int and INT64_MIN <= value <= INT64_MAX:
+        return value  # the common case, without the abstract base class's isinstance (slow in GraalPy)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError("%s must be an integer, got %r" % (what, value))
     return _int64(value, what)
@@ -45,7 +47,7 @@ def _shape(args, what="sizes"):
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = tuple(args[0])
     for s in args:
-        if isinstance(s, bool) or not isinstance(s, numbers.Integral):
+        if type(s) is not int and (isinstance(s, bool) or not isinstance(s, numbers.Integral)):
             raise TypeError("%s must be integers, got %r" % (what, args))
     return [_int64(s, what[:-1]) for s in args]
 
@@ -84,7 +86,9 @@ class Tensor:
     Tensor(torch_tensor, device_mesh=..., placements=...) distributes a torch.Tensor (each device copies its shard).
     """
 
-    __slots__ = ("_java", "__weakref__")
+    # _meta: (the Java tensor it describes, shape, mesh), read once: a Java tensor's metadata never changes, and a
+    # Parameter's data setter replaces _java, which the first field catches.
+    __slots__ = ("_java", "_meta", "__weakref__")
 
     def __init__(self, data: Any, device_mesh: DeviceMesh | None = None, placements: Placements | None = None) -> None:
         if isinstance(data, _torch.Tensor):
@@ -94,9 +98,21 @@ class Tensor:
         self._java = data
 
     # ---- metadata ----
+    def _described(self):
+        try:
+            meta = self._meta
+            if meta[0] is self._java:
+                return meta
+        except AttributeError:
+            pass
+        java = self._java
+        meta = (java, tuple(_b().shape(java)), DeviceMesh._wrap(_b().meshOf(java)))
+        self._meta = meta
+        return meta
+
     @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(_b().shape(self._java))
+        return self._described()[1]
 
     def size(self, dim: int | None = None) -> tuple[int, ...] | int:
         shape = self.shape
@@ -127,7 +143,7 @@ class Tensor:
 
     @property
     def device_mesh(self) -> DeviceMesh:
-        return DeviceMesh._wrap(_b().meshOf(self._java))
+        return self._described()[2]
 
     @property
     def placements(self) -> tuple[Placement, ...]:
@@ -145,7 +161,6 @@ class Tensor:
     @classmethod
     def __torch_function__(cls, func: Any, types: tuple, args: tuple = (), kwargs: dict | None = None) -> Any:
         """torch.* and torch.nn.functional.* calls that get a distributed tensor run here (see _torch_calls)."""
-        from . import _torch_calls
         return _torch_calls.torch_function(func, args, kwargs or {})
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
@@ -689,6 +704,9 @@ def _has_op(name):
 
 
 def _returns(result):
+    if len(result) == 2:  # one return, the common case: its name does not matter
+        r = result[1]
+        return [Tensor(t) for t in r] if _is_java_list(r) else Tensor(r)
     names = tuple(result[0])
     tensors = [[Tensor(t) for t in r] if _is_java_list(r) else Tensor(r) for r in list(result)[1:]]
     if len(tensors) == 1:
@@ -825,3 +843,6 @@ def device_type() -> str:
     """The runtime's device type, "cpu" or "cuda" (./dtorch run --devices cpu:N or cuda:N): the first argument its
     meshes take, e.g. init_device_mesh(dtorch.device_type(), (2, 2))."""
     return _b().deviceType()
+
+
+from . import _torch_calls  # noqa: E402 - last: it imports this module

@@ -11,7 +11,7 @@ from . import _bridge
 
 
 def _is_int(value):
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    return type(value) is int or isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 class Placement:
