@@ -26,7 +26,8 @@ def _children_text(module: nn.Module) -> str:
 
 def _resolve(module: nn.Module, plan: Any, prefix: str, out: list) -> None:
     """Appends (fully qualified name, module, style) for every entry of `plan` below `module`, in plan order, or
-    raises before anything is applied: a key that reaches no module, a value that is neither a style nor a plan."""
+    raises before anything is applied: a value that is neither a style nor a plan, a key with an empty part. A key that
+    reaches no module is skipped with a UserWarning naming it, as PyTorch skips it."""
     if isinstance(plan, ParallelStyle):
         out.append((prefix, module, plan))
         return
@@ -44,18 +45,19 @@ def _resolve(module: nn.Module, plan: Any, prefix: str, out: list) -> None:
             _resolve(module, value, prefix, out)
             continue
         # Each atom of the key matches child names (fnmatch: *, ?, [seq]); a wildcard may select children of which
-        # only some have the next atom, but the key as a whole must reach at least one module.
+        # only some have the next atom. A key that reaches no module at all is skipped with a warning.
+        atoms = key.split(".")
+        if "" in atoms:
+            raise ValueError("parallelize_plan key %r has an empty part" % (full_key,))
         frontier = [(prefix, module)]
-        for atom in key.split("."):
-            if atom == "":
-                raise ValueError("parallelize_plan key %r has an empty part" % (full_key,))
+        for atom in atoms:
             matched = [(name_of(fqn, child_name), child) for fqn, parent in frontier
                        for child_name, child in parent.named_children() if fnmatch(child_name, atom)]
             if not matched:
                 parents = " or ".join("%s (children: %s)" % (repr(fqn) if fqn else "the root module", _children_text(m))
                                       for fqn, m in frontier[:3])
-                raise ValueError("parallelize_plan key %r matches no submodule: no child of %s%s matches %r"
-                                 % (full_key, parents, " ..." if len(frontier) > 3 else "", atom))
+                warnings.warn("parallelize_plan key %r matches no submodule: no child of %s%s matches %r; skipping this "
+                              "plan entry" % (full_key, parents, " ..." if len(frontier) > 3 else "", atom), stacklevel=3)
             frontier = matched
         for fqn, child in frontier:
             _resolve(child, value, fqn, out)
