@@ -95,7 +95,8 @@ public final class Campaign {
     public static Failure shrunk(DTorch dt, String mode, Program p, Outcome o) {
         Program small = Shrinker.shrink(p, c -> ProgramRun.run(dt, c).verdict() == o.verdict(), SHRINK_BUDGET);
         Outcome smallOutcome = ProgramRun.run(dt, small);
-        String python = PythonRepro.print(small, smallOutcome.toString());
+        String python = PythonRepro.print(small, dt.deviceKind().name().toLowerCase(java.util.Locale.ROOT),
+            mode + " mode: " + smallOutcome);
         try {
             Path dir = Path.of("target", "difftest");
             Files.createDirectories(dir);

@@ -24,6 +24,11 @@ import org.dtorch.ops.difftest.MethodStep.Kind;
  * views nor have views (torch itself leaves it open whether {@code reshape} copies), and the same seed gives the same
  * program.
  *
+ * <p>Two kinds of operator are left out on purpose. Discontinuous ones ({@code floor}, {@code round}, {@code sign}, ...)
+ * turn the last-bit differences of a sum taken in another order into differences of 1. Division by a tensor: a
+ * partial sum divided by a divisor with zeros gives parts of {@code +inf} and {@code -inf} whose sum is NaN where the
+ * whole is one infinity, and the NaN then spreads through later operators (a softmax's row); division by a number stays.
+ *
  * <p>Not thread-safe: one generator per thread.
  */
 public final class ProgramGenerator {
@@ -31,9 +36,9 @@ public final class ProgramGenerator {
     private static final ScalarType BF = ScalarType.BFloat16;
     private static final ScalarType L = ScalarType.Long;
     private static final ScalarType B = ScalarType.Bool;
-    private static final List<String> UNARY = List.of("abs", "neg", "relu", "gelu", "silu", "tanh", "sigmoid", "sin", "cos", "floor", "ceil",
-        "square", "erf", "sign", "exp", "logical_not", "bitwise_not", "sqrt", "round", "trunc", "frac", "hardswish", "mish", "softplus");
-    private static final List<String> BINARY = List.of("add", "sub", "mul", "div", "maximum", "minimum", "atan2", "remainder", "bitwise_and",
+    private static final List<String> UNARY = List.of("abs", "neg", "relu", "gelu", "silu", "tanh", "sigmoid", "sin", "cos", "square", "erf",
+        "exp", "logical_not", "bitwise_not", "sqrt", "hardswish", "mish", "softplus");
+    private static final List<String> BINARY = List.of("add", "sub", "mul", "maximum", "minimum", "atan2", "remainder", "bitwise_and",
         "bitwise_or", "bitwise_xor", "logical_and", "logical_or", "logical_xor", "copysign", "fmax", "fmin", "hypot", "pow");
     private static final List<String> COMPARISONS = List.of("eq", "ne", "lt", "le", "gt", "ge");
 

@@ -9,6 +9,7 @@ import org.dtorch.api.DTorch;
 import org.dtorch.core.communication.CommTimeoutException;
 import org.dtorch.core.communication.FailureKind;
 import org.dtorch.core.distributed.DeviceMesh;
+import org.dtorch.core.graph.ShardingException;
 
 /**
  * One run of a {@link Program} against a runtime, op by op: {@link #reference()} first runs the whole program in
@@ -30,13 +31,19 @@ public final class ProgramRun implements AutoCloseable {
         MISMATCH,
         /** The runtime refused a step libtorch runs (an exception when the step was issued). */
         REFUSED,
+        /**
+         * The runtime refused an in-place write with a {@code ShardingException}, as documented for writes whose target's
+         * placements the write cannot keep (a partial target of two reductions, a partial cast that does not commute):
+         * a write never moves its target. Counted, not a failure.
+         */
+        EXPECTED_REFUSAL,
         /** A step failed on the devices, or fetching a value failed. */
         ERROR,
         /** A wait outlived the runtime's deadline. */
         TIMEOUT;
 
         public boolean failed() {
-            return this != PASS && this != INVALID;
+            return this != PASS && this != INVALID && this != EXPECTED_REFUSAL;
         }
     }
 
@@ -108,7 +115,8 @@ public final class ProgramRun implements AutoCloseable {
             values.addAll(s.run(dt, meshes, Arrays.stream(s.reads()).mapToObj(values::get).toList()));
             return null;
         } catch (RuntimeException e) {
-            return new Outcome(kind(e, Verdict.REFUSED), "step " + i + " (" + s + "): " + e.getClass().getSimpleName() + ": " + firstLine(e));
+            Verdict refused = s.writes() && e instanceof ShardingException ? Verdict.EXPECTED_REFUSAL : Verdict.REFUSED;
+            return new Outcome(kind(e, refused), "step " + i + " (" + s + "): " + e.getClass().getSimpleName() + ": " + firstLine(e));
         }
     }
 
