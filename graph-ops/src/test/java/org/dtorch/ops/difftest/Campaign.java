@@ -31,6 +31,8 @@ public final class Campaign {
     public static final String COUNT = "dtorch.difftest.count";
     /** The most operators in a program. */
     public static final String STEPS = "dtorch.difftest.steps";
+    /** When true, each program's seed is printed before it runs (to find the program that crashes a JVM). */
+    public static final String TRACE = "dtorch.difftest.trace";
     /** Programs of at most this many operators by default. */
     public static final int DEFAULT_STEPS = 8;
     /** Runs a shrink may make at most. */
@@ -82,6 +84,10 @@ public final class Campaign {
         long start = System.nanoTime();
         for (int i = 0; i < n; i++) {
             Program p = generator.generate(seed + i);
+            if (Boolean.getBoolean(TRACE)) {
+                System.out.println("difftest " + mode + " seed " + p.seed() + ": " + p.describe());
+                System.out.flush();
+            }
             Outcome o = ProgramRun.run(dt, p);
             verdicts.merge(o.verdict(), 1, Integer::sum);
             if (o.failed()) {
