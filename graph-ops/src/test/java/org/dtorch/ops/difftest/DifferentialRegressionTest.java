@@ -95,4 +95,14 @@ class DifferentialRegressionTest {
             new Source(new long[] {2, 0, 2}, ScalarType.Float, 0, List.of(Placement.shard(2)), 9, 0),
             new MethodStep(MethodStep.Kind.MEAN, new int[] {0}, new MethodStep.Dims(new int[] {1}, true)))));
     }
+
+    /** A 0-d float32 tensor beside a bfloat16 one does not promote it: torch's result type is bfloat16 (it was float32). */
+    @Test
+    void shouldNotPromoteWithinACategoryForAZeroDimensionalTensor() {
+        assertPasses(new Program(10001573, List.of(mesh(new int[] {4}, 3, 0, 2, 1)), List.of(
+            new Source(new long[] {1, 1, 7}, ScalarType.BFloat16, 0, List.of(R), 10, 0),
+            new Source(new long[] {}, ScalarType.Float, 0, List.of(R), 11, 0),
+            new MethodStep(MethodStep.Kind.ADD, new int[] {0, 1}, null),
+            new MethodStep(MethodStep.Kind.MEAN, new int[] {2}, new MethodStep.Dims(new int[] {1}, false)))));
+    }
 }
