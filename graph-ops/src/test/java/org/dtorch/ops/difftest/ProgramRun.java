@@ -4,12 +4,14 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
 import org.dtorch.core.communication.CommTimeoutException;
 import org.dtorch.core.communication.FailureKind;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.graph.ShardingException;
+import org.dtorch.core.tensor.TorchTensors;
 
 /**
  * One run of a {@link Program} against a runtime, op by op: {@link #reference()} first runs the whole program in
@@ -63,6 +65,8 @@ public final class ProgramRun implements AutoCloseable {
     private final Program program;
     private final List<DeviceMesh> meshes;
     private final List<Tensor> expected = new ArrayList<>();
+    /** Per value, the loosest floating dtype among the values it was computed from ({@link Tolerance#looser}). */
+    private final List<ScalarType> precision = new ArrayList<>();
     private final List<DTensor> values = new ArrayList<>();
     private int next;
 
@@ -95,7 +99,18 @@ public final class ProgramRun implements AutoCloseable {
         try {
             for (; i < program.steps().size(); i++) {
                 Step s = program.steps().get(i);
-                expected.addAll(s.reference(Arrays.stream(s.reads()).mapToObj(expected::get).toList()));
+                List<Tensor> out = s.reference(Arrays.stream(s.reads()).mapToObj(expected::get).toList());
+                ScalarType inherited = ScalarType.Bool;
+                for (int r : s.reads()) {
+                    inherited = Tolerance.looser(inherited, precision.get(r));
+                }
+                if (s.writes()) {
+                    precision.set(s.reads()[0], inherited);
+                }
+                for (Tensor t : out) {
+                    expected.add(t);
+                    precision.add(Tolerance.looser(TorchTensors.dtype(t), inherited));
+                }
             }
             return null;
         } catch (RuntimeException e) {
@@ -124,7 +139,7 @@ public final class ProgramRun implements AutoCloseable {
     public Outcome finish() {
         for (int v : program.compared()) {
             try (Tensor got = values.get(v).toTorch()) {
-                String problem = Tolerance.compare(expected.get(v), got);
+                String problem = Tolerance.compare(expected.get(v), got, precision.get(v));
                 if (problem != null) {
                     return new Outcome(Verdict.MISMATCH, "v" + v + " (" + values.get(v).placements() + " on " + values.get(v).mesh() + "): " + problem);
                 }

@@ -24,7 +24,8 @@ import org.dtorch.core.tensor.TorchTensors;
  *   <tr><td>int64, bool</td><td>exact</td><td>exact</td></tr>
  * </table>
  *
- * <p>float64 values of these programs come from casts of float32 ones (libtorch's vectorized and scalar loops round a
+ * <p>A floating-point value computed from values of a looser dtype gets that dtype's tolerance (a bfloat16 product cast
+ * to float32 keeps bfloat16's rounding). float64 values of these programs come from casts of float32 ones (libtorch's vectorized and scalar loops round a
  * float32 operator's last bit differently on differently sized shards), so they get float32's tolerance.
  *
  * <p>Stateless. Thread-safe.
@@ -46,6 +47,28 @@ public final class Tolerance {
 
     /** Null when {@code got} matches {@code want} (shape, dtype and values), else what differs. */
     public static String compare(Tensor want, Tensor got) {
+        return compare(want, got, TorchTensors.dtype(want));
+    }
+
+    /**
+     * The floating dtype of the two whose tolerance is the looser (a value cast up from bfloat16 keeps bfloat16's
+     * rounding); integer and bool dtypes give way to any floating one.
+     */
+    public static ScalarType looser(ScalarType a, ScalarType b) {
+        if (!torch.isFloatingType(a)) {
+            return b;
+        }
+        if (!torch.isFloatingType(b)) {
+            return a;
+        }
+        return of(a)[0] >= of(b)[0] ? a : b;
+    }
+
+    /**
+     * As {@link #compare(Tensor, Tensor)}, a floating-point value held to the tolerance of {@code precision}: the loosest
+     * floating dtype among the values it was computed from.
+     */
+    public static String compare(Tensor want, Tensor got, ScalarType precision) {
         if (!Arrays.equals(TorchTensors.shape(want), TorchTensors.shape(got)) || TorchTensors.dtype(want) != TorchTensors.dtype(got)) {
             return "got " + TorchTensors.describe(got) + ", torch gives " + TorchTensors.describe(want);
         }
@@ -53,7 +76,7 @@ public final class Tolerance {
         if (!torch.isFloatingType(dtype)) {
             return torch.equal(want, got) ? null : "values " + TorchTensors.format(got, 16) + ", torch gives " + TorchTensors.format(want, 16);
         }
-        double[] tol = of(dtype);
+        double[] tol = of(looser(dtype, precision));
         try (Tensor w = want.to(ScalarType.Double); Tensor g = got.to(ScalarType.Double)) {
             double scale = 1;
             try (Tensor finite = torch.isfinite(w); Scalar zero = new Scalar(0.0); Tensor absW = w.abs(); Tensor masked = absW.where(finite, zero);
