@@ -551,7 +551,16 @@ public final class DTensor implements AutoCloseable {
 
     /** Writes {@code source} into this tensor (redistributing and converting as needed); returns this tensor. */
     public DTensor copy_(DTensor source) {
-        runtime.write(CopySpec.INSTANCE, this, nonNull(source, "copy_", "source"));
+        nonNull(source, "copy_", "source");
+        if (!java.util.Arrays.equals(shape(), source.shape())) {
+            // torch's copy_ broadcasts the source to the destination's shape (expand refuses one that does not broadcast).
+            List<Long> to = java.util.Arrays.stream(shape()).boxed().toList();
+            try (DTensor expanded = runtime.aten(ViewCalls.of("expand", "T,[i]", null, to), source).getFirst()) {
+                runtime.write(CopySpec.INSTANCE, this, expanded);
+            }
+            return this;
+        }
+        runtime.write(CopySpec.INSTANCE, this, source);
         return this;
     }
 
@@ -635,7 +644,14 @@ public final class DTensor implements AutoCloseable {
      * broadcasts to the box's shape. Returns this tensor.
      */
     public DTensor setItem(DTensor value, Index... index) {
-        runtime.setRegion(this, Index.region(shape(), index), nonNull(value, "setitem", "value"));
+        long[] withoutNewAxes = Index.withoutNewAxes(ndim(), nonNull(value, "setitem", "value").shape(), index);
+        if (withoutNewAxes != null) {
+            try (DTensor v = value.reshape(withoutNewAxes)) {
+                runtime.setRegion(this, Index.region(shape(), index), v);
+            }
+            return this;
+        }
+        runtime.setRegion(this, Index.region(shape(), index), value);
         return this;
     }
 

@@ -102,6 +102,31 @@ public sealed interface Index {
         return region;
     }
 
+    /**
+     * The shape a value written into {@code t[index]} takes against the region written, or null when it is its own: torch
+     * broadcasts the value to the view's shape, in which each new axis ({@code None}) is a dimension of size 1 that the
+     * region (which has none) lacks, so the value's size-1 dimensions that meet a new axis are dropped.
+     */
+    static long[] withoutNewAxes(int ndim, long[] value, Index... index) {
+        List<Boolean> newAxis = new ArrayList<>();
+        for (Index item : expand(ndim, index)) {
+            if (item instanceof NewAxis) {
+                newAxis.add(true);
+            } else if (item instanceof Slice) {
+                newAxis.add(false);
+            }
+        }
+        int offset = newAxis.size() - value.length;
+        List<Long> kept = new ArrayList<>();
+        for (int j = 0; j < value.length; j++) {
+            int p = offset + j;
+            if (!(p >= 0 && newAxis.get(p) && value[j] == 1)) {
+                kept.add(value[j]);
+            }
+        }
+        return kept.size() == value.length ? null : kept.stream().mapToLong(Long::longValue).toArray();
+    }
+
     /** {@code index} with its ellipsis (or the missing trailing items) as whole slices: one item per dimension, plus new axes. */
     static List<Index> expand(int ndim, Index... index) {
         int used = 0;

@@ -157,7 +157,9 @@ public final class AtenSpec implements OpSpec, PlacementChoice {
     public DeviceKernel kernel(Operator op, long deviceId) {
         DeviceKernel own = strategy.kernel(call, op, deviceId);
         DeviceKernel run = own != null ? own : kernel;
-        if (strategy.communicates(call) || op.outputs().isEmpty()) {
+        // A kernel of the strategy's own that may communicate runs even where its outputs are empty (its peers wait for
+        // it); the one kernel only computes, and libtorch refuses some empty inputs (a weight with no output channel).
+        if ((own != null && strategy.communicates(call)) || op.outputs().isEmpty()) {
             return run;
         }
         List<TensorMeta> outputs = op.outputs().stream().map(o -> o.meta()).toList();

@@ -61,7 +61,7 @@ public final class BinarySpec implements OpSpec, PlacementChoice {
         TensorMeta b = inputs.get(1);
         DeviceMesh mesh = Rules.sameMesh(name(), inputs);
         long[] shape = Rules.broadcast(name(), a.shape(), b.shape());
-        ScalarType dtype = Rules.promote(a.dtype(), b.dtype());
+        ScalarType dtype = Rules.resultType(a.dtype(), a.ndim() == 0, b.dtype(), b.ndim() == 0);
         if (kind == Kind.DIV && !Rules.isFloating(dtype)) {
             dtype = ScalarType.Float;
         }

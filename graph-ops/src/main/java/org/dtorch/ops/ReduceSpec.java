@@ -7,6 +7,8 @@ import java.util.Objects;
 import java.util.TreeSet;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.ScalarTypeOptional;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.communication.ReduceOpType;
@@ -137,6 +139,16 @@ public final class ReduceSpec implements OpSpec, ShardsPassThrough {
         long globalCount = count;
         TensorMeta output = op.outputs().getFirst().meta();
         ScalarType dtype = output.dtype();
+        if (kind == Kind.MEAN && globalCount == 0) {
+            // torch's mean over no element is NaN (0 / 0); a partial sum of the devices' NaN parts is NaN too.
+            long[] shape = output.layout().localShape(deviceId);
+            return new LocalKernel(in -> {
+                try (Scalar nan = new Scalar(Double.NaN); ScalarTypeOptional type = new ScalarTypeOptional(dtype);
+                     TensorOptions options = in.getFirst().options().dtype(type)) {
+                    return torch.full(shape, nan, options);
+                }
+            });
+        }
         if (input.layout().localNumel(deviceId) == 0 && output.layout().localNumel(deviceId) != 0) {
             // An empty shard of a reduced dimension: this device's partial value is the reduction's identity (libtorch's
             // amax refuses an empty dimension; its sum gives 0, which a mean then divides by the global count).

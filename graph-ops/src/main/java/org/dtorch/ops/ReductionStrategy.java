@@ -31,8 +31,8 @@ import org.dtorch.ops.aten.AtenCall;
  *       input is gathered to {@code R} on that mesh dimension first, so the reduction sees whole rows: exact, at the
  *       cost of an all-gather ({@code mean} is not summed and divided, which would be exact too but needs a second
  *       operator);</li>
- *   <li>{@code P(op)} stays {@code P(op)} when the reduction is {@code op} (a sum of partial sums), else it is reduced
- *       to {@code R} first;</li>
+ *   <li>{@code P(op)} stays {@code P(op)} when the reduction is {@code op} of the values (a sum of partial sums; not
+ *       {@code count_nonzero}), else it is reduced to {@code R} first;</li>
  *   <li>{@code R} stays {@code R}.</li>
  * </ul>
  *
@@ -172,7 +172,9 @@ final class ReductionStrategy implements ShardingStrategy {
                     dim.add(new Option(List.of(Placement.shard(d)), Placement.partial(op)));
                 }
             }
-            if (op != null && t.placement(m) instanceof Partial partial && partial.op() == op) {
+            // A partial input passes through a reduction of its own values (a sum of partial sums), never through
+            // count_nonzero, which counts the parts' non-zeros rather than the sum's.
+            if (op != null && !name.contains("count_nonzero") && t.placement(m) instanceof Partial partial && partial.op() == op) {
                 dim.add(new Option(List.of(partial), partial));
             }
             options.add(dim);

@@ -2,6 +2,9 @@ package org.dtorch.ops;
 
 import java.util.Arrays;
 import java.util.List;
+import org.bytedeco.pytorch.ScalarTypeOptional;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.distributed.DeviceMesh;
@@ -80,6 +83,28 @@ final class Rules {
             PROMOTED[i][j] = known;
         }
         return known;
+    }
+
+    /** {@link #resultType}'s answers, by the two dtypes and which of the two tensors are 0-d. */
+    private static final java.util.Map<List<Integer>, ScalarType> RESULT_TYPES = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /**
+     * torch's result type of two tensors ({@code torch.result_type}): as {@link #promote}, except that a 0-d tensor beside
+     * a dimensioned one promotes it only into a higher category (bool, integer, floating): {@code bfloat16[3] + float32[]}
+     * is bfloat16. Asked of libtorch once per case, on empty tensors.
+     */
+    static ScalarType resultType(ScalarType a, boolean aScalar, ScalarType b, boolean bScalar) {
+        if (aScalar == bScalar) {
+            return promote(a, b);
+        }
+        List<Integer> key = List.of(a.intern().ordinal(), b.intern().ordinal(), aScalar ? 1 : 0);
+        return RESULT_TYPES.computeIfAbsent(key, k -> {
+            try (ScalarTypeOptional ta = new ScalarTypeOptional(a); ScalarTypeOptional tb = new ScalarTypeOptional(b);
+                 TensorOptions none = new TensorOptions(); TensorOptions oa = none.dtype(ta); TensorOptions ob = none.dtype(tb);
+                 Tensor x = torch.zeros(aScalar ? new long[0] : new long[] {1}, oa); Tensor y = torch.zeros(bScalar ? new long[0] : new long[] {1}, ob)) {
+                return torch.result_type(x, y).intern();
+            }
+        });
     }
 
     static boolean isFloating(ScalarType t) {
