@@ -26,15 +26,16 @@ class DifferentialInProcessesTest {
 
     @Test
     void randomProgramsInWorkerProcessesMatchTorch() {
-        Campaign.Report report = Campaign.run(dt, "processes", 4, 2_000_000, 40);
+        Campaign.Report report = Campaign.run(dt, "processes", 4, 2_000_000, 30);
         System.out.println(report);
         assertFalse(report.failed(), report::toString);
     }
 
     @Test
     @Tag("slow")
-    void tenThousandRandomProgramsInWorkerProcessesMatchTorch() {
-        Campaign.Report report = Campaign.run(dt, "processes", 4, 20_000_000, 10_000);
+    void twoThousandRandomProgramsInWorkerProcessesMatchTorch() {
+        // Two thousand fit the CI's slow run; -Ddtorch.difftest.count=10000 runs the full campaign (docs/testing.md).
+        Campaign.Report report = Campaign.run(dt, "processes", 4, 20_000_000, 2_000);
         System.out.println(report);
         assertFalse(report.failed(), report::toString);
     }

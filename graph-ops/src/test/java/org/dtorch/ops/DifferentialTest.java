@@ -33,7 +33,7 @@ class DifferentialTest {
 
     @Test
     void randomProgramsInThreadsMatchTorch() {
-        Campaign.Report report = Campaign.run(dt, "threads", 4, 1_000_000, 500);
+        Campaign.Report report = Campaign.run(dt, "threads", 4, 1_000_000, 300);
         System.out.println(report);
         assertFalse(report.failed(), report::toString);
     }
