@@ -6,8 +6,11 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
+import java.util.function.UnaryOperator;
 import org.bytedeco.pytorch.MemoryFormatOptional;
+import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.bytedeco.pytorch.global.torch;
 import org.dtorch.core.communication.CommException;
 import org.dtorch.core.communication.CommInterruptedException;
@@ -228,7 +231,29 @@ public final class ThreadGroup implements AutoCloseable {
         if (size == 1) {
             return localCopy(input, op0);
         }
-        return communicate(op0, CollectiveKind.ALL_REDUCE, input, () -> backend.allReduce(input, op));
+        return communicate(op0, CollectiveKind.ALL_REDUCE, input,
+            () -> keepingNaN(input, op, () -> backend.allReduce(input, op), mask -> backend.allReduce(mask, ReduceOpType.MAX)));
+    }
+
+    /**
+     * {@code collective}'s result, with NaN wherever some rank's input held NaN for a MAX or MIN of floating values, as
+     * torch's maximum, amax and amin propagate it: the backends' reductions (Gloo's among them) keep a number there. A 0/1
+     * mask of each rank's NaN positions is reduced with MAX by {@code maskCollective}, the same collective, within the
+     * same call; other operators and dtypes take {@code collective} alone.
+     */
+    private static Tensor keepingNaN(Tensor input, ReduceOpType op, Supplier<Tensor> collective, UnaryOperator<Tensor> maskCollective) {
+        Tensor result = collective.get();
+        if (op != ReduceOpType.MAX && op != ReduceOpType.MIN || !input.is_floating_point()) {
+            return result;
+        }
+        try (Tensor nan = input.isnan(); Tensor mask = nan.to(TorchTensors.dtype(input)); Tensor anywhere = maskCollective.apply(mask);
+             Tensor where = anywhere.to(ScalarType.Bool); Scalar notANumber = new Scalar(Double.NaN)) {
+            result.masked_fill_(where, notANumber);
+        } catch (RuntimeException e) {
+            result.close();
+            throw e;
+        }
+        return result;
     }
 
     /** Gathers equal-shaped inputs along dim 0: the result has {@code size * input.size(0)} rows. */
@@ -287,7 +312,8 @@ public final class ThreadGroup implements AutoCloseable {
         if (size == 1) {
             return localCopy(input, op0);
         }
-        return communicate(op0, CollectiveKind.REDUCE_SCATTER, input, () -> backend.reduceScatter(input, scatterDim, sizes, op));
+        return communicate(op0, CollectiveKind.REDUCE_SCATTER, input, () -> keepingNaN(input, op,
+            () -> backend.reduceScatter(input, scatterDim, sizes, op), mask -> backend.reduceScatter(mask, scatterDim, sizes, ReduceOpType.MAX)));
     }
 
     /**

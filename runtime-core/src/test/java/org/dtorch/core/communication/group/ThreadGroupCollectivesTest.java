@@ -11,8 +11,10 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
+import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorArrayRef;
+import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.bytedeco.pytorch.global.torch;
@@ -26,6 +28,7 @@ import org.dtorch.core.testing.TestTensors;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
@@ -70,6 +73,68 @@ class ThreadGroupCollectivesTest {
 
         List<String> all = failures.stream().flatMap(List::stream).toList();
         assertEquals(List.of(), all, backend + " world " + world + " " + TorchTensors.dtypeName(dtype) + " " + Arrays.toString(shape));
+    }
+
+    /**
+     * MAX and MIN keep NaN wherever one rank holds it, as torch's amax and amin do (Gloo's reductions alone keep a
+     * number), in all-reduce and reduce-scatter: rank 1's NaN at position 1 and rank 2's at position 4 of six.
+     */
+    @ParameterizedTest
+    @EnumSource(Backend.class)
+    void shouldPropagateNaNThroughMaxAndMin(Backend backend) {
+        ThreadGroupManager manager = manager(backend, 3);
+        List<Long> ids = GroupFixtures.ids(3);
+        List<List<String>> failures = RankThreads.run(3, Duration.ofSeconds(90), rank -> {
+            ThreadGroup group = manager.getThreadGroup(DeviceKind.CPU, ids, rank);
+            double[] values = {rank, rank, -rank, 2, 5, -1};
+            if (rank == 1) {
+                values[1] = Double.NaN;
+            }
+            if (rank == 2) {
+                values[4] = Double.NaN;
+            }
+            List<String> wrong = new ArrayList<>();
+            try (Tensor x = floats(values)) {
+                for (ReduceOpType op : List.of(ReduceOpType.MAX, ReduceOpType.MIN)) {
+                    try (Tensor all = group.allReduce(x, op); Tensor part = group.reduceScatterTensor(x, op)) {
+                        double[] got = doubles(all);
+                        double[] mine = doubles(part);
+                        double[] want = {op == ReduceOpType.MAX ? 2 : 0, Double.NaN, op == ReduceOpType.MAX ? 0 : -2, 2, Double.NaN, -1};
+                        if (!Arrays.equals(want, got)) {
+                            wrong.add(backend + " rank " + rank + " allReduce(" + op + "): " + Arrays.toString(got));
+                        }
+                        if (!Arrays.equals(Arrays.copyOfRange(want, 2 * rank, 2 * rank + 2), mine)) {
+                            wrong.add(backend + " rank " + rank + " reduceScatter(" + op + "): " + Arrays.toString(mine));
+                        }
+                    }
+                }
+            }
+            return wrong;
+        });
+        assertEquals(List.of(), failures.stream().flatMap(List::stream).toList());
+    }
+
+    private static Tensor floats(double... values) {
+        Tensor t;
+        try (TensorOptions options = TorchTensors.options(ScalarType.Float, Device.cpu(0))) {
+            t = torch.zeros(new long[] {values.length}, options);
+        }
+        for (int i = 0; i < values.length; i++) {
+            try (Tensor element = t.select(0, i); Scalar value = new Scalar(values[i])) {
+                element.fill_(value);
+            }
+        }
+        return t;
+    }
+
+    private static double[] doubles(Tensor t) {
+        double[] out = new double[(int) t.numel()];
+        for (int i = 0; i < out.length; i++) {
+            try (Tensor element = t.select(0, i)) {
+                out[i] = element.item_double();
+            }
+        }
+        return out;
     }
 
     /**
