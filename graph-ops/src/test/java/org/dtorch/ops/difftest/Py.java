@@ -9,6 +9,7 @@ import org.dtorch.core.communication.ReduceOpType;
 import org.dtorch.core.distributed.Partial;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.distributed.Shard;
+import org.dtorch.core.tensor.TorchTensors;
 
 /**
  * Python source text of the values a {@link Step} holds: numbers, dtypes, placements, index items and ATen arguments, as
@@ -21,16 +22,7 @@ final class Py {
     }
 
     static String dtype(ScalarType t) {
-        return "torch." + switch (t) {
-            case Float -> "float32";
-            case Double -> "float64";
-            case Half -> "float16";
-            case BFloat16 -> "bfloat16";
-            case Long -> "int64";
-            case Int -> "int32";
-            case Bool -> "bool";
-            default -> throw new IllegalArgumentException("no Python name for dtype " + t);
-        };
+        return "torch." + TorchTensors.dtypeName(t);
     }
 
     /** A Python float literal: always with a point or an exponent, so Python reads a float. */
