@@ -1,0 +1,1 @@
+"""torch.optim: optimizers over torch tensors' gradients."""
