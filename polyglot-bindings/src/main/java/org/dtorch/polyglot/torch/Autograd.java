@@ -161,16 +161,21 @@ public final class Autograd {
      * Runs libtorch's engine from {@code tensors} backwards and accumulates into the {@code grad} of the leaves (of
      * {@code inputs} only, when given).
      *
-     * @param tensors      the tensors to differentiate (Python list of handles)
-     * @param grads        one gradient per tensor, null elements (or an empty list) for scalars' implicit 1
+     * @param tensors      the tensors to differentiate (a Python list of handles)
+     * @param grads        one gradient per tensor, None elements (or an empty list) for scalars' implicit 1
      * @param retainGraph  -1 for the default (the value of {@code createGraph}), 0 to free the graph, 1 to keep it
      * @param createGraph  true to record the backward pass itself (for higher derivatives)
      * @param inputs       the leaves to accumulate into; empty for all of them
      */
     @HostAccess.Export
     public void backward(Value tensors, Value grads, int retainGraph, boolean createGraph, Value inputs) {
-        try (TensorVector outs = vector(tensors, false); TensorVector gradients = vector(grads, true);
-             TensorVector leaves = vector(inputs, false); BoolOptional retain = retain(retainGraph)) {
+        runBackward(handles(tensors, false), handles(grads, true), retainGraph, createGraph, handles(inputs, false));
+    }
+
+    /** {@link #backward} for Java callers: null elements of {@code grads} are implicit ones. */
+    public void runBackward(List<PyTensor> tensors, List<PyTensor> grads, int retainGraph, boolean createGraph, List<PyTensor> inputs) {
+        try (TensorVector outs = vector(tensors); TensorVector gradients = vector(grads);
+             TensorVector leaves = vector(inputs); BoolOptional retain = retain(retainGraph)) {
             torch.backward(outs, gradients, retain, createGraph, leaves);
         }
     }
@@ -183,16 +188,20 @@ public final class Autograd {
      */
     @HostAccess.Export
     public PyTensor[] gradients(Value outputs, Value inputs, Value gradOutputs, int retainGraph, boolean createGraph, boolean allowUnused) {
-        try (TensorVector outs = vector(outputs, false); TensorVector ins = vector(inputs, false);
-             TensorVector gradients = vector(gradOutputs, true); BoolOptional retain = retain(retainGraph);
+        return computeGradients(handles(outputs, false), handles(inputs, false), handles(gradOutputs, true), retainGraph, createGraph,
+            allowUnused);
+    }
+
+    /** {@link #gradients} for Java callers. */
+    public PyTensor[] computeGradients(List<PyTensor> outputs, List<PyTensor> inputs, List<PyTensor> gradOutputs, int retainGraph,
+                                       boolean createGraph, boolean allowUnused) {
+        try (TensorVector outs = vector(outputs); TensorVector ins = vector(inputs);
+             TensorVector gradients = vector(gradOutputs); BoolOptional retain = retain(retainGraph);
              TensorVector results = torch.grad(outs, ins, gradients, retain, createGraph, allowUnused)) {
             PyTensor[] out = new PyTensor[(int) results.size()];
             for (int i = 0; i < out.length; i++) {
                 Tensor r = results.get(i);
                 out[i] = r.defined() ? PyTensor.wrap(r) : null;
-                if (out[i] == null) {
-                    r.close();
-                }
             }
             return out;
         }
@@ -202,37 +211,39 @@ public final class Autograd {
         return retainGraph < 0 ? new BoolOptional() : new BoolOptional(retainGraph > 0);
     }
 
-    /** The tensors of a Python list of handles; null elements become undefined tensors where {@code nulls} allows. */
-    private static TensorVector vector(Value list, boolean nulls) {
-        TensorVector out = new TensorVector();
+    /** The handles of a Python list; None elements stay null where {@code nulls} allows them. */
+    private static List<PyTensor> handles(Value list, boolean nulls) {
         if (list == null || list.isNull()) {
-            return out;
+            return List.of();
         }
-        List<Tensor> temporaries = new ArrayList<>();
+        List<PyTensor> out = new ArrayList<>();
+        for (long i = 0; i < list.getArraySize(); i++) {
+            Value e = list.getArrayElement(i);
+            if (e.isNull() && nulls) {
+                out.add(null);
+            } else if (e.isHostObject() && e.asHostObject() instanceof PyTensor p) {
+                out.add(p);
+            } else {
+                throw new IllegalArgumentException("element " + i + " must be a torch tensor" + (nulls ? " or None" : "") + ", got " + e);
+            }
+        }
+        return out;
+    }
+
+    /** The tensors of {@code handles}, an undefined tensor for each null (libtorch's "none given"). */
+    private static TensorVector vector(List<PyTensor> handles) {
+        TensorVector out = new TensorVector();
         try {
-            for (long i = 0; i < list.getArraySize(); i++) {
-                Value e = list.getArrayElement(i);
-                Tensor t;
-                if (e.isNull()) {
-                    if (!nulls) {
-                        throw new IllegalArgumentException("element " + i + " is None where a tensor is needed");
-                    }
-                    t = new Tensor();
-                } else {
-                    t = e.asHostObject() instanceof PyTensor p ? p.torch() : null;
-                    if (t == null) {
-                        throw new IllegalArgumentException("element " + i + " is not a torch tensor: " + e);
-                    }
+            for (PyTensor h : handles) {
+                // push_back copies the tensor (one more reference), so the temporary handle is closed at once.
+                try (Tensor t = h == null ? new Tensor() : h.torch()) {
+                    out.push_back(t);
                 }
-                temporaries.add(t);
-                out.push_back(t);
             }
             return out;
         } catch (RuntimeException e) {
             out.close();
             throw e;
-        } finally {
-            temporaries.forEach(Tensor::close);
         }
     }
 
