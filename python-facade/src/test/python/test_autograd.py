@@ -7,7 +7,7 @@ import threading
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from _testing import close, raises, run
+from _testing import raises, run
 
 DEADLINE_S = 60.0
 
