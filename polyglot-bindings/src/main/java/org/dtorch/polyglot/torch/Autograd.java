@@ -148,12 +148,13 @@ public final class Autograd {
      */
     @HostAccess.Export
     public void setData(PyTensor t, PyTensor value) {
+        Tensor source = value.t(); // read before taking t's lock, so that no two handles' locks are ever held together
         synchronized (t) { // the handle's own lock: no view may pin the memory between the check and the swap
             if (t.pinCount() > 0) {
                 throw new IllegalStateException("t.data = ... would free memory that " + t.pinCount()
                     + " memoryview(s) of the tensor still show; release them first");
             }
-            t.t().set_data(value.t());
+            t.t().set_data(source);
         }
     }
 
