@@ -146,6 +146,7 @@ class Llama(nn.Module):
         return self.output(self.norm(h))
 
 
+@torch.no_grad()  # generation needs no gradients: nothing is recorded for autograd on torch tensors
 def generate(model: Llama, prompt, new_tokens: int, caches, wait=lambda t: None, around_decode=contextlib.nullcontext,
              issued=None):
     """Greedy decoding: the prompt [batch, tokens] through the model once (prefill), then one token at a time, each

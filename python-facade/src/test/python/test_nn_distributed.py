@@ -226,4 +226,17 @@ def test_init_draws_distributed_parameters_reproducibly():
     assert (init.constant_(replicated, 0.5).full_tensor() == 0.5).all().item()
 
 
+def test_distributed_tensors_take_the_values_of_parameters_without_their_autograd_history():
+    weight = nn.Parameter(torch.randn(8, 4))
+    spread = dtorch.distribute_tensor(weight, MESH, [Shard(0)])
+    back = (spread * 2).full_tensor()
+    assert not back.requires_grad and back.is_leaf, "the workers recorded nothing into the parameter's graph"
+    with torch.no_grad():
+        assert torch.equal(back, weight * 2)
+    tracked = torch.ones(2, 4, requires_grad=True) * 3
+    shards = dtorch.Tensor.from_local([tracked] * 4, MESH, [Replicate()])
+    assert not shards.full_tensor().requires_grad and not any(t.requires_grad for t in shards.to_local())
+    assert weight.grad is None and tracked.grad_fn is not None
+
+
 run(globals())

@@ -238,8 +238,9 @@ def test_norms_match_the_functional_api():
     x = torch.randn(2, 4, 3, 5)
     ln = nn.LayerNorm([3, 5], eps=1e-3)
     assert ln.normalized_shape == (3, 5) and ln.weight.tolist() == [[1.0] * 5] * 3 and ln.bias.tolist() == [[0.0] * 5] * 3
-    ln.weight.normal_()
-    ln.bias.normal_()
+    with torch.no_grad():  # parameters require grad: writing into them in place records nothing only here
+        ln.weight.normal_()
+        ln.bias.normal_()
     same(ln(x), F.layer_norm(x, (3, 5), ln.weight, ln.bias, 1e-3), "LayerNorm")
     flat = x.reshape(2, 4, 15)
     mean = flat.mean(-1, keepdim=True)
@@ -252,7 +253,8 @@ def test_norms_match_the_functional_api():
     assert nn.LayerNorm(5, bias=False).bias is None
     rms = nn.RMSNorm(5)
     assert rms.eps is None and rms.weight.tolist() == [1.0] * 5
-    rms.weight.uniform_(0.5, 1.5)
+    with torch.no_grad():
+        rms.weight.uniform_(0.5, 1.5)
     same(rms(x), F.rms_norm(x, (5,), rms.weight), "RMSNorm")
     float32_eps = 1.1920928955078125e-07  # eps=None: the dtype's machine epsilon
     by_hand = x * torch.rsqrt((x * x).mean(-1, keepdim=True) + float32_eps) * rms.weight
@@ -260,7 +262,8 @@ def test_norms_match_the_functional_api():
     same(nn.RMSNorm([3, 5], eps=1e-4)(x), F.rms_norm(x, [3, 5], torch.ones(3, 5), 1e-4), "RMSNorm 2-D")
     gn = nn.GroupNorm(2, 4)
     assert gn.weight.shape == (4,) and gn.bias.tolist() == [0.0] * 4
-    gn.weight.normal_()
+    with torch.no_grad():
+        gn.weight.normal_()
     same(gn(x), F.group_norm(x, 2, gn.weight, gn.bias, 1e-5), "GroupNorm")
     raises(ValueError, nn.GroupNorm, 3, 4, contains="num_channels must be divisible by num_groups")
 
@@ -353,7 +356,8 @@ def test_load_state_dict_round_trips_and_reports_mismatches():
     result = target.load_state_dict(source.state_dict())
     assert result.missing_keys == [] and result.unexpected_keys == [] and repr(result) == "<All keys matched successfully>"
     same(target(ids), source(ids), "loaded")
-    source.head.weight.add_(1.0)
+    with torch.no_grad():
+        source.head.weight.add_(1.0)
     assert not torch.allclose(target(ids), source(ids)), "load_state_dict copies, it does not alias"
 
     partial = source.state_dict()

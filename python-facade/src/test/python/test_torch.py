@@ -180,7 +180,8 @@ def test_factories_and_values():
     assert torch.tensor(torch.tensor([1, 2])).tolist() == [1, 2]
     assert torch.eye(2).tolist() == [[1.0, 0.0], [0.0, 1.0]] and torch.linspace(0, 1, 3).tolist() == [0.0, 0.5, 1.0]
     raises(OverflowError, torch.tensor, [2 ** 64])
-    raises(NotImplementedError, torch.ones, 2, requires_grad=True, contains="autograd")
+    assert torch.ones(2, requires_grad=True).requires_grad and not torch.ones(2).requires_grad
+    raises(RuntimeError, torch.ones, 2, dtype=torch.int64, requires_grad=True, contains="floating point")
     raises(ValueError, torch.tensor, [[1, 2], [3]], contains="rectangular")
     t = torch.tensor([1.5, 2.5])
     assert t.numel() == 2 and t.ndim == 1 and t.dim() == 1 and t.size() == (2,) and t.size(0) == 2 and t.nbytes == 8

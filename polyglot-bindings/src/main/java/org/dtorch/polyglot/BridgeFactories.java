@@ -136,9 +136,12 @@ final class BridgeFactories {
         }
     }
 
-    /** {@link PyBridge#fromTorch}. */
+    /**
+     * {@link PyBridge#fromTorch}. The values cross without their autograd history (distributed tensors have no
+     * autograd): otherwise the workers would record graphs into a parameter's and hand back tensors that require grad.
+     */
     DTensor fromTorch(PyTensor value, DeviceMesh mesh, Value placements) {
-        try (Tensor t = value.torch(); Tensor host = t.is_cpu() ? new Tensor(t) : t.cpu()) {
+        try (Tensor tracked = value.torch(); Tensor t = tracked.detach(); Tensor host = t.is_cpu() ? new Tensor(t) : t.cpu()) {
             return runtime.tensor(host, mesh, placementArray(placements));
         }
     }
@@ -153,7 +156,9 @@ final class BridgeFactories {
                 if (!(v.isHostObject() && v.asHostObject() instanceof PyTensor t)) {
                     throw new IllegalArgumentException("from_local: tensors[" + i + "] must be a torch.Tensor, got " + v);
                 }
-                locals.add(t.torch());
+                try (Tensor tracked = t.torch()) {
+                    locals.add(tracked.detach()); // the values, not their autograd history (see fromTorch)
+                }
             }
             long[] global = shape == null || shape.isNull() ? null : longs(shape);
             return runtime.fromLocal(locals, mesh, global, runCheck, placementArray(placements));

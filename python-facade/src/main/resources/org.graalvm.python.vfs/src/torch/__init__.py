@@ -3,7 +3,9 @@
 Every ATen operator is reachable by name (torch.add, torch.matmul, t.relu(), torch.nn.functional.softmax, ...): the
 arguments are bound against the operator's schemas from libtorch's dispatcher, the way PyTorch's argument parser
 binds them. Tensors stay in the JVM; a Python Tensor holds a handle to one. What is not an operator is written here:
-dtypes, devices, Size, tensor(), indexing, printing, no_grad, testing.assert_close, cuda.is_available.
+dtypes, devices, Size, tensor(), indexing, printing, testing.assert_close, cuda.is_available, the optimizers
+(torch.optim) and the modules (torch.nn). Gradients come from libtorch's autograd engine (torch.autograd): operators
+record what backward needs as they run, in the thread's grad mode (no_grad, enable_grad, inference_mode).
 """
 
 import builtins as _builtins
@@ -15,7 +17,9 @@ from ._types import (dtype, device, memory_format, Size, float32, float64, float
 from ._tensor import Tensor
 from ._factories import (tensor, as_tensor, scalar_tensor, zeros, ones, empty, full, rand, randn, randint, randperm,
                          arange, linspace, eye, zeros_like, ones_like, empty_like, full_like, rand_like, randn_like)
-from . import _dispatch, _interop, cuda, nn, testing
+from . import _autograd, _dispatch, _interop, autograd, cuda, nn, optim, testing
+from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
+                                 set_grad_enabled)
 
 float = float32  # noqa: A001 - PyTorch's names
 double = float64
@@ -27,6 +31,9 @@ cfloat = complex64
 cdouble = complex128
 
 __version__ = "2.10.0+dtorch"
+
+# This thread may have run an earlier script of the same JVM: it starts from a fresh thread's modes (grad mode on).
+_autograd.JAVA.resetThread()
 
 
 def is_tensor(obj: _typing.Any) -> _builtins.bool:
@@ -53,57 +60,6 @@ def get_default_dtype() -> dtype:
 def allclose(input: Tensor, other: Tensor, rtol: _builtins.float = 1e-05, atol: _builtins.float = 1e-08,
              equal_nan: _builtins.bool = False) -> _builtins.bool:
     return _dispatch.require("allclose")(input, other, rtol, atol, equal_nan)
-
-
-_GRAD_ENABLED = [True]
-
-
-class no_grad:
-    """A context manager (and decorator) for code that needs no gradients. This torch computes none, so it only
-    records the state that is_grad_enabled() reports."""
-
-    def __enter__(self) -> "no_grad":
-        self._previous = _GRAD_ENABLED[0]
-        _GRAD_ENABLED[0] = False
-        return self
-
-    def __exit__(self, *exc: _typing.Any) -> _builtins.bool:
-        _GRAD_ENABLED[0] = self._previous
-        return False
-
-    def __call__(self, fn: _typing.Callable[..., _typing.Any]) -> _typing.Callable[..., _typing.Any]:
-        def wrapped(*args, **kwargs):
-            with self.__class__():
-                return fn(*args, **kwargs)
-        wrapped.__name__ = getattr(fn, "__name__", "wrapped")
-        return wrapped
-
-
-inference_mode = no_grad
-
-
-class enable_grad(no_grad):
-    def __enter__(self) -> "enable_grad":
-        self._previous = _GRAD_ENABLED[0]
-        _GRAD_ENABLED[0] = True
-        return self
-
-
-class set_grad_enabled(no_grad):
-    def __init__(self, mode: _builtins.bool) -> None:
-        self._mode = _builtins.bool(mode)
-        self._previous = _GRAD_ENABLED[0]
-        _GRAD_ENABLED[0] = self._mode
-
-    def __enter__(self) -> "set_grad_enabled":
-        return self
-
-    def __call__(self, fn: _typing.Callable[..., _typing.Any]) -> _typing.Callable[..., _typing.Any]:
-        raise NotImplementedError("set_grad_enabled as a decorator is not supported")
-
-
-def is_grad_enabled() -> _builtins.bool:
-    return _GRAD_ENABLED[0]
 
 
 def __getattr__(name):

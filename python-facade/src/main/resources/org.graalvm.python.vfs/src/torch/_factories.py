@@ -25,17 +25,19 @@ def _check_device(kwargs):
     return kwargs
 
 
-def _no_grad_support(requires_grad):
+def _requiring_grad(t, requires_grad):
+    """t, made a leaf that autograd tracks where requires_grad (the factories' argument is not the operators')."""
     if requires_grad:
-        raise NotImplementedError("requires_grad=True: autograd is not supported by DTorch's torch module yet")
+        t.requires_grad_(True)
+    return t
 
 
 def _factory(name):
     op = require(name)
 
     def factory(*args, **kwargs):
-        _no_grad_support(kwargs.pop("requires_grad", False))
-        return op.call(args, _check_device(kwargs))
+        requires_grad = kwargs.pop("requires_grad", False)
+        return _requiring_grad(op.call(args, _check_device(kwargs)), requires_grad)
 
     factory.__name__ = name
     return factory
@@ -64,9 +66,10 @@ def tensor(data: Any, dtype: _types.dtype | None = None, device: _types.device |
            pin_memory: bool = False) -> Tensor:
     """A tensor made from nested lists or tuples of numbers, a number, or a tensor (copied)."""
     from ._tensor import Tensor
-    _no_grad_support(requires_grad)
     if isinstance(data, Tensor):
-        return data.to(dtype=dtype, device=device, copy=True) if (dtype or device) else data.clone()
+        # A copy that shares no history with data (PyTorch's torch.tensor(t) is t.clone().detach()).
+        copied = data.detach().to(dtype=dtype, device=device, copy=True) if (dtype or device) else data.detach().clone()
+        return _requiring_grad(copied, requires_grad)
     flat, shape = flatten(data)
     for i, v in enumerate(flat):
         if isinstance(v, Tensor):
@@ -85,7 +88,7 @@ def tensor(data: Any, dtype: _types.dtype | None = None, device: _types.device |
         flat = [builtins.float(v) for v in flat]
     device = "cpu" if device is None else str(device)
     java = _interop.call(_dispatch.JAVA.fromValues, flat, shape, integral, dtype.name, device)
-    return _dispatch.make_tensor(java)
+    return _requiring_grad(_dispatch.make_tensor(java), requires_grad)
 
 
 def as_tensor(data: Any, dtype: _types.dtype | None = None, device: _types.device | str | None = None) -> Tensor:

@@ -69,11 +69,21 @@ def _depth(values):
     return d
 
 
+def _autograd_extras(t):
+    """grad_fn=<MulBackward0> for a tensor a recorded operation made, requires_grad=True for a leaf that requires grad."""
+    fn = t.grad_fn
+    if fn is not None:
+        return ["grad_fn=<%s>" % fn.name()]
+    return ["requires_grad=True"] if t.requires_grad else []
+
+
 def tensor_repr(t):
     dtype = t.dtype
     if t.numel() == 0:
         return _empty_repr(t)
-    values, summarized = _summarized(t)
+    from .autograd.grad_mode import no_grad
+    with no_grad():  # reading the values records nothing
+        values, summarized = _summarized(t)
     leaves = _leaves(values, []) if isinstance(values, list) else [values]
     if dtype.is_floating_point:
         fmt = _float_formatter([float(v) for v in leaves])
@@ -92,6 +102,7 @@ def tensor_repr(t):
         extras.append("device='%s'" % t.device)
     if dtype.name not in _DEFAULT_DTYPES:
         extras.append("dtype=%r" % dtype)
+    extras += _autograd_extras(t)
     return prefix + body + "".join(", " + e for e in extras) + ")"
 
 
@@ -106,4 +117,5 @@ def _empty_repr(t):
         extras.append("size=%s" % (shape,))
     if t.dtype.name != "float32":
         extras.append("dtype=%r" % t.dtype)
+    extras += _autograd_extras(t)
     return "tensor([]" + "".join(", " + e for e in extras) + ")"

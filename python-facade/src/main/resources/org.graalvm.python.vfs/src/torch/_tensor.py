@@ -4,7 +4,7 @@ import builtins
 import numbers
 import weakref
 
-from . import _dispatch, _format, _interop, _nested, _types
+from . import _autograd, _dispatch, _format, _interop, _nested, _types
 from ._dispatch import require
 from ._interop import ForeignException
 
@@ -24,6 +24,7 @@ def _ctypes(what):
     return ctypes
 
 
+_AUTOGRAD = _autograd.JAVA
 _ADD = require("add")
 _SUB = require("sub")
 _MUL = require("mul")
@@ -98,31 +99,78 @@ class Tensor:
     def element_size(self):
         return self._java.elementSize()
 
+    # ---- autograd (libtorch's engine; see torch.autograd) ----
     @property
     def requires_grad(self):
-        return False
+        return _autograd.call(_AUTOGRAD.requiresGrad, self._java)
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        _autograd.call(_AUTOGRAD.setRequiresGrad, self._java, builtins.bool(value))
+
+    def requires_grad_(self, requires_grad=True):
+        """Starts (or stops) recording operations on this tensor for autograd; floating-point and complex leaves only."""
+        _autograd.call(_AUTOGRAD.setRequiresGrad, self._java, builtins.bool(requires_grad))
+        return self
 
     @property
     def grad(self):
-        return None
+        """The gradient that backward() accumulated into this tensor (None before the first one). It is the same tensor
+        each time: in-place writes to it (grad.zero_()) reach the next accumulation."""
+        g = _autograd.call(_AUTOGRAD.grad, self._java)
+        return None if g is None else make_tensor(g)
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None and not isinstance(value, Tensor):
+            raise TypeError("assigned grad expected to be a Tensor or None but got grad of type %s" % type(value).__name__)
+        _autograd.call(_AUTOGRAD.setGrad, self._java, None if value is None else value._java)
+
+    @grad.deleter
+    def grad(self):
+        _autograd.call(_AUTOGRAD.setGrad, self._java, None)
 
     @property
     def is_leaf(self):
-        return True
+        """True for a tensor that no recorded operation made (every tensor that does not require grad is one)."""
+        return _autograd.call(_AUTOGRAD.isLeaf, self._java)
+
+    @property
+    def grad_fn(self):
+        """The graph node that made this tensor (its name()), or None for a leaf."""
+        name = _autograd.call(_AUTOGRAD.gradFn, self._java)
+        return None if name is None else _autograd.GradFn(name)
+
+    def retain_grad(self):
+        """Keeps this non-leaf tensor's gradient in .grad after backward."""
+        _autograd.call(_AUTOGRAD.retainGrad, self._java)
+
+    @property
+    def retains_grad(self):
+        return _autograd.call(_AUTOGRAD.retainsGrad, self._java)
+
+    def is_inference(self):
+        """True for a tensor made in inference_mode."""
+        return _autograd.call(_AUTOGRAD.isInference, self._java)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulates the gradient of this tensor (a scalar, or with a gradient of its shape) into the .grad of the
+        leaves it depends on (of inputs only, when given). The graph is freed unless retain_graph."""
+        from . import autograd
+        autograd.backward(self, gradient, retain_graph, create_graph, inputs)
 
     @property
     def data(self):
-        return self
+        """The same memory as a tensor that autograd does not track (writes through it are not seen by the graph)."""
+        return make_tensor(_autograd.call(_AUTOGRAD.data, self._java))
 
     @data.setter
     def data(self, value):
-        """t.data = u: t holds u's values from now on (the same memory as u), as in PyTorch."""
+        """t.data = u: t shows u's memory (shape, dtype, device) from now on, and stays the same tensor with its
+        requires_grad and grad, as in PyTorch."""
         if not isinstance(value, Tensor):
             raise TypeError("data must be a Tensor, got %r" % (type(value).__name__,))
-        self._java = value._java
-
-    def detach(self):
-        return self
+        _autograd.call(_AUTOGRAD.setData, self._java, value._java)
 
     @property
     def T(self):  # noqa: N802 - PyTorch's name
@@ -317,11 +365,6 @@ class Tensor:
         if len(shape) == 1 and isinstance(shape[0], _types.dtype):
             return _VIEW_DTYPE(self, shape[0])
         return _VIEW(self, *shape)
-
-    def requires_grad_(self, requires_grad=True):
-        if requires_grad:
-            raise NotImplementedError("autograd is not supported by DTorch's torch module yet")
-        return self
 
     # ---- operators ----
     def __add__(self, other):

@@ -47,7 +47,9 @@ public final class Overload {
         List<Param> ps = new ArrayList<>();
         List<String> writes = new ArrayList<>();
         int positional = 0;
-        for (long i = 0; i < arguments.limit(); i++) {
+        // An empty argument or return list comes back as a null pointer (the vector's data() of nothing).
+        long argumentCount = arguments == null ? 0 : arguments.limit();
+        for (long i = 0; i < argumentCount; i++) {
             Argument a = arguments.getPointer(i);
             ParamType type = ParamType.of(a);
             IValueOptional dv = a.default_value();
@@ -68,7 +70,8 @@ public final class Overload {
         List<String> types = new ArrayList<>();
         List<String> names = new ArrayList<>();
         boolean view = false;
-        for (long i = 0; i < returns.limit(); i++) {
+        long returnCount = returns == null ? 0 : returns.limit();
+        for (long i = 0; i < returnCount; i++) {
             Argument r = returns.getPointer(i);
             AliasInfo alias = r.alias_info();
             view |= alias != null && !alias.isNull() && !alias.isWrite();

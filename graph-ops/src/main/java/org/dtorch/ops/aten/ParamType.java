@@ -115,8 +115,8 @@ public record ParamType(Base base, boolean optional, boolean list, boolean eleme
         String element = ArgKind.element(kind);
         return switch (element) {
             case ArgKind.EMPTY -> base == Base.OTHER ? NO_FIT : 0;
-            case ArgKind.INT -> base == Base.INT ? 0 : base == Base.FLOAT ? 1 : NO_FIT;
-            case ArgKind.FLOAT -> base == Base.FLOAT ? 0 : NO_FIT;
+            case ArgKind.INT -> base == Base.INT ? 0 : base == Base.FLOAT || base == Base.SCALAR ? 1 : NO_FIT;
+            case ArgKind.FLOAT -> base == Base.FLOAT ? 0 : base == Base.SCALAR ? 1 : NO_FIT;
             case ArgKind.BOOL -> base == Base.BOOL ? 0 : NO_FIT;
             case ArgKind.STR -> base == Base.STR ? 0 : NO_FIT;
             case ArgKind.TENSOR -> base == Base.TENSOR ? (elementOptional ? 1 : 0) : NO_FIT;

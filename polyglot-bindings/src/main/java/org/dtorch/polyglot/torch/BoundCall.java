@@ -247,6 +247,7 @@ public final class BoundCall {
                     case TENSOR -> ((PyTensor) v).newValue();
                     case INT -> new IValue(asLong(v));
                     case FLOAT -> new IValue(asDouble(v));
+                    case SCALAR -> isIntegral(v) ? new IValue(asLong(v)) : new IValue(asDouble(v));
                     case BOOL -> new IValue(asBoolean(v));
                     case STR -> new IValue((String) v);
                     default -> throw new IllegalArgumentException(param.name() + ": lists of type " + type + " are not supported yet");
@@ -277,6 +278,13 @@ public final class BoundCall {
             return out;
         }
         throw new IllegalArgumentException("expected a list, got " + value);
+    }
+
+    private static boolean isIntegral(Object value) {
+        if (value instanceof Value v) {
+            return v.fitsInLong();
+        }
+        return value instanceof Long || value instanceof Integer;
     }
 
     private static long asLong(Object value) {

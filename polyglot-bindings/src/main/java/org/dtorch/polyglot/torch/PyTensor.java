@@ -128,7 +128,8 @@ public final class PyTensor implements AutoCloseable {
         return new IValue(holder.value);
     }
 
-    private synchronized Tensor t() {
+    /** The tensor itself, no new handle (for this package's callers, which neither keep nor close it). */
+    synchronized Tensor t() {
         ensureOpen();
         return holder.tensor();
     }

@@ -110,6 +110,12 @@ public final class TorchModule {
         }
     }
 
+    /** libtorch's autograd: tensors' gradients, backward passes, and the calling thread's grad mode. */
+    @HostAccess.Export
+    public Autograd autograd() {
+        return Autograd.shared();
+    }
+
     /** Seeds libtorch's default generators (CPU, and CUDA where present). */
     @HostAccess.Export
     public void manualSeed(long seed) {

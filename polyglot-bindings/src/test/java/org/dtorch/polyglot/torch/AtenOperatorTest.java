@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.List;
 import org.bytedeco.pytorch.global.torch;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -99,5 +100,19 @@ class AtenOperatorTest {
         t.unpin();
         assertTrue(t.isReleased());
         t.close(); // idempotent
+    }
+
+    @Test
+    void shouldRunMultiTensorOperatorsThatReturnNothingWithScalarLists() {
+        assertTrue(schemaFor("_foreach_add_", "[T],i").startsWith("aten::_foreach_add_.Scalar("));
+        assertTrue(schemaFor("_foreach_mul_", "[T],[f]").startsWith("aten::_foreach_mul_.ScalarList("));
+        assertTrue(schemaFor("_foreach_mul_", "[T],[i]").startsWith("aten::_foreach_mul_.ScalarList("));
+        PyTensor a = (PyTensor) module.op("ones").resolve("i").call1(2L);
+        PyTensor b = (PyTensor) module.op("ones").resolve("i").call1(3L);
+        List<PyTensor> both = List.of(a, b);
+        assertNull(module.op("_foreach_add_").resolve("[T],i").call2(both, 1L), "a () return is None");
+        module.op("_foreach_mul_").resolve("[T],[f]").call2(both, List.of(0.5, 4.0));
+        assertArrayEquals(new double[] {1, 1}, a.doubles());
+        assertArrayEquals(new double[] {8, 8, 8}, b.doubles());
     }
 }

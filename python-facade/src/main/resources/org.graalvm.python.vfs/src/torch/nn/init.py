@@ -3,7 +3,8 @@
 On a torch.Tensor they run libtorch's in-place operators (uniform_, normal_, fill_, erfinv_, ...), seeded by
 torch.manual_seed. On a distributed tensor (dtorch.Tensor) the random draws are dtorch's seeded factories (rand_like,
 randn_like, seeded by dtorch.manual_seed), so every device draws its part of one tensor and replicas agree; the rest are
-the same in-place operators. generator= is not supported (libtorch's default generator is the one used).
+the same in-place operators. generator= is not supported (libtorch's default generator is the one used). They record
+nothing for autograd (they write into parameters, which require grad).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import math
 from typing import Any
 
 from .._tensor import Tensor
+from ..autograd.grad_mode import no_grad
 from .parameter import is_distributed
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
@@ -58,6 +60,7 @@ def _dtorch() -> Any:
     return dtorch
 
 
+@no_grad()
 def uniform_(tensor: Any, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Any:
     """Values drawn uniformly from [a, b)."""
     _check(tensor, "uniform_")
@@ -67,6 +70,7 @@ def uniform_(tensor: Any, a: float = 0.0, b: float = 1.0, generator: Any = None)
     return tensor.uniform_(a, b)
 
 
+@no_grad()
 def normal_(tensor: Any, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Any:
     """Values drawn from the normal distribution N(mean, std^2)."""
     _check(tensor, "normal_")
@@ -76,6 +80,7 @@ def normal_(tensor: Any, mean: float = 0.0, std: float = 1.0, generator: Any = N
     return tensor.normal_(mean, std)
 
 
+@no_grad()
 def trunc_normal_(tensor: Any, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
                   generator: Any = None) -> Any:
     """Values drawn from N(mean, std^2) restricted to [a, b]: uniform draws between the normal CDF's values at a and b,
@@ -94,6 +99,7 @@ def trunc_normal_(tensor: Any, mean: float = 0.0, std: float = 1.0, a: float = -
     return tensor
 
 
+@no_grad()
 def constant_(tensor: Any, val: float) -> Any:
     """Every value `val`."""
     _check(tensor, "constant_")
@@ -110,6 +116,7 @@ def zeros_(tensor: Any) -> Any:
     return constant_(tensor, 0.0)
 
 
+@no_grad()
 def eye_(tensor: Any) -> Any:
     """The identity matrix (a 2-dimensional tensor)."""
     _check(tensor, "eye_")

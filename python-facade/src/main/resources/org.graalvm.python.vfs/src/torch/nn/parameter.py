@@ -3,8 +3,11 @@
 Parameter(t) shares t's memory (PyTorch's Parameter is t's data, not a copy). A Parameter of a torch.Tensor is a
 torch.Tensor of the subclass Parameter. A Parameter of a distributed tensor (dtorch.Tensor) is a dtorch.Tensor of a
 subclass that isinstance(p, torch.nn.Parameter) recognizes, so that model code that builds distributed parameters as
-PyTorch's does, nn.Parameter(distribute_tensor(...)), runs as written. requires_grad is a flag that Module.requires_grad_
-sets and model code may read; nothing computes gradients (grad stays None).
+PyTorch's does, nn.Parameter(distribute_tensor(...)), runs as written.
+
+A Parameter of a torch.Tensor is a leaf of libtorch's autograd: it requires grad unless told otherwise, and backward()
+fills its .grad. A distributed parameter's requires_grad is a flag that Module.requires_grad_ sets and model code may
+read; distributed tensors have no autograd yet (their grad stays None).
 """
 
 from __future__ import annotations
@@ -12,8 +15,11 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .._tensor import Tensor, make_tensor
+from .._dispatch import require
+from .._tensor import Tensor
 from .. import _format
+
+_DETACH = require("detach")
 
 
 def distributed_tensor_type() -> type | None:
@@ -35,7 +41,7 @@ def is_tensor_like(value: Any) -> bool:
 
 
 class _RequiresGradFlag:
-    """requires_grad as a flag of the parameter (there is no autograd to act on it), for both kinds of Parameter."""
+    """requires_grad as a flag of a distributed parameter (distributed tensors have no autograd to act on it yet)."""
 
     @property
     def requires_grad(self) -> bool:
@@ -58,9 +64,10 @@ class _ParameterMeta(type):
         return super().__instancecheck__(instance)
 
 
-class Parameter(_RequiresGradFlag, Tensor, metaclass=_ParameterMeta):
+class Parameter(Tensor, metaclass=_ParameterMeta):
     """A module's parameter: Parameter(data=None, requires_grad=True). data is a torch.Tensor (empty if None) or a
-    dtorch.Tensor; the Parameter shares its memory."""
+    dtorch.Tensor; the Parameter shares its memory. Of a torch.Tensor it is a new leaf of autograd (data's history, if
+    any, is not its own), requiring grad as asked."""
 
     _is_param = True
 
@@ -73,21 +80,12 @@ class Parameter(_RequiresGradFlag, Tensor, metaclass=_ParameterMeta):
         if not isinstance(data, Tensor):
             raise TypeError("Parameter() takes a torch.Tensor or a dtorch.Tensor, got %r" % (type(data).__name__,))
         param = object.__new__(cls)
-        param._java = data._java
-        param.__dict__["requires_grad"] = bool(requires_grad)
+        param._java = _DETACH(data)._java
+        param.requires_grad_(requires_grad)
         return param
 
     def __init__(self, data: Any = None, requires_grad: bool = True) -> None:
         pass  # __new__ made it; Tensor.__init__ would build a new tensor from data
-
-    @property
-    def data(self) -> Tensor:
-        """The values as a plain Tensor (the same memory)."""
-        return make_tensor(self._java)
-
-    @data.setter
-    def data(self, value: Tensor) -> None:
-        Tensor.data.fset(self, value)
 
     def __repr__(self) -> str:
         if self._java.isClosed():

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterator
 
 from ... import _types
 from ..._tensor import Tensor
+from ...autograd.grad_mode import no_grad
 from ..parameter import Parameter, is_distributed, is_tensor_like
 from ._hooks import RemovableHandle, hook_table
 
@@ -398,9 +399,13 @@ class Module:
             module._apply(fn)
         for name, param in self._parameters.items():
             if param is not None:
-                converted = fn(param)
-                if converted is not param:
-                    param.data = converted
+                with no_grad():
+                    converted = fn(param)
+                    if converted is not param:
+                        param.data = converted
+                        grad = param.grad
+                        if grad is not None:
+                            param.grad = fn(grad)
         for name, buf in self._buffers.items():
             if buf is not None:
                 self._buffers[name] = fn(buf)
@@ -449,13 +454,15 @@ class Module:
         return self.train(False)
 
     def requires_grad_(self, requires_grad: bool = True) -> Module:
-        """Sets every parameter's requires_grad flag (nothing computes gradients here; model code may read it)."""
+        """Sets whether autograd records operations on every parameter (requires_grad_(False) freezes the module)."""
         for param in self.parameters():
             param.requires_grad_(requires_grad)
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Nothing to do: no gradients are computed, every parameter's grad is None."""
+        """Removes every parameter's gradient (set_to_none, the default), or fills it with zeros."""
+        for param in self.parameters():
+            _clear_grad(param, set_to_none)
 
     def apply(self, fn: Callable[[Module], None]) -> Module:
         """fn on every submodule (children first), then on this module."""
@@ -599,9 +606,25 @@ def _same_device(current: Any, wanted: Any) -> bool:
     return current.type == wanted.type and (wanted.index is None or current.index == wanted.index)
 
 
+def _clear_grad(param: Any, set_to_none: bool) -> None:
+    """No gradient on param (set_to_none), or zeros in the one it has, detached from any graph that made it."""
+    grad = param.grad
+    if grad is None:
+        return
+    if set_to_none:
+        param.grad = None
+    else:
+        if grad.grad_fn is not None:
+            grad.detach_()
+        else:
+            grad.requires_grad_(False)
+        grad.zero_()
+
+
+@no_grad()
 def _copy_into(current: Any, given: Any) -> None:
-    """current.copy_(given) across kinds: a distributed tensor's values into a torch.Tensor come whole; a
-    torch.Tensor's into a distributed tensor are spread onto its mesh and placements first."""
+    """current.copy_(given) across kinds, recording nothing: a distributed tensor's values into a torch.Tensor come
+    whole; a torch.Tensor's into a distributed tensor are spread onto its mesh and placements first."""
     if is_distributed(current):
         if isinstance(given, Tensor):
             import dtorch

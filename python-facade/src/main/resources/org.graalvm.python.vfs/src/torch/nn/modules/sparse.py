@@ -6,6 +6,7 @@ from typing import Any
 
 from .. import functional as F
 from .. import init
+from ...autograd.grad_mode import no_grad
 from ..parameter import Parameter
 from .linear import empty_parameter
 from .module import Module
@@ -48,7 +49,8 @@ class Embedding(Module):
     def reset_parameters(self) -> None:
         init.normal_(self.weight)
         if self.padding_idx is not None:
-            self.weight[self.padding_idx] = 0.0
+            with no_grad():
+                self.weight[self.padding_idx] = 0.0
 
     def forward(self, input: Any) -> Any:
         return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,

@@ -1,0 +1,72 @@
+"""Gradient clipping over the gradients of torch tensors, with ATen's multi-tensor operators: the norms of all the
+gradients in one call per device and dtype, the scaling in one more."""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from typing import Any, Iterable
+
+from ..._dispatch import require
+from ..._factories import tensor
+from ..._tensor import Tensor
+from ...autograd.grad_mode import no_grad
+
+_FOREACH_NORM = require("_foreach_norm")
+_FOREACH_MUL_ = require("_foreach_mul_")
+_FOREACH_CLAMP_MIN_ = require("_foreach_clamp_min_")
+_FOREACH_CLAMP_MAX_ = require("_foreach_clamp_max_")
+_VECTOR_NORM = require("linalg_vector_norm")
+_STACK = require("stack")
+_CLAMP = require("clamp")
+_DIV = require("div")
+_FULL_LIKE = require("full_like")
+
+
+def _gradients(parameters: Any) -> list:
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    return [g for g in (p.grad for p in parameters) if g is not None]
+
+
+def _by_device_and_dtype(grads: list) -> OrderedDict:
+    grouped: OrderedDict = OrderedDict()
+    for g in grads:
+        grouped.setdefault((str(g.device), g.dtype), []).append(g)
+    return grouped
+
+
+@no_grad()
+def clip_grad_norm_(parameters: Iterable[Any] | Tensor, max_norm: float, norm_type: float = 2.0,
+                    error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:
+    """Scales the gradients of `parameters` in place so that their total norm (the norm of the vector of every
+    gradient's norm, of order norm_type; inf for the largest magnitude) is at most max_norm, and returns the total norm
+    before scaling. Gradients under the bound are left as they are (the scale is clamped at 1)."""
+    grads = _gradients(parameters)
+    max_norm = float(max_norm)
+    norm_type = float(norm_type)
+    if not grads:
+        return tensor(0.0)
+    groups = _by_device_and_dtype(grads)
+    first_device = str(grads[0].device)
+    norms = []
+    for group in groups.values():
+        norms.extend(n.to(device=first_device) for n in _FOREACH_NORM(group, norm_type))
+    total_norm = _VECTOR_NORM(_STACK(norms), norm_type)
+    if error_if_nonfinite and not math.isfinite(total_norm.item()):
+        raise RuntimeError("The total norm of order %s for gradients from `parameters` is non-finite, so it cannot be "
+                           "clipped. To disable this error and scale the gradients by the non-finite norm anyway, set "
+                           "`error_if_nonfinite=False`" % norm_type)
+    scale = _CLAMP(_DIV(_FULL_LIKE(total_norm, max_norm), total_norm + 1e-6), max=1.0)
+    for (device, _), group in groups.items():
+        _FOREACH_MUL_(group, scale.to(device=device))
+    return total_norm
+
+
+@no_grad()
+def clip_grad_value_(parameters: Iterable[Any] | Tensor, clip_value: float, foreach: bool | None = None) -> None:
+    """Clamps every gradient of `parameters` into [-clip_value, clip_value] in place."""
+    clip_value = float(clip_value)
+    for group in _by_device_and_dtype(_gradients(parameters)).values():
+        _FOREACH_CLAMP_MIN_(group, -clip_value)
+        _FOREACH_CLAMP_MAX_(group, clip_value)
