@@ -25,6 +25,7 @@ import org.dtorch.ops.aten.Overload;
  * Every other case is left to the convolution's other rules, which gather. A device whose share is empty (a height
  * shorter than the devices) convolves its halo rows and one zero row more, and keeps no row of the result: libtorch
  * refuses a convolution whose output has no row, and this way the empty output still has the output's dtype and width.
+ * A device whose weight shard has no output channel likewise convolves with one zero channel and keeps none.
  *
  * <pre>
  *   device r:  [ h rows of r - 1 | H_r rows | h rows of r + 1 ]  --conv, padding (0, p_w)-->  [ H_r rows ]
@@ -136,8 +137,16 @@ final class HaloConvolution {
             }
         }
 
-        /** {@code local} on {@code rows} in place of the input; with no row of this device's own, one zero row more, none kept. */
+        /**
+         * {@code local} on {@code rows} in place of the input; with no row of this device's own, one zero row more, none
+         * kept; with no output channel of the weight (a weight sharded on more devices than it has channels), one zero
+         * channel more, none kept.
+         */
         private List<Tensor> convolve(List<Tensor> inputs, Tensor rows) {
+            Tensor weight = inputs.get(WEIGHT);
+            if (weight.size(0) == 0) {
+                return withoutOutputChannels(inputs, rows);
+            }
             List<Tensor> args = new ArrayList<>(inputs);
             if (inputs.get(INPUT).size(2) > 0) {
                 args.set(INPUT, rows);
@@ -147,6 +156,29 @@ final class HaloConvolution {
                 args.set(INPUT, taller);
                 List<Tensor> one = local.call(args);
                 try (Tensor row = one.getFirst(); Tensor none = row.narrow(2, 0, 0)) {
+                    return List.of(none.contiguous());
+                }
+            }
+        }
+
+        /**
+         * The convolution of a device whose weight shard has no output channel: libtorch refuses a weight with none, so
+         * the device convolves with one zero channel (and a zero bias element) and keeps no channel of the result, which
+         * then has the output's dtype, rows and width.
+         */
+        private List<Tensor> withoutOutputChannels(List<Tensor> inputs, Tensor rows) {
+            List<Tensor> args = new ArrayList<>(inputs);
+            Tensor weight = inputs.get(WEIGHT);
+            long[] zeros = new long[2 * (int) weight.dim()];
+            zeros[zeros.length - 1] = 1;
+            try (Tensor one = torch.constant_pad_nd(weight, zeros);
+                 Tensor bias = inputs.size() > 2 && inputs.get(2) != null ? torch.constant_pad_nd(inputs.get(2), new long[] {0, 1}) : null) {
+                args.set(WEIGHT, one);
+                if (bias != null) {
+                    args.set(2, bias);
+                }
+                List<Tensor> out = convolve(args, rows);
+                try (Tensor channel = out.getFirst(); Tensor none = channel.narrow(1, 0, 0)) {
                     return List.of(none.contiguous());
                 }
             }

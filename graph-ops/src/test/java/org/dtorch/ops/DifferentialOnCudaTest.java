@@ -16,7 +16,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * {@link DifferentialTest}'s random programs on CUDA meshes, against libtorch on the CPU: four ranks on one GPU with the
+ * {@link DifferentialTest}'s random programs on CUDA meshes, against libtorch on one GPU ({@code cuda:0}, where a CUDA
+ * user runs torch; {@link org.dtorch.ops.difftest.ProgramRun}): four ranks on one GPU with the
  * same-device backend, and one rank per GPU with NCCL where two or more are visible (skipped, with the count, where
  * fewer are). Two thousand programs each. cuDNN's TF32 convolutions are turned off while the class runs, as
  * {@link GenericOpsOnCudaTest} does, since they are not float32's precision.

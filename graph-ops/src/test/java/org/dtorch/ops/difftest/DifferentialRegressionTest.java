@@ -9,6 +9,7 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.api.DTorch;
 import org.dtorch.api.DTorchOptions;
 import org.dtorch.api.Index;
+import org.dtorch.core.communication.ReduceOpType;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.ops.difftest.ProgramRun.Verdict;
 import org.junit.jupiter.api.AfterAll;
@@ -73,6 +74,27 @@ class DifferentialRegressionTest {
             new Source(new long[] {1, 1, 5, 4}, ScalarType.Float, 0, List.of(R), 7, 0),
             new Source(new long[] {2, 1, 2, 2}, ScalarType.Float, 0, List.of(Placement.shard(0)), 8, 0),
             new AtenStep("conv2d", "T,T,n,[i],[i]", Arrays.asList(null, null, null, List.of(1L, 1L), List.of(0L, 0L)), new int[] {0, 1}, 1, false))));
+    }
+
+    /**
+     * A height-sharded convolution (the halo exchange's kernel, which runs on every device since its peers wait for it)
+     * whose weight has fewer output channels than the devices of its mesh dimension: the device with no output channel
+     * takes part in the exchange and gives an empty output (libtorch refused its weight of no channel).
+     */
+    @Test
+    void shouldConvolveAHeightShardWithEmptyOutputChannelShardsOfTheWeight() {
+        assertPasses(new Program(4001900, List.of(mesh(new int[] {2, 2}, 2, 0, 1, 3)), List.of(
+            new Source(new long[] {2, 4, 5, 5}, ScalarType.Float, 0, List.of(Placement.partial(ReduceOpType.MAX), Placement.shard(2)),
+                -5151313788983254228L, 0),
+            new Source(new long[] {1, 4, 3, 3}, ScalarType.Float, 0, List.of(Placement.shard(0), Placement.shard(1)), 3373048943978269571L, 0),
+            new Source(new long[] {1}, ScalarType.Float, 0, List.of(R, R), -2833789434016258384L, 0),
+            new AtenStep("conv2d", "T,T,T,[i],[i]", Arrays.asList(null, null, null, List.of(1L, 1L), List.of(1L, 1L)), new int[] {0, 1, 2}, 1,
+                false))));
+        assertPasses(new Program(4001900, List.of(mesh(new int[] {2, 2}, 1, 3, 2, 0)), List.of(
+            new Source(new long[] {1, 2, 6, 4}, ScalarType.Float, 0, List.of(R, Placement.shard(2)), 12, 0),
+            new Source(new long[] {1, 2, 3, 3}, ScalarType.Float, 0, List.of(Placement.shard(0), R), 13, 0),
+            new AtenStep("conv2d", "T,T,n,[i],[i]", Arrays.asList(null, null, null, List.of(1L, 1L), List.of(1L, 1L)), new int[] {0, 1}, 1,
+                false))));
     }
 
     /** {@code count_nonzero} of a partial sum counts the sum's non-zeros, not the parts' (it kept the partial placement). */

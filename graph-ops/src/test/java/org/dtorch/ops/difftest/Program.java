@@ -131,7 +131,7 @@ public record Program(long seed, List<MeshSpec> meshes, List<Step> steps) {
     }
 
     /** The program, one step a line, with the numbers of the values each makes. */
-    String describe() {
+    public String describe() {
         StringBuilder out = new StringBuilder("program of seed " + seed + " on meshes " + meshes + ":\n");
         int[] first = firstOutputs();
         for (int i = 0; i < steps.size(); i++) {

@@ -5,7 +5,9 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Random;
+import java.util.Set;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.api.Index;
 import org.dtorch.core.communication.ReduceOpType;
@@ -24,10 +26,24 @@ import org.dtorch.ops.difftest.MethodStep.Kind;
  * views nor have views (torch itself leaves it open whether {@code reshape} copies), and the same seed gives the same
  * program.
  *
- * <p>Two kinds of operator are left out on purpose. Discontinuous ones ({@code floor}, {@code round}, {@code sign}, ...)
- * turn the last-bit differences of a sum taken in another order into differences of 1. Division by a tensor: a
- * partial sum divided by a divisor with zeros gives parts of {@code +inf} and {@code -inf} whose sum is NaN where the
- * whole is one infinity, and the NaN then spreads through later operators (a softmax's row); division by a number stays.
+ * <p>Two kinds of operator are left out on purpose. Rounding ones that are discontinuous everywhere ({@code floor},
+ * {@code round}, {@code sign}, ...) turn the last-bit differences of a sum taken in another order into differences of 1.
+ * Division by a tensor: a partial sum divided by a divisor with zeros gives parts of {@code +inf} and {@code -inf}
+ * whose sum is NaN where the whole is one infinity, and the NaN then spreads through later operators (a softmax's row);
+ * division by a number stays.
+ *
+ * <p>Discontinuous operators read only exact values. A floating value is <em>rounded</em> when its bits may depend on
+ * the device's kernels or on the order of a sum: it comes from an operator that rounds (a sum, a mean, a product of
+ * matrices, a normalization, a convolution, a transcendental function such as {@code exp} or {@code gelu}, a division)
+ * or from a rounded value. Every other floating value is <em>exact</em>: an input, or what element-wise operations that
+ * round once per element and alike everywhere ({@code add}, {@code mul}, {@code neg}, {@code maximum}, ...), selections
+ * ({@code amax}, {@code where}, ...), casts and moves of data make of exact values. An operator whose result jumps where
+ * a floating input crosses a point (comparisons, casts to an integer or bool, {@code logical_*}, {@code argmax},
+ * {@code max(dim)}'s indices, {@code all}, {@code any}, {@code count_nonzero}, {@code remainder}, {@code copysign},
+ * {@code atan2}, {@code pow}, {@code sqrt}) is not drawn on a rounded value: there the last bit of a CUDA kernel
+ * against a CPU one, or of a sum in another order, decides the result, which is then no finding of the runtime's.
+ * A cast of a floating value to {@code int64} is not drawn where the value holds NaN or an infinity: C++ leaves that
+ * conversion undefined, and CPU and CUDA give different integers.
  *
  * <p>Not thread-safe: one generator per thread.
  */
@@ -41,6 +57,18 @@ public final class ProgramGenerator {
     private static final List<String> BINARY = List.of("add", "sub", "mul", "maximum", "minimum", "atan2", "remainder", "bitwise_and",
         "bitwise_or", "bitwise_xor", "logical_and", "logical_or", "logical_xor", "copysign", "fmax", "fmin", "hypot", "pow");
     private static final List<String> COMPARISONS = List.of("eq", "ne", "lt", "le", "gt", "ge");
+    /**
+     * ATen operators whose floating outputs are the same bits on any device and in any order where their floating inputs
+     * are: one correctly rounded operation per element, selections and moves of data. Every other operator rounds.
+     */
+    private static final Set<String> EXACT = Set.of("abs", "neg", "relu", "clamp", "leaky_relu", "logical_not", "bitwise_not",
+        "add", "sub", "mul", "maximum", "minimum", "fmax", "fmin", "remainder", "copysign", "bitwise_and", "bitwise_or", "bitwise_xor",
+        "logical_and", "logical_or", "logical_xor", "where", "masked_fill", "eq", "ne", "lt", "le", "gt", "ge", "amax", "amin", "max", "min",
+        "argmax", "argmin", "all", "any", "count_nonzero", "permute", "unsqueeze", "squeeze", "flatten", "select", "slice", "expand", "flip",
+        "roll", "index_select", "repeat", "cat", "stack", "split", "chunk", "unbind", "max_pool1d", "max_pool2d");
+    /** ATen operators whose result jumps where a floating input crosses a point (zero, another input, an integer). */
+    private static final Set<String> DISCONTINUOUS = Set.of("eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or",
+        "logical_xor", "argmax", "argmin", "all", "any", "count_nonzero", "remainder", "copysign", "atan2", "pow", "sqrt");
 
     private final int devices;
     private final int maxSteps;
@@ -61,6 +89,8 @@ public final class ProgramGenerator {
         final int mesh;
         boolean view;
         boolean viewed;
+        /** A floating value whose bits may depend on the device or on the order of a sum (see the class comment). */
+        boolean rounded;
 
         Val(long[] shape, ScalarType dtype, int mesh) {
             this.shape = shape;
@@ -141,6 +171,10 @@ public final class ProgramGenerator {
             try {
                 for (Step s : batch) {
                     List<Tensor> in = Arrays.stream(s.reads()).mapToObj(refs::get).toList();
+                    if (!admissible(s, in)) {
+                        throw new Inadmissible();
+                    }
+                    boolean rounded = rounds(s) || Arrays.stream(s.reads()).anyMatch(r -> vals.get(r).rounded);
                     List<Tensor> out = s.reference(in);
                     Step kept = s instanceof AtenStep a && a.outputs() < 0
                         ? new AtenStep(a.name(), a.key(), a.values(), a.reads(), out.size(), a.aliases()) : s;
@@ -149,10 +183,14 @@ public final class ProgramGenerator {
                         refs.add(t);
                         Val v = new Val(TorchTensors.shape(t), TorchTensors.dtype(t), mesh);
                         v.view = s.aliases();
+                        v.rounded = rounded && v.floating();
                         vals.add(v);
                     }
                     if (s.aliases()) {
                         vals.get(s.reads()[0]).viewed = true;
+                    }
+                    if (s.writes() && vals.get(s.reads()[0]).floating()) {
+                        vals.get(s.reads()[0]).rounded |= rounded;
                     }
                     steps.add(kept);
                 }
@@ -169,6 +207,46 @@ public final class ProgramGenerator {
             } finally {
                 batch.clear();
             }
+        }
+
+        /**
+         * False where {@code s} is not drawn: a discontinuous step on a rounded value, or a cast to {@code int64} of a
+         * value that holds NaN or an infinity ({@code in} are libtorch's values of its reads).
+         */
+        boolean admissible(Step s, List<Tensor> in) {
+            int[] reads = s.reads();
+            if (discontinuous(s) && Arrays.stream(reads).anyMatch(r -> vals.get(r).rounded)) {
+                return false;
+            }
+            Tensor cast = castToInteger(s, in);
+            if (cast == null) {
+                return true;
+            }
+            try (Tensor finite = torch.isfinite(cast); Tensor all = finite.all()) {
+                return all.item_bool();
+            }
+        }
+
+        /** True where {@code s}'s result jumps where a floating input crosses a point. */
+        boolean discontinuous(Step s) {
+            return switch (s) {
+                case AtenStep a -> DISCONTINUOUS.contains(a.name()) || ((a.name().equals("max") || a.name().equals("min")) && !a.key().equals("T"));
+                case MethodStep m -> switch (m.kind()) {
+                    case GT, LT, EQ, NE, GT_S -> true;
+                    case TO -> m.arg() == L || m.arg() == B;
+                    default -> false;
+                };
+                case Write w -> w.kind() == Write.Kind.COPY_ && !vals.get(w.reads()[0]).floating();
+                default -> false;
+            };
+        }
+
+        /** The floating value {@code s} casts to {@code int64} ({@code to} or {@code copy_} into an int64 target), or null. */
+        Tensor castToInteger(Step s, List<Tensor> in) {
+            boolean toLong = s instanceof MethodStep m && m.kind() == Kind.TO && m.arg() == L
+                || s instanceof Write w && w.kind() == Write.Kind.COPY_ && vals.get(w.reads()[0]).dtype == L;
+            Tensor from = toLong ? in.getLast() : null;
+            return from != null && torch.isFloatingType(TorchTensors.dtype(from)) ? from : null;
         }
 
         // ---- drawing helpers ---------------------------------------------------------------------------
@@ -288,6 +366,28 @@ public final class ProgramGenerator {
         void aten(String name, String key, List<Object> values, boolean aliases, int... reads) {
             batch.add(new AtenStep(name, key, values, reads, -1, aliases));
         }
+    }
+
+    /** A step the generator does not draw (see {@link Draw#admissible}): its batch is dropped as a refused one is. */
+    private static final class Inadmissible extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        Inadmissible() {
+            super("not drawn", null, false, false);
+        }
+    }
+
+    /** True where {@code s}'s floating outputs may differ in their last bits between devices or orders of a sum. */
+    private static boolean rounds(Step s) {
+        return switch (s) {
+            case AtenStep a -> !EXACT.contains(a.name());
+            case MethodStep m -> switch (m.kind()) {
+                case MATMUL, DIV_S, SILU, GELU, EXP, TANH, SIGMOID, SUM, MEAN, SOFTMAX -> true;
+                default -> false;
+            };
+            case Write w -> w.kind() == Write.Kind.DIV_S_;
+            default -> false;
+        };
     }
 
     /** The program of {@code seed}. */

@@ -9,16 +9,24 @@ import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
 import org.dtorch.core.communication.CommTimeoutException;
 import org.dtorch.core.communication.FailureKind;
+import org.dtorch.core.device.Device;
+import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.graph.ShardingException;
 import org.dtorch.core.tensor.TorchTensors;
 
 /**
  * One run of a {@link Program} against a runtime, op by op: {@link #reference()} first runs the whole program in
- * libtorch on one device (a program libtorch refuses is {@link Verdict#INVALID}: there is nothing to compare with), then
+ * libtorch on one device of the runtime's kind (a program libtorch refuses is {@link Verdict#INVALID}: there is nothing
+ * to compare with), then
  * {@link #issue()} issues one step at a time on the runtime, and {@link #finish()} fetches the compared values and
  * compares each with libtorch's ({@link Tolerance}). {@link #run} does all three. A refusal on the runtime of a step
  * libtorch runs is a failure; so is an error, a mismatch and a wait that outlives the runtime's deadline.
+ *
+ * <p>The reference runs where a user of the runtime would run the program on one device: on the CPU for a CPU runtime,
+ * on the first GPU ({@code cuda:0}) for a CUDA one. libtorch's CPU and CUDA kernels of the same operator round
+ * differently (a CUDA layer norm's mean and variance, its {@code exp}), so a CPU reference would hold a CUDA runtime to
+ * the CPU's last bits; on the same kind of device a replicated operator runs the very kernel of the reference.
  *
  * <p>Not thread-safe: one thread drives a run.
  */
@@ -64,6 +72,8 @@ public final class ProgramRun implements AutoCloseable {
     private final DTorch dt;
     private final Program program;
     private final List<DeviceMesh> meshes;
+    /** Where the reference runs: the runtime's device kind, index 0. */
+    private final Device device;
     private final List<Tensor> expected = new ArrayList<>();
     /** Per value, the loosest floating dtype among the values it was computed from ({@link Tolerance#looser}). */
     private final List<ScalarType> precision = new ArrayList<>();
@@ -74,6 +84,7 @@ public final class ProgramRun implements AutoCloseable {
         this.dt = dt;
         this.program = program;
         this.meshes = program.meshes().stream().map(m -> m.on(dt)).toList();
+        this.device = dt.deviceKind() == DeviceKind.CUDA ? Device.cuda(0) : Device.cpu(0);
     }
 
     /** Runs {@code program} on {@code dt} and on libtorch and compares. */
@@ -100,6 +111,11 @@ public final class ProgramRun implements AutoCloseable {
             for (; i < program.steps().size(); i++) {
                 Step s = program.steps().get(i);
                 List<Tensor> out = s.reference(Arrays.stream(s.reads()).mapToObj(expected::get).toList());
+                if (s instanceof Source && device.kind() != DeviceKind.CPU) {
+                    try (Tensor host = out.getFirst()) {
+                        out = List.of(TorchTensors.to(host, device));
+                    }
+                }
                 ScalarType inherited = ScalarType.Bool;
                 for (int r : s.reads()) {
                     inherited = Tolerance.looser(inherited, precision.get(r));
@@ -138,8 +154,9 @@ public final class ProgramRun implements AutoCloseable {
     /** Fetches every compared value and compares it with libtorch's; the first failure, or a pass. */
     public Outcome finish() {
         for (int v : program.compared()) {
-            try (Tensor got = values.get(v).toTorch()) {
-                String problem = Tolerance.compare(expected.get(v), got, precision.get(v));
+            try (Tensor fetched = values.get(v).toTorch(); Tensor got = TorchTensors.to(fetched, Device.cpu(0));
+                 Tensor want = TorchTensors.to(expected.get(v), Device.cpu(0))) {
+                String problem = Tolerance.compare(want, got, precision.get(v));
                 if (problem != null) {
                     return new Outcome(Verdict.MISMATCH, "v" + v + " (" + values.get(v).placements() + " on " + values.get(v).mesh() + "): " + problem);
                 }

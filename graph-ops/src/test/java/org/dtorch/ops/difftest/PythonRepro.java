@@ -11,9 +11,9 @@ import org.dtorch.core.tensor.TorchTensors;
 /**
  * Prints a {@link Program} as a Python script for {@code ./dtorch run}: the inputs' values as literals, the program on
  * the runtime with the {@code dtorch} package, the same program with {@code torch} on whole tensors, and the comparison
- * of every compared value with the tolerances of {@link Tolerance}. A failure report carries this script, so the report
- * is a reproduction: where the runtime refused a step, the script raises there; where values differ, an assertion
- * names the value.
+ * of every compared value with the tolerances of {@link Tolerance}. The one device is the runtime's kind: the CPU, or
+ * the first GPU for a CUDA mesh. A failure report carries this script, so the report is a reproduction: where the
+ * runtime refused a step, the script raises there; where values differ, an assertion names the value.
  *
  * <p>Stateless. Thread-safe.
  */
@@ -45,21 +45,29 @@ public final class PythonRepro {
             }
         }
         py.append("\n# The program on the runtime.\n");
-        appendSteps(py, program, first, true);
+        appendSteps(py, program, first, true, deviceType);
         py.append("\n# The same program on one device.\n");
-        appendSteps(py, program, first, false);
+        appendSteps(py, program, first, false, deviceType);
         py.append('\n');
+        // On CUDA the one device is the first GPU, as in ProgramRun; the comparison runs on the host.
+        String host = deviceType.equals("cpu") ? "" : ".cpu()";
         for (int v : program.compared()) {
-            py.append("_check(\"v").append(v).append("\", v").append(v).append(".to_torch(), r").append(v).append(")\n");
+            py.append("_check(\"v").append(v).append("\", v").append(v).append(".to_torch()").append(host).append(", r").append(v).append(host)
+                .append(")\n");
         }
         py.append("print(\"every value matches torch\")\n");
         return py.toString();
     }
 
-    private static void appendSteps(StringBuilder py, Program program, int[] first, boolean distributed) {
+    private static void appendSteps(StringBuilder py, Program program, int[] first, boolean distributed, String deviceType) {
         String prefix = distributed ? "v" : "r";
         for (int i = 0; i < program.steps().size(); i++) {
             Step s = program.steps().get(i);
+            if (!distributed && s instanceof Source && !deviceType.equals("cpu")) {
+                // The one device of a CUDA run is the first GPU, as in ProgramRun.
+                py.append("r").append(first[i]).append(" = _x").append(first[i]).append(".to(\"").append(deviceType).append("\")\n");
+                continue;
+            }
             List<String> in = Arrays.stream(s.reads()).mapToObj(r -> prefix + r).toList();
             List<String> out = new ArrayList<>();
             for (int k = 0; k < s.outputs(); k++) {

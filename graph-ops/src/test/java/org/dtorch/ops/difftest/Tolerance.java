@@ -28,6 +28,10 @@ import org.dtorch.core.tensor.TorchTensors;
  * to float32 keeps bfloat16's rounding). float64 values of these programs come from casts of float32 ones (libtorch's vectorized and scalar loops round a
  * float32 operator's last bit differently on differently sized shards), so they get float32's tolerance.
  *
+ * <p>Integers and bools are held exactly also where they come from floating values (a comparison, a cast): the
+ * generator draws such discontinuous operators only on exact values, whose bits are the same on every device and in
+ * every order ({@link ProgramGenerator}), so any difference there is the runtime's.
+ *
  * <p>Stateless. Thread-safe.
  */
 public final class Tolerance {
