@@ -58,13 +58,13 @@ class FaultSchedulesInProcessesTest {
 
     @Test
     void shouldReportTheKilledWorkerAndLeaveNothingBehindForRandomPrograms() throws Exception {
-        runSchedules(6_000_000, 3);
+        runSchedules(6_000_000, 1); // each schedule starts four worker JVMs: the slow run takes the many
     }
 
     @Test
     @Tag("slow")
-    void shouldSurviveFiftyFaultSchedules() throws Exception {
-        runSchedules(60_000_000, 50);
+    void shouldSurviveTwoHundredFaultSchedules() throws Exception {
+        runSchedules(60_000_000, 200);
     }
 
     private static void runSchedules(long firstSeed, int count) throws Exception {
