@@ -241,8 +241,8 @@ final class RunServer {
         if (run.usedPrepared) {
             prepareNext();
         }
-        out.write(ServerWire.EXIT, ServerWire.intPayload(code));
         log.println(Instant.now() + " ran " + request.args() + " in " + request.cwd() + ": exit " + code);
+        out.write(ServerWire.EXIT, ServerWire.intPayload(code));
     }
 
     private static void closeAfter(SocketChannel channel, long seconds) {
