@@ -99,6 +99,7 @@ final class RunServer {
                 return;
             }
             Files.deleteIfExists(socket); // a socket left by a server that is gone: the lock says none serves it
+            pruneOldFiles(dir, log);
             try (ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
                 server.bind(UnixDomainSocketAddress.of(socket));
                 Files.setPosixFilePermissions(socket, PosixFilePermissions.fromString("rw-------"));
@@ -106,6 +107,22 @@ final class RunServer {
                 long idle = idleSeconds(System.getenv(IDLE_ENV));
                 new RunServer(socket, idle, out, err, log).serve(server, Files.getOwner(dir), log);
             }
+        }
+    }
+
+    /** Removes the logs and lock files of servers of other builds that ended more than a day ago. */
+    private static void pruneOldFiles(Path dir, PrintStream log) {
+        long dayAgo = System.currentTimeMillis() - TimeUnit.DAYS.toMillis(1);
+        try (var files = Files.list(dir)) {
+            for (Path file : files.toList()) {
+                String name = file.getFileName().toString();
+                String socketName = name.endsWith(".sock.log") || name.endsWith(".sock.lock") ? name.substring(0, name.lastIndexOf('.')) : null;
+                if (socketName != null && !Files.exists(dir.resolve(socketName)) && Files.getLastModifiedTime(file).toMillis() < dayAgo) {
+                    Files.deleteIfExists(file);
+                }
+            }
+        } catch (IOException e) {
+            log.println("cannot prune " + dir + ": " + e);
         }
     }
 
@@ -306,7 +323,12 @@ final class RunServer {
             PythonHost opened;
             if (isolatedDirectory == null) {
                 usedPrepared = true;
-                opened = prepared.adopt(cwd, bridge);
+                try {
+                    opened = prepared.adopt(cwd, bridge);
+                } catch (RuntimeException | Error e) {
+                    prepared.close(); // a working directory Python cannot enter: the run fails, the context goes
+                    throw e;
+                }
             } else {
                 opened = PythonHost.builder().bridge(bridge).isolatedIn(isolatedDirectory).out(routedOut).err(routedErr).in(input).build();
             }

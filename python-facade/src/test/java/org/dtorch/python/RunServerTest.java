@@ -213,6 +213,11 @@ class RunServerTest {
             assertEquals(served + 1, servedRuns(), "the new server did not serve the rebuilt checkout's run");
         } finally {
             Files.deleteIfExists(rebuilt);
+            // The server of the build with the file sees it change back and ends: the next test starts from no server.
+            Optional<Path> current = socket();
+            if (current.isPresent()) {
+                Await.until(() -> !Files.exists(current.get()), RUN_DEADLINE, "the server of the rebuilt checkout to end");
+            }
         }
     }
 
