@@ -16,8 +16,8 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import sun.misc.Signal;
 
 /**
  * {@code ./dtorch run}'s client of the warm runtime server ({@link RunServer}): it sends the command line, the working
@@ -42,12 +42,13 @@ final class RunClient {
     static final long READY_SECONDS = 120;
     /** How long the client waits for the run to end after it forwarded a signal. */
     static final long SIGNAL_GRACE_SECONDS = 10;
-    private static final List<String> SIGNALS = List.of("INT", "TERM", "HUP");
 
     private final Path socket;
     private final OutputStream stdout = new FileOutputStream(FileDescriptor.out);
     private final OutputStream stderr = new FileOutputStream(FileDescriptor.err);
-    private volatile int signalled;
+    /** Counted down when the run's last frame (or the end of the connection) arrived. */
+    private final CountDownLatch ended = new CountDownLatch(1);
+    private volatile boolean finished;
 
     private RunClient(Path socket) {
         this.socket = socket;
@@ -89,9 +90,9 @@ final class RunClient {
             return direct(args, false);
         }
         out.write(ServerWire.GO, new byte[0]);
-        for (String name : SIGNALS) {
-            Signal.handle(new Signal(name), signal -> forward(out, signal.getNumber()));
-        }
+        // INT, TERM and HUP start the JVM's shutdown, which runs this hook and then exits with 128 + the signal's number,
+        // the exit code of a direct start stopped so.
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> stopRun(out)));
         Thread.ofPlatform().daemon().name("dtorch-stdin").start(() -> pumpInput(out));
         return relay(in);
     }
@@ -106,9 +107,7 @@ final class RunClient {
                 frame = null;
             }
             if (frame == null) {
-                if (signalled != 0) {
-                    return 128 + signalled;
-                }
+                ended.countDown();
                 stderr.write(("dtorch: the runtime server stopped during the run (its log: " + socket + ".log); the next run "
                     + "starts a new one\n").getBytes(StandardCharsets.UTF_8));
                 return SERVER_LOST;
@@ -117,6 +116,8 @@ final class RunClient {
                 case ServerWire.STDOUT -> stdout.write(frame.payload());
                 case ServerWire.STDERR -> stderr.write(frame.payload());
                 case ServerWire.EXIT -> {
+                    finished = true;
+                    ended.countDown();
                     return frame.intPayload();
                 }
                 default -> {
@@ -126,22 +127,17 @@ final class RunClient {
         }
     }
 
-    private void forward(ServerWire.Writer out, int signal) {
-        signalled = signal;
-        try {
-            out.write(ServerWire.SIGNAL, ServerWire.intPayload(signal));
-        } catch (IOException e) {
-            Runtime.getRuntime().halt(128 + signal);
+    /** At a signal: asks the server to stop the run, and waits a while for it to end. */
+    private void stopRun(ServerWire.Writer out) {
+        if (finished) {
+            return; // the run ended: this is the client's own exit
         }
-        // The run normally ends within the grace period, and its EXIT frame ends this process first.
-        Thread.ofPlatform().daemon().start(() -> {
-            try {
-                TimeUnit.SECONDS.sleep(SIGNAL_GRACE_SECONDS);
-            } catch (InterruptedException e) {
-                return;
-            }
-            Runtime.getRuntime().halt(128 + signal);
-        });
+        try {
+            out.write(ServerWire.SIGNAL, ServerWire.intPayload(2));
+            ended.await(SIGNAL_GRACE_SECONDS, TimeUnit.SECONDS);
+        } catch (IOException | InterruptedException e) {
+            // the server is gone: nothing runs any more
+        }
     }
 
     private static void pumpInput(ServerWire.Writer out) {
@@ -189,19 +185,25 @@ final class RunClient {
             builder.environment().put(ServerSpawn.SOCKET_ENV, socket.toString());
         }
         Process launcher = builder.start();
-        for (String name : SIGNALS) {
-            // A terminal's Ctrl-C reaches the launcher itself (it is in this process's group); a signal sent to this
-            // process alone is passed on.
-            Signal.handle(new Signal(name), signal -> passOn(name, launcher.pid()));
-        }
-        return launcher.waitFor();
-    }
-
-    private static void passOn(String signal, long pid) {
+        // A terminal's Ctrl-C reaches the launcher itself (it is in this process's group); a signal sent to this process
+        // alone stops the launcher with SIGTERM. Either way this process exits with 128 + its signal's number.
+        Thread stop = new Thread(() -> {
+            if (launcher.isAlive()) {
+                launcher.destroy();
+                try {
+                    launcher.waitFor(SIGNAL_GRACE_SECONDS, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        });
+        Runtime.getRuntime().addShutdownHook(stop);
+        int code = launcher.waitFor();
         try {
-            new ProcessBuilder("kill", "-" + signal, Long.toString(pid)).inheritIO().start();
-        } catch (IOException e) {
-            // no kill command: the launcher still gets what the terminal sends
+            Runtime.getRuntime().removeShutdownHook(stop);
+        } catch (IllegalStateException e) {
+            // a signal started the shutdown: the hook is running, and the exit code is the signal's
         }
+        return code;
     }
 }

@@ -29,7 +29,6 @@ import jdk.net.UnixDomainPrincipal;
 import org.dtorch.core.shm.OwnedPaths;
 import org.dtorch.polyglot.PyBridge;
 import org.dtorch.polyglot.PythonHost;
-import sun.misc.Signal;
 
 /**
  * The warm runtime server of {@code ./dtorch run}: one JVM per user and build that keeps what every start pays for
@@ -88,8 +87,6 @@ final class RunServer {
         OutputStream err = ServerStreams.routed(ServerWire.STDERR, System.err);
         System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
         System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-        Signal.handle(new Signal("INT"), sun.misc.SignalHandler.SIG_IGN);  // Ctrl-C of the terminal that started it
-        Signal.handle(new Signal("HUP"), sun.misc.SignalHandler.SIG_IGN);
         Path dir = OwnedPaths.ensurePrivateDirectory(socket.getParent(), "runtime server directory",
             "run with --no-server or DTORCH_SERVER=off");
         try (FileChannel lockFile = FileChannel.open(Path.of(socket + ".lock"), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
