@@ -159,6 +159,7 @@ final class PythonBenchmark {
         Path err = Path.of(logPrefix + ".err");
         ProcessBuilder builder = new ProcessBuilder(command).directory(root.toFile()).redirectOutput(out.toFile()).redirectError(err.toFile());
         builder.environment().put("DTORCH_JIT", mode.jit());
+        builder.environment().put("DTORCH_SERVER", "off"); // each run in a fresh JVM, as the section says
         Process process = builder.start();
         if (!process.waitFor(PROCESS_TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
             process.destroyForcibly();

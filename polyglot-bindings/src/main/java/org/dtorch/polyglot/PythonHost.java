@@ -1,6 +1,7 @@
 package org.dtorch.polyglot;
 
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -64,8 +65,8 @@ public final class PythonHost implements AutoCloseable {
         .build();
 
     private final Context context;
-    /** The bridge the script reaches, or null. */
-    private final PyBridge bridge;
+    /** The bridge the script reaches, or null; published once, at build or by {@link #publishBridge}. */
+    private PyBridge bridge;
     /** The directory an isolated script may read, or null. */
     private final Path isolatedDirectory;
     /** The isolated context's copy of the dtorch package, removed at close; or null. */
@@ -88,6 +89,9 @@ public final class PythonHost implements AutoCloseable {
             }
             if (b.err != null) {
                 builder.err(b.err);
+            }
+            if (b.in != null) {
+                builder.in(b.in);
             }
             this.context = builder.build();
         } catch (RuntimeException | Error e) {
@@ -221,6 +225,32 @@ public final class PythonHost implements AutoCloseable {
         return context.getEngine().getImplementationName();
     }
 
+    /**
+     * Publishes the runtime's bridge in a context built without one (a context prepared before its run's runtime
+     * exists: the {@code dtorch} package looks the bridge up on first use, not at import).
+     *
+     * @throws IllegalStateException if this host has a bridge already
+     */
+    public void publishBridge(PyBridge value) {
+        Objects.requireNonNull(value, "bridge");
+        if (bridge != null) {
+            throw new IllegalStateException("this Python host has a bridge already");
+        }
+        if (isolatedDirectory != null) {
+            value.isolate();
+        }
+        bridge = value;
+        context.getPolyglotBindings().putMember(BRIDGE_BINDING, value);
+    }
+
+    /**
+     * Stops the script from another thread: the context's threads are cancelled where they run guest code, and the
+     * thread in {@link #runScript} returns. The host must still be {@linkplain #close() closed}.
+     */
+    public void cancel() {
+        context.close(true);
+    }
+
     /** Evaluates Python code; the result must not outlive this host. */
     public Value eval(String code) {
         return context.eval("python", code);
@@ -233,8 +263,16 @@ public final class PythonHost implements AutoCloseable {
      *         (its Python traceback is printed to the context's standard error)
      */
     public int runScript(Path script, List<String> args) {
+        return runScript(script, Path.of("").toAbsolutePath(), args);
+    }
+
+    /**
+     * Runs a Python script as {@link #runScript(Path, List)} does, {@code script} taken relative to {@code base} (the
+     * directory the user ran it from, where that is not this process's); {@code sys.argv[0]} is {@code script} as given.
+     */
+    public int runScript(Path script, Path base, List<String> args) {
         Objects.requireNonNull(script, "script");
-        Path absolute = script.toAbsolutePath();
+        Path absolute = base.resolve(script).toAbsolutePath();
         if (!Files.isReadable(absolute)) {
             throw new UncheckedIOException(new java.io.FileNotFoundException("cannot read " + script));
         }
@@ -320,6 +358,7 @@ public final class PythonHost implements AutoCloseable {
         private PyBridge bridge;
         private OutputStream out;
         private OutputStream err;
+        private InputStream in;
         private List<String> argv = List.of();
         private Path isolatedDirectory;
 
@@ -347,6 +386,12 @@ public final class PythonHost implements AutoCloseable {
         /** Where Python's standard error goes (default: the JVM's). */
         public Builder err(OutputStream value) {
             this.err = value;
+            return this;
+        }
+
+        /** Where Python's standard input comes from (default: the JVM's). */
+        public Builder in(InputStream value) {
+            this.in = value;
             return this;
         }
 

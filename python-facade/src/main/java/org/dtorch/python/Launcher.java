@@ -76,7 +76,9 @@ public final class Launcher {
     }
 
     public static void main(String[] args) {
-        System.exit(run(args));
+        int code = run(args);
+        ServerSpawn.afterRun(System.getenv());
+        System.exit(code);
     }
 
     /** Runs the command line with this process's environment; returns the exit code. */
@@ -86,6 +88,14 @@ public final class Launcher {
 
     /** Runs the command line with {@code env} as the environment it reads; returns the exit code. */
     static int run(String[] args, Map<String, String> env) {
+        return run(args, env, ScriptHosts.DIRECT);
+    }
+
+    /**
+     * Runs the command line with {@code env} as the environment it reads and its Python host from {@code hosts} (the
+     * runtime server passes its prepared contexts and the client's directory); returns the exit code.
+     */
+    static int run(String[] args, Map<String, String> env, ScriptHosts hosts) {
         if (args.length == 1 && args[0].equals("--probe-jit")) {
             try (PythonHost host = PythonHost.builder().build()) {
                 System.out.println(host.engineImplementation());
@@ -120,7 +130,7 @@ public final class Launcher {
             return reject(e.getMessage());
         }
         command.applyEnvironment(simulation);
-        return command.execute(env);
+        return command.execute(env, hosts);
     }
 
     /**
@@ -162,11 +172,11 @@ public final class Launcher {
         return BAD_INPUT;
     }
 
-    /** Why {@code script} cannot be run, or null. */
-    private static String scriptProblem(String script) {
+    /** Why {@code script} (relative to {@code base}) cannot be run, or null. */
+    private static String scriptProblem(Path base, String script) {
         Path path;
         try {
-            path = Path.of(script);
+            path = base.resolve(script);
         } catch (InvalidPathException e) {
             return "cannot read script '" + script + "': not a valid path (" + e.getReason() + ")";
         }
@@ -183,10 +193,10 @@ public final class Launcher {
     }
 
     /** Why the trace cannot be written to {@code trace}, or null: its directory must exist, and it must not be one. */
-    private static String traceProblem(String trace) {
+    private static String traceProblem(Path base, String trace) {
         Path path;
         try {
-            path = Path.of(trace).toAbsolutePath();
+            path = base.resolve(trace).toAbsolutePath();
         } catch (InvalidPathException e) {
             return "cannot write the trace to '" + trace + "': not a valid path (" + e.getReason() + ")";
         }
@@ -265,6 +275,11 @@ public final class Launcher {
         @CommandLine.Mixin
         private NodeOptions nodes = new NodeOptions();
 
+        // Read by the ./dtorch script, which then starts the launcher directly; accepted here so that it parses.
+        @Option(names = "--no-server", description = {"Start a JVM for this run instead of using the warm runtime server",
+            "(also DTORCH_SERVER=off; docs/configuration.md#the-runtime-server)."})
+        private boolean noServer;
+
         @Option(names = {"-h", "--help"}, usageHelp = true, description = "Show this help.")
         private boolean help;
 
@@ -309,14 +324,15 @@ public final class Launcher {
          * Checks what picocli cannot, then runs the script (node 0) or serves this node's devices (other nodes); returns
          * the exit code. {@code env} holds the run's token ({@value ClusterToken#ENV}) when no token file is given.
          */
-        int execute(Map<String, String> env) {
+        int execute(Map<String, String> env, ScriptHosts hosts) {
+            Path base = hosts.workingDirectory();
             String problem = nodes.problem(sameDevice, perDeviceProcess);
             // Only node 0 reads the script: the others need not have it.
             if (problem == null && nodes.nodeRank() == 0) {
-                problem = scriptProblem(script);
+                problem = scriptProblem(base, script);
             }
             if (problem == null && trace != null && nodes.nodeRank() == 0) {
-                problem = traceProblem(trace);
+                problem = traceProblem(base, trace);
             }
             if (problem != null) {
                 return reject(problem);
@@ -342,7 +358,7 @@ public final class Launcher {
                 return reject(oneLine(e.getMessage()));
             }
             try (LogSettings ignored = LogSettings.apply(logLevel)) {
-                return node != null && node.nodeRank() > 0 ? serveNode(node, perNode.kind()) : runScript(node);
+                return node != null && node.nodeRank() > 0 ? serveNode(node, perNode.kind()) : runScript(node, hosts);
             }
         }
 
@@ -358,9 +374,10 @@ public final class Launcher {
         }
 
         /** Starts the runtime (node 0 of {@code node}'s run, or alone when null) and runs the script on it. */
-        private int runScript(NodeSpec node) {
+        private int runScript(NodeSpec node, ScriptHosts hosts) {
             // libtorch decides once per process whether it has CUDA: its CUDA library loads before any tensor.
             Cuda.loadNatives();
+            Path base = hosts.workingDirectory();
             Path scriptPath = Path.of(script);
             DTorch runtime;
             try {
@@ -376,7 +393,7 @@ public final class Launcher {
                     options.timeout(timeout);
                 }
                 if (trace != null) {
-                    options.trace(Path.of(trace));
+                    options.trace(base.resolve(trace));
                 }
                 if (memoryGrowthSyncs != null || memoryGrowthFloor != null) {
                     options.memoryGrowthWarning(Objects.requireNonNullElse(memoryGrowthSyncs, MemoryWatch.DEFAULT_GROWTH_SYNCS),
@@ -396,12 +413,9 @@ public final class Launcher {
                 // A dtorch.* system property the runtime rejects: the configuration, not the script, is wrong.
                 return reject("invalid configuration (dtorch.* system properties): " + rootMessage(e));
             }
-            PythonHost.Builder host = PythonHost.builder().bridge(new PyBridge(runtime));
-            if (isolated) {
-                host.isolatedIn(scriptPath.toAbsolutePath().getParent());
-            }
-            try (runtime; PythonHost python = host.build()) {
-                return python.runScript(scriptPath, scriptArgs);
+            Path isolatedDirectory = isolated ? base.resolve(scriptPath).toAbsolutePath().getParent() : null;
+            try (runtime; PythonHost python = hosts.open(new PyBridge(runtime), isolatedDirectory)) {
+                return python.runScript(scriptPath, base, scriptArgs);
             }
         }
 
