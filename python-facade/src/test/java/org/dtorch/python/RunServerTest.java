@@ -36,9 +36,11 @@ import org.junit.jupiter.api.io.TempDir;
  * JVM, real signals. A run the server serves gives the output and exit code of a direct start ({@code --no-server}),
  * keeps nothing of an earlier script, stops on Ctrl-C while the server stays, survives its server being killed, turns
  * away another user, and moves to a new server when the checkout is rebuilt. The servers live in this class's own
- * runtime directory ({@code XDG_RUNTIME_DIR}) and are ended after the class.
+ * runtime directory ({@code XDG_RUNTIME_DIR}) and are ended after the class. In the slow run: each case starts
+ * {@code ./dtorch} cold several times (tens of seconds each on two cores) besides a server.
  */
 @Tag("multiprocess")
+@Tag("slow")
 @Timeout(900)
 class RunServerTest {
     private static final Path ROOT = RepositoryPaths.resolve("");
@@ -88,7 +90,6 @@ class RunServerTest {
     }
 
     @Test
-    @Tag("slow")
     void shouldRunTheQuickstartAsADirectStartDoes() throws Exception {
         awaitServer();
         List<String> args = List.of("run", ROOT.resolve("examples/python/quickstart.py").toString());
@@ -150,7 +151,6 @@ class RunServerTest {
     }
 
     @Test
-    @Tag("slow")
     void shouldReportAServerKilledMidRunAndStartANewOne() throws Exception {
         awaitServer();
         long server = serverPid();
@@ -196,7 +196,6 @@ class RunServerTest {
     }
 
     @Test
-    @Tag("slow")
     void shouldMoveToANewServerWhenTheCheckoutIsRebuilt() throws Exception {
         awaitServer();
         Path oldSocket = socket().orElseThrow();
