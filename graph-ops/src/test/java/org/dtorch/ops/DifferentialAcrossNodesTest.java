@@ -12,10 +12,11 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * {@link DifferentialTest}'s random programs across two nodes of two CPU devices each on loopback ({@link TwoNodes}):
- * meshes that span both nodes move tensors over the network store and c10d Gloo between hosts. Every build runs a few;
- * the slow run ten thousand.
+ * meshes that span both nodes move tensors over the network store and c10d Gloo between hosts. In the slow run only
+ * (starting two nodes costs the default build more than its programs): twenty, then two thousand.
  */
 @Tag("multinode")
+@Tag("slow")
 @Timeout(7200)
 class DifferentialAcrossNodesTest {
     private static TwoNodes.Run run;
@@ -40,7 +41,6 @@ class DifferentialAcrossNodesTest {
     }
 
     @Test
-    @Tag("slow")
     void twoThousandRandomProgramsAcrossTwoNodesMatchTorch() {
         // Two thousand fit the CI's slow run; -Ddtorch.difftest.count=10000 runs the full campaign (docs/testing.md).
         Campaign.Report report = Campaign.run(run.dt(), "nodes", 4, 30_000_000, 2_000);

@@ -28,7 +28,7 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(1800)
 class DroppedHandlesMemoryTest {
     static final String ITERATIONS_PROPERTY = "dtorch.test.memoryLoopIterations";
-    static final int SHORT = 500;
+    static final int SHORT = 300;
     static final int LONG = 20_000;
 
     /** Per-device-process mode instead of threads; {@code DroppedHandlesMemoryInProcessesTest} turns it on. */

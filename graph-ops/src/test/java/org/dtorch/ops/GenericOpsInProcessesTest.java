@@ -70,13 +70,19 @@ class GenericOpsInProcessesTest {
         GenericOpsTest.walkPointwise(dt);
     }
 
+    /** In the slow run: every build runs the table's reductions in threads and random reductions in worker processes (DifferentialInProcessesTest). */
     @Test
+    @Tag("slow")
     void shouldRunEveryReductionOfTheTableLikeTorch() {
         GenericOpsTest.walkReductions(dt);
     }
 
-    /** Tensor lists cross the control channel as input runs; list returns come back as one output per tensor. */
+    /**
+     * Tensor lists cross the control channel as input runs; list returns come back as one output per tensor. In the slow
+     * run: every build sends concatenations and splits to worker processes in DifferentialInProcessesTest's programs.
+     */
     @Test
+    @Tag("slow")
     void shouldRunEveryConcatSplitOperatorLikeTorch() {
         ConcatSplitOpsTest.walk(dt, 1);
     }

@@ -22,4 +22,28 @@ class RuntimeBehaviourInProcessesTest extends RuntimeBehaviourTest {
     void shouldGiveIdenticalResultsWithTheSameDeviceSimulation() {
         super.shouldGiveIdenticalResultsWithTheSameDeviceSimulation();
     }
+
+    /** Tagged {@code slow} here: every build frees dropped handles in worker processes ({@link DroppedHandlesMemoryInProcessesTest}). */
+    @Override
+    @Test
+    @Tag("slow")
+    void shouldFreeForgottenHandlesThroughTheCleaner() {
+        super.shouldFreeForgottenHandlesThroughTheCleaner();
+    }
+
+    /** Tagged {@code slow} here: every build returns worker processes' memory to its baseline ({@link DroppedHandlesMemoryInProcessesTest}). */
+    @Override
+    @Test
+    @Tag("slow")
+    void shouldReturnLiveBlobsAndNativeMemoryToTheirBaseline() {
+        super.shouldReturnLiveBlobsAndNativeMemoryToTheirBaseline();
+    }
+
+    /** Tagged {@code slow} here: every build closes worker processes with operators in flight ({@link ShutdownInProcessesTest}). */
+    @Override
+    @Test
+    @Tag("slow")
+    void shouldShutDownCleanlyWithOperatorsInFlight() {
+        super.shouldShutDownCleanlyWithOperatorsInFlight();
+    }
 }
