@@ -8,7 +8,7 @@ import torch
 from dtorch import DeviceMesh, Partial, Replicate, Shard
 
 # The tolerances of the differential tests: (rtol, atol) per floating dtype; integers and bools must be equal.
-_TOLERANCE = {torch.float32: (1e-4, 1e-4), torch.bfloat16: (2e-2, 2e-2), torch.float16: (2e-3, 2e-3), torch.float64: (1e-4, 1e-4)}
+_TOLERANCE = {torch.float32: (1e-4, 1e-4), torch.bfloat16: (2e-2, 6e-2), torch.float16: (2e-3, 2e-3), torch.float64: (1e-4, 1e-4)}
 
 
 def _outs(result):

@@ -18,11 +18,15 @@ import org.dtorch.core.tensor.TorchTensors;
  *   <caption>Tolerances per dtype</caption>
  *   <tr><th>dtype</th><th>rtol</th><th>atol</th></tr>
  *   <tr><td>float32</td><td>1e-4</td><td>1e-4</td></tr>
- *   <tr><td>bfloat16</td><td>2e-2</td><td>2e-2</td></tr>
+ *   <tr><td>bfloat16</td><td>2e-2</td><td>6e-2</td></tr>
  *   <tr><td>float16</td><td>2e-3</td><td>2e-3</td></tr>
  *   <tr><td>float64</td><td>1e-4</td><td>1e-4</td></tr>
  *   <tr><td>int64, bool</td><td>exact</td><td>exact</td></tr>
  * </table>
+ *
+ * <p>bfloat16's absolute tolerance allows for partial sums: each device rounds its partial sum to 8 bits (a relative
+ * error of 2^-8 of the partial, which may be larger than the whole when the partials cancel), and four partials of up
+ * to four times the result's scale add up to about 6e-2 of it, where one device rounds the whole sum once.
  *
  * <p>A floating-point value computed from values of a looser dtype gets that dtype's tolerance (a bfloat16 product cast
  * to float32 keeps bfloat16's rounding). float64 values of these programs come from casts of float32 ones (libtorch's vectorized and scalar loops round a
@@ -42,7 +46,7 @@ public final class Tolerance {
     public static double[] of(ScalarType dtype) {
         return switch (dtype) {
             case Float -> new double[] {1e-4, 1e-4};
-            case BFloat16 -> new double[] {2e-2, 2e-2};
+            case BFloat16 -> new double[] {2e-2, 6e-2};
             case Half -> new double[] {2e-3, 2e-3};
             case Double -> new double[] {1e-4, 1e-4};
             default -> new double[] {0, 0};
