@@ -905,8 +905,13 @@ public final class ProgramGenerator {
         }
     }
 
+    /**
+     * Attention of a query (the value itself when it is floating and 4-d with no empty dimension), keys and values. No
+     * dimension is empty: libtorch's CPU flash attention divides by a zero size and the process dies of SIGFPE, one
+     * device's torch as much as a worker.
+     */
     private void attention(Draw g, int xi, Val x) {
-        int q = x.floating() && x.ndim() == 4 ? xi
+        int q = x.floating() && x.ndim() == 4 && Arrays.stream(x.shape).allMatch(d -> d > 0) ? xi
             : g.fresh(new long[] {1 + g.rnd.nextInt(3), 1 + g.rnd.nextInt(4), 1 + g.rnd.nextInt(7), 1 + g.rnd.nextInt(6)}, g.floatType(), x.mesh);
         long[] s = g.shapeOf(q);
         ScalarType t = g.dtypeOf(q);
