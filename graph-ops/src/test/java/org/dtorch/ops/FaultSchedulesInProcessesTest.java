@@ -6,20 +6,16 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.IOException;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
-import java.util.stream.Stream;
 import org.dtorch.api.DTorch;
 import org.dtorch.api.DTorchOptions;
 import org.dtorch.core.communication.CommPaths;
 import org.dtorch.core.distributed.Placement;
-import org.dtorch.core.shm.SharedRegion;
 import org.dtorch.core.testing.Await;
 import org.dtorch.ops.difftest.Campaign;
 import org.dtorch.ops.difftest.Program;
@@ -48,12 +44,6 @@ class FaultSchedulesInProcessesTest {
     private static DTorch start() {
         return DTorch.init(DTorchOptions.builder().devices(4).perDevicePerProcess(true).timeout(TIMEOUT)
             .shutdownTimeout(Duration.ofSeconds(2)).build());
-    }
-
-    private static List<String> filesOf(String instanceId) throws IOException {
-        try (Stream<Path> files = Files.list(SharedRegion.directory())) {
-            return files.map(p -> p.getFileName().toString()).filter(n -> n.startsWith(SharedRegion.PREFIX + instanceId + "-")).toList();
-        }
     }
 
     @Test
@@ -131,7 +121,7 @@ class FaultSchedulesInProcessesTest {
             Await.until(() -> !ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false), TIMEOUT,
                 () -> schedule + ": worker " + pid + " ends with its runtime");
         }
-        assertEquals(List.of(), filesOf(instance), () -> schedule + ": shared memory left behind");
+        assertEquals(List.of(), ProcessFaultsTest.filesOf(instance), () -> schedule + ": shared memory left behind");
         assertFalse(Files.exists(CommPaths.root().resolve(instance)), () -> schedule + ": rendezvous directory left behind");
     }
 }

@@ -43,7 +43,8 @@ class ProcessFaultsTest {
             .shutdownTimeout(Duration.ofSeconds(5)).build());
     }
 
-    private static List<String> filesOf(String instanceId) throws IOException {
+    /** The shared-memory files of runtime {@code instanceId} that are still there. */
+    static List<String> filesOf(String instanceId) throws IOException {
         try (Stream<Path> files = Files.list(SharedRegion.directory())) {
             return files.map(p -> p.getFileName().toString()).filter(n -> n.startsWith(SharedRegion.PREFIX + instanceId + "-")).toList();
         }
