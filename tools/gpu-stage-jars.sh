@@ -2,10 +2,11 @@
 # Builds with the GPU natives and packs what tools/gpu-session.sh needs on the GPU machine besides our own
 # classes: a Java 25 runtime and the external jars of the -Pgpu class path (libtorch's CUDA build, Bytedeco's
 # CUDA JNI, JavaCPP, OpenBLAS, HdrHistogram, GraalPy and picocli for the Python facade's tests, JUnit's console
-# launcher), in .stage/partNN, in the layout of ../shared/tools/gpu-stage (one 58 MiB part per device call, unpacked
-# into /tmp/stage there, with the same env.sh). It links the Java runtime itself because GraalPy needs the JDK module
-# jdk.security.auth (com.sun.security.auth.module.UnixSystem) besides the modules gpu-stage links, and JVMCI
-# (jdk.internal.vm.ci), through which GraalPy's optimizing JIT runs (tools/gpu-session.sh python).
+# launcher), in .stage/partNN, in the layout of ../shared/tools/gpu-stage (one 52 MiB part per device call, unpacked
+# into /tmp/stage there, with the same env.sh; a call's 64 MiB carry limit counts the working tree beside the part).
+# It links the Java runtime itself because GraalPy needs the JDK module jdk.security.auth
+# (com.sun.security.auth.module.UnixSystem) besides the modules gpu-stage links, and JVMCI (jdk.internal.vm.ci),
+# through which GraalPy's optimizing JIT runs (tools/gpu-session.sh python).
 # The CPU natives that Maven still lists under -Pgpu (it reads the modules' own POMs with their default, cpu, profile;
 # JavaCPP loads the -gpu natives first) are left out. Prints the calls to make.
 set -euo pipefail
@@ -45,7 +46,7 @@ NV=\$(python3 -c 'import nvidia, os; print(os.path.dirname(nvidia.__path__[0]))'
 export LD_LIBRARY_PATH="\$NV/cu13/lib:\$NV/cudnn/lib:\$NV/nccl/lib:\$NV/cusparselt/lib:\${LD_LIBRARY_PATH:-}"
 ENV
 tar -C "$STAGE" -cf "$STAGE/all.tar" root
-split -b 58M -d -a 2 "$STAGE/all.tar" "$STAGE/part"
+split -b 52M -d -a 2 "$STAGE/all.tar" "$STAGE/part"
 rm -rf "$STAGE/all.tar" "$STAGE/root"
 echo "gpu-stage-jars: $(du -sh "$STAGE" | cut -f1) in $(ls "$STAGE"/part* | wc -l) part(s) under $STAGE"
 for p in "$STAGE"/part*; do echo "  call: carry [\"$p\"]  command: mkdir -p /tmp/stage && cp $p /tmp/stage/"; done
