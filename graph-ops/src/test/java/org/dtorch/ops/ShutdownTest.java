@@ -38,8 +38,13 @@ class ShutdownTest {
         return false;
     }
 
+    /** The runtime's device count; the last device is the one that holds the others up. */
+    int devices() {
+        return 4;
+    }
+
     private DTorchOptions.Builder options() {
-        return DTorchOptions.builder().devices(4).perDevicePerProcess(processes()).timeout(Duration.ofSeconds(60));
+        return DTorchOptions.builder().devices(devices()).perDevicePerProcess(processes()).timeout(Duration.ofSeconds(60));
     }
 
     /** The program of the report: 40 steps of matmul, scale and S(0) -> S(1), then a sum, closed at once. */
@@ -72,15 +77,15 @@ class ShutdownTest {
         assertAllCompleted(futures);
     }
 
-    /** Where device 3 is when the runtime closes, while devices 0 to 2 wait for it. */
+    /** Where the last device is when the runtime closes, while the others wait for it. */
     enum Blocker {
-        /** Devices 0-2 in a Gloo all-gather of a group that exists, device 3 asleep in a kernel. */
+        /** The others in a Gloo all-gather of a group that exists, the last device asleep in a kernel. */
         COLLECTIVE,
-        /** Devices 0-2 creating a group (its rendezvous), device 3 asleep in a kernel. */
+        /** The others creating a group (its rendezvous), the last device asleep in a kernel. */
         GROUP_CREATION,
-        /** Same-device backend: devices 0-2 waiting in a tensor store, device 3 asleep in a kernel. */
+        /** Same-device backend: the others waiting in a tensor store, the last device asleep in a kernel. */
         STORE_WAIT,
-        /** Devices 0-2 in a Gloo all-gather, device 3 in a kernel that ignores interrupts for 8 s. */
+        /** The others in a Gloo all-gather, the last device in a kernel that ignores interrupts for 6 s. */
         KERNEL_IGNORING_INTERRUPTS
     }
 
@@ -97,14 +102,14 @@ class ShutdownTest {
                     assertEquals(64.0, warm.item_double());
                 }
             }
-            DTensor stalled = dt.apply(new TestOps.StallOn(3, stallMillis, blocker == Blocker.KERNEL_IGNORING_INTERRUPTS), x);
+            DTensor stalled = dt.apply(new TestOps.StallOn(devices() - 1, stallMillis, blocker == Blocker.KERNEL_IGNORING_INTERRUPTS), x);
             for (int i = 0; i < 3; i++) {
                 futures.add(stalled.redistribute(Placement.replicate()).sum().toTorchAsync());
             }
-            // Devices 0 to 2 reach the collective (or the rendezvous) and wait there for device 3. A sleep, not a condition:
+            // The other devices reach the collective (or the rendezvous) and wait there for the last. A sleep, not a condition:
             // where a device waits inside a worker process cannot be seen from here, and closing earlier is a case too.
             Thread.sleep(500);
-            assertFalse(futures.getFirst().isReady(), "device 3 holds everything up");
+            assertFalse(futures.getFirst().isReady(), "the last device holds everything up");
         } finally {
             assertClosesInTime(dt);
         }
