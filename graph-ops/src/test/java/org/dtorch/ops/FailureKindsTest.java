@@ -58,7 +58,7 @@ class FailureKindsTest {
         DTorch dt = startForOperators();
         try {
             DTensor x = dt.ones(new long[] {4}, dt.defaultMesh(), Placement.shard(0));
-            // The failure on device 0 reaches device 1 through the redistribution's collective and the registry.
+            // The failure on device 0 reaches the other devices through the redistribution's collective and the registry.
             DTensor failed = dt.apply(new TestOps.FailOn(0), x).redistribute(Placement.replicate()).sum();
             FutureFailedException e = assertThrows(FutureFailedException.class, () -> failed.toTorchAsync().get());
             assertEquals(FailureKind.KERNEL, FailureKind.of(e), e.getMessage());

@@ -20,25 +20,25 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(120)
 class ProcessModeSmokeTest {
 
-    /** On {@link SharedWorkerProcesses}' runtime: the test only issues operators. */
+    /** On {@link SharedWorkerProcesses}' runtime: the test only issues operators, and closes what it made. */
     @Test
     void shouldAddShardedTensorsInWorkerProcesses() {
         DTorch dt = SharedWorkerProcesses.runtime();
-        DTensor a = dt.arange(0, 8, 1, org.bytedeco.pytorch.global.torch.ScalarType.Float, dt.defaultMesh(), Placement.shard(0));
-        DTensor b = dt.full(10, new long[] {8}, dt.defaultMesh(), Placement.shard(0));
-        DTensor c = a.add(b).mul(2.0);
-        try (Tensor result = c.toTorch()) {
-            assertEquals("[20.0, 22.0, 24.0, 26.0, 28.0, 30.0, 32.0, 34.0]", TorchTensors.format(result, 100));
-        }
-        try (Tensor total = c.sum().toTorch()) {
-            assertEquals(216.0, total.item_double());
+        try (DTensor a = dt.arange(0, 8, 1, org.bytedeco.pytorch.global.torch.ScalarType.Float, dt.defaultMesh(), Placement.shard(0));
+             DTensor b = dt.full(10, new long[] {8}, dt.defaultMesh(), Placement.shard(0));
+             DTensor c = a.add(b).mul(2.0)) {
+            try (Tensor result = c.toTorch()) {
+                assertEquals("[20.0, 22.0, 24.0, 26.0, 28.0, 30.0, 32.0, 34.0]", TorchTensors.format(result, 100));
+            }
+            try (Tensor total = c.sum().toTorch()) {
+                assertEquals(216.0, total.item_double());
+            }
         }
         // A client tensor larger than a control frame carries crosses through shared memory.
-        try (Tensor host = org.bytedeco.pytorch.global.torch.rand(new long[] {512, 512})) {
-            DTensor big = dt.tensor(host, dt.defaultMesh(), Placement.shard(1));
-            try (Tensor back = big.redistribute(Placement.replicate()).toTorch()) {
-                assertEquals(true, host.equal(back), "a 1 MiB tensor must come back unchanged");
-            }
+        try (Tensor host = org.bytedeco.pytorch.global.torch.rand(new long[] {512, 512});
+             DTensor big = dt.tensor(host, dt.defaultMesh(), Placement.shard(1));
+             Tensor back = big.redistribute(Placement.replicate()).toTorch()) {
+            assertEquals(true, host.equal(back), "a 1 MiB tensor must come back unchanged");
         }
         dt.sync();
     }
@@ -62,7 +62,7 @@ class ProcessModeSmokeTest {
         List<String> results = new ArrayList<>();
         for (boolean processes : new boolean[] {false, true}) {
             for (boolean sameDevice : new boolean[] {false, true}) {
-                if (processes && !sameDevice) {
+                if (processes && !sameDevice) { // the shared worker processes: the program only issues operators
                     results.add(mlp(SharedWorkerProcesses.runtime()));
                     continue;
                 }
