@@ -8,6 +8,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
 import org.bytedeco.pytorch.Tensor;
 import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
@@ -15,6 +16,7 @@ import org.dtorch.api.DTorchOptions;
 import org.dtorch.core.communication.promise.FutureFailedException;
 import org.dtorch.core.communication.promise.TensorFuture;
 import org.dtorch.core.distributed.Placement;
+import org.dtorch.core.graph.OpSpec;
 import org.dtorch.core.testing.Await;
 import org.junit.jupiter.api.RepeatedTest;
 import org.junit.jupiter.api.Tag;
@@ -85,7 +87,10 @@ class ShutdownTest {
         GROUP_CREATION,
         /** Same-device backend: the others waiting in a tensor store, the last device asleep in a kernel. */
         STORE_WAIT,
-        /** The others in a Gloo all-gather, the last device in a kernel that ignores interrupts for 6 s. */
+        /**
+         * The others in a Gloo all-gather, the last device in a kernel that ignores interrupts: in threads until the test
+         * releases it once close returned, in worker processes for 6 s (the worker is killed).
+         */
         KERNEL_IGNORING_INTERRUPTS
     }
 
@@ -95,6 +100,12 @@ class ShutdownTest {
         DTorch dt = DTorch.init(options().sameDevice(blocker == Blocker.STORE_WAIT).shutdownTimeout(Duration.ofMillis(100)).build());
         List<TensorFuture> futures = new ArrayList<>();
         long stallMillis = blocker == Blocker.KERNEL_IGNORING_INTERRUPTS ? CLOSE_LIMIT_MILLIS + 1_000 : 30_000;
+        // In threads the kernel that ignores interrupts holds until close returned, however long close takes, and then ends
+        // at once: no wait for a stall sized to outlast close. A worker process cannot see the latch; it is killed anyway.
+        CountDownLatch release = new CountDownLatch(1);
+        OpSpec stall = blocker == Blocker.KERNEL_IGNORING_INTERRUPTS && !processes()
+            ? new TestOps.HoldOn(devices() - 1, release, stallMillis + CLOSE_LIMIT_MILLIS)
+            : new TestOps.StallOn(devices() - 1, stallMillis, blocker == Blocker.KERNEL_IGNORING_INTERRUPTS);
         try {
             DTensor x = dt.ones(new long[] {8, 8}, dt.defaultMesh(), Placement.shard(0));
             if (blocker != Blocker.GROUP_CREATION) {
@@ -102,7 +113,7 @@ class ShutdownTest {
                     assertEquals(64.0, warm.item_double());
                 }
             }
-            DTensor stalled = dt.apply(new TestOps.StallOn(devices() - 1, stallMillis, blocker == Blocker.KERNEL_IGNORING_INTERRUPTS), x);
+            DTensor stalled = dt.apply(stall, x);
             for (int i = 0; i < 3; i++) {
                 futures.add(stalled.redistribute(Placement.replicate()).sum().toTorchAsync());
             }
@@ -111,12 +122,16 @@ class ShutdownTest {
             Thread.sleep(500);
             assertFalse(futures.getFirst().isReady(), "the last device holds everything up");
         } finally {
-            assertClosesInTime(dt);
+            try {
+                assertClosesInTime(dt);
+            } finally {
+                release.countDown();
+            }
         }
         assertAllCompleted(futures);
         if (blocker == Blocker.KERNEL_IGNORING_INTERRUPTS && !processes()) {
             // Nothing can stop that thread: close() left it to finish its kernel, after which it ends.
-            awaitRuntimeThreadsGone(Duration.ofMillis(stallMillis + 10_000));
+            awaitRuntimeThreadsGone(Duration.ofSeconds(10));
         }
         assertNoRuntimeThreadLeft();
     }
