@@ -1,5 +1,6 @@
 package org.dtorch.ops;
 
+import org.dtorch.api.DTorch;
 import org.junit.jupiter.api.Tag;
 
 /** {@link ClientDeadlinesTest} with every device a worker process (File futures, completed through the watcher). */
@@ -9,5 +10,10 @@ class ClientDeadlinesInProcessesTest extends ClientDeadlinesTest {
     @Override
     boolean processes() {
         return true;
+    }
+
+    @Override
+    DTorch startForOperators() {
+        return SharedWorkerProcesses.runtime();
     }
 }

@@ -41,6 +41,15 @@ class ClientDeadlinesTest {
         return TestOps.twoDevices(processes(), timeout);
     }
 
+    /**
+     * The runtime of a test that only issues operators, failing ones included, and leaves the runtime as usable as it
+     * found it: one of its own here; {@link ClientDeadlinesInProcessesTest} takes {@link SharedWorkerProcesses}'
+     * instead of starting worker JVMs for the test. Closed with {@link SharedWorkerProcesses#closeUnlessShared}.
+     */
+    DTorch startForOperators() {
+        return start(Duration.ofSeconds(30));
+    }
+
     @Test
     void shouldBoundGetAndSyncByTheRuntimeTimeout() {
         try (DTorch dt = start(Duration.ofSeconds(1))) {
@@ -74,7 +83,8 @@ class ClientDeadlinesTest {
 
     @Test
     void shouldRunCallbacksOffTheDevicesAndTheWatcher() throws Exception {
-        try (DTorch dt = start(Duration.ofSeconds(30))) {
+        DTorch dt = startForOperators();
+        try {
             DTensor a = dt.full(3, new long[] {2}, dt.mesh(0));
             TensorFuture first = dt.apply(new TestOps.StallOn(0, 200, false), a).toTorchAsync();
             TensorFuture second = a.mul(2.0).toTorchAsync(); // same device, after the first
@@ -102,6 +112,8 @@ class ClientDeadlinesTest {
                 assertEquals(6.0, value.select(0, 1).item_double());
             }
             assertFalse(firstThread.get().startsWith("dtorch-worker"));
+        } finally {
+            SharedWorkerProcesses.closeUnlessShared(dt);
         }
     }
 }

@@ -31,24 +31,39 @@ class FailureKindsTest {
         return TestOps.twoDevices(processes(), timeout);
     }
 
+    /**
+     * The runtime of a test that only issues operators, failing ones included, and leaves the runtime as usable as it
+     * found it: one of its own here; {@link FailureKindsInProcessesTest} takes {@link SharedWorkerProcesses}'
+     * instead of starting worker JVMs for the test. Closed with {@link SharedWorkerProcesses#closeUnlessShared}.
+     */
+    DTorch startForOperators() {
+        return start(Duration.ofSeconds(30));
+    }
+
     @Test
     void shouldReportAKernelThatThrowsAsAKernelFailure() {
-        try (DTorch dt = start(Duration.ofSeconds(30))) {
+        DTorch dt = startForOperators();
+        try {
             DTensor failed = dt.apply(new TestOps.FailOn(0), dt.ones(new long[] {2}, dt.mesh(0)));
             FutureFailedException e = assertThrows(FutureFailedException.class, () -> failed.toTorchAsync().get());
             assertEquals(FailureKind.KERNEL, e.kind(), e.getMessage());
             assertTrue(e.getMessage().contains("boom on purpose"), e.getMessage());
+        } finally {
+            SharedWorkerProcesses.closeUnlessShared(dt);
         }
     }
 
     @Test
     void shouldReportAFailureDownstreamOfAKernelAsAKernelFailure() {
-        try (DTorch dt = start(Duration.ofSeconds(30))) {
+        DTorch dt = startForOperators();
+        try {
             DTensor x = dt.ones(new long[] {4}, dt.defaultMesh(), Placement.shard(0));
-            // The failure on device 0 reaches device 1 through the redistribution's collective and the registry.
+            // The failure on device 0 reaches the other devices through the redistribution's collective and the registry.
             DTensor failed = dt.apply(new TestOps.FailOn(0), x).redistribute(Placement.replicate()).sum();
             FutureFailedException e = assertThrows(FutureFailedException.class, () -> failed.toTorchAsync().get());
             assertEquals(FailureKind.KERNEL, FailureKind.of(e), e.getMessage());
+        } finally {
+            SharedWorkerProcesses.closeUnlessShared(dt);
         }
     }
 

@@ -20,27 +20,27 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(120)
 class ProcessModeSmokeTest {
 
+    /** On {@link SharedWorkerProcesses}' runtime: the test only issues operators, and closes what it made. */
     @Test
     void shouldAddShardedTensorsInWorkerProcesses() {
-        try (DTorch dt = DTorch.init(DTorchOptions.builder().devices(4).perDevicePerProcess(true).timeout(Duration.ofSeconds(30)).build())) {
-            DTensor a = dt.arange(0, 8, 1, org.bytedeco.pytorch.global.torch.ScalarType.Float, dt.defaultMesh(), Placement.shard(0));
-            DTensor b = dt.full(10, new long[] {8}, dt.defaultMesh(), Placement.shard(0));
-            DTensor c = a.add(b).mul(2.0);
+        DTorch dt = SharedWorkerProcesses.runtime();
+        try (DTensor a = dt.arange(0, 8, 1, org.bytedeco.pytorch.global.torch.ScalarType.Float, dt.defaultMesh(), Placement.shard(0));
+             DTensor b = dt.full(10, new long[] {8}, dt.defaultMesh(), Placement.shard(0));
+             DTensor c = a.add(b).mul(2.0)) {
             try (Tensor result = c.toTorch()) {
                 assertEquals("[20.0, 22.0, 24.0, 26.0, 28.0, 30.0, 32.0, 34.0]", TorchTensors.format(result, 100));
             }
             try (Tensor total = c.sum().toTorch()) {
                 assertEquals(216.0, total.item_double());
             }
-            // A client tensor larger than a control frame carries crosses through shared memory.
-            try (Tensor host = org.bytedeco.pytorch.global.torch.rand(new long[] {512, 512})) {
-                DTensor big = dt.tensor(host, dt.defaultMesh(), Placement.shard(1));
-                try (Tensor back = big.redistribute(Placement.replicate()).toTorch()) {
-                    assertEquals(true, host.equal(back), "a 1 MiB tensor must come back unchanged");
-                }
-            }
-            dt.sync();
         }
+        // A client tensor larger than a control frame carries crosses through shared memory.
+        try (Tensor host = org.bytedeco.pytorch.global.torch.rand(new long[] {512, 512});
+             DTensor big = dt.tensor(host, dt.defaultMesh(), Placement.shard(1));
+             Tensor back = big.redistribute(Placement.replicate()).toTorch()) {
+            assertEquals(true, host.equal(back), "a 1 MiB tensor must come back unchanged");
+        }
+        dt.sync();
     }
 
     /** A small tensor-parallel MLP with a loss, formatted; the same program for every mode. */
@@ -62,6 +62,10 @@ class ProcessModeSmokeTest {
         List<String> results = new ArrayList<>();
         for (boolean processes : new boolean[] {false, true}) {
             for (boolean sameDevice : new boolean[] {false, true}) {
+                if (processes && !sameDevice) { // the shared worker processes: the program only issues operators
+                    results.add(mlp(SharedWorkerProcesses.runtime()));
+                    continue;
+                }
                 try (DTorch dt = DTorch.init(DTorchOptions.builder().devices(4).perDevicePerProcess(processes).sameDevice(sameDevice)
                     .timeout(Duration.ofSeconds(30)).build())) {
                     results.add(mlp(dt));

@@ -1,15 +1,24 @@
 package org.dtorch.ops;
 
+import org.dtorch.api.DTorch;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
-/** {@link RuntimeBehaviourTest} with every device a worker process. */
+/**
+ * {@link RuntimeBehaviourTest} with every device a worker process. The tests that only issue operators run on
+ * {@link SharedWorkerProcesses}' runtime; those that close theirs, count what it holds or compare modes start their own.
+ */
 @Tag("multiprocess")
 class RuntimeBehaviourInProcessesTest extends RuntimeBehaviourTest {
 
     @Override
     boolean processes() {
         return true;
+    }
+
+    @Override
+    DTorch startForOperators() {
+        return SharedWorkerProcesses.runtime();
     }
 
     /**

@@ -49,10 +49,20 @@ class RuntimeBehaviourTest {
         return DTorch.init(options().sameDevice(sameDevice).build());
     }
 
+    /**
+     * The runtime of a test that only issues operators, failing ones included, and leaves the runtime as usable as it
+     * found it: one of its own here; {@link RuntimeBehaviourInProcessesTest} takes {@link SharedWorkerProcesses}'
+     * instead of starting four worker JVMs per test. Closed with {@link SharedWorkerProcesses#closeUnlessShared}.
+     */
+    DTorch startForOperators() {
+        return start(false);
+    }
+
     @Test
     void shouldReturnBeforeASlowKernelFinishes(@TempDir Path dir) throws IOException {
         Path gate = dir.resolve("open");
-        try (DTorch dt = start(false)) {
+        DTorch dt = startForOperators();
+        try {
             DTensor x = dt.ones(new long[] {4, 4}, dt.defaultMesh(), Placement.shard(0));
             // The kernel runs only once the test creates the gate file: a client that waited for kernels would sit
             // here until the gate's deadline and then find its future failed, not pending.
@@ -64,12 +74,15 @@ class RuntimeBehaviourTest {
             try (Tensor value = future.get()) {
                 assertEquals(48.0, value.item_double());
             }
+        } finally {
+            SharedWorkerProcesses.closeUnlessShared(dt);
         }
     }
 
     @Test
     void shouldKeepTheTensorAliveWhileItsFutureIsPending() {
-        try (DTorch dt = start(false)) {
+        DTorch dt = startForOperators();
+        try {
             DTensor slow = dt.apply(new TestOps.Sleep(300), dt.full(2, new long[] {8}, dt.defaultMesh(), Placement.shard(0)));
             TensorFuture future = dt._GetTensorAsync(slow);
             slow.close();
@@ -77,6 +90,8 @@ class RuntimeBehaviourTest {
             try (Tensor value = future.get()) {
                 assertEquals("[2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0]", TorchTensors.format(value, 16));
             }
+        } finally {
+            SharedWorkerProcesses.closeUnlessShared(dt);
         }
     }
 
@@ -146,7 +161,8 @@ class RuntimeBehaviourTest {
 
     @Test
     void shouldFailDependentFuturesNamingTheOperatorAndDeviceAndStayUsable() {
-        try (DTorch dt = start(false)) {
+        DTorch dt = startForOperators();
+        try {
             DeviceMesh mesh = dt.defaultMesh();
             DTensor x = dt.ones(new long[] {8, 4}, mesh, Placement.shard(0));
             DTensor broken = dt.apply(new TestOps.FailOn(2), x);
@@ -162,6 +178,8 @@ class RuntimeBehaviourTest {
             }
             VoidFuture synced = dt.syncFuture();
             assertTrue(synced.waitFor(Duration.ofSeconds(30)));
+        } finally {
+            SharedWorkerProcesses.closeUnlessShared(dt);
         }
     }
 

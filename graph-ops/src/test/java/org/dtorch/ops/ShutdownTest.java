@@ -8,6 +8,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
 import org.bytedeco.pytorch.Tensor;
 import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
@@ -15,6 +16,7 @@ import org.dtorch.api.DTorchOptions;
 import org.dtorch.core.communication.promise.FutureFailedException;
 import org.dtorch.core.communication.promise.TensorFuture;
 import org.dtorch.core.distributed.Placement;
+import org.dtorch.core.graph.OpSpec;
 import org.dtorch.core.testing.Await;
 import org.junit.jupiter.api.RepeatedTest;
 import org.junit.jupiter.api.Tag;
@@ -38,8 +40,13 @@ class ShutdownTest {
         return false;
     }
 
+    /** The runtime's device count; the last device is the one that holds the others up. */
+    int devices() {
+        return 4;
+    }
+
     private DTorchOptions.Builder options() {
-        return DTorchOptions.builder().devices(4).perDevicePerProcess(processes()).timeout(Duration.ofSeconds(60));
+        return DTorchOptions.builder().devices(devices()).perDevicePerProcess(processes()).timeout(Duration.ofSeconds(60));
     }
 
     /** The program of the report: 40 steps of matmul, scale and S(0) -> S(1), then a sum, closed at once. */
@@ -72,15 +79,18 @@ class ShutdownTest {
         assertAllCompleted(futures);
     }
 
-    /** Where device 3 is when the runtime closes, while devices 0 to 2 wait for it. */
+    /** Where the last device is when the runtime closes, while the others wait for it. */
     enum Blocker {
-        /** Devices 0-2 in a Gloo all-gather of a group that exists, device 3 asleep in a kernel. */
+        /** The others in a Gloo all-gather of a group that exists, the last device asleep in a kernel. */
         COLLECTIVE,
-        /** Devices 0-2 creating a group (its rendezvous), device 3 asleep in a kernel. */
+        /** The others creating a group (its rendezvous), the last device asleep in a kernel. */
         GROUP_CREATION,
-        /** Same-device backend: devices 0-2 waiting in a tensor store, device 3 asleep in a kernel. */
+        /** Same-device backend: the others waiting in a tensor store, the last device asleep in a kernel. */
         STORE_WAIT,
-        /** Devices 0-2 in a Gloo all-gather, device 3 in a kernel that ignores interrupts for 8 s. */
+        /**
+         * The others in a Gloo all-gather, the last device in a kernel that ignores interrupts: in threads until the test
+         * releases it once close returned, in worker processes for 6 s (the worker is killed).
+         */
         KERNEL_IGNORING_INTERRUPTS
     }
 
@@ -90,6 +100,12 @@ class ShutdownTest {
         DTorch dt = DTorch.init(options().sameDevice(blocker == Blocker.STORE_WAIT).shutdownTimeout(Duration.ofMillis(100)).build());
         List<TensorFuture> futures = new ArrayList<>();
         long stallMillis = blocker == Blocker.KERNEL_IGNORING_INTERRUPTS ? CLOSE_LIMIT_MILLIS + 1_000 : 30_000;
+        // In threads the kernel that ignores interrupts holds until close returned, however long close takes, and then ends
+        // at once: no wait for a stall sized to outlast close. A worker process cannot see the latch; it is killed anyway.
+        CountDownLatch release = new CountDownLatch(1);
+        OpSpec stall = blocker == Blocker.KERNEL_IGNORING_INTERRUPTS && !processes()
+            ? new TestOps.HoldOn(devices() - 1, release, stallMillis + CLOSE_LIMIT_MILLIS)
+            : new TestOps.StallOn(devices() - 1, stallMillis, blocker == Blocker.KERNEL_IGNORING_INTERRUPTS);
         try {
             DTensor x = dt.ones(new long[] {8, 8}, dt.defaultMesh(), Placement.shard(0));
             if (blocker != Blocker.GROUP_CREATION) {
@@ -97,21 +113,25 @@ class ShutdownTest {
                     assertEquals(64.0, warm.item_double());
                 }
             }
-            DTensor stalled = dt.apply(new TestOps.StallOn(3, stallMillis, blocker == Blocker.KERNEL_IGNORING_INTERRUPTS), x);
+            DTensor stalled = dt.apply(stall, x);
             for (int i = 0; i < 3; i++) {
                 futures.add(stalled.redistribute(Placement.replicate()).sum().toTorchAsync());
             }
-            // Devices 0 to 2 reach the collective (or the rendezvous) and wait there for device 3. A sleep, not a condition:
+            // The other devices reach the collective (or the rendezvous) and wait there for the last. A sleep, not a condition:
             // where a device waits inside a worker process cannot be seen from here, and closing earlier is a case too.
             Thread.sleep(500);
-            assertFalse(futures.getFirst().isReady(), "device 3 holds everything up");
+            assertFalse(futures.getFirst().isReady(), "the last device holds everything up");
         } finally {
-            assertClosesInTime(dt);
+            try {
+                assertClosesInTime(dt);
+            } finally {
+                release.countDown();
+            }
         }
         assertAllCompleted(futures);
         if (blocker == Blocker.KERNEL_IGNORING_INTERRUPTS && !processes()) {
             // Nothing can stop that thread: close() left it to finish its kernel, after which it ends.
-            awaitRuntimeThreadsGone(Duration.ofMillis(stallMillis + 10_000));
+            awaitRuntimeThreadsGone(Duration.ofSeconds(10));
         }
         assertNoRuntimeThreadLeft();
     }

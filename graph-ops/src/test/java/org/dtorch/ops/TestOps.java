@@ -222,6 +222,48 @@ final class TestOps {
     }
 
     /**
+     * Passes its input through; on {@code device} only, first holds it, ignoring interrupts (a kernel stuck in native
+     * code), until {@code release} opens or {@code timeoutMillis} pass. Thread mode only: the latch does not cross
+     * processes.
+     */
+    record HoldOn(long device, java.util.concurrent.CountDownLatch release, long timeoutMillis) implements OpSpec {
+        @Override
+        public String name() {
+            return "hold";
+        }
+
+        @Override
+        public List<TensorMeta> inferOutputs(List<TensorMeta> inputs) {
+            return List.of(inputs.getFirst());
+        }
+
+        @Override
+        public DeviceKernel kernel(Operator op, long deviceId) {
+            return new LocalKernel(in -> {
+                if (deviceId == device) {
+                    hold();
+                }
+                return in.getFirst().clone();
+            });
+        }
+
+        private void hold() {
+            long end = System.nanoTime() + timeoutMillis * 1_000_000L;
+            boolean interrupted = false;
+            for (long left = end - System.nanoTime(); release.getCount() > 0 && left > 0; left = end - System.nanoTime()) {
+                try {
+                    release.await(left, java.util.concurrent.TimeUnit.NANOSECONDS);
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /**
      * Like {@code get_tensor}, but its kernel's {@code failed} throws without completing the promise (a report
      * that breaks). Thread mode only: its promise does not cross processes.
      */

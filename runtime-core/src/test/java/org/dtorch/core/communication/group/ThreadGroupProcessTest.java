@@ -12,8 +12,7 @@ import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.testing.ChildJvm;
 import org.dtorch.core.testing.ShmFiles;
 import org.junit.jupiter.api.Tag;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** Every collective with its ranks in three JVM processes, on both backends. */
@@ -37,29 +36,47 @@ class ThreadGroupProcessTest {
         return failures;
     }
 
-    @ParameterizedTest
-    @EnumSource(GroupFixtures.Backend.class)
-    void shouldRunEveryCollectiveAcrossProcesses(GroupFixtures.Backend backend) {
+    /**
+     * Both backends with the same two child JVMs, one backend after the other: a child runs its rank of the Gloo group,
+     * closes that group's manager and then runs its rank of the same-device group, as the parent does, so that the test
+     * starts two JVMs, not two per backend. Each backend has a runtime instance (and rendezvous files) of its own.
+     */
+    @Test
+    void shouldRunEveryCollectiveAcrossProcessesOnBothBackends() {
         int world = 3;
-        String instance = ShmFiles.freshInstance("tgp");
+        List<GroupFixtures.Backend> backends = List.of(GroupFixtures.Backend.values());
+        List<String> instances = backends.stream().map(b -> ShmFiles.freshInstance("tgp")).toList();
+        List<ThreadGroupManager> managers = new ArrayList<>();
         List<ChildJvm> children = new ArrayList<>();
-        // Ranks 1 and 2 are other processes: this manager plays the controller's role (it owns the rendezvous files,
-        // and its ranks do not all meet in it).
-        try (ThreadGroupManager manager = new ThreadGroupManager(backend.sameDevice, instance, Duration.ofSeconds(60),
-            ThreadGroupManager.Role.CONTROLLER)) {
-            for (int rank = 1; rank < world; rank++) {
-                children.add(ChildJvm.start("rank " + rank, GroupChild.class, Map.of(), instance, String.valueOf(backend.sameDevice),
-                    String.valueOf(world), String.valueOf(rank)));
+        try {
+            // Ranks 1 and 2 are other processes: these managers play the controller's role (they own the rendezvous
+            // files, and their ranks do not all meet in them). They stay open until the children are done with them.
+            for (int b = 0; b < backends.size(); b++) {
+                managers.add(new ThreadGroupManager(backends.get(b).sameDevice, instances.get(b), Duration.ofSeconds(60),
+                    ThreadGroupManager.Role.CONTROLLER));
             }
-            ThreadGroup group = manager.getThreadGroup(DeviceKind.CPU, GroupFixtures.ids(world), 0);
-            assertEquals(backend.sameDevice ? "same-device" : "gloo", group.backendName());
-            assertEquals(List.of(), runAll(group));
+            for (int rank = 1; rank < world; rank++) {
+                List<String> args = new ArrayList<>(List.of(String.valueOf(world), String.valueOf(rank)));
+                for (int b = 0; b < backends.size(); b++) {
+                    args.add(instances.get(b));
+                    args.add(String.valueOf(backends.get(b).sameDevice));
+                }
+                children.add(ChildJvm.start("rank " + rank, GroupChild.class, Map.of(), args.toArray(String[]::new)));
+            }
+            for (int b = 0; b < backends.size(); b++) {
+                ThreadGroup group = managers.get(b).getThreadGroup(DeviceKind.CPU, GroupFixtures.ids(world), 0);
+                assertEquals(backends.get(b).sameDevice ? "same-device" : "gloo", group.backendName());
+                assertEquals(List.of(), runAll(group), backends.get(b).toString());
+            }
             for (ChildJvm child : children) {
                 child.awaitSuccess(Duration.ofSeconds(120));
             }
         } finally {
             children.forEach(ChildJvm::close);
+            managers.forEach(ThreadGroupManager::close);
         }
-        assertEquals(List.of(), ShmFiles.of(instance), "shared memory left behind");
+        for (String instance : instances) {
+            assertEquals(List.of(), ShmFiles.of(instance), "shared memory left behind");
+        }
     }
 }
