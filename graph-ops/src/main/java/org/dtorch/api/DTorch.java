@@ -61,6 +61,8 @@ public final class DTorch implements AutoCloseable {
     private final Channels channels = new Channels(this);
     /** Futures of tensors' values and of the devices' progress. */
     private final Values values;
+    /** Records operators on tensors that require grad, and runs backward passes. */
+    private final GradTape tape = new GradTape(this);
 
     private DTorch(DTorchOptions options) {
         this.implicit = new ImplicitRedistribution(this, options.implicitRedistribution());
@@ -475,10 +477,12 @@ public final class DTorch implements AutoCloseable {
         Objects.requireNonNull(call, "aten: call is null");
         Overload overload = call.overload();
         if (InPlaceSpec.isInPlace(overload)) {
-            return writes.inPlace(call, inputs);
+            tape.checkWrite(call.qualifiedName(), inputs);
+            return tape.untracked(() -> writes.inPlace(call, inputs));
         }
         if (!overload.mutatedParams().isEmpty()) {
-            return OutVariants.run(this, call, inputs);
+            tape.checkWrite(call.qualifiedName(), inputs);
+            return tape.untracked(() -> OutVariants.run(this, call, inputs));
         }
         return applyMulti(new AtenSpec(call), inputs);
     }
@@ -488,7 +492,12 @@ public final class DTorch implements AutoCloseable {
      * moving the other inputs where it needs them; then counts the write, so that views of {@code target} follow it.
      */
     void write(OpSpec spec, DTensor target, DTensor... others) {
-        writes.write(spec, target, others);
+        tape.checkWrite(spec.name(), target);
+        tape.checkWrite(spec.name(), others);
+        tape.untracked(() -> {
+            writes.write(spec, target, others);
+            return null;
+        });
     }
 
     /**
@@ -497,21 +506,28 @@ public final class DTorch implements AutoCloseable {
      * where the devices need it.
      */
     public void setRegion(DTensor t, Region region, DTensor value) {
-        writes.setRegion(t, region, value);
+        tape.checkWrite("setitem", t, value);
+        tape.untracked(() -> {
+            writes.setRegion(t, region, value);
+            return null;
+        });
     }
 
     /** {@code t[region] = value} in place, for a number. */
     public void setRegion(DTensor t, Region region, double value) {
+        tape.checkWrite("setitem", t);
         writes.setRegion(t, region, value);
     }
 
     /** {@code t[region] = value} in place, for an exact integer. */
     public void setRegion(DTensor t, Region region, long value) {
+        tape.checkWrite("setitem", t);
         writes.setRegion(t, region, value);
     }
 
     /** {@code t[region] = value} in place, for a bool. */
     public void setRegion(DTensor t, Region region, boolean value) {
+        tape.checkWrite("setitem", t);
         writes.setRegion(t, region, value);
     }
 
@@ -542,7 +558,15 @@ public final class DTorch implements AutoCloseable {
 
     /** Adds an operator and returns handles of all its outputs, its inputs fitted as {@link #apply} fits them. */
     public List<DTensor> applyMulti(OpSpec spec, DTensor... inputs) {
-        return operators.applyMulti(spec, inputs);
+        return tape.recorded(spec, inputs, () -> operators.applyMulti(spec, inputs));
+    }
+
+    /**
+     * The autograd tape of this runtime: grad mode, backward passes and {@code torch.autograd.grad} on distributed
+     * tensors ({@link GradTape}); the per-tensor state is on {@link DTensor} ({@link DTensor#requiresGrad_}).
+     */
+    public GradTape autograd() {
+        return tape;
     }
 
     void applyNoOutput(OpSpec spec, DTensor... inputs) {
