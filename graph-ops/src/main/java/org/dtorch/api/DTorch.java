@@ -23,6 +23,7 @@ import org.dtorch.ops.AtenSpec;
 import org.dtorch.ops.FactorySpec;
 import org.dtorch.ops.FallbackWarnings;
 import org.dtorch.ops.InPlaceSpec;
+import org.dtorch.ops.LocalForeachSpec;
 import org.dtorch.ops.Region;
 import org.dtorch.ops.RegionWriteSpec;
 import org.dtorch.ops.ShardingStrategy;
@@ -465,7 +466,9 @@ public final class DTorch implements AutoCloseable {
      * once used (unless the strict mode is on: {@link #setImplicitRedistribution}). An operator in no family runs on
      * replicated inputs, with a warning once per operator naming the communication ({@link FallbackWarnings}).
      *
-     * <p>An in-place overload ({@code add_}) writes into its first input, which keeps its placements ({@link InPlaceSpec};
+     * <p>A multi-tensor in-place overload ({@code _foreach_mul_}, {@code _fused_adamw_}) runs on every device over its own
+     * shards of all the tensors, with no communication ({@link LocalForeachSpec}): an optimizer step of distributed
+     * parameters. An in-place overload ({@code add_}) writes into its first input, which keeps its placements ({@link InPlaceSpec};
      * where no shard can take its part of the result, the functional result is computed and copied back), and returns
      * that input; an {@code out=} overload writes into its {@code out} tensors and returns them.
      *
@@ -476,6 +479,13 @@ public final class DTorch implements AutoCloseable {
     public List<DTensor> aten(AtenCall call, DTensor... inputs) {
         Objects.requireNonNull(call, "aten: call is null");
         Overload overload = call.overload();
+        if (LocalForeachSpec.covers(call)) {
+            tape.checkWrite(call.qualifiedName(), inputs);
+            return tape.untracked(() -> {
+                applyNoOutput(new LocalForeachSpec(call), inputs);
+                return List.of();
+            });
+        }
         if (InPlaceSpec.isInPlace(overload)) {
             tape.checkWrite(call.qualifiedName(), inputs);
             return tape.untracked(() -> writes.inPlace(call, inputs));

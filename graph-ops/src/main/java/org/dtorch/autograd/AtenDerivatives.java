@@ -49,7 +49,7 @@ final class AtenDerivatives {
             case "relu" -> (in, out, g, n) -> new DTensor[] {aten("threshold_backward", "T,T,i", v(null, null, 0L), g[0], out[0])};
             case "silu" -> (in, out, g, n) -> new DTensor[] {aten("silu_backward", "T,T", v(null, null), g[0], in[0])};
             case "gelu" -> {
-                String approximate = String.valueOf(call.constant("approximate"));
+                String approximate = "tanh".equals(call.constant("approximate")) ? "tanh" : "none";
                 yield (in, out, g, n) -> new DTensor[] {aten("gelu_backward", "T,T|approximate=s", v(null, null, approximate), g[0], in[0])};
             }
             case "tanh" -> (in, out, g, n) -> new DTensor[] {aten("tanh_backward", "T,T", v(null, null), g[0], out[0])};

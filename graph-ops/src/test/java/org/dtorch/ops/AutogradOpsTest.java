@@ -92,6 +92,7 @@ class AutogradOpsTest extends FourDeviceRuntime {
         cs.add(aten("pow", call("pow", "T,f", null, 3.0), f(5, 6)));
         cs.add(aten("rsqrt", call("rsqrt", "T", (Object) null), pos(5, 6)));
         cs.add(aten("gelu tanh", call("gelu", "T|approximate=s", null, "tanh"), f(5, 6)));
+        cs.add(aten("aten gelu", call("gelu", "T", (Object) null), f(5, 6)));
         cs.add(aten("softmax", call("softmax", "T,i", null, 1L), f(5, 7)));
         cs.add(aten("log_softmax", call("log_softmax", "T,i", null, -1L), f(3, 5, 7)));
         cs.add(aten("mm", call("mm", "T,T", null, null), f(5, 7), f(7, 3)));
