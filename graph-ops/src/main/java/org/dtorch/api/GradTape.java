@@ -46,6 +46,8 @@ public final class GradTape {
     /** Above 0 while an operator issued by the program adds operators of its own, which are not recorded. */
     private int depth;
     private long nextSeq;
+    /** Every tensor the operators of the running backward pass made (null between passes), released at its end. */
+    private List<DTensor> made;
 
     GradTape(DTorch runtime) {
         this.runtime = runtime;
@@ -107,7 +109,11 @@ public final class GradTape {
     /** Runs {@code body}, the program's operator {@code spec} on {@code inputs}, and records it if it needs to be. */
     List<DTensor> recorded(OpSpec spec, DTensor[] inputs, Supplier<List<DTensor>> body) {
         if (depth > 0) {
-            return body.get();
+            List<DTensor> outputs = body.get();
+            if (made != null) {
+                made.addAll(outputs);
+            }
+            return outputs;
         }
         depth++;
         List<DTensor> outputs;
@@ -272,6 +278,8 @@ public final class GradTape {
         boolean was = GradMode.is_enabled();
         GradMode.set_enabled(false);
         depth++;
+        made = new ArrayList<>();
+        Map<DTensor, DTensor> kept = null;
         try {
             Map<DTensor, DTensor> grads = new IdentityHashMap<>();
             Map<DTensor, DTensor> leafGrads = new LinkedHashMap<>();
@@ -306,8 +314,10 @@ public final class GradTape {
                     node.free();
                 }
             }
-            return toLeafPlacements(leafGrads);
+            kept = owned(toLeafPlacements(leafGrads), seeds);
+            return kept;
         } finally {
+            releaseMade(kept);
             depth--;
             GradMode.set_enabled(was);
         }
@@ -423,6 +433,51 @@ public final class GradTape {
             }
         }
         return out;
+    }
+
+    /**
+     * The gradients, each a tensor of its own that backward made: one that is a given seed, the gradient of two
+     * tensors, a view that follows another tensor, or memory another gradient shares is copied ({@code clone}), so that
+     * in-place writes into one {@code grad} (accumulation, {@code zero_()}, clipping) reach no other tensor.
+     */
+    private Map<DTensor, DTensor> owned(Map<DTensor, DTensor> grads, List<DTensor> seeds) {
+        Set<DTensor> ours = Collections.newSetFromMap(new IdentityHashMap<>());
+        ours.addAll(made);
+        Map<Storage, Integer> uses = new IdentityHashMap<>();
+        for (DTensor seed : seeds) {
+            if (seed != null) {
+                uses.merge(seed.storage(), 2, Integer::sum);
+            }
+        }
+        Set<DTensor> distinct = Collections.newSetFromMap(new IdentityHashMap<>());
+        for (DTensor g : grads.values()) {
+            if (distinct.add(g)) {
+                uses.merge(g.storage(), 1, Integer::sum);
+            }
+        }
+        Set<DTensor> taken = Collections.newSetFromMap(new IdentityHashMap<>());
+        Map<DTensor, DTensor> out = new IdentityHashMap<>();
+        for (Map.Entry<DTensor, DTensor> e : grads.entrySet()) {
+            DTensor g = e.getValue();
+            boolean shared = !ours.contains(g) || g.storage().derivation() != null || uses.get(g.storage()) > 1 || !taken.add(g);
+            out.put(e.getKey(), shared ? runtime.aten(org.dtorch.ops.ViewCalls.of("clone", "T", (Object) null), g).getFirst() : g);
+        }
+        return out;
+    }
+
+    /** Releases what the pass made except the gradients it hands over ({@code kept}'s values; none when it failed). */
+    private void releaseMade(Map<DTensor, DTensor> kept) {
+        List<DTensor> all = made;
+        made = null;
+        Set<DTensor> keep = Collections.newSetFromMap(new IdentityHashMap<>());
+        if (kept != null) {
+            keep.addAll(kept.values());
+        }
+        for (DTensor t : all) {
+            if (!keep.contains(t)) {
+                t.close();
+            }
+        }
     }
 
     private static Sharding gradSharding(DTensor t) {

@@ -217,6 +217,23 @@ class AutogradOpsTest extends FourDeviceRuntime {
     }
 
     @Test
+    void shouldGiveEveryLeafAGradientOfItsOwn() {
+        DeviceMesh line = dt.initDeviceMesh(new int[] {4});
+        try (Tensor x = torch.randn(4, 3); Tensor seed = torch.randn(4, 3)) {
+            DTensor a = leaf(x, line, new Placement[] {Placement.shard(0)});
+            DTensor b = leaf(x, line, new Placement[] {Placement.shard(0)});
+            DTensor given = dt.tensor(seed, line, Placement.shard(0));
+            a.add(b).backward(given);
+            assertTrue(a.grad() != b.grad() && a.grad() != given, "add passes one gradient to both inputs; each leaf gets a copy");
+            a.grad().zero_();
+            try (Tensor gotB = b.grad().toTorch(); Tensor gotSeed = given.toTorch()) {
+                assertTrue(torch.equal(gotB, seed), "zeroing a's gradient leaves b's");
+                assertTrue(torch.equal(gotSeed, seed), "and the seed");
+            }
+        }
+    }
+
+    @Test
     void shouldNotRecordWithoutGradModeAndRefuseOperatorsWithoutDerivative() {
         DeviceMesh line = dt.initDeviceMesh(new int[] {4});
         GradTape tape = dt.autograd();
