@@ -16,7 +16,7 @@ import org.dtorch.ops.aten.AtenCall;
  * The derivatives of ATen operators, by operator name: ATen's own backward operators where it has them
  * ({@code threshold_backward}, {@code silu_backward}, {@code gelu_backward}, {@code tanh_backward},
  * {@code sigmoid_backward}, {@code _softmax_backward_data}, {@code _log_softmax_backward_data}, {@code nll_loss_backward},
- * {@code slice_backward}, {@code select_backward}), and compositions of distributed operators for the rest (products
+ * {@code slice_backward} for strided slices), and compositions of distributed operators for the rest (products
  * with transposes, sums that undo broadcasting, the inverse of a view). A distributed operator needs a meta kernel to
  * infer its outputs, which {@code native_layer_norm_backward}, {@code embedding_dense_backward} and
  * {@code mse_loss_backward} lack in libtorch: their formulas are compositions here. Composite operators whose backward
@@ -174,8 +174,11 @@ final class AtenDerivatives {
             int dim = (int) (dimGiven < 0 ? dimGiven + shape.length : dimGiven);
             long size = shape[dim];
             long s = start == null ? 0 : clamp((Long) start, size);
-            long e = end == null ? size : clamp((Long) end, size);
-            return new DTensor[] {aten("slice_backward", "T,[i],i,i,i,i", v(null, list(shape), (long) dim, s, Math.max(s, e), step), g[0])};
+            long e = Math.max(s, end == null ? size : clamp((Long) end, size));
+            if (step == 1) {
+                return new DTensor[] {Grads.pad(g[0], shape, dim, s, e)};
+            }
+            return new DTensor[] {aten("slice_backward", "T,[i],i,i,i,i", v(null, list(shape), (long) dim, s, e, step), g[0])};
         };
     }
 
@@ -195,7 +198,7 @@ final class AtenDerivatives {
             long[] shape = in[0].shape();
             int dim = (int) (dimGiven < 0 ? dimGiven + shape.length : dimGiven);
             long s = (Long) startValue < 0 ? (Long) startValue + shape[dim] : (Long) startValue;
-            return new DTensor[] {aten("slice_backward", "T,[i],i,i,i,i", v(null, list(shape), (long) dim, s, s + length, 1L), g[0])};
+            return new DTensor[] {Grads.pad(g[0], shape, dim, s, s + length)};
         };
     }
 
@@ -204,9 +207,9 @@ final class AtenDerivatives {
         long index = (Long) call.constant("index");
         return (in, out, g, n) -> {
             long[] shape = in[0].shape();
-            long dim = dimGiven < 0 ? dimGiven + shape.length : dimGiven;
-            long i = index < 0 ? index + shape[(int) dim] : index;
-            return new DTensor[] {aten("select_backward", "T,[i],i,i", v(null, list(shape), dim, i), g[0])};
+            int dim = (int) (dimGiven < 0 ? dimGiven + shape.length : dimGiven);
+            long i = index < 0 ? index + shape[dim] : index;
+            return new DTensor[] {Grads.pad(aten("unsqueeze", "T,i", v(null, (long) dim), g[0]), shape, dim, i, i + 1)};
         };
     }
 

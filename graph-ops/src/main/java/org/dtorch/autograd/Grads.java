@@ -110,6 +110,34 @@ final class Grads {
         return n;
     }
 
+    /**
+     * {@code g} placed at {@code [start, end)} of dimension {@code dim} in zeros of {@code shape}: the gradient of a slice
+     * (and, with {@code g} unsqueezed, of a select). A concatenation with zeros on {@code g}'s placements, so that shards of
+     * the other dimensions stay where they are (ATen's {@code slice_backward} takes the global sizes, which a shard's call
+     * cannot use).
+     */
+    static DTensor pad(DTensor g, long[] shape, int dim, long start, long end) {
+        List<DTensor> parts = new ArrayList<>(3);
+        if (start > 0) {
+            parts.add(zerosLike(g, dim, start));
+        }
+        parts.add(g);
+        if (end < shape[dim]) {
+            parts.add(zerosLike(g, dim, shape[dim] - end));
+        }
+        return parts.size() == 1 ? g : g.runtime().cat(parts, dim);
+    }
+
+    /** Zeros of {@code g}'s shape but {@code size} along {@code dim}, on {@code g}'s mesh and placements (partial as R). */
+    private static DTensor zerosLike(DTensor g, int dim, long size) {
+        long[] shape = g.shape();
+        shape[dim] = size;
+        org.dtorch.core.distributed.Placement[] placements = g.placements().stream()
+            .map(p -> p.isPartial() ? org.dtorch.core.distributed.Placement.replicate() : p)
+            .toArray(org.dtorch.core.distributed.Placement[]::new);
+        return g.runtime().zeros(shape, g.dtype(), g.mesh(), placements);
+    }
+
     static DTensor transposeLast(DTensor t) {
         return t.transpose(-2, -1);
     }

@@ -123,6 +123,8 @@ class AutogradOpsTest extends FourDeviceRuntime {
         cs.add(aten("split", call("split", "T,i,i", null, 2L, 1L), f(5, 7)));
         cs.add(aten("chunk", call("chunk", "T,i", null, 3L), f(7, 5)));
         cs.add(aten("slice", call("slice", "T,i,i,i,i", null, 1L, 1L, 6L, 2L), f(5, 7)));
+        cs.add(aten("slice contiguous", call("slice", "T,i,i,i,i", null, 0L, 1L, 4L, 1L), f(5, 7)));
+        cs.add(aten("slice to the end", call("slice", "T,i,i,i,i", null, -1L, 3L, 100L, 1L), f(2, 5, 7)));
         cs.add(aten("select", call("select", "T,i,i", null, 0L, -2L), f(5, 7)));
         cs.add(aten("narrow", call("narrow", "T,i,i,i", null, 1L, 2L, 3L), f(5, 7)));
         return cs;
