@@ -76,11 +76,14 @@ class Attention(nn.Module):
         v = self.wv(x).view(batch, tokens, -1, self.head_dim).transpose(1, 2)
         q = apply_rotary(q, cos, sin)
         k = apply_rotary(k, cos, sin)
-        cache_k, cache_v = cache
-        cache_k[:, :, pos:pos + tokens] = k  # the cache is written in place, one step's rows
-        cache_v[:, :, pos:pos + tokens] = v
-        keys = cache_k[:, :, :pos + tokens]
-        values = cache_v[:, :, :pos + tokens]
+        if cache is None:  # training: the whole sequence at once, no cache to fill
+            keys, values = k, v
+        else:
+            cache_k, cache_v = cache
+            cache_k[:, :, pos:pos + tokens] = k  # the cache is written in place, one step's rows
+            cache_v[:, :, pos:pos + tokens] = v
+            keys = cache_k[:, :, :pos + tokens]
+            values = cache_v[:, :, :pos + tokens]
         out = F.scaled_dot_product_attention(q, keys, values, is_causal=tokens > 1, enable_gqa=True)
         return self.wo(out.transpose(1, 2).reshape(batch, tokens, -1))
 
@@ -134,14 +137,15 @@ class Llama(nn.Module):
         """Ties the output projection to the embedding again (after its parameters were replaced)."""
         self.output.weight = self.tok_embeddings.weight
 
-    def forward(self, tokens, caches, pos: int):
+    def forward(self, tokens, caches=None, pos: int = 0):
         """Logits [batch, tokens, vocab] of `tokens` [batch, tokens] at positions pos, pos + 1, ...; each layer's
-        (keys, values) cache in `caches` receives this step's rows."""
+        (keys, values) cache in `caches` receives this step's rows. Without caches (training) every layer attends
+        over `tokens` alone."""
         n = tokens.shape[1]
         cos = self.rope_cos[pos:pos + n]
         sin = self.rope_sin[pos:pos + n]
         h = self.tok_embeddings(tokens)
-        for layer, cache in zip(self.layers, caches):
+        for layer, cache in zip(self.layers, caches if caches is not None else [None] * len(self.layers)):
             h = layer(h, cos=cos, sin=sin, cache=cache, pos=pos)
         return self.output(self.norm(h))
 

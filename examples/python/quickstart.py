@@ -12,6 +12,7 @@ import asyncio
 import math
 
 import dtorch
+import torch
 from dtorch import Replicate, Shard
 
 parser = argparse.ArgumentParser(description="dtorch quickstart")
@@ -29,6 +30,7 @@ batch, d_in, d_hidden, d_out = 8, 32, 64, 16
 x = dtorch.randn(batch, d_in, device_mesh=mesh, placements=[Shard(0), Replicate()])
 w1 = dtorch.randn(d_hidden, d_in, device_mesh=mesh, placements=[Replicate(), Shard(0)]) / math.sqrt(d_in)
 w2 = dtorch.randn(d_out, d_hidden, device_mesh=mesh, placements=[Replicate(), Shard(1)]) / math.sqrt(d_hidden)
+w2.requires_grad_()  # the weight this script trains
 target = dtorch.zeros(batch, d_out, device_mesh=mesh, placements=[Shard(0), Replicate()])
 
 # Forward: column-parallel linear (hidden split by feature), then row-parallel linear (a partial sum over tp).
@@ -40,16 +42,16 @@ y = y_partial.redistribute(mesh, [Shard(0), Replicate()])  # one all-reduce alon
 loss = ((y - target) * (y - target)).mean()
 print("loss:", loss)
 
-# One step of gradient descent on w2 by hand: dL/dw2 = (2 / N) * (y - t)^T h, computed shard by shard.
-n = batch * d_out
-grad_y = (y - target) * (2.0 / n)                        # [S(0), R]
-grad_w2_partial = grad_y.transpose(0, 1).matmul(h)       # [P(sum), S(1)]: partial over dp
-grad_w2 = grad_w2_partial.redistribute(mesh, [Replicate(), Shard(1)])
-w2_new = w2 - grad_w2 * 0.1
+# One step of gradient descent on w2: backward() runs the derivatives as distributed operators (dL/dw2 is a partial sum
+# over dp, all-reduced into w2's placements), and SGD updates each device's shard of w2 in place.
+loss.backward()
+print("w2.grad:", w2.grad.placements)
+torch.optim.SGD([w2], lr=0.1).step()
 
 
+@torch.no_grad()
 def loss_after_step():
-    y2 = dtorch.linear(h, w2_new).redistribute(mesh, [Shard(0), Replicate()])
+    y2 = dtorch.linear(h, w2).redistribute(mesh, [Shard(0), Replicate()])
     return ((y2 - target) * (y2 - target)).mean()
 
 

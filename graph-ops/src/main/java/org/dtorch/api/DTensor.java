@@ -56,6 +56,8 @@ public final class DTensor implements AutoCloseable {
     private volatile boolean closed;
     /** The memory this tensor shares with its views ({@link Storage}); set once more where the tensor is a derived view. */
     private Storage storage;
+    /** requires_grad, the recorded operator that made this tensor, and the accumulated gradient. */
+    private final AutogradState autograd = new AutogradState();
 
     DTensor(DTorch runtime, Operand operand) {
         this(runtime, operand, Storage.own());
@@ -700,6 +702,63 @@ public final class DTensor implements AutoCloseable {
             }
             return view == this ? runtime.aten(ViewCalls.of("alias", "T", (Object) null), this).getFirst() : view;
         }
+    }
+
+    // ---- autograd ({@link GradTape}) ---------------------------------------------------------------------------
+
+    /** True when operators that take this tensor are recorded for backward (while grad mode is on). */
+    public boolean requiresGrad() {
+        return autograd.requiresGrad;
+    }
+
+    /**
+     * Makes this leaf require grad (or not); returns this tensor.
+     *
+     * @throws IllegalArgumentException for a dtype that is not floating point or complex
+     * @throws IllegalStateException    to switch it off on a tensor a recorded operator made
+     */
+    public DTensor requiresGrad_(boolean requiresGrad) {
+        runtime.autograd().setRequiresGrad(this, requiresGrad);
+        return this;
+    }
+
+    /** The gradient backward passes accumulated into this tensor (its mesh and placements, {@code P} as {@code R}), or null. */
+    public DTensor grad() {
+        return autograd.grad;
+    }
+
+    /** Replaces the gradient ({@code null} clears it); its shape and dtype must be this tensor's. */
+    public void setGrad(DTensor grad) {
+        runtime.autograd().setGrad(this, grad);
+    }
+
+    /** True unless a recorded operator made this tensor. */
+    public boolean isLeaf() {
+        return autograd.gradFn == null;
+    }
+
+    /** The name of the recorded operator that made this tensor ({@code "mm"}), or null for a leaf. */
+    public String gradFn() {
+        return autograd.gradFn == null ? null : autograd.gradFn.name;
+    }
+
+    /** Accumulates the gradient of this one-element tensor into the leaves it depends on ({@link GradTape#backward}). */
+    public void backward() {
+        runtime.autograd().backward(List.of(this), List.of(), false, List.of());
+    }
+
+    /** Accumulates the gradient of this tensor, seeded with {@code gradient} (its shape), into the leaves it depends on. */
+    public void backward(DTensor gradient) {
+        runtime.autograd().backward(List.of(this), List.of(nonNull(gradient, "backward", "gradient")), false, List.of());
+    }
+
+    /** The same values and memory, without history: a leaf that does not require grad. */
+    public DTensor detach() {
+        return runtime.autograd().detach(this);
+    }
+
+    AutogradState autograd() {
+        return autograd;
     }
 
     // ---- values -----------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ import org.dtorch.ops.AtenSpec;
 import org.dtorch.ops.FactorySpec;
 import org.dtorch.ops.FallbackWarnings;
 import org.dtorch.ops.InPlaceSpec;
+import org.dtorch.ops.LocalForeachSpec;
 import org.dtorch.ops.Region;
 import org.dtorch.ops.RegionWriteSpec;
 import org.dtorch.ops.ShardingStrategy;
@@ -61,6 +62,8 @@ public final class DTorch implements AutoCloseable {
     private final Channels channels = new Channels(this);
     /** Futures of tensors' values and of the devices' progress. */
     private final Values values;
+    /** Records operators on tensors that require grad, and runs backward passes. */
+    private final GradTape tape = new GradTape(this);
 
     private DTorch(DTorchOptions options) {
         this.implicit = new ImplicitRedistribution(this, options.implicitRedistribution());
@@ -463,7 +466,9 @@ public final class DTorch implements AutoCloseable {
      * once used (unless the strict mode is on: {@link #setImplicitRedistribution}). An operator in no family runs on
      * replicated inputs, with a warning once per operator naming the communication ({@link FallbackWarnings}).
      *
-     * <p>An in-place overload ({@code add_}) writes into its first input, which keeps its placements ({@link InPlaceSpec};
+     * <p>A multi-tensor in-place overload ({@code _foreach_mul_}, {@code _fused_adamw_}) runs on every device over its own
+     * shards of all the tensors, with no communication ({@link LocalForeachSpec}): an optimizer step of distributed
+     * parameters. An in-place overload ({@code add_}) writes into its first input, which keeps its placements ({@link InPlaceSpec};
      * where no shard can take its part of the result, the functional result is computed and copied back), and returns
      * that input; an {@code out=} overload writes into its {@code out} tensors and returns them.
      *
@@ -474,11 +479,20 @@ public final class DTorch implements AutoCloseable {
     public List<DTensor> aten(AtenCall call, DTensor... inputs) {
         Objects.requireNonNull(call, "aten: call is null");
         Overload overload = call.overload();
+        if (LocalForeachSpec.covers(call)) {
+            tape.checkWrite(call.qualifiedName(), inputs);
+            return tape.untracked(() -> {
+                applyNoOutput(new LocalForeachSpec(call), inputs);
+                return List.of();
+            });
+        }
         if (InPlaceSpec.isInPlace(overload)) {
-            return writes.inPlace(call, inputs);
+            tape.checkWrite(call.qualifiedName(), inputs);
+            return tape.untracked(() -> writes.inPlace(call, inputs));
         }
         if (!overload.mutatedParams().isEmpty()) {
-            return OutVariants.run(this, call, inputs);
+            tape.checkWrite(call.qualifiedName(), inputs);
+            return tape.untracked(() -> OutVariants.run(this, call, inputs));
         }
         return applyMulti(new AtenSpec(call), inputs);
     }
@@ -488,7 +502,12 @@ public final class DTorch implements AutoCloseable {
      * moving the other inputs where it needs them; then counts the write, so that views of {@code target} follow it.
      */
     void write(OpSpec spec, DTensor target, DTensor... others) {
-        writes.write(spec, target, others);
+        tape.checkWrite(spec.name(), target);
+        tape.checkWrite(spec.name(), others);
+        tape.untracked(() -> {
+            writes.write(spec, target, others);
+            return null;
+        });
     }
 
     /**
@@ -497,21 +516,28 @@ public final class DTorch implements AutoCloseable {
      * where the devices need it.
      */
     public void setRegion(DTensor t, Region region, DTensor value) {
-        writes.setRegion(t, region, value);
+        tape.checkWrite("setitem", t, value);
+        tape.untracked(() -> {
+            writes.setRegion(t, region, value);
+            return null;
+        });
     }
 
     /** {@code t[region] = value} in place, for a number. */
     public void setRegion(DTensor t, Region region, double value) {
+        tape.checkWrite("setitem", t);
         writes.setRegion(t, region, value);
     }
 
     /** {@code t[region] = value} in place, for an exact integer. */
     public void setRegion(DTensor t, Region region, long value) {
+        tape.checkWrite("setitem", t);
         writes.setRegion(t, region, value);
     }
 
     /** {@code t[region] = value} in place, for a bool. */
     public void setRegion(DTensor t, Region region, boolean value) {
+        tape.checkWrite("setitem", t);
         writes.setRegion(t, region, value);
     }
 
@@ -542,7 +568,15 @@ public final class DTorch implements AutoCloseable {
 
     /** Adds an operator and returns handles of all its outputs, its inputs fitted as {@link #apply} fits them. */
     public List<DTensor> applyMulti(OpSpec spec, DTensor... inputs) {
-        return operators.applyMulti(spec, inputs);
+        return tape.recorded(spec, inputs, () -> operators.applyMulti(spec, inputs));
+    }
+
+    /**
+     * The autograd tape of this runtime: grad mode, backward passes and {@code torch.autograd.grad} on distributed
+     * tensors ({@link GradTape}); the per-tensor state is on {@link DTensor} ({@link DTensor#requiresGrad_}).
+     */
+    public GradTape autograd() {
+        return tape;
     }
 
     void applyNoOutput(OpSpec spec, DTensor... inputs) {

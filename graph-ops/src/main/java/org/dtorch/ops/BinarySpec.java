@@ -173,7 +173,7 @@ public final class BinarySpec implements OpSpec, PlacementChoice {
         return kernel;
     }
 
-    Kind kind() {
+    public Kind kind() {
         return kind;
     }
 

@@ -73,7 +73,7 @@ public final class CastSpec implements OpSpec, ShardsPassThrough {
         return new LocalKernel(in -> in.getFirst().to(dtype));
     }
 
-    ScalarType dtype() {
+    public ScalarType dtype() {
         return dtype;
     }
 }

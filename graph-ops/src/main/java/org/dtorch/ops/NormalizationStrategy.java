@@ -31,7 +31,9 @@ final class NormalizationStrategy implements ShardingStrategy {
     static final NormalizationStrategy INSTANCE = new NormalizationStrategy();
 
     /** Normalized along {@code dim}. */
-    private static final Set<String> ALONG_DIM = Set.of("softmax", "_softmax", "log_softmax", "_log_softmax");
+    private static final Set<String> ALONG_DIM = Set.of("softmax", "_softmax", "log_softmax", "_log_softmax",
+        // their derivatives (gradient and output, of one shape) normalize along the same dim
+        "_softmax_backward_data", "_log_softmax_backward_data");
     /** Normalized along the trailing {@code normalized_shape}. */
     private static final Set<String> TRAILING = Set.of("layer_norm", "rms_norm");
     /** Normalized along everything but dimension 0. */
@@ -60,7 +62,7 @@ final class NormalizationStrategy implements ShardingStrategy {
 
     @Override
     public String legal() {
-        return "per mesh dimension: R; or S(d) of the input on a dimension it does not normalize (softmax: any but dim; "
+        return "per mesh dimension: R; or S(d) of the input on a dimension it does not normalize (softmax and its derivatives: any but dim; "
             + "layer_norm, rms_norm: any before normalized_shape; group_norm: the batch dimension 0), with every other "
             + "tensor input (weight, bias) R";
     }
@@ -79,20 +81,20 @@ final class NormalizationStrategy implements ShardingStrategy {
     /**
      * The ways to run on mesh dimension {@code m} an operator that treats the dimensions of its first input that
      * {@code whole} marks together and the others independently: every input {@code R}, or the first input sharded on
-     * an independent dimension (not one shorter than the split, unless it is sharded so already) with the other inputs
-     * {@code R}, giving that shard.
+     * an independent dimension (not one shorter than the split, unless it is sharded so already) with the inputs of its
+     * shape sharded alike (a derivative's gradient and output) and the others {@code R}, giving that shard.
      */
     static List<Option> independentShards(List<TensorMeta> inputs, boolean[] whole, int m) {
         TensorMeta x = inputs.getFirst();
-        List<Placement> others = Collections.nCopies(inputs.size() - 1, Placement.replicate());
         List<Option> out = new ArrayList<>();
         out.add(new Option(Collections.nCopies(inputs.size(), Placement.replicate()), Placement.replicate()));
         int ways = x.sharding().mesh().size(m);
         for (int d = 0; d < x.ndim(); d++) {
             if (!whole[d] && (x.size(d) >= ways || x.placement(m).isShard(d))) {
                 List<Placement> ps = new ArrayList<>(inputs.size());
-                ps.add(Placement.shard(d));
-                ps.addAll(others);
+                for (TensorMeta input : inputs) {
+                    ps.add(input == x || Arrays.equals(input.shape(), x.shape()) ? Placement.shard(d) : Placement.replicate());
+                }
                 out.add(new Option(ps, Placement.shard(d)));
             }
         }
@@ -109,9 +111,14 @@ final class NormalizationStrategy implements ShardingStrategy {
     @Override
     public long[][] probeShapes(AtenCall call, List<TensorMeta> inputs) {
         long[][] out = shapes(inputs);
-        boolean[] normalized = normalized(call, out[0].length);
-        for (int d = 0; d < normalized.length; d++) {
-            out[0][d] = normalized[d] ? out[0][d] : 1;
+        long[] x = out[0].clone();
+        boolean[] normalized = normalized(call, x.length);
+        for (long[] shape : out) {
+            if (Arrays.equals(shape, x)) {
+                for (int d = 0; d < normalized.length; d++) {
+                    shape[d] = normalized[d] ? shape[d] : 1;
+                }
+            }
         }
         return out;
     }

@@ -110,7 +110,7 @@ public final class RedistributeSpec implements OpSpec {
         return List.of(RedistributionPlanner.plan(input.sharding(), target, input.shape()));
     }
 
-    Sharding target() {
+    public Sharding target() {
         return target;
     }
 

@@ -170,15 +170,15 @@ public final class ReduceSpec implements OpSpec, ShardsPassThrough {
         });
     }
 
-    Kind kind() {
+    public Kind kind() {
         return kind;
     }
 
-    int[] dims() {
+    public int[] dims() {
         return dims.clone();
     }
 
-    boolean keepdim() {
+    public boolean keepdim() {
         return keepdim;
     }
 }

@@ -130,8 +130,13 @@ public final class ScalarSpec implements OpSpec, ShardsPassThrough {
         });
     }
 
-    Kind kind() {
+    public Kind kind() {
         return kind;
+    }
+
+    /** The scalar as a double: what a derivative scales by. */
+    public double scalar() {
+        return value.doubleValue();
     }
 
     ScalarValue value() {

@@ -29,6 +29,12 @@ public final class StrategyTable {
         "neg", "positive", "pow", "rad2deg", "reciprocal", "relu", "relu6", "remainder", "round", "rsqrt", "rsub", "selu",
         "sgn", "sigmoid", "sign", "signbit", "silu", "sin", "sinc", "sinh", "softplus", "softshrink", "sqrt", "square", "sub",
         "tan", "tanh", "threshold", "true_divide", "trunc", "where", "xlogy");
+    /**
+     * The element-wise derivatives autograd issues, on inputs of one shape: each output element reads the same element of
+     * every input (they do not broadcast as the operators above do, so the pointwise walks leave them out).
+     */
+    private static final Set<String> POINTWISE_DERIVATIVES = Set.of("threshold_backward", "silu_backward", "gelu_backward",
+        "tanh_backward", "sigmoid_backward");
     /** Reductions over dimensions, by name. */
     static final Set<String> REDUCTIONS = Set.of(
         "sum", "nansum", "mean", "nanmean", "amax", "amin", "prod", "argmax", "argmin", "var", "std", "norm",
@@ -63,7 +69,8 @@ public final class StrategyTable {
                 + "cannot yet draw consistently across devices" + (DropoutStrategy.NAMES.contains(name) ? " (in training: "
                 + "dtorch.nn.functional.dropout draws its mask from a seeded factory; in evaluation, train=False, it is the identity)" : ""));
         }
-        if (POINTWISE_OVERLOADS.contains(call.qualifiedName()) || POINTWISE.contains(name) && !REDUCTIONS.contains(name)) {
+        if (POINTWISE_OVERLOADS.contains(call.qualifiedName()) || POINTWISE.contains(name) && !REDUCTIONS.contains(name)
+            || POINTWISE_DERIVATIVES.contains(name)) {
             return PointwiseStrategy.INSTANCE;
         }
         if (REDUCTIONS.contains(name)) {

@@ -94,7 +94,7 @@ public final class UnarySpec implements OpSpec, ShardsPassThrough {
         return kernel;
     }
 
-    Kind kind() {
+    public Kind kind() {
         return kind;
     }
 }

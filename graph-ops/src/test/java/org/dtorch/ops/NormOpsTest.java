@@ -84,6 +84,8 @@ class NormOpsTest extends FourDeviceRuntime {
                     }
                     out.add(new Case(call, in));
                 }
+                case "_softmax_backward_data", "_log_softmax_backward_data" -> out.add(new Case(GenericOpsTest.call(name, "T,T,i,d", null, null,
+                    (long) RANDOM.nextInt(3), org.bytedeco.pytorch.global.torch.ScalarType.Float), List.of(torch.randn(n, c, l), torch.randn(n, c, l))));
                 case "group_norm" -> out.add(new Case(GenericOpsTest.call(name, "T,i,T,T", null, 2L, null, null),
                     List.of(torch.randn(n, 2 * c, l), torch.randn(2 * c), torch.randn(2 * c))));
                 default -> throw new AssertionError("no case for " + name);

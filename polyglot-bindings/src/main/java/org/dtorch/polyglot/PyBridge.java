@@ -41,6 +41,7 @@ public final class PyBridge {
     private final BridgeValues values;
     private final BridgeDiagnostics diagnostics;
     private final BridgeSafeTensors safetensors;
+    private final BridgeAutograd autograd;
 
     /** A bridge to {@code runtime}, which the caller keeps and closes. */
     public PyBridge(DTorch runtime) {
@@ -52,6 +53,7 @@ public final class PyBridge {
         this.values = new BridgeValues(runtime);
         this.diagnostics = new BridgeDiagnostics(runtime);
         this.safetensors = new BridgeSafeTensors(runtime);
+        this.autograd = new BridgeAutograd(runtime);
     }
 
     /** Refuses what would write a file for the script: the host calls it before an isolated script runs. */
@@ -497,6 +499,12 @@ public final class PyBridge {
     @HostAccess.Export
     public Object[] keyAverages(Trace trace) {
         return BridgeDiagnostics.keyAverages(trace);
+    }
+
+    /** Autograd of distributed tensors ({@link BridgeAutograd}). */
+    @HostAccess.Export
+    public BridgeAutograd autograd() {
+        return autograd;
     }
 
     /** The JVM's monotonic clock, in nanoseconds (for measuring from Python against Java). */

@@ -405,6 +405,58 @@ class Tensor:
             raise TypeError("to() needs a dtype, got None")
         return Tensor(_bridge.call(_b().to, self._java, _dtypes.of(dtype).name))
 
+    # ---- autograd (the runtime's tape, see _autograd and docs/training.md) ----
+    @property
+    def requires_grad(self) -> bool:
+        return _b().autograd().requiresGrad(self._java)
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        _bridge.call(_b().autograd().setRequiresGrad, self._java, bool(value))
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Starts (or stops) recording operators on this leaf; floating-point and complex dtypes only."""
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def grad(self) -> Tensor | None:
+        """The gradient backward() accumulated into this tensor (its mesh and placements, Partial as Replicate), or None."""
+        g = _b().autograd().grad(self._java)
+        return None if g is None else Tensor(g)
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None and not isinstance(value, Tensor):
+            raise TypeError("assigned grad expected to be a dtorch.Tensor or None but got %s" % type(value).__name__)
+        _bridge.call(_b().autograd().setGrad, self._java, None if value is None else value._java)
+
+    @grad.deleter
+    def grad(self) -> None:
+        _bridge.call(_b().autograd().setGrad, self._java, None)
+
+    @property
+    def is_leaf(self) -> bool:
+        return _b().autograd().isLeaf(self._java)
+
+    @property
+    def grad_fn(self) -> Any:
+        """The recorded operator that made this tensor (grad_fn.name() is the operator's name), or None for a leaf."""
+        from torch._autograd import GradFn
+        name = _b().autograd().gradFn(self._java)
+        return None if name is None else GradFn(name)
+
+    def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None, create_graph: bool = False,
+                 inputs: Sequence[Tensor] | None = None) -> None:
+        """Accumulates the gradient of this tensor (a scalar, or seeded with `gradient`) into the .grad of the leaves it
+        depends on (of `inputs` only, when given), as distributed operators; the graph is freed unless retain_graph."""
+        from . import _autograd
+        _autograd.backward([self], [gradient], retain_graph, create_graph, [] if inputs is None else list(inputs))
+
+    def detach(self) -> Tensor:
+        """The same values and memory, without history: a leaf that does not require grad."""
+        return Tensor(_bridge.call(_b().autograd().detach, self._java))
+
     # ---- distribution ----
     def redistribute(self, device_mesh: DeviceMesh | None = None, placements: Placements | None = None) -> Tensor:
         """Moves the tensor to `placements` on `device_mesh` (this mesh if None), running the collectives that takes."""
@@ -548,31 +600,38 @@ def _factory_mesh(device_mesh):
     return DeviceMesh(default.device_type, [default.device_ids[0]])
 
 
-def _factory(kind, size, dtype, device_mesh, placements, seed=0):
+def _factory(kind, size, dtype, device_mesh, placements, seed=0, requires_grad=False):
     mesh = _factory_mesh(device_mesh)
     shape = _shape(size)
     java = _bridge.call(_b().factory, kind, shape, _dtypes.of(dtype).name, mesh._java, _specs(placements, len(shape)),
                         _int64(seed, "seed"))
-    return Tensor(java)
+    return _leaf(Tensor(java), requires_grad)
+
+
+def _leaf(t, requires_grad):
+    """`t`, made to require grad when asked (a factory's requires_grad=True)."""
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
 
 
 def zeros(*size: SizeLike, dtype: DTypeLike | None = None, device_mesh: DeviceMesh | None = None,
-          placements: Placements | None = None) -> Tensor:
-    return _factory("zeros", size, dtype, device_mesh, placements)
+          placements: Placements | None = None, requires_grad: bool = False) -> Tensor:
+    return _factory("zeros", size, dtype, device_mesh, placements, requires_grad=requires_grad)
 
 
 def ones(*size: SizeLike, dtype: DTypeLike | None = None, device_mesh: DeviceMesh | None = None,
-         placements: Placements | None = None) -> Tensor:
-    return _factory("ones", size, dtype, device_mesh, placements)
+         placements: Placements | None = None, requires_grad: bool = False) -> Tensor:
+    return _factory("ones", size, dtype, device_mesh, placements, requires_grad=requires_grad)
 
 
 def empty(*size: SizeLike, dtype: DTypeLike | None = None, device_mesh: DeviceMesh | None = None,
-          placements: Placements | None = None) -> Tensor:
-    return _factory("empty", size, dtype, device_mesh, placements)
+          placements: Placements | None = None, requires_grad: bool = False) -> Tensor:
+    return _factory("empty", size, dtype, device_mesh, placements, requires_grad=requires_grad)
 
 
 def full(size: SizeLike, fill_value: Number, dtype: DTypeLike | None = None, device_mesh: DeviceMesh | None = None,
-         placements: Placements | None = None) -> Tensor:
+         placements: Placements | None = None, requires_grad: bool = False) -> Tensor:
     """A tensor filled with `fill_value`; its dtype, if not given, follows the value: bool, int64 or float32."""
     value, kind = _scalar(fill_value)
     if kind is None:
@@ -581,17 +640,18 @@ def full(size: SizeLike, fill_value: Number, dtype: DTypeLike | None = None, dev
         dtype = {"bool": _dtypes.bool, "int": _dtypes.int64, "float": _dtypes.float32}[kind]
     mesh = _factory_mesh(device_mesh)
     shape = _shape((size,) if isinstance(size, numbers.Integral) else (tuple(size),))
-    return Tensor(_bridge.call(_b().full, shape, _dtypes.of(dtype).name, mesh._java, _specs(placements, len(shape)), value, kind))
+    return _leaf(Tensor(_bridge.call(_b().full, shape, _dtypes.of(dtype).name, mesh._java, _specs(placements, len(shape)), value,
+                                     kind)), requires_grad)
 
 
 def rand(*size: SizeLike, dtype: DTypeLike | None = None, device_mesh: DeviceMesh | None = None,
-         placements: Placements | None = None, seed: int | None = None) -> Tensor:
-    return _factory("rand", size, dtype, device_mesh, placements, seed=_next_seed(seed))
+         placements: Placements | None = None, seed: int | None = None, requires_grad: bool = False) -> Tensor:
+    return _factory("rand", size, dtype, device_mesh, placements, seed=_next_seed(seed), requires_grad=requires_grad)
 
 
 def randn(*size: SizeLike, dtype: DTypeLike | None = None, device_mesh: DeviceMesh | None = None,
-          placements: Placements | None = None, seed: int | None = None) -> Tensor:
-    return _factory("randn", size, dtype, device_mesh, placements, seed=_next_seed(seed))
+          placements: Placements | None = None, seed: int | None = None, requires_grad: bool = False) -> Tensor:
+    return _factory("randn", size, dtype, device_mesh, placements, seed=_next_seed(seed), requires_grad=requires_grad)
 
 
 def arange(start: Number, end: Number | None = None, step: Number = 1, dtype: DTypeLike | None = None,
@@ -669,18 +729,18 @@ def distribute_tensor(tensor: _torch.Tensor, device_mesh: DeviceMesh | None = No
     """A distributed tensor from a torch.Tensor: each device of `device_mesh` copies its shard (PyTorch DTensor's name)."""
     if not isinstance(tensor, _torch.Tensor):
         raise TypeError("distribute_tensor() takes a torch.Tensor, got %r" % (tensor,))
-    return _from_torch(tensor, device_mesh, placements)
+    return _leaf(_from_torch(tensor, device_mesh, placements), tensor.requires_grad)
 
 
 def tensor(data: Any, dtype: DTypeLike | None = None, device_mesh: DeviceMesh | None = None,
-           placements: Placements | None = None) -> Tensor:
+           placements: Placements | None = None, requires_grad: bool = False) -> Tensor:
     """A distributed tensor from nested Python lists, a number, or a torch.Tensor (made with torch, or a value that
     came back). Without a mesh it is on the runtime's first device alone, as the other factories."""
     mesh = _factory_mesh(device_mesh)
     if isinstance(data, _torch.Tensor):
         if dtype is not None and _dtypes.of(dtype) != data.dtype:
             data = data.to(_dtypes.of(dtype))
-        return _from_torch(data, mesh, placements)
+        return _leaf(_from_torch(data, mesh, placements), requires_grad)
     flat, shape = _nested.flatten(data)
     for i, v in enumerate(flat):
         value, kind = _scalar(v)
@@ -694,7 +754,8 @@ def tensor(data: Any, dtype: DTypeLike | None = None, device_mesh: DeviceMesh | 
             dtype = _dtypes.int64
         else:
             dtype = _dtypes.float32
-    return Tensor(_bridge.call(_b().fromValues, flat, shape, _dtypes.of(dtype).name, mesh._java, _specs(placements, len(shape))))
+    return _leaf(Tensor(_bridge.call(_b().fromValues, flat, shape, _dtypes.of(dtype).name, mesh._java,
+                                     _specs(placements, len(shape)))), requires_grad)
 
 
 # ---- any ATen operator ----

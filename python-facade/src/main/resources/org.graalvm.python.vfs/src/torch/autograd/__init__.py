@@ -2,7 +2,8 @@
 
 backward() accumulates into the .grad of the leaves; grad() returns the gradients instead. The grad-mode switches
 (no_grad, enable_grad, set_grad_enabled, inference_mode) are libtorch's thread-local modes, so each Python thread has
-its own, as in PyTorch. Distributed tensors (dtorch.Tensor) have no autograd yet.
+its own, as in PyTorch. Distributed tensors (dtorch.Tensor) go to the runtime's tape (dtorch._autograd), which reads
+the same grad mode.
 """
 
 from __future__ import annotations
@@ -21,9 +22,18 @@ def _as_list(tensors: Any) -> list:
     from .._tensor import Tensor
     if tensors is None:
         return []
-    if isinstance(tensors, Tensor):
+    if isinstance(tensors, Tensor) or _distributed([tensors]) is not None:
         return [tensors]
     return list(tensors)
+
+
+def _distributed(tensors: list) -> Any:
+    """dtorch's autograd module when `tensors` are distributed tensors, else None (torch never imports dtorch itself)."""
+    import sys
+    module = sys.modules.get("dtorch._autograd")
+    if module is not None and tensors and any(module.is_distributed(t) for t in tensors):
+        return module
+    return None
 
 
 def _gradients_for(tensors: list, grads: Any, what: str) -> list:
@@ -48,6 +58,10 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
     leaves = _as_list(inputs)
     if inputs is not None and not leaves:
         raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    distributed = _distributed(outputs)
+    if distributed is not None:
+        distributed.backward(outputs, grads, retain_graph, create_graph, leaves)
+        return
     _autograd.call(_autograd.JAVA.backward, _autograd.handles(outputs, "backward(tensors)"),
                    _autograd.handles(grads, "backward(grad_tensors)", nones=True), _autograd.retain_flag(retain_graph),
                    bool(create_graph), _autograd.handles(leaves, "backward(inputs)"))
@@ -69,6 +83,12 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     ins = _as_list(inputs)
     outs = _as_list(outputs)
     grads = _gradients_for(outs, grad_outputs, "grad_outputs")
+    distributed = _distributed(outs)
+    if distributed is not None:
+        results = distributed.grad(outs, ins, grads, retain_graph, create_graph, allow_unused)
+        if materialize_grads:
+            results = [_zeros_like(ins[i]) if r is None else r for i, r in enumerate(results)]
+        return tuple(results)
     results = _autograd.call(_autograd.JAVA.gradients, _autograd.handles(outs, "grad(outputs)"),
                              _autograd.handles(ins, "grad(inputs)"), _autograd.handles(grads, "grad(grad_outputs)", nones=True),
                              _autograd.retain_flag(retain_graph), bool(create_graph), bool(allow_unused))
@@ -83,5 +103,9 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
 
 
 def _zeros_like(t: Any) -> Any:
+    distributed = _distributed([t])
+    if distributed is not None:
+        import dtorch
+        return dtorch.zeros_like(t)
     from .._factories import zeros_like
     return zeros_like(t)

@@ -5,9 +5,8 @@ torch.Tensor of the subclass Parameter. A Parameter of a distributed tensor (dto
 subclass that isinstance(p, torch.nn.Parameter) recognizes, so that model code that builds distributed parameters as
 PyTorch's does, nn.Parameter(distribute_tensor(...)), runs as written.
 
-A Parameter of a torch.Tensor is a leaf of libtorch's autograd: it requires grad unless told otherwise, and backward()
-fills its .grad. A distributed parameter's requires_grad is a flag that Module.requires_grad_ sets and model code may
-read; distributed tensors have no autograd yet (their grad stays None).
+A Parameter is a leaf of autograd: it requires grad unless told otherwise, and backward() fills its .grad (libtorch's
+engine for a torch.Tensor, the runtime's tape for a distributed tensor).
 """
 
 from __future__ import annotations
@@ -38,22 +37,6 @@ def is_distributed(value: Any) -> bool:
 def is_tensor_like(value: Any) -> bool:
     """A torch.Tensor or a dtorch.Tensor: what a Module takes as a parameter's or a buffer's value."""
     return isinstance(value, Tensor) or is_distributed(value)
-
-
-class _RequiresGradFlag:
-    """requires_grad as a flag of a distributed parameter (distributed tensors have no autograd to act on it yet)."""
-
-    @property
-    def requires_grad(self) -> bool:
-        return self.__dict__["requires_grad"]
-
-    @requires_grad.setter
-    def requires_grad(self, value: bool) -> None:
-        self.__dict__["requires_grad"] = bool(value)
-
-    def requires_grad_(self, requires_grad: bool = True) -> Any:
-        self.requires_grad = requires_grad
-        return self
 
 
 class _ParameterMeta(type):
@@ -104,25 +87,29 @@ def _distributed_parameter_type() -> type:
     if not _DISTRIBUTED_PARAMETER:
         base = distributed_tensor_type()
 
-        class DistributedParameter(_RequiresGradFlag, base):
-            """A Parameter of a distributed tensor: a dtorch.Tensor sharing its handle, and a requires_grad flag.
-            Operations on it give plain dtorch.Tensors, as operations on a Parameter give Tensors."""
+        class DistributedParameter(base):
+            """A Parameter of a distributed tensor: a dtorch.Tensor and a leaf of the runtime's autograd. Operations on
+            it give plain dtorch.Tensors, as operations on a Parameter give Tensors."""
 
             _is_param = True
 
             @property
-            def grad(self) -> None:
-                return None
-
-            @property
             def data(self) -> Any:
-                return base(self._java)
+                """The same memory without history (writes through it are not recorded)."""
+                return self.detach()
 
             @data.setter
             def data(self, value: Any) -> None:
+                """p.data = u: p shows u's values from now on and keeps its requires_grad and grad."""
                 if not isinstance(value, base):
                     raise TypeError("data must be a dtorch.Tensor, got %r" % (type(value).__name__,))
-                self._java = value._java
+                requires_grad = self.requires_grad
+                grad = self.grad
+                self._java = value.detach()._java
+                if requires_grad:
+                    self.requires_grad_(True)
+                if grad is not None and tuple(grad.shape) == tuple(value.shape) and grad.dtype == value.dtype:
+                    self.grad = grad
 
             def __repr__(self) -> str:
                 return "Parameter containing:\n" + base.__repr__(self)
@@ -135,8 +122,11 @@ def _distributed_parameter_type() -> type:
 
 
 def _distributed_parameter(data: Any, requires_grad: bool) -> Any:
+    """A distributed leaf: `data`'s own handle when it is a leaf (a tensor just distributed, or made by a factory),
+    else a detached view of it, so that its history is not the parameter's."""
     cls = _distributed_parameter_type()
     param = object.__new__(cls)
-    param._java = data._java
-    param.__dict__["requires_grad"] = bool(requires_grad)
+    param._java = data._java if data.is_leaf else data.detach()._java
+    if requires_grad or param.requires_grad:
+        param.requires_grad_(bool(requires_grad))
     return param

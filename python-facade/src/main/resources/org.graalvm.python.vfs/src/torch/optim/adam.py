@@ -15,10 +15,8 @@ import math
 from typing import Any, Callable, Iterable
 
 from .._dispatch import require
-from .._factories import tensor, zeros_like
-from .._types import float32
 from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, group_by_device_and_dtype
+from .optimizer import Optimizer, group_by_device_and_dtype, is_distributed, state_like, step_counter
 
 _FOREACH_ADD_ = require("_foreach_add_")
 _FOREACH_ADD = require("_foreach_add")
@@ -74,11 +72,11 @@ class Adam(Optimizer):
                     continue
                 state = self.state[p]
                 if not state:
-                    state["step"] = tensor(0.0, dtype=float32, device=p.device)
-                    state["exp_avg"] = zeros_like(p)
-                    state["exp_avg_sq"] = zeros_like(p)
+                    state["step"] = step_counter(p)
+                    state["exp_avg"] = state_like(p)
+                    state["exp_avg_sq"] = state_like(p)
                     if amsgrad:
-                        state["max_exp_avg_sq"] = zeros_like(p)
+                        state["max_exp_avg_sq"] = state_like(p)
                 params.append(p)
                 grads.append(grad)
                 exp_avgs.append(state["exp_avg"])
@@ -87,7 +85,8 @@ class Adam(Optimizer):
                 steps.append(state["step"])
             if not params:
                 continue
-            update = _foreach_adam if group["fused"] is False or group["foreach"] else _fused_adam
+            distributed = is_distributed(params[0])
+            update = _foreach_adam if (group["fused"] is False or group["foreach"]) and not distributed else _fused_adam
             for columns in group_by_device_and_dtype(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps).values():
                 update(*columns, group=group)
         return loss

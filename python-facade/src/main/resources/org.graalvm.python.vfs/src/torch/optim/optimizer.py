@@ -3,7 +3,9 @@ PyTorch's layout ({"state": {index: {...}}, "param_groups": [{..., "params": [in
 groups in order), so that a state dict written here names the same things as PyTorch's.
 
 An optimizer's step runs ATen's multi-tensor operators (_foreach_*, _fused_*) on the parameters of a group at once,
-grouped by device and dtype, so one step is a few operator calls, not a few per parameter.
+grouped by device and dtype, so one step is a few operator calls, not a few per parameter. Distributed parameters
+(dtorch.Tensor) are grouped by mesh and dtype: each multi-tensor call runs on every device of the mesh over its own
+shards of all the parameters, gradients and states, with no communication.
 """
 
 from __future__ import annotations
@@ -30,6 +32,36 @@ required = _RequiredParameter()
 
 def _is_tensor(value: Any) -> bool:
     return isinstance(value, Tensor)
+
+
+def is_distributed(value: Any) -> bool:
+    """True for a dtorch.Tensor (torch never imports dtorch itself)."""
+    from ..nn.parameter import is_distributed as distributed
+    return distributed(value)
+
+
+def device_key(t: Any) -> str:
+    """What a multi-tensor call's tensors share: a torch tensor's device, or a distributed tensor's mesh."""
+    return "mesh %r" % (t.device_mesh,) if is_distributed(t) else str(t.device)
+
+
+def state_like(p: Any) -> Any:
+    """Zeros of `p`'s shape and dtype where `p` lies: on its device, or on its mesh with its placements."""
+    if is_distributed(p):
+        import dtorch
+        return dtorch.zeros_like(p)
+    from .._factories import zeros_like
+    return zeros_like(p)
+
+
+def step_counter(p: Any) -> Any:
+    """A float32 0-d step count of 0 where `p` lies (replicated on a distributed parameter's mesh)."""
+    if is_distributed(p):
+        import dtorch
+        return dtorch.zeros((), dtype=dtorch.float32, device_mesh=p.device_mesh)
+    from .._factories import tensor
+    from .._types import float32
+    return tensor(0.0, dtype=float32, device=p.device)
 
 
 class Optimizer:
@@ -64,7 +96,7 @@ class Optimizer:
         else:
             param_group["params"] = list(params)
         for param in param_group["params"]:
-            if not isinstance(param, Tensor):
+            if not isinstance(param, Tensor) and not is_distributed(param):
                 raise TypeError("optimizer can only optimize Tensors, but one of the params is " + type(param).__name__)
             if not param.is_leaf:
                 raise ValueError("can't optimize a non-leaf Tensor")
@@ -95,7 +127,7 @@ class Optimizer:
                     grad.detach_()
                 else:
                     grad.requires_grad_(False)
-                by_kind[(str(grad.device), grad.dtype)].append(grad)
+                by_kind[(device_key(grad), grad.dtype)].append(grad)
         with no_grad():
             for grads in by_kind.values():
                 _FOREACH_ZERO_(grads)
@@ -183,7 +215,7 @@ def group_by_device_and_dtype(*lists: list) -> OrderedDict:
     multi-tensor operator takes in one call."""
     grouped: OrderedDict = OrderedDict()
     for i, p in enumerate(lists[0]):
-        key = (str(p.device), p.dtype)
+        key = (device_key(p), p.dtype)
         if key not in grouped:
             grouped[key] = tuple([] for _ in lists)
         for column, values in zip(grouped[key], lists):

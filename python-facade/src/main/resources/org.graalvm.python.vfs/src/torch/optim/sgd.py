@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable
 
 from .._dispatch import require
 from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, group_by_device_and_dtype
+from .optimizer import Optimizer, group_by_device_and_dtype, is_distributed
 
 _FOREACH_NEG = require("_foreach_neg")
 _FOREACH_ADD = require("_foreach_add")
@@ -63,7 +63,8 @@ class SGD(Optimizer):
             if not params:
                 continue
             for ps, gs, bs in group_by_device_and_dtype(params, grads, buffers).values():
-                updated = (_fused_sgd if group["fused"] else _foreach_sgd)(ps, gs, bs, group)
+                # Distributed parameters take the fused kernel: one call per device over its shards.
+                updated = (_fused_sgd if group["fused"] or is_distributed(ps[0]) else _foreach_sgd)(ps, gs, bs, group)
                 if group["momentum"] != 0:
                     for p, buf in zip(ps, updated):
                         self.state[p]["momentum_buffer"] = buf
@@ -90,6 +91,13 @@ def _foreach_sgd(params: list, grads: list, buffers: list, group: dict) -> list:
     return buffers
 
 
+def _empty_like(p: Any) -> Any:
+    if is_distributed(p):
+        import dtorch
+        return dtorch.empty_like(p)
+    return _EMPTY_LIKE(p)
+
+
 def _fused_sgd(params: list, grads: list, buffers: list, group: dict) -> list:
     momentum = group["momentum"]
     first = False
@@ -97,7 +105,7 @@ def _fused_sgd(params: list, grads: list, buffers: list, group: dict) -> list:
         first = any(b is None for b in buffers)
         if first:
             # The kernel fills every buffer on the first step; it takes them all new or all held.
-            buffers = [_EMPTY_LIKE(p) for p in params]
+            buffers = [_empty_like(p) for p in params]
     _FUSED_SGD_(params, grads, buffers if momentum != 0 else [], weight_decay=float(group["weight_decay"]),
                 momentum=float(momentum), lr=float(group["lr"]), dampening=float(group["dampening"]),
                 nesterov=bool(group["nesterov"]), maximize=bool(group["maximize"]), is_first_step=first)

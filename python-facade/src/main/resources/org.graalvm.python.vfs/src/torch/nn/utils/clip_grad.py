@@ -1,5 +1,7 @@
 """Gradient clipping over the gradients of torch tensors, with ATen's multi-tensor operators: the norms of all the
-gradients in one call per device and dtype, the scaling in one more."""
+gradients in one call per device and dtype, the scaling in one more. Over distributed gradients (dtorch.Tensor) the
+squares of every shard are summed on each device, one reduction makes the total, and each device scales its own
+shards."""
 
 from __future__ import annotations
 
@@ -47,6 +49,9 @@ def clip_grad_norm_(parameters: Iterable[Any] | Tensor, max_norm: float, norm_ty
     norm_type = float(norm_type)
     if not grads:
         return tensor(0.0)
+    from ..parameter import is_distributed
+    if any(is_distributed(g) for g in grads):
+        return _clip_distributed(grads, max_norm, norm_type, error_if_nonfinite)
     groups = _by_device_and_dtype(grads)
     first_device = str(grads[0].device)
     norms = []
@@ -61,6 +66,38 @@ def clip_grad_norm_(parameters: Iterable[Any] | Tensor, max_norm: float, norm_ty
     for (device, _), group in groups.items():
         _FOREACH_MUL_(group, scale.to(device=device))
     return total_norm
+
+
+def _clip_distributed(grads: list, max_norm: float, norm_type: float, error_if_nonfinite: bool) -> Any:
+    """clip_grad_norm_ of distributed gradients on one mesh, for the 2-norm: every gradient's sum of squares (a
+    partial sum where it is sharded), added up on each device, made whole by one reduction."""
+    from ..parameter import is_distributed
+    if norm_type != 2.0:
+        raise NotImplementedError("clip_grad_norm_ of distributed gradients takes norm_type=2.0, got %s" % norm_type)
+    if not all(is_distributed(g) for g in grads) or len({repr(g.device_mesh) for g in grads}) != 1:
+        raise ValueError("clip_grad_norm_: the gradients must all be distributed tensors on one mesh")
+    from dtorch import Replicate
+    total = None
+    for g in grads:
+        squares = (g * g).sum()
+        total = squares if total is None else total + squares
+    mesh = total.device_mesh
+    total_norm = total.redistribute(mesh, [Replicate()] * mesh.ndim).sqrt()
+    if error_if_nonfinite and not math.isfinite(total_norm.item()):
+        raise RuntimeError("The total norm of order %s for gradients from `parameters` is non-finite, so it cannot be "
+                           "clipped. To disable this error and scale the gradients by the non-finite norm anyway, set "
+                           "`error_if_nonfinite=False`" % norm_type)
+    scale = (max_norm / (total_norm + 1e-6)).clamp(max=1.0)
+    for group in _by_mesh_and_dtype(grads).values():
+        _FOREACH_MUL_(group, scale)
+    return total_norm
+
+
+def _by_mesh_and_dtype(grads: list) -> OrderedDict:
+    grouped: OrderedDict = OrderedDict()
+    for g in grads:
+        grouped.setdefault(g.dtype, []).append(g)
+    return grouped
 
 
 @no_grad()

@@ -1,0 +1,496 @@
+package org.dtorch.api;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.function.Supplier;
+import org.bytedeco.pytorch.GradMode;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.dtorch.autograd.Derivative;
+import org.dtorch.autograd.Derivatives;
+import org.dtorch.core.distributed.DeviceMesh;
+import org.dtorch.core.distributed.Placement;
+import org.dtorch.core.distributed.Sharding;
+import org.dtorch.core.graph.OpSpec;
+import org.dtorch.ops.RedistributeAllSpec;
+
+/**
+ * Reverse-mode autograd of distributed tensors: the tape of one runtime. Every operator the program issues through
+ * {@link DTorch#applyMulti} (and so through {@link DTorch#aten} and every {@link DTensor} method) is recorded here when
+ * grad mode is on and one of its inputs requires grad: the node keeps the inputs and outputs the derivative needs and
+ * the derivative itself ({@link Derivatives}). Operators that an operator adds for itself (implicit redistributions,
+ * view bookkeeping) are not recorded: the program's operator is the unit, so the gradient of an implicit move comes out
+ * of the backward operators' own placement choices.
+ *
+ * <p>A backward pass walks the nodes that lead to the roots in reverse recording order (recording order is a topological
+ * order, as the program issued the operators one after another) and issues each derivative as ordinary distributed
+ * operators, which take the same sharding strategies and implicit redistributions as forward operators. A leaf's
+ * gradient is moved to the leaf's mesh and placements ({@code P(sum)} as {@code R}); the moves of all leaves of a pass
+ * run as one batched operator per mesh, so the partial sums of a data-parallel gradient are all-reduced together.
+ * Before anything is issued, every node of the pass is checked to have a derivative: the error names the operator.
+ *
+ * <p>Grad mode is libtorch's thread-local switch ({@link GradMode}), which the Python shim's {@code torch.no_grad} and
+ * {@code inference_mode} set, so one switch serves torch and distributed tensors.
+ *
+ * <p>Not thread-safe: the client thread that owns the runtime.
+ */
+public final class GradTape {
+    private final DTorch runtime;
+    /** Above 0 while an operator issued by the program adds operators of its own, which are not recorded. */
+    private int depth;
+    private long nextSeq;
+    /** Every tensor the operators of the running backward pass made (null between passes), released at its end. */
+    private List<DTensor> made;
+
+    GradTape(DTorch runtime) {
+        this.runtime = runtime;
+    }
+
+    /** One recorded operator. Not thread-safe: the client thread. */
+    static final class Node {
+        final String name;
+        final long seq;
+        final Derivative derivative;
+        final boolean[] needs;
+        DTensor[] inputs;
+        DTensor[] outputs;
+
+        Node(String name, long seq, Derivative derivative, DTensor[] inputs, DTensor[] outputs, boolean[] needs) {
+            this.name = name;
+            this.seq = seq;
+            this.derivative = derivative;
+            this.inputs = inputs;
+            this.outputs = outputs;
+            this.needs = needs;
+        }
+
+        /** Drops the saved tensors (backward without retain_graph); the program's own handles stay open. */
+        void free() {
+            inputs = null;
+            outputs = null;
+        }
+    }
+
+    // ---- grad mode ---------------------------------------------------------------------------------------------
+
+    /** True when operators on tensors that require grad are recorded on this thread. */
+    public boolean isGradEnabled() {
+        return GradMode.is_enabled();
+    }
+
+    /** Switches recording on or off for this thread. */
+    public void setGradEnabled(boolean enabled) {
+        GradMode.set_enabled(enabled);
+    }
+
+    /** Switches recording off until the returned scope closes (on this thread), which restores the mode it found. */
+    public Scope noGrad() {
+        boolean was = GradMode.is_enabled();
+        GradMode.set_enabled(false);
+        return () -> GradMode.set_enabled(was);
+    }
+
+    /** A grad-mode scope. Not thread-safe: closed on the thread that opened it. */
+    @FunctionalInterface
+    public interface Scope extends AutoCloseable {
+        @Override
+        void close();
+    }
+
+    // ---- recording ---------------------------------------------------------------------------------------------
+
+    /** Runs {@code body}, the program's operator {@code spec} on {@code inputs}, and records it if it needs to be. */
+    List<DTensor> recorded(OpSpec spec, DTensor[] inputs, Supplier<List<DTensor>> body) {
+        if (depth > 0) {
+            List<DTensor> outputs = body.get();
+            if (made != null) {
+                made.addAll(outputs);
+            }
+            return outputs;
+        }
+        depth++;
+        List<DTensor> outputs;
+        try {
+            outputs = body.get();
+        } finally {
+            depth--;
+        }
+        record(spec.name(), inputs, outputs, () -> Derivatives.of(spec, inputs, outputs));
+        return outputs;
+    }
+
+    /** Runs {@code body}, whose operators are not recorded (writes, bookkeeping). */
+    <T> T untracked(Supplier<T> body) {
+        depth++;
+        try {
+            return body.get();
+        } finally {
+            depth--;
+        }
+    }
+
+    private void record(String name, DTensor[] inputs, List<DTensor> outputs, Supplier<Derivative> derivative) {
+        if (inputs == null || !GradMode.is_enabled()) {
+            return;
+        }
+        boolean[] needs = new boolean[inputs.length];
+        boolean any = false;
+        for (int i = 0; i < inputs.length; i++) {
+            needs[i] = inputs[i] != null && inputs[i].autograd().requiresGrad;
+            any |= needs[i];
+        }
+        if (!any || outputs.isEmpty()) {
+            return;
+        }
+        Node node = new Node(name, nextSeq++, derivative.get(), inputs.clone(), outputs.toArray(DTensor[]::new), needs);
+        for (DTensor out : outputs) {
+            if (isDifferentiable(out.dtype())) {
+                out.autograd().requiresGrad = true;
+                out.autograd().gradFn = node;
+            }
+        }
+    }
+
+    /**
+     * Refuses an in-place write while grad mode is on into or from a tensor that requires grad: the tape records
+     * operators out of place only, and a write would leave recorded values stale.
+     */
+    void checkWrite(String op, DTensor... tensors) {
+        if (!GradMode.is_enabled()) {
+            return;
+        }
+        for (DTensor t : tensors) {
+            if (t != null && t.autograd().requiresGrad) {
+                throw new UnsupportedOperationException(op + ": an in-place write into or from a distributed tensor that requires grad is not "
+                    + "recorded by autograd; write under no_grad (torch.no_grad()), or use the out-of-place operator");
+            }
+        }
+    }
+
+    static boolean isDifferentiable(ScalarType dtype) {
+        return switch (dtype) {
+            case Float, Double, Half, BFloat16, ComplexFloat, ComplexDouble -> true;
+            default -> false;
+        };
+    }
+
+    // ---- the state of one tensor ---------------------------------------------------------------------------------
+
+    void setRequiresGrad(DTensor t, boolean requiresGrad) {
+        AutogradState s = t.autograd();
+        if (!requiresGrad && s.gradFn != null) {
+            throw new IllegalStateException("requires_grad_(False): " + t + " is not a leaf (it came out of " + s.gradFn.name
+                + "); detach() it instead");
+        }
+        if (requiresGrad && !isDifferentiable(t.dtype())) {
+            throw new IllegalArgumentException("only tensors of floating point and complex dtype can require gradients, got " + t);
+        }
+        s.requiresGrad = requiresGrad;
+    }
+
+    void setGrad(DTensor t, DTensor grad) {
+        if (grad != null) {
+            if (!Arrays.equals(grad.shape(), t.shape())) {
+                throw new IllegalArgumentException("assigned grad has data of a different size: " + Arrays.toString(grad.shape()) + " for "
+                    + t);
+            }
+            if (grad.dtype() != t.dtype()) {
+                throw new IllegalArgumentException("assigned grad has data of a different type: " + grad.dtype() + " for " + t);
+            }
+        }
+        t.autograd().grad = grad;
+    }
+
+    /** A tensor of {@code t}'s values and memory that no recorded operation made and that does not require grad. */
+    DTensor detach(DTensor t) {
+        return untracked(() -> runtime.aten(org.dtorch.ops.ViewCalls.of("alias", "T", (Object) null), t).getFirst());
+    }
+
+    // ---- backward ------------------------------------------------------------------------------------------------
+
+    /**
+     * Accumulates the gradients of {@code roots} (seeded with {@code grads}; a null element is 1 for a one-element root)
+     * into the {@code grad} of every leaf they depend on, or of {@code inputs} only when not empty.
+     *
+     * @throws UnsupportedOperationException naming the first operator on the way that has no derivative, before
+     *                                       anything is issued
+     */
+    public void backward(List<DTensor> roots, List<DTensor> grads, boolean retainGraph, List<DTensor> inputs) {
+        Map<DTensor, DTensor> leaves = run(roots, grads, retainGraph, inputs.isEmpty() ? null : identitySet(inputs));
+        for (Map.Entry<DTensor, DTensor> e : leaves.entrySet()) {
+            AutogradState s = e.getKey().autograd();
+            if (s.grad == null) {
+                s.grad = e.getValue();
+            } else {
+                DTensor g = e.getValue();
+                untracked(() -> s.grad.add_(g));
+                g.close();
+            }
+        }
+    }
+
+    /**
+     * The gradients of {@code outputs} with respect to {@code inputs}, returned rather than accumulated: one per input,
+     * with the input's mesh and placements, or null for an input the outputs do not depend on.
+     *
+     * @throws IllegalArgumentException for an unused input unless {@code allowUnused}
+     */
+    public List<DTensor> grad(List<DTensor> outputs, List<DTensor> inputs, List<DTensor> gradOutputs, boolean retainGraph,
+                              boolean allowUnused) {
+        for (DTensor in : inputs) {
+            if (!Objects.requireNonNull(in, "grad: an input is null").autograd().requiresGrad) {
+                throw new IllegalArgumentException("grad: input " + in + " does not require grad");
+            }
+        }
+        Map<DTensor, DTensor> found = run(outputs, gradOutputs, retainGraph, identitySet(inputs));
+        List<DTensor> out = new ArrayList<>(inputs.size());
+        for (DTensor in : inputs) {
+            DTensor g = found.get(in);
+            if (g == null && !allowUnused) {
+                throw new IllegalArgumentException("grad: one of the differentiated tensors (" + in + ") appears to not have been used in "
+                    + "the graph; pass allow_unused=True if this is the desired behavior");
+            }
+            out.add(g);
+        }
+        return out;
+    }
+
+    private static Set<DTensor> identitySet(List<DTensor> tensors) {
+        Set<DTensor> set = Collections.newSetFromMap(new IdentityHashMap<>());
+        set.addAll(tensors);
+        return set;
+    }
+
+    /**
+     * One backward pass: the gradient of every tensor of {@code targets} (or of every leaf, when null) that the roots
+     * depend on, on the tensor's mesh and placements. Targets may be tensors that are not leaves: their gradients are
+     * captured as they pass.
+     */
+    private Map<DTensor, DTensor> run(List<DTensor> roots, List<DTensor> seeds, boolean retainGraph, Set<DTensor> targets) {
+        List<Node> nodes = reachable(roots);
+        boolean was = GradMode.is_enabled();
+        GradMode.set_enabled(false);
+        depth++;
+        made = new ArrayList<>();
+        Map<DTensor, DTensor> kept = null;
+        try {
+            Map<DTensor, DTensor> grads = new IdentityHashMap<>();
+            Map<DTensor, DTensor> leafGrads = new LinkedHashMap<>();
+            for (int i = 0; i < roots.size(); i++) {
+                DTensor root = roots.get(i);
+                DTensor seed = seed(root, i < seeds.size() ? seeds.get(i) : null);
+                flow(root, seed, grads, leafGrads, targets);
+            }
+            for (Node node : nodes) {
+                DTensor[] gradOutputs = new DTensor[node.outputs.length];
+                boolean any = false;
+                for (int o = 0; o < gradOutputs.length; o++) {
+                    gradOutputs[o] = grads.remove(node.outputs[o]);
+                    any |= gradOutputs[o] != null;
+                }
+                if (!any) {
+                    continue;
+                }
+                for (int o = 0; o < gradOutputs.length; o++) {
+                    if (gradOutputs[o] == null) {
+                        DTensor out = node.outputs[o];
+                        gradOutputs[o] = runtime.zeros(out.shape(), out.dtype(), out.mesh(), wholePlacements(out.placements()));
+                    }
+                }
+                DTensor[] gradInputs = node.derivative.apply(node.inputs, node.outputs, gradOutputs, node.needs);
+                for (int i = 0; i < node.inputs.length; i++) {
+                    if (node.needs[i] && gradInputs[i] != null) {
+                        flow(node.inputs[i], gradInputs[i], grads, leafGrads, targets);
+                    }
+                }
+                if (!retainGraph) {
+                    node.free();
+                }
+            }
+            kept = owned(toLeafPlacements(leafGrads), seeds);
+            return kept;
+        } finally {
+            releaseMade(kept);
+            depth--;
+            GradMode.set_enabled(was);
+        }
+    }
+
+    /** Adds gradient {@code g} of {@code t}: into the running gradients, or into a target's. */
+    private static void flow(DTensor t, DTensor g, Map<DTensor, DTensor> grads, Map<DTensor, DTensor> leafGrads, Set<DTensor> targets) {
+        boolean leaf = t.autograd().gradFn == null;
+        boolean target = targets == null ? leaf : targets.contains(t);
+        if (target) {
+            leafGrads.merge(t, g, DTensor::add);
+        }
+        if (!leaf) {
+            grads.merge(t, g, DTensor::add);
+        }
+    }
+
+    /** The gradient seeding a root: {@code given}, or 1 for a one-element root. */
+    private DTensor seed(DTensor root, DTensor given) {
+        if (!root.autograd().requiresGrad) {
+            throw new IllegalArgumentException("element 0 of tensors does not require grad and does not have a grad_fn: " + root);
+        }
+        if (given != null) {
+            if (!Arrays.equals(given.shape(), root.shape())) {
+                throw new IllegalArgumentException("backward: the gradient's shape " + Arrays.toString(given.shape()) + " differs from "
+                    + root);
+            }
+            return given;
+        }
+        long numel = 1;
+        for (long s : root.shape()) {
+            numel *= s;
+        }
+        if (numel != 1) {
+            throw new IllegalArgumentException("grad can be implicitly created only for scalar outputs; " + root + " needs a gradient "
+                + "argument");
+        }
+        return runtime.ones(root.shape(), root.dtype(), root.mesh(), wholePlacements(root.placements()));
+    }
+
+    /** The nodes the roots depend on, latest first; checked to have derivatives and saved tensors before anything runs. */
+    private List<Node> reachable(List<DTensor> roots) {
+        Set<Node> seen = Collections.newSetFromMap(new IdentityHashMap<>());
+        List<Node> stack = new ArrayList<>();
+        for (DTensor root : roots) {
+            Node n = Objects.requireNonNull(root, "backward: a tensor is null").autograd().gradFn;
+            if (n != null && seen.add(n)) {
+                stack.add(n);
+            }
+        }
+        List<Node> out = new ArrayList<>();
+        while (!stack.isEmpty()) {
+            Node n = stack.removeLast();
+            out.add(n);
+            if (n.inputs == null) {
+                throw new IllegalStateException("Trying to backward through the graph a second time (or directly access saved tensors "
+                    + "after they have already been freed): " + n.name + " was freed by an earlier backward; pass retain_graph=True to "
+                    + "the first");
+            }
+            if (n.derivative == null) {
+                throw new UnsupportedOperationException("backward: the derivative of " + n.name + " on distributed tensors is not "
+                    + "implemented yet (nothing was run); see docs/training.md for the operators that have one");
+            }
+            for (int i = 0; i < n.inputs.length; i++) {
+                Node m = n.needs[i] ? n.inputs[i].autograd().gradFn : null;
+                if (m != null && seen.add(m)) {
+                    stack.add(m);
+                }
+            }
+        }
+        out.sort(Comparator.comparingLong((Node n) -> n.seq).reversed());
+        return out;
+    }
+
+    /**
+     * Every gradient moved to its tensor's mesh, placements ({@code P} as {@code R}) and dtype: the moves on one mesh run
+     * as one batched operator, whose all-reduces of partial sums go together.
+     */
+    private Map<DTensor, DTensor> toLeafPlacements(Map<DTensor, DTensor> leafGrads) {
+        Map<DTensor, DTensor> out = new IdentityHashMap<>();
+        Map<DeviceMesh, List<DTensor>> moving = new LinkedHashMap<>();
+        for (Map.Entry<DTensor, DTensor> e : leafGrads.entrySet()) {
+            DTensor t = e.getKey();
+            DTensor g = e.getValue();
+            if (g.dtype() != t.dtype()) {
+                g = g.to(t.dtype());
+            }
+            out.put(t, g);
+            if (!g.meta().sharding().equals(gradSharding(t))) {
+                moving.computeIfAbsent(g.mesh(), m -> new ArrayList<>()).add(t);
+            }
+        }
+        for (List<DTensor> group : moving.values()) {
+            List<Sharding> targets = new ArrayList<>();
+            DTensor[] sources = new DTensor[group.size()];
+            boolean sameMesh = true;
+            for (int i = 0; i < sources.length; i++) {
+                sources[i] = out.get(group.get(i));
+                Sharding target = gradSharding(group.get(i));
+                sameMesh &= target.mesh().equals(sources[i].mesh());
+                targets.add(target);
+            }
+            if (sameMesh) {
+                List<DTensor> moved = runtime.applyMulti(new RedistributeAllSpec(targets, null), sources);
+                for (int i = 0; i < sources.length; i++) {
+                    out.put(group.get(i), moved.get(i));
+                }
+            } else {
+                for (int i = 0; i < sources.length; i++) {
+                    Sharding target = targets.get(i);
+                    out.put(group.get(i), sources[i].redistribute(target.mesh(), target.placements().toArray(Placement[]::new)));
+                }
+            }
+        }
+        return out;
+    }
+
+    /**
+     * The gradients, each a tensor of its own that backward made: one that is a given seed, the gradient of two
+     * tensors, a view that follows another tensor, or memory another gradient shares is copied ({@code clone}), so that
+     * in-place writes into one {@code grad} (accumulation, {@code zero_()}, clipping) reach no other tensor.
+     */
+    private Map<DTensor, DTensor> owned(Map<DTensor, DTensor> grads, List<DTensor> seeds) {
+        Set<DTensor> ours = Collections.newSetFromMap(new IdentityHashMap<>());
+        ours.addAll(made);
+        Map<Storage, Integer> uses = new IdentityHashMap<>();
+        for (DTensor seed : seeds) {
+            if (seed != null) {
+                uses.merge(seed.storage(), 2, Integer::sum);
+            }
+        }
+        Set<DTensor> distinct = Collections.newSetFromMap(new IdentityHashMap<>());
+        for (DTensor g : grads.values()) {
+            if (distinct.add(g)) {
+                uses.merge(g.storage(), 1, Integer::sum);
+            }
+        }
+        Set<DTensor> taken = Collections.newSetFromMap(new IdentityHashMap<>());
+        Map<DTensor, DTensor> out = new IdentityHashMap<>();
+        for (Map.Entry<DTensor, DTensor> e : grads.entrySet()) {
+            DTensor g = e.getValue();
+            boolean shared = !ours.contains(g) || g.storage().derivation() != null || uses.get(g.storage()) > 1 || !taken.add(g);
+            out.put(e.getKey(), shared ? runtime.aten(org.dtorch.ops.ViewCalls.of("clone", "T", (Object) null), g).getFirst() : g);
+        }
+        return out;
+    }
+
+    /** Releases what the pass made except the gradients it hands over ({@code kept}'s values; none when it failed). */
+    private void releaseMade(Map<DTensor, DTensor> kept) {
+        List<DTensor> all = made;
+        made = null;
+        Set<DTensor> keep = Collections.newSetFromMap(new IdentityHashMap<>());
+        if (kept != null) {
+            keep.addAll(kept.values());
+        }
+        for (DTensor t : all) {
+            if (!keep.contains(t)) {
+                t.close();
+            }
+        }
+    }
+
+    private static Sharding gradSharding(DTensor t) {
+        return new Sharding(t.mesh(), List.of(wholePlacements(t.placements())));
+    }
+
+    /** {@code placements} with every partial placement replaced by {@code R}: where a gradient holds whole values. */
+    static Placement[] wholePlacements(List<Placement> placements) {
+        Placement[] out = new Placement[placements.size()];
+        for (int i = 0; i < out.length; i++) {
+            Placement p = placements.get(i);
+            out[i] = p.isPartial() ? Placement.replicate() : p;
+        }
+        return out;
+    }
+}

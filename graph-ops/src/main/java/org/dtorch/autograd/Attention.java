@@ -1,0 +1,112 @@
+package org.dtorch.autograd;
+
+import static org.dtorch.autograd.Grads.aten;
+import static org.dtorch.autograd.Grads.v;
+
+import java.util.List;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.dtorch.api.DTensor;
+import org.dtorch.core.distributed.Placement;
+import org.dtorch.ops.aten.AtenCall;
+
+/**
+ * The derivative of {@code scaled_dot_product_attention} without dropout, by its decomposition: the attention weights
+ * {@code p = softmax(q k^T * scale + mask)} are recomputed from the saved inputs, then {@code gv = p^T g},
+ * {@code gs = _softmax_backward_data(g v^T, p) * scale}, {@code gq = gs k}, {@code gk = gs^T q}. Grouped-query attention
+ * repeats each key and value head for its group of query heads, and sums the group's gradients back.
+ *
+ * <p>Thread-safe: stateless.
+ */
+final class Attention {
+    private Attention() {
+    }
+
+    static Derivative of(AtenCall call, List<String> names) {
+        Object dropout = call.constant("dropout_p");
+        if (dropout instanceof Number d && d.doubleValue() != 0.0) {
+            return null;
+        }
+        boolean causal = Boolean.TRUE.equals(call.constant("is_causal"));
+        Object scaleValue = call.constant("scale");
+        boolean hasMask = names.contains("attn_mask");
+        return (in, out, g, n) -> {
+            DTensor q = in[0];
+            DTensor k = in[1];
+            DTensor v = in[2];
+            DTensor mask = hasMask ? in[names.indexOf("attn_mask")] : null;
+            long headDim = q.size(-1);
+            double scale = scaleValue instanceof Number s ? s.doubleValue() : 1.0 / Math.sqrt(headDim);
+            int groups = q.ndim() >= 3 && k.ndim() >= 3 ? (int) (q.size(-3) / k.size(-3)) : 1;
+            DTensor kr = repeatHeads(k, groups);
+            DTensor vr = repeatHeads(v, groups);
+            DTensor scores = q.matmul(Grads.transposeLast(kr)).mul(scale);
+            if (mask != null) {
+                scores = mask.dtype() == ScalarType.Bool
+                    ? aten("masked_fill", "T,T,f", v(null, null, Double.NEGATIVE_INFINITY), scores, mask.logicalNot())
+                    : scores.add(mask);
+            }
+            if (causal) {
+                long l = q.size(-2);
+                long s = k.size(-2);
+                Placement[] whole = new Placement[q.mesh().ndim()];
+                java.util.Arrays.fill(whole, Placement.replicate());
+                DTensor ones = q.runtime().ones(new long[] {l, s}, ScalarType.Bool, q.mesh(), whole);
+                DTensor allowed = aten("tril", "T", v((Object) null), ones);
+                scores = aten("masked_fill", "T,T,f", v(null, null, Double.NEGATIVE_INFINITY), scores, allowed.logicalNot());
+            }
+            DTensor p = aten("_softmax", "T,i,b", v(null, -1L, false), scores);
+            DTensor[] result = new DTensor[in.length];
+            if (n[2]) {
+                result[2] = unrepeatHeads(Grads.transposeLast(p).matmul(g[0]), v.shape(), groups);
+            }
+            if (n[0] || n[1]) {
+                DTensor gp = g[0].matmul(Grads.transposeLast(vr));
+                DTensor gs = aten("_softmax_backward_data", "T,T,i,d", v(null, null, -1L, p.dtype()), gp, p).mul(scale);
+                if (n[0]) {
+                    result[0] = gs.matmul(kr);
+                }
+                if (n[1]) {
+                    result[1] = unrepeatHeads(Grads.transposeLast(gs).matmul(q), k.shape(), groups);
+                }
+            }
+            return result;
+        };
+    }
+
+    /** Each head of {@code t} (dimension -3) repeated {@code groups} times in place: {@code repeat_interleave}'s layout. */
+    private static DTensor repeatHeads(DTensor t, int groups) {
+        if (groups == 1) {
+            return t;
+        }
+        long[] shape = t.shape();
+        int h = shape.length - 3;
+        long[] expanded = new long[shape.length + 1];
+        long[] merged = shape.clone();
+        for (int i = 0, j = 0; i < shape.length; i++) {
+            expanded[j++] = shape[i];
+            if (i == h) {
+                expanded[j++] = groups;
+            }
+        }
+        merged[h] = shape[h] * groups;
+        DTensor u = aten("unsqueeze", "T,i", v(null, (long) h + 1), t);
+        return Grads.expand(u, expanded).reshape(merged);
+    }
+
+    /** The gradient of {@link #repeatHeads}: each group's heads summed back into the head they repeat. */
+    private static DTensor unrepeatHeads(DTensor g, long[] shape, int groups) {
+        if (groups == 1) {
+            return g;
+        }
+        int h = shape.length - 3;
+        long[] split = new long[shape.length + 1];
+        for (int i = 0, j = 0; i < shape.length; i++) {
+            split[j++] = shape[i];
+            if (i == h) {
+                split[j++] = groups;
+            }
+        }
+        return g.reshape(split).sum(new int[] {h + 1}, false);
+    }
+
+}

@@ -1,0 +1,102 @@
+package org.dtorch.polyglot;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.dtorch.api.DTensor;
+import org.dtorch.api.DTorch;
+import org.dtorch.api.GradTape;
+import org.graalvm.polyglot.HostAccess;
+import org.graalvm.polyglot.Value;
+
+/**
+ * Autograd of distributed tensors for Python's {@code dtorch.Tensor} ({@code requires_grad}, {@code grad},
+ * {@code backward}, {@code torch.autograd.grad}): each method maps onto the runtime's {@link GradTape} or the per-tensor
+ * state of {@link DTensor}. Grad mode is libtorch's thread-local switch, which the {@code torch} shim's {@code no_grad}
+ * and {@code inference_mode} already set, so it has no method here.
+ *
+ * <p>Not thread-safe: the Python client thread that owns the runtime.
+ */
+public final class BridgeAutograd {
+    private final DTorch runtime;
+
+    BridgeAutograd(DTorch runtime) {
+        this.runtime = runtime;
+    }
+
+    /** True when operators that take {@code t} are recorded. */
+    @HostAccess.Export
+    public boolean requiresGrad(DTensor t) {
+        return t.requiresGrad();
+    }
+
+    /** Makes the leaf {@code t} require grad, or not. */
+    @HostAccess.Export
+    public void setRequiresGrad(DTensor t, boolean requiresGrad) {
+        t.requiresGrad_(requiresGrad);
+    }
+
+    /** The gradient accumulated into {@code t}, or null. */
+    @HostAccess.Export
+    public DTensor grad(DTensor t) {
+        return t.grad();
+    }
+
+    /** Replaces (or clears, with null) the gradient of {@code t}. */
+    @HostAccess.Export
+    public void setGrad(DTensor t, DTensor grad) {
+        t.setGrad(grad);
+    }
+
+    /** True unless a recorded operator made {@code t}. */
+    @HostAccess.Export
+    public boolean isLeaf(DTensor t) {
+        return t.isLeaf();
+    }
+
+    /** The name of the recorded operator that made {@code t}, or null. */
+    @HostAccess.Export
+    public String gradFn(DTensor t) {
+        return t.gradFn();
+    }
+
+    /** {@code t}'s values and memory without history. */
+    @HostAccess.Export
+    public DTensor detach(DTensor t) {
+        return t.detach();
+    }
+
+    /**
+     * Accumulates the gradients of {@code tensors} (seeded with {@code grads}, None for a one-element tensor's 1) into
+     * the leaves, or into {@code inputs} only when not empty.
+     */
+    @HostAccess.Export
+    public void backward(Value tensors, Value grads, boolean retainGraph, Value inputs) {
+        runtime.autograd().backward(handles(tensors), handles(grads), retainGraph, handles(inputs));
+    }
+
+    /** The gradients of {@code outputs} with respect to {@code inputs}, one per input (null for an unused one). */
+    @HostAccess.Export
+    public DTensor[] gradients(Value outputs, Value inputs, Value gradOutputs, boolean retainGraph, boolean allowUnused) {
+        return runtime.autograd().grad(handles(outputs), handles(inputs), handles(gradOutputs), retainGraph, allowUnused)
+            .toArray(DTensor[]::new);
+    }
+
+    /** The handles of a Python list; None elements stay null. */
+    private static List<DTensor> handles(Value list) {
+        List<DTensor> out = new ArrayList<>();
+        if (list == null || list.isNull()) {
+            return out;
+        }
+        for (long i = 0; i < list.getArraySize(); i++) {
+            Value e = list.getArrayElement(i);
+            if (e.isNull()) {
+                out.add(null);
+            } else if (e.isHostObject() && e.asHostObject() instanceof DTensor t) {
+                out.add(t);
+            } else {
+                throw new IllegalArgumentException("element " + i + " must be a distributed tensor or None, got " + e);
+            }
+        }
+        return out;
+    }
+}
