@@ -22,6 +22,7 @@ import org.dtorch.core.kernel.KernelContext;
  */
 public final class CopySpec implements OpSpec {
     public static final CopySpec INSTANCE = new CopySpec();
+    private static final List<Integer> FIRST = List.of(0);
 
     private CopySpec() {
     }
@@ -63,6 +64,12 @@ public final class CopySpec implements OpSpec {
         TensorMeta src = op.inputs().get(1).meta();
         return dst.sharding().equals(src.sharding()) ? List.of()
             : List.of(RedistributionPlanner.plan(src.sharding(), dst.sharding(), dst.shape()));
+    }
+
+    /** The tensor written: the first input. */
+    @Override
+    public List<Integer> writtenInputs(Operator op) {
+        return FIRST;
     }
 
     @Override

@@ -172,6 +172,11 @@ public final class InPlaceSpec implements OpSpec, PlacementChoice {
     }
 
     @Override
+    public List<Integer> writtenInputs(Operator op) {
+        return call.writtenInputs();
+    }
+
+    @Override
     public DeviceKernel kernel(Operator op, long deviceId) {
         return new DeviceKernel() {
             @Override

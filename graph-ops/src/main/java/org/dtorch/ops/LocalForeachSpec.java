@@ -30,6 +30,11 @@ public final class LocalForeachSpec implements OpSpec {
         this.call = Objects.requireNonNull(call, "call");
     }
 
+    /** The multi-tensor call each device makes. */
+    public AtenCall call() {
+        return call;
+    }
+
     /** True for a multi-tensor in-place overload: {@code _foreach_*_} or {@code _fused_*_}, writing its arguments, returning nothing. */
     public static boolean covers(AtenCall call) {
         String name = call.overload().name();
@@ -60,6 +65,11 @@ public final class LocalForeachSpec implements OpSpec {
             }
         }
         return List.of();
+    }
+
+    @Override
+    public List<Integer> writtenInputs(Operator op) {
+        return call.writtenInputs();
     }
 
     @Override

@@ -149,6 +149,8 @@ public final class OpsCodecs implements OpSpecCodecProvider {
                 in -> new AtenSpec(AtenCallCodec.read(in.wire()))),
             new Codec<>(InPlaceSpec.class, "ops.inplace", (s, out) -> AtenCallCodec.write(s.call(), out.wire()),
                 in -> new InPlaceSpec(AtenCallCodec.read(in.wire()))),
+            new Codec<>(LocalForeachSpec.class, "ops.foreach", (s, out) -> AtenCallCodec.write(s.call(), out.wire()),
+                in -> new LocalForeachSpec(AtenCallCodec.read(in.wire()))),
             new Codec<>(RegionWriteSpec.class, "ops.setitem", (s, out) -> {
                 writeRegion(s.region(), out.wire());
                 out.wire().putBoolean(s.scalar() != null);

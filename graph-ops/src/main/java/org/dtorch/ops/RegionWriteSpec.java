@@ -42,6 +42,7 @@ import org.dtorch.core.kernel.PartialValues;
 public final class RegionWriteSpec implements OpSpec, PlacementChoice {
     /** The bytes region writes have written into device tensors in this process, for tests and diagnostics. */
     private static final LongAdder BYTES_WRITTEN = new LongAdder();
+    private static final List<Integer> FIRST = List.of(0);
     private final Region region;
     /** The number written, or null when the value is the second input. */
     private final ScalarValue scalar;
@@ -191,6 +192,12 @@ public final class RegionWriteSpec implements OpSpec, PlacementChoice {
             }
         }
         return -1;
+    }
+
+    /** The tensor written: the first input. */
+    @Override
+    public List<Integer> writtenInputs(Operator op) {
+        return FIRST;
     }
 
     @Override

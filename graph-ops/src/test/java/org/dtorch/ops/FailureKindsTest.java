@@ -68,6 +68,35 @@ class FailureKindsTest {
     }
 
     @Test
+    void shouldFailATensorWrittenFromAFailedOneInsteadOfKeepingItsOldValues() {
+        DTorch dt = startForOperators();
+        try {
+            // copy_, an in-place overload (add_) and a multi-tensor step (_foreach_add_) each write their target from a
+            // tensor whose kernel failed on device 0: the write never happened there, so reading the target must fail
+            // with that failure, not return the values it had.
+            DTensor copied = dt.zeros(new long[] {4}, dt.defaultMesh(), Placement.shard(0));
+            DTensor added = dt.zeros(new long[] {4}, dt.defaultMesh(), Placement.shard(0));
+            DTensor stepped = dt.zeros(new long[] {4}, dt.defaultMesh(), Placement.shard(0));
+            DTensor failed = dt.apply(new TestOps.FailOn(0), dt.ones(new long[] {4}, dt.defaultMesh(), Placement.shard(0)));
+            copied.copy_(failed);
+            dt.aten(GenericOpsTest.call("add_", "T,T", null, null), added, failed);
+            dt.aten(GenericOpsTest.call("_foreach_add_", "[T],[T]", java.util.Collections.nCopies(1, null), java.util.Collections.nCopies(1, null)),
+                stepped, failed);
+            for (DTensor written : java.util.List.of(copied, added, stepped)) {
+                FutureFailedException e = assertThrows(FutureFailedException.class, () -> written.toTorchAsync().get());
+                assertEquals(FailureKind.KERNEL, FailureKind.of(e), e.getMessage());
+                assertTrue(e.getMessage().contains("boom on purpose"), e.getMessage());
+            }
+            try (DTensor fresh = dt.ones(new long[] {4}, dt.defaultMesh(), Placement.shard(0));
+                 org.bytedeco.pytorch.Tensor back = fresh.toTorch()) {
+                assertEquals(4.0, back.sum().item_double(), "the runtime goes on");
+            }
+        } finally {
+            SharedWorkerProcesses.closeUnlessShared(dt);
+        }
+    }
+
+    @Test
     void shouldReportAWaitPastTheRuntimeTimeoutAsATimeout() {
         try (DTorch dt = start(Duration.ofSeconds(1))) {
             DTensor x = dt.ones(new long[] {4}, dt.defaultMesh(), Placement.shard(0));

@@ -280,6 +280,28 @@ public final class AtenCall {
         return null;
     }
 
+    /** The positions of the tensor inputs the overload writes into (its mutated parameters; every tensor of a written list). */
+    public List<Integer> writtenInputs() {
+        List<String> mutated = overload.mutatedParams();
+        if (mutated.isEmpty()) {
+            return List.of();
+        }
+        List<Integer> out = new ArrayList<>();
+        for (int i = 0; i < args.size(); i++) {
+            if (!mutated.contains(overload.params().get(i).name())) {
+                continue;
+            }
+            if (args.get(i) instanceof Input in) {
+                out.add(in.index());
+            } else if (args.get(i) instanceof InputList in) {
+                for (int k = 0; k < in.count(); k++) {
+                    out.add(in.first() + k);
+                }
+            }
+        }
+        return List.copyOf(out);
+    }
+
     /** The schema names of the tensor inputs, in input order (optional tensors given as None are not inputs). */
     public List<String> inputNames() {
         List<String> out = new ArrayList<>(inputCount);

@@ -36,6 +36,16 @@ public interface OpSpec {
     }
 
     /**
+     * The positions, among {@code op}'s inputs, of the tensors its kernel writes in place ({@code copy_}, {@code add_},
+     * an optimizer's {@code _foreach_*_} step). When the operator fails, or an input failed upstream, those tensors are
+     * failed too: their values are unknown (the write did not happen, or happened in part), and a later read must say
+     * so rather than return the old values. None by default.
+     */
+    default List<Integer> writtenInputs(Operator op) {
+        return List.of();
+    }
+
+    /**
      * The operator will never run on some of its devices (the worker process of one died, or the runtime is
      * shutting down): complete, with {@code cause}, whatever the client waits on. System operators that carry
      * a promise fail it (unless it is complete already); the default does nothing.

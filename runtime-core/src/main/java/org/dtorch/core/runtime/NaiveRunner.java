@@ -322,6 +322,17 @@ final class NaiveRunner {
                 blobs.fail(output.id(), cause);
             }
         }
+        List<Integer> written = op.spec().writtenInputs(op);
+        if (!written.isEmpty()) {
+            List<Operand> inputs = op.inputs();
+            for (int i : written) {
+                Operand input = inputs.get(i);
+                failures.fail(input.id(), cause);
+                if (holds(input)) {
+                    blobs.fail(input.id(), cause);
+                }
+            }
+        }
     }
 
     private void store(Operator op, List<Tensor> outputs, List<Tensor> inputs) {
