@@ -4,8 +4,12 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
 import java.util.stream.Stream;
+import org.dtorch.polyglot.PyBridge;
 import org.dtorch.polyglot.PythonHost;
 import org.graalvm.polyglot.Engine;
 
@@ -72,6 +76,38 @@ final class ScriptBytecode {
     /** Makes {@code host}'s context (of an {@link #engine()}) write what it compiles into the cache. */
     static void writeTo(PythonHost host) {
         host.eval(WRITER);
+    }
+
+    /**
+     * {@link Launcher#run(String[], Map)} with this process's environment, its script's host on an {@link #engine()}
+     * (an isolated host as the launcher makes it: an isolated script may read nothing of the cache): for tests of what
+     * the launcher does with its arguments, its script and its exit status, not of how it makes an engine.
+     */
+    static int launch(String... args) {
+        List<Engine> engines = new ArrayList<>();
+        ScriptHosts hosts = new ScriptHosts() {
+            @Override
+            public Path workingDirectory() {
+                return ScriptHosts.DIRECT.workingDirectory();
+            }
+
+            @Override
+            public PythonHost open(PyBridge bridge, Path isolatedDirectory) {
+                if (isolatedDirectory != null) {
+                    return ScriptHosts.DIRECT.open(bridge, isolatedDirectory);
+                }
+                Engine engine = engine();
+                engines.add(engine);
+                PythonHost host = PythonHost.builder().engine(engine).bridge(bridge).build();
+                writeTo(host);
+                return host;
+            }
+        };
+        try {
+            return Launcher.run(args, System.getenv(), hosts);
+        } finally {
+            engines.forEach(Engine::close);
+        }
     }
 
     private static Path newDirectory() {
