@@ -52,7 +52,10 @@ final class ScriptBytecode {
         "        if spec is None or not spec.cached or not isinstance(spec.loader, external.SourceFileLoader):",
         "            continue",
         "        if not os.path.exists(spec.cached):",
-        "            spec.loader.get_code(spec.name)",
+        "            try:",
+        "                spec.loader.get_code(spec.name)",
+        "            except (ImportError, OSError):",
+        "                pass  # left uncached: its next import compiles it, as without a cache",
         "",
         "_dtorch_test_write_bytecode()",
         "del _dtorch_test_write_bytecode");
