@@ -27,7 +27,7 @@ TOO_LARGE = 2 ** 60
 DEADLINE_S = 60
 
 
-def slow(rounds=6, n=1536):
+def slow(rounds=6, n=1024):
     """Work that keeps the workers busy for a while: a chain of matrix products, each large enough that issuing it
     costs the client far less than running it costs the workers (else, on a loaded machine, the workers keep up
     with the client and nothing is left pending once it has issued the chain)."""
@@ -42,16 +42,16 @@ _SECONDS_PER_ROUND = []
 
 
 def seconds_per_round():
-    """The time one round of `slow` takes on this machine now (measured once, on 8 rounds)."""
+    """The time one round of `slow` takes on this machine now (measured once, on 3 rounds)."""
     if not _SECONDS_PER_ROUND:
         slow(rounds=1).to_torch()  # warm up the kernels
         start = time.monotonic()
-        slow(rounds=8).to_torch()
-        _SECONDS_PER_ROUND.append(max(time.monotonic() - start, 1e-3) / 8)
+        slow(rounds=3).to_torch()
+        _SECONDS_PER_ROUND.append(max(time.monotonic() - start, 1e-3) / 3)
     return _SECONDS_PER_ROUND[0]
 
 
-def pending(seconds=2.0):
+def pending(seconds=1.0):
     """The future of work expected to take `seconds`, still pending when this returns.
 
     If the work is already done when the client gets its future back, the client waited for it or the machine
@@ -68,7 +68,7 @@ def pending(seconds=2.0):
                          "the client must not wait for the workers" % rounds)
 
 
-def while_pending(check, what, attempts=3, seconds=0.5):
+def while_pending(check, what, attempts=3, seconds=0.25):
     """Runs check(future) on fresh pending futures of work sized to run `seconds` until one run observed the
     future unfinished.
 
@@ -140,7 +140,7 @@ def test_get_releases_the_gil():
         finally:
             stop.set()
             thread.join()
-        if blocked < 0.5:
+        if blocked < 0.25:
             return False  # the work was nearly done: too short a window to judge
         print("get() blocked %.2f s; another thread counted %.0f/s meanwhile, %.0f/s during a sleep"
               % (blocked, blocked_rate, sleeping_rate))
@@ -149,7 +149,7 @@ def test_get_releases_the_gil():
             % (blocked_rate, sleeping_rate))
         return True
 
-    while_pending(get_lets_others_run, "get() blocking for 0.5 s", seconds=2.0)
+    while_pending(get_lets_others_run, "get() blocking for 0.25 s", seconds=1.0)
 
 
 def test_await_gather_and_other_coroutines_run_meanwhile():
@@ -287,7 +287,7 @@ def test_a_failed_future_calls_its_callback_once_with_none_and_the_error():
         assert value is None, value
         assert_names_the_failure(error)
 
-    pending(1.0)  # workers busy: the next future is most likely still pending at registration
+    pending(0.5)  # workers busy: the next future is most likely still pending at registration
     callback_outcome(failing())
     already_failed = failing()
     raises(dtorch.DTorchError, already_failed.get)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, Callable, Generator
 
 from . import _bridge
@@ -49,6 +48,7 @@ class TensorFuture:
 
     def __await__(self) -> Generator[Any, None, torch.Tensor]:
         """Waits without polling, up to the runtime's timeout (then raises TimeoutError, like get())."""
+        import asyncio  # here, not at import: asyncio and what it brings (sockets, ssl, logging) slow down every import of dtorch
         loop = asyncio.get_running_loop()
         waiter = loop.create_future()
         timeout_ms = self._java.timeoutMillis()

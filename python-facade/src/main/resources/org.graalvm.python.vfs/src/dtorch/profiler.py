@@ -12,7 +12,6 @@ One records at a time (`./dtorch run --trace FILE` records the whole run, so a p
 
 from __future__ import annotations
 
-import json as _json
 import os
 from typing import Any
 
@@ -128,7 +127,8 @@ class profile:
 
     def chrome_trace(self) -> dict[str, Any]:
         """The trace as Chrome trace event JSON, parsed: a dict with "traceEvents"."""
-        return _json.loads(_bridge.call(_bridge.bridge().chromeJson, self._require_trace("chrome_trace")))
+        import json  # here, not at import: only a trace read back needs it
+        return json.loads(_bridge.call(_bridge.bridge().chromeJson, self._require_trace("chrome_trace")))
 
     def key_averages(self) -> EventList:
         """The totals per operator and collective (FunctionEventAvg rows), the most time first, as an EventList."""

@@ -30,7 +30,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
-/** {@code dtorch run}: exit codes, arguments, tracebacks, one-line errors for bad input, and quiet output. */
+/**
+ * {@code dtorch run}: exit codes, arguments, tracebacks, one-line errors for bad input, and quiet output. The launches in
+ * this JVM get their script's host through {@link ScriptBytecode#launch}, on an engine that reads the test JVM's
+ * compiled modules; the launches in a JVM of their own (and QuickstartTest's) make it as {@code ./dtorch run} does.
+ */
 @Timeout(180)
 class LauncherTest {
     private static final String SHARDED_SCRIPT = String.join("\n",
@@ -46,7 +50,7 @@ class LauncherTest {
     static final String TOKEN = "launcher-test-token-0123456789";
 
     private static int launch(String... args) {
-        return Launcher.run(args);
+        return ScriptBytecode.launch(args);
     }
 
     /** What a launch printed on the JVM's standard streams, and its exit code. */

@@ -19,24 +19,26 @@ import org.junit.jupiter.api.Timeout;
  * The model examples as a user runs them, {@code ./dtorch run [flags] examples/python/llama.py | dit.py [args]}, through
  * the launcher's main in this JVM: each checks itself against one device's torch with the same weights and prints a
  * line starting {@code OK:} only when the tokens, logits or latents agree. Every build runs each example once in
- * threads; the other attention and the worker processes are tagged {@code slow}.
+ * threads, shortened (4 new tokens, where each one after the first already decodes from the key-value cache; 2 sampling
+ * steps, where the second already starts from a sampled latent); the other attention and the worker processes, at the
+ * examples' full length, are tagged {@code slow}.
  */
 class ModelExamplesTest {
 
     @Test
     @Timeout(600)
     void shouldGenerateTheTokensOfOneDeviceWithTheTensorParallelLlama() throws IOException {
-        String out = run(List.of(), "examples/python/llama.py", "--new-tokens", "12");
+        String out = run(List.of(), "examples/python/llama.py", "--new-tokens", "4");
         assertTrue(out.contains("tok_embeddings.weight: (Shard(dim=0),)  layers.0.attention.wq.weight: (Shard(dim=0),)"), out);
-        assertTrue(out.contains("OK: 12 generated tokens equal one device's, last logits within 1e-4"), out);
+        assertTrue(out.contains("OK: 4 generated tokens equal one device's, last logits within 1e-4"), out);
     }
 
     @Test
     @Timeout(600)
     void shouldSampleTheLatentOfOneDeviceWithCfgAndUlyssesParallelDit() throws IOException {
-        String out = run(List.of(), "examples/python/dit.py");
+        String out = run(List.of(), "examples/python/dit.py", "--steps", "2");
         assertTrue(out.contains("placements=(Replicate(), Shard(dim=0), Replicate(), Shard(dim=1), Replicate(), Replicate())"), out);
-        assertTrue(out.contains("OK: 4 steps of CFG x ulysses on (1, 2, 1, 2, 1, 1) match one device to 1e-4"), out);
+        assertTrue(out.contains("OK: 2 steps of CFG x ulysses on (1, 2, 1, 2, 1, 1) match one device to 1e-4"), out);
     }
 
     @Test
@@ -74,7 +76,7 @@ class ModelExamplesTest {
         try (PrintStream capture = new PrintStream(captured, true, StandardCharsets.UTF_8)) {
             System.setOut(capture);
             System.setErr(capture);
-            status = Launcher.run(command.toArray(String[]::new));
+            status = ScriptBytecode.launch(command.toArray(String[]::new));
         } finally {
             System.setOut(originalOut);
             System.setErr(originalErr);

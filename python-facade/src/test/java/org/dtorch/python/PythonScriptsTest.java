@@ -30,7 +30,16 @@ import org.junit.jupiter.api.Timeout;
  *
  * <p>Not one shared engine: with GraalPy 25.0.1, once a context that a foreign thread entered (a callback of
  * the runtime) has closed, a later context of the same engine may never hand the GIL back to its main thread
- * while another Python thread runs (test_callbacks then test_futures hung, every time). See PythonHost.
+ * while another Python thread runs (test_callbacks then test_futures hung, every time). See PythonHost. What the
+ * engines share is the compiled bytecode of the modules they import ({@link ScriptBytecode}): a script's fixed cost
+ * is then about 1 s of CPU instead of 2.
+ *
+ * <p>The scripts run in GraalPy's interpreter ({@link PythonHost#engineImplementation()} is {@code Interpreted}):
+ * the test JVM has the Graal compiler on its class path, not on the upgrade module path with JVMCI as {@code ./dtorch}
+ * puts it, so Truffle takes its fallback runtime. That is the cheaper mode for scripts of a few seconds, which end
+ * before the optimizing JIT's compilations (on both cores of a small machine) would pay for themselves; a new engine
+ * in a warm JVM costs about 2.3 s there against 4.8 s with the JIT (docs/benchmarks.md, Start-up). {@code ./dtorch}'s
+ * JIT mode is what RunServerTest (slow) runs.
  */
 class PythonScriptsTest {
     private static final Path SCRIPTS = Path.of("src/test/python");
@@ -102,10 +111,11 @@ class PythonScriptsTest {
         PrintStream originalErr = System.err;
         int status;
         try (PrintStream capture = new PrintStream(output, true, StandardCharsets.UTF_8);
-             Engine engine = PythonHost.sharedEngine();
+             Engine engine = ScriptBytecode.engine();
              DTorch runtime = DTorch.init(options);
              PythonHost host = PythonHost.builder().engine(engine).bridge(new PyBridge(runtime)).out(capture).err(capture).build()) {
             System.setErr(capture);
+            ScriptBytecode.writeTo(host);
             status = host.runScript(script, args);
         } finally {
             System.setErr(originalErr);

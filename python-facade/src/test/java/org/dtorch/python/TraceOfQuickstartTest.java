@@ -56,7 +56,7 @@ class TraceOfQuickstartTest {
         List<String> args = new ArrayList<>(List.of("run", "--trace", trace.toString()));
         args.addAll(List.of(mode));
         args.add(SCRIPT.toString());
-        assertEquals(0, Launcher.run(args.toArray(String[]::new)), "the quickstart failed");
+        assertEquals(0, ScriptBytecode.launch(args.toArray(String[]::new)), "the quickstart failed");
         return trace;
     }
 
