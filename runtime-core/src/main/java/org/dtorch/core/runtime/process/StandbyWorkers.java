@@ -23,6 +23,7 @@ import org.dtorch.core.communication.CommException;
 import org.dtorch.core.communication.CommTimeoutException;
 import org.dtorch.core.communication.Deadline;
 import org.dtorch.core.communication.GlobalCommInstanceId;
+import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.shm.OwnedPaths;
 import org.dtorch.core.shm.SharedRegion;
@@ -175,10 +176,10 @@ public final class StandbyWorkers implements AutoCloseable {
         return set.workers();
     }
 
-    /** Logs a set that could not take its assignments; the caller destroys it and starts its own workers. */
-    void assignmentFailed(List<Standby> workers, Exception why) {
-        log.accept("the standby workers " + workers.stream().map(w -> w.process().pid()).toList() + " could not take their run ("
-            + why + "); the runtime starts its own");
+    /** Logs a standby worker that could not take its assignment; the caller kills it and starts that device's worker. */
+    void assignmentFailed(Standby worker, Device device, Exception why) {
+        log.accept("standby worker " + worker.process().pid() + " could not take its run (" + why + "); the runtime starts "
+            + device + "'s worker itself");
     }
 
     /** Ends every standby worker, closes the socket and removes its directory; idempotent. */

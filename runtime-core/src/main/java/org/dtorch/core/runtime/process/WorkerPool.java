@@ -71,7 +71,8 @@ final class WorkerPool {
             List<Process> adopted = adoptStandby(options, devices, instanceId, failureBoard, socket, Deadline.after(startup));
             for (int i = 0; i < devices.size(); i++) {
                 Device device = devices.get(i);
-                Process process = adopted != null ? adopted.get(i) : spawn(options, device, instanceId, failureBoard, socket);
+                Process process = adopted != null && adopted.get(i) != null ? adopted.get(i)
+                    : spawn(options, device, instanceId, failureBoard, socket);
                 workers.put((long) device.index(), new WorkerProcess(device, new LocalWorkerLife(process, device.toString()),
                     graph, encoder, events));
             }
@@ -155,8 +156,9 @@ final class WorkerPool {
 
     /**
      * The processes of the installed {@link StandbyWorkers} reserve's set for this runtime, each sent its device's
-     * arguments, in the order of {@code devices}; null when there is no reserve, no set for this configuration, or a
-     * worker could not take its assignment: then every worker is launched fresh.
+     * arguments, in the order of {@code devices}; null when there is no reserve or no set for this configuration (every
+     * worker is then launched fresh), and a null entry for a worker that could not take its assignment (it is killed,
+     * and that device's worker is launched fresh: the others have their run already).
      */
     private static List<Process> adoptStandby(RuntimeOptions options, List<Device> devices, String instanceId, String failureBoard,
                                               Path socket, Deadline deadline) {
@@ -169,21 +171,19 @@ final class WorkerPool {
             return null;
         }
         List<Process> processes = new ArrayList<>();
-        try {
-            for (int i = 0; i < devices.size(); i++) {
-                standby.get(i).assign(new WorkerStandby.Assignment(spawnProperties(instanceId),
+        for (int i = 0; i < devices.size(); i++) {
+            StandbyWorkers.Standby worker = standby.get(i);
+            try {
+                worker.assign(new WorkerStandby.Assignment(spawnProperties(instanceId),
                     spawnArguments(options, devices.get(i), instanceId, failureBoard, socket)));
-                processes.add(standby.get(i).process());
+                processes.add(worker.process());
+            } catch (IOException | RuntimeException e) {
+                reserve.assignmentFailed(worker, devices.get(i), e);
+                worker.process().destroyForcibly();
+                processes.add(null);
             }
-            return processes;
-        } catch (IOException | RuntimeException e) {
-            reserve.assignmentFailed(standby, e);
-            standby.forEach(w -> {
-                w.channel().close();
-                w.process().destroyForcibly();
-            });
-            return null;
         }
+        return processes;
     }
 
     /** What a standby worker of this runtime must have been made for: the command {@link #launch} runs, but its arguments. */
