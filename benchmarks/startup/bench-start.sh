@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # bench-start.sh [repeats]: time to first result of `./dtorch run`, cold (a direct start, `--no-server`) and warm (the
-# runtime server with a prepared context), side by side in one run: print("hi"), one distributed operator and the
-# quickstart, each in thread mode and with --per-device-process. Each repeat times every case cold, then warm; before
-# each timed run the server's background preparation has finished, so neither run competes with it. Prints a Markdown
-# table: medians, the median of the per-repeat ratios (cold / warm), and the 3 s goal. Uses a runtime directory of its
-# own and ends its server at the end.
+# runtime server with a prepared context and, with --per-device-process, standby worker JVMs), side by side in one run:
+# print("hi"), one distributed operator and the quickstart, each in thread mode and with --per-device-process
+# (BENCH_MODES="threads processes"; name one to time only its part). Each repeat times every case cold, then warm;
+# before each timed run the server's background preparation has finished, so neither run competes with it. Prints a
+# Markdown table: medians, the median of the per-repeat ratios (cold / warm), and the 3 s goal. Uses a runtime
+# directory of its own and ends its server at the end.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 HERE="$ROOT/benchmarks/startup"
 REPEATS="${1:-3}"
+read -r -a MODES <<< "${BENCH_MODES:-threads processes}"
 export XDG_RUNTIME_DIR; XDG_RUNTIME_DIR="$(mktemp -d)"
 export DTORCH_SERVER_IDLE_SECONDS=900
 unset DTORCH_SERVER
@@ -16,13 +18,15 @@ SERVER_DIR="$XDG_RUNTIME_DIR/dtorch-server"
 trap 'for log in "$SERVER_DIR"/*.log; do pid=$(sed -n "s/.*dtorch runtime server \([0-9]*\) serves.*/\1/p" "$log" | tail -1); [ -z "$pid" ] || kill "$pid" 2>/dev/null || true; done; rm -rf "$XDG_RUNTIME_DIR"' EXIT
 
 now_ms() { date +%s%3N; }
-# Waits until the server has a context ready for the next run (its log's last line about contexts says so).
+# Waits until the server has a context ready for the next run and its standby worker JVMs, if it prepares any, are
+# started (its log's last lines about contexts and about standby workers say so).
 await_prepared() {
   local deadline=$(( $(date +%s) + 600 ))
   while :; do
-    local last; last="$(cat "$SERVER_DIR"/*.log 2>/dev/null | grep -E 'prepared a context|waited' | tail -1 || true)"
-    case "$last" in *"prepared a context"*) return 0 ;; esac
-    [ "$(date +%s)" -lt "$deadline" ] || { echo "no prepared context within 600 s" >&2; exit 1; }
+    local last workers; last="$(cat "$SERVER_DIR"/*.log 2>/dev/null | grep -E 'prepared a context|waited' | tail -1 || true)"
+    workers="$(cat "$SERVER_DIR"/*.log 2>/dev/null | grep -E 'on standby$|standby workers, pids|could not prepare' | tail -1 || true)"
+    case "$last" in *"prepared a context"*) case "$workers" in *"on standby") ;; *) return 0 ;; esac ;; esac
+    [ "$(date +%s)" -lt "$deadline" ] || { echo "no prepared context and workers within 600 s" >&2; exit 1; }
     sleep 0.5
   done
 }
@@ -36,15 +40,18 @@ time_run() {
   echo $(( end - start ))
 }
 
-# Start the server once (a direct run starts it after itself) and wait for its first context.
+# Start the server once (a direct run starts it after itself) and wait for its first context. The server keeps worker
+# JVMs on standby for the configuration of its last --per-device-process run: one such run names it before the timing.
 (cd "$HERE" && "$ROOT/dtorch" run hi.py >/dev/null)
+await_prepared
+(cd "$HERE" && "$ROOT/dtorch" run --per-device-process hi.py >/dev/null)
 await_prepared
 
 CASES=("hi.py" "one_operator.py" "$ROOT/examples/python/quickstart.py")
 NAMES=('`print("hi")`' 'one distributed operator' 'the quickstart')
 declare -A COLD WARM
 for ((r = 1; r <= REPEATS; r++)); do
-  for mode in threads processes; do
+  for mode in "${MODES[@]}"; do
     flags=(); [ "$mode" = threads ] || flags=(--per-device-process)
     for i in "${!CASES[@]}"; do
       await_prepared
@@ -63,7 +70,7 @@ done
 median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 echo "| script | mode | cold, direct start (median) | warm, server (median) | cold / warm (median of repeats) | warm <= 3 s |"
 echo "|---|---|---|---|---|---|"
-for mode in threads processes; do
+for mode in "${MODES[@]}"; do
   for i in "${!CASES[@]}"; do
     cold=(${COLD[$mode,$i]}); warm=(${WARM[$mode,$i]})
     ratios=""; met=0

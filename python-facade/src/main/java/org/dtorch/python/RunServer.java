@@ -18,6 +18,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.nio.file.attribute.UserPrincipal;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -26,6 +27,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import jdk.net.ExtendedSocketOptions;
 import jdk.net.UnixDomainPrincipal;
+import org.dtorch.core.runtime.process.StandbyWorkers;
 import org.dtorch.core.shm.OwnedPaths;
 import org.dtorch.polyglot.PyBridge;
 import org.dtorch.polyglot.PythonHost;
@@ -35,8 +37,10 @@ import org.dtorch.polyglot.PythonHost;
  * (the JVM's loaded and compiled classes, libtorch's natives, GraalPy's languages) and runs scripts sent by
  * {@link RunClient} over a Unix-domain socket in the user's private runtime directory. Each run gets a fresh runtime and
  * a fresh GraalPy context with its own engine, made before the run arrives ({@link PreparedPython}); both are closed
- * when the run ends, so no state of one script reaches the next. The launcher's own code ({@link Launcher#run}) runs
- * each command line, so output and exit codes are those of a direct start.
+ * when the run ends, so no state of one script reaches the next. Likewise a {@code --per-device-process} run adopts
+ * worker JVMs started before it arrived ({@link StandbyWorkers}, for the configuration of the last such run), which end
+ * with its runtime. The launcher's own code ({@link Launcher#run}) runs each command line, so output and exit codes are
+ * those of a direct start.
  *
  * <p>One run at a time: a client that finds the server busy starts its run directly. Only the user who owns the
  * socket's directory may connect (the directory is 0700, and the peer's credentials are checked too). Signals the
@@ -58,6 +62,8 @@ final class RunServer {
     /** How long a stopped run may take to end before the server ends instead. */
     static final long STOP_GRACE_SECONDS = RunClient.SIGNAL_GRACE_SECONDS - 2;
     private static final long WATCH_MILLIS = 1000;
+    /** How much longer than the idle time an unused standby worker waits for a run. */
+    private static final long STANDBY_MARGIN_SECONDS = 60;
 
     private final Path socket;
     private final long idleNanos;
@@ -67,11 +73,15 @@ final class RunServer {
     private final OutputStream routedErr;
     private final PrintStream serverLog;
     private volatile long lastRunEnd = System.nanoTime();
+    /** Worker JVMs started ahead of the next {@code --per-device-process} run; null if the server has none. */
+    private final StandbyWorkers workers;
     /** The context the next run gets: being prepared, ready, or null when a run took it. */
     private volatile CompletableFuture<PreparedPython> next;
 
-    private RunServer(Path socket, long idleSeconds, OutputStream routedOut, OutputStream routedErr, PrintStream serverLog) {
+    private RunServer(Path socket, long idleSeconds, OutputStream routedOut, OutputStream routedErr, PrintStream serverLog,
+                      StandbyWorkers workers) {
         this.serverLog = serverLog;
+        this.workers = workers;
         this.socket = socket;
         this.idleNanos = TimeUnit.SECONDS.toNanos(idleSeconds);
         this.build = BuildStamp.ofThisProcess();
@@ -102,8 +112,27 @@ final class RunServer {
                 Files.setPosixFilePermissions(socket, PosixFilePermissions.fromString("rw-------"));
                 log.println(Instant.now() + " dtorch runtime server " + ProcessHandle.current().pid() + " serves " + socket);
                 long idle = idleSeconds(System.getenv(IDLE_ENV));
-                new RunServer(socket, idle, out, err, log).serve(server, Files.getOwner(dir), log);
+                try (StandbyWorkers workers = openStandbyWorkers(idle, log)) {
+                    new RunServer(socket, idle, out, err, log, workers).serve(server, Files.getOwner(dir), log);
+                }
             }
+        }
+    }
+
+    /**
+     * The reserve of worker JVMs for {@code --per-device-process} runs, installed for this JVM's runtimes; null (logged)
+     * if its socket cannot be made: runs then start their workers as a direct start does.
+     */
+    private static StandbyWorkers openStandbyWorkers(long idleSeconds, PrintStream log) {
+        try {
+            // Unused standby workers outlive the idle time by a margin: the server ends them first, or they see it gone.
+            StandbyWorkers workers = StandbyWorkers.open(Duration.ofSeconds(idleSeconds + STANDBY_MARGIN_SECONDS),
+                line -> log.println(Instant.now() + " " + line));
+            StandbyWorkers.install(workers);
+            return workers;
+        } catch (RuntimeException e) {
+            log.println(Instant.now() + " no standby workers: " + e.getMessage());
+            return null;
         }
     }
 
@@ -164,6 +193,9 @@ final class RunServer {
                 : build.changed() ? "its build changed" : null;
             if (reason != null && busy.compareAndSet(false, true)) {
                 log.println(Instant.now() + " the server ends: " + reason);
+                if (workers != null) {
+                    workers.close();
+                }
                 try {
                     Files.deleteIfExists(socket);
                 } catch (IOException e) {
@@ -254,6 +286,9 @@ final class RunServer {
         log.println(Instant.now() + " the run took " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - runStart) + " ms");
         if (run.usedPrepared) {
             prepareNext();
+        }
+        if (workers != null) {
+            workers.replenish(); // for the configuration of the last per-device-process run, if there was one
         }
         log.println(Instant.now() + " ran " + request.args() + " in " + request.cwd() + ": exit " + code);
         out.write(ServerWire.EXIT, ServerWire.intPayload(code));

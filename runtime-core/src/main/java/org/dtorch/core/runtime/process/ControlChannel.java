@@ -9,8 +9,8 @@ import org.dtorch.core.trace.Tracer;
 
 /**
  * Frames on the socket between the controller and one worker (a Unix-domain socket on one host, TCP across nodes),
- * and between the controller and a node agent of a run across nodes ({@code NODE_*}, {@code WORKER_EXIT},
- * {@code HEARTBEAT}).
+ * between the controller and a node agent of a run across nodes ({@code NODE_*}, {@code WORKER_EXIT},
+ * {@code HEARTBEAT}), and between a standby worker and the reserve that keeps it ({@code STANDBY}, {@code ASSIGN}).
  *
  * <pre>
  *   frame := length:int  magic:int  type:byte  payload  crc:int
@@ -63,7 +63,11 @@ public final class ControlChannel implements AutoCloseable {
     public static final byte NODE_KILL = 16;
     /** Either way on a node's connection, every second: the sender is alive. */
     public static final byte HEARTBEAT = 17;
-    private static final byte LAST_TYPE = HEARTBEAT;
+    /** Standby worker to its reserve, first on the connection: protocol version and pid; natives loaded, no run yet. */
+    public static final byte STANDBY = 18;
+    /** Reserve to standby worker: the run it joins, as system properties and the arguments of a fresh worker. */
+    public static final byte ASSIGN = 19;
+    private static final byte LAST_TYPE = ASSIGN;
     /** The largest payload a frame carries. */
     public static final int MAX_PAYLOAD = MAX_FRAME - HEADER;
 

@@ -67,6 +67,13 @@ public final class JvmCommand {
         return new JvmCommand(cmd);
     }
 
+    /** This command with {@code arguments} after its own. */
+    JvmCommand plus(List<String> arguments) {
+        List<String> longer = new ArrayList<>(command);
+        longer.addAll(arguments);
+        return new JvmCommand(longer);
+    }
+
     /** The command and its arguments. */
     public List<String> command() {
         return command;

@@ -59,7 +59,8 @@ import org.dtorch.core.trace.Tracer;
  * ({@link RuntimeOptions#physicalDevice}), and {@code --memory-growth-syncs N --memory-growth-floor BYTES}
  * ({@link MemoryWatch}, default {@link MemoryWatch#DEFAULTS}); with {@code --trace-from-start true} it records a trace
  * from its start, and with {@code --trace-part FILE} it writes what it still records at its end there
- * ({@link TracePart}). {@code TRACE_START} and {@code TRACE_STOP} frames open and close a recording in order with the
+ * ({@link TracePart}). With {@code --standby SOCKET --standby-timeout-ms MS} it starts as a standby worker that
+ * receives these arguments later ({@link WorkerStandby}). {@code TRACE_START} and {@code TRACE_STOP} frames open and close a recording in order with the
  * operators, and the trace goes back as {@code TRACE_EVENTS} frames. A CUDA worker makes its physical device current
  * before anything else touches CUDA, and sees the host's GPUs numbered as its controller does (it inherits the environment).
  *
@@ -135,7 +136,8 @@ public final class WorkerMain {
     }
 
     public static void main(String[] args) {
-        Map<String, String> options = parse(args);
+        // A standby worker (StandbyWorkers) waits here, natives loaded, until a run assigns it the arguments below.
+        Map<String, String> options = parse(WorkerStandby.isStandby(args) ? WorkerStandby.awaitAssignment(args) : args);
         String tracePart = options.get("trace-part");
         if (Boolean.parseBoolean(options.get("trace-from-start"))) {
             Tracer.start(); // the controller records: so does this worker, until it exits or a TRACE_STOP
@@ -151,7 +153,7 @@ public final class WorkerMain {
             limitIntraOpThreads(Integer.parseInt(options.get("devices")));
             Duration timeout = Duration.ofMillis(Long.parseLong(options.get("timeout-ms")));
             ControlChannel channel = new ControlChannel(connect(options, timeout), "the controller");
-            watchParent(device);
+            watchParent("worker of " + device);
             channel.send(ControlChannel.HELLO, new WireWriter().putInt(WorkerPool.PROTOCOL_VERSION).putLong(device.index())
                 .putLong(ProcessHandle.current().pid()).toByteArray());
             String rendezvous = options.get("rendezvous");
@@ -198,9 +200,9 @@ public final class WorkerMain {
      * Exits when the process that started this worker does (the controller, or the node agent of a run across nodes,
      * killed with SIGKILL): a worker never outlives who supervises it.
      */
-    private static void watchParent(Device device) {
+    static void watchParent(String who) {
         ProcessHandle.current().parent().ifPresent(parent -> parent.onExit().thenRun(() -> {
-            System.err.println("worker of " + device + ": the process that started it (pid " + parent.pid() + ") exited; exiting");
+            System.err.println(who + ": the process that started it (pid " + parent.pid() + ") exited; exiting");
             Runtime.getRuntime().halt(EXIT_PROTOCOL);
         }));
     }

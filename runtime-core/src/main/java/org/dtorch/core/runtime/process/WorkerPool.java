@@ -33,7 +33,8 @@ import org.dtorch.core.trace.Tracer;
  * shared-memory directory, one JVM per device running {@link WorkerMain}, and a
  * {@code HELLO} from each within the startup timeout (property {@value #STARTUP_PROPERTY}, seconds,
  * default {@value #DEFAULT_STARTUP_SECONDS}). A worker that exits or does not report in time fails the
- * start with its output; nothing is left running.
+ * start with its output; nothing is left running. Where this process installed a {@link StandbyWorkers} reserve, the
+ * runtime adopts its workers prepared for this configuration instead of launching new ones.
  *
  * <p>Not thread-safe: the runtime's constructor uses it once.
  */
@@ -66,12 +67,16 @@ final class WorkerPool {
             OwnedPaths.createPrivateDirectory(socket.getParent(), "control socket's directory");
             madeDirectory = true;
             server.bind(UnixDomainSocketAddress.of(socket));
-            for (Device device : devices) {
-                workers.put((long) device.index(), new WorkerProcess(device,
-                    new LocalWorkerLife(spawn(options, device, instanceId, failureBoard, socket), device.toString()),
+            Duration startup = Duration.ofSeconds(Long.getLong(STARTUP_PROPERTY, DEFAULT_STARTUP_SECONDS));
+            List<Process> adopted = adoptStandby(options, devices, instanceId, failureBoard, socket, Deadline.after(startup));
+            for (int i = 0; i < devices.size(); i++) {
+                Device device = devices.get(i);
+                Process process = adopted != null && adopted.get(i) != null ? adopted.get(i)
+                    : spawn(options, device, instanceId, failureBoard, socket);
+                workers.put((long) device.index(), new WorkerProcess(device, new LocalWorkerLife(process, device.toString()),
                     graph, encoder, events));
             }
-            Deadline deadline = Deadline.after(Duration.ofSeconds(Long.getLong(STARTUP_PROPERTY, DEFAULT_STARTUP_SECONDS)));
+            Deadline deadline = Deadline.after(startup);
             connectAll(server, workers, deadline);
             return workers;
         } catch (IOException | RuntimeException e) {
@@ -134,9 +139,60 @@ final class WorkerPool {
     }
 
     private static Process spawn(RuntimeOptions options, Device device, String instanceId, String failureBoard, Path socket) {
+        return launch(device, spawnArguments(options, device, instanceId, failureBoard, socket), spawnProperties(instanceId), null);
+    }
+
+    /** The arguments of {@code device}'s worker on this host: its connection, failure board and trace part included. */
+    private static List<String> spawnArguments(RuntimeOptions options, Device device, String instanceId, String failureBoard, Path socket) {
         List<String> args = new ArrayList<>(arguments(options, device, instanceId, failureBoard, socket));
         args.addAll(List.of("--trace-part", tracePart(instanceId, device).toString()));
-        return launch(device, args, Map.of(GlobalCommInstanceId.PROPERTY, instanceId), null);
+        return args;
+    }
+
+    /** The system properties a worker of runtime {@code instanceId} gets beyond the inherited ones. */
+    private static Map<String, String> spawnProperties(String instanceId) {
+        return Map.of(GlobalCommInstanceId.PROPERTY, instanceId);
+    }
+
+    /**
+     * The processes of the installed {@link StandbyWorkers} reserve's set for this runtime, each sent its device's
+     * arguments, in the order of {@code devices}; null when there is no reserve or no set for this configuration (every
+     * worker is then launched fresh), and a null entry for a worker that could not take its assignment (it is killed,
+     * and that device's worker is launched fresh: the others have their run already).
+     */
+    private static List<Process> adoptStandby(RuntimeOptions options, List<Device> devices, String instanceId, String failureBoard,
+                                              Path socket, Deadline deadline) {
+        StandbyWorkers reserve = StandbyWorkers.installed();
+        if (reserve == null) {
+            return null;
+        }
+        List<StandbyWorkers.Standby> standby = reserve.take(standbyConfiguration(options), deadline);
+        if (standby == null) {
+            return null;
+        }
+        List<Process> processes = new ArrayList<>();
+        for (int i = 0; i < devices.size(); i++) {
+            StandbyWorkers.Standby worker = standby.get(i);
+            try {
+                worker.assign(new WorkerStandby.Assignment(spawnProperties(instanceId),
+                    spawnArguments(options, devices.get(i), instanceId, failureBoard, socket)));
+                processes.add(worker.process());
+            } catch (IOException | RuntimeException e) {
+                reserve.assignmentFailed(worker, devices.get(i), e);
+                worker.process().destroyForcibly();
+                processes.add(null);
+            }
+        }
+        return processes;
+    }
+
+    /** What a standby worker of this runtime must have been made for: the command {@link #launch} runs, but its arguments. */
+    static StandbyWorkers.Configuration standbyConfiguration(RuntimeOptions options) {
+        return new StandbyWorkers.Configuration(options.deviceCount(), options.deviceKind(), workerCommand(List.of(), Map.of()));
+    }
+
+    private static JvmCommand workerCommand(List<String> args, Map<String, String> properties) {
+        return JvmCommand.of(WorkerMain.class.getName(), args, properties, List.of("-Xmx" + System.getProperty("dtorch.worker.heap", "1g")));
     }
 
     /**
@@ -145,8 +201,7 @@ final class WorkerPool {
      * line. Its output is merged into one stream.
      */
     static Process launch(Device device, List<String> args, Map<String, String> properties, ClusterToken token) {
-        ProcessBuilder builder = JvmCommand.of(WorkerMain.class.getName(), args, properties,
-            List.of("-Xmx" + System.getProperty("dtorch.worker.heap", "1g"))).processBuilder();
+        ProcessBuilder builder = workerCommand(args, properties).processBuilder();
         builder.redirectErrorStream(true);
         if (token != null) {
             token.exportTo(builder.environment());
