@@ -46,9 +46,10 @@ import org.junit.jupiter.api.Timeout;
  * Fault schedules of a client that closes the runtime mid-program: the client thread issues a random program of the
  * differential tests ({@link ProgramGenerator}) and then waits on its values, while a second thread calls
  * {@link DTorch#close()} once the client reached a step drawn from the schedule's seed (the last point being the wait
- * on the values). Whatever the client was doing, it gets its values or an error saying that the runtime was closed
+ * on the values); half the runtimes let close run what was queued (up to a shutdown timeout of 2 s), half cancel it at
+ * once. Whatever the client was doing, it gets its values or an error saying that the runtime was closed
  * (never a wrong value, never the runtime's deadline, never a hang), {@code close()} returns, no worker thread is left,
- * nothing of the runtime is left in shared memory or in the rendezvous directory, and a new runtime in the same JVM
+ * nothing of the runtime is left in shared memory or in the rendezvous directory, and another runtime in the same JVM
  * runs every schedule's program to the values torch gives. The devices are worker threads here;
  * {@link ClientCloseSchedulesInProcessesTest} runs the same with worker processes.
  */
@@ -56,16 +57,18 @@ import org.junit.jupiter.api.Timeout;
 class ClientCloseSchedulesTest {
     /** The kernels' deadline. A close must end every wait well before it: a TIMEOUT verdict is a failure. */
     static final Duration TIMEOUT = Duration.ofSeconds(60);
-    /** How long close waits for queued work before it cancels it. */
+    /** How long close waits for queued work before it cancels it; half the schedules draw {@link #CANCEL_AT_ONCE}. */
     static final Duration SHUTDOWN_TIMEOUT = Duration.ofSeconds(2);
+    /** A shutdown timeout under which close cancels what is queued, so that the client's waits end with the cancel. */
+    static final Duration CANCEL_AT_ONCE = Duration.ofMillis(1);
 
     boolean processes() {
         return false;
     }
 
-    private DTorch start() {
+    private DTorch start(Duration shutdownTimeout) {
         return DTorch.init(DTorchOptions.builder().devices(4).perDevicePerProcess(processes()).timeout(TIMEOUT)
-            .shutdownTimeout(SHUTDOWN_TIMEOUT).build());
+            .shutdownTimeout(shutdownTimeout).build());
     }
 
     @Test
@@ -152,12 +155,17 @@ class ClientCloseSchedulesTest {
         }
         System.out.println("client close schedules (" + (processes() ? "processes" : "threads") + "): " + n + " from seed " + seed
             + ": " + verdicts);
-        // The closed runtimes leave this JVM able to start another, which runs the same programs whole.
-        try (DTorch dt = start()) {
+        // The closed runtimes leave this JVM able to run another, which runs the same programs whole. In processes that is
+        // the shared runtime of the operator classes (started here if no class started it yet), which spares four JVMs:
+        // each schedule's runtime already started after the previous one closed.
+        DTorch after = processes() ? SharedWorkerProcesses.runtime() : start(SHUTDOWN_TIMEOUT);
+        try {
             for (Program p : programs) {
-                Outcome o = ProgramRun.run(dt, p);
+                Outcome o = ProgramRun.run(after, p);
                 assertFalse(o.failed(), () -> "after the closes, seed " + p.seed() + ": " + o);
             }
+        } finally {
+            SharedWorkerProcesses.closeUnlessShared(after);
         }
     }
 
@@ -168,12 +176,13 @@ class ClientCloseSchedulesTest {
     private Verdict closeDuring(Program p, ExecutorService threads) throws Exception {
         Random rnd = new Random(p.seed());
         int at = rnd.nextInt(p.steps().size() + 1);
+        Duration shutdownTimeout = rnd.nextBoolean() ? SHUTDOWN_TIMEOUT : CANCEL_AT_ONCE;
         long started = System.nanoTime();
-        DTorch dt = start();
+        DTorch dt = start(shutdownTimeout);
         String instance = dt.runtime().instanceId();
         Map<Long, Long> pids = dt.runtime().workerPids();
         String schedule = "seed " + p.seed() + ", closed at " + (at == p.steps().size() ? "the wait on the values" : "step " + at)
-            + "\n" + p.describe();
+            + ", shutdown timeout " + shutdownTimeout.toMillis() + " ms\n" + p.describe();
         AtomicInteger reached = new AtomicInteger(-1);
         Outcome seen;
         try {
