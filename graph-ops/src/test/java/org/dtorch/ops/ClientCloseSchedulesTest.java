@@ -27,10 +27,6 @@ import org.dtorch.api.DTorch;
 import org.dtorch.api.DTorchOptions;
 import org.dtorch.core.communication.CommPaths;
 import org.dtorch.core.distributed.Placement;
-import org.dtorch.core.graph.DeviceKernel;
-import org.dtorch.core.graph.OpSpec;
-import org.dtorch.core.graph.Operator;
-import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.core.testing.Await;
 import org.dtorch.ops.difftest.Campaign;
 import org.dtorch.ops.difftest.Program;
@@ -89,13 +85,13 @@ class ClientCloseSchedulesTest {
      */
     @Test
     void shouldRefuseAnOperatorThatReachesTheControllerAfterAClose() throws Exception {
-        DTorch dt = DTorch.init(DTorchOptions.builder().devices(4).timeout(TIMEOUT).shutdownTimeout(SHUTDOWN_TIMEOUT).build());
+        DTorch dt = start(SHUTDOWN_TIMEOUT);
         CountDownLatch inferring = new CountDownLatch(1);
         CountDownLatch closed = new CountDownLatch(1);
         ExecutorService client = Executors.newSingleThreadExecutor(r -> Thread.ofPlatform().name("schedule-client").daemon().unstarted(r));
         try {
             DTensor x = dt.ones(new long[] {8}, dt.defaultMesh(), Placement.shard(0));
-            Future<DTensor> added = client.submit(() -> dt.apply(new HeldInference(inferring, closed), x));
+            Future<DTensor> added = client.submit(() -> dt.apply(new TestOps.HeldInference(inferring, closed, TIMEOUT), x));
             assertTrue(inferring.await(TIMEOUT.toSeconds(), TimeUnit.SECONDS), "the client reaches the inference");
             dt.close();
             closed.countDown();
@@ -106,33 +102,6 @@ class ClientCloseSchedulesTest {
             closed.countDown();
             client.shutdownNow();
             dt.close();
-        }
-    }
-
-    /** An identity whose inference waits for {@code release} once it has counted down {@code entered}. */
-    private record HeldInference(CountDownLatch entered, CountDownLatch release) implements OpSpec {
-        @Override
-        public String name() {
-            return "held";
-        }
-
-        @Override
-        public List<TensorMeta> inferOutputs(List<TensorMeta> inputs) {
-            entered.countDown();
-            try {
-                if (!release.await(TIMEOUT.toSeconds(), TimeUnit.SECONDS)) {
-                    throw new IllegalStateException("held: not released within " + TIMEOUT);
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IllegalStateException("held: interrupted", e);
-            }
-            return List.of(inputs.getFirst());
-        }
-
-        @Override
-        public DeviceKernel kernel(Operator op, long deviceId) {
-            return new LocalKernel(in -> in.getFirst().clone());
         }
     }
 
