@@ -22,10 +22,14 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.bytedeco.pytorch.Tensor;
 import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
 import org.dtorch.api.DTorchOptions;
 import org.dtorch.core.communication.CommPaths;
+import org.dtorch.core.communication.FailureKind;
+import org.dtorch.core.communication.promise.FutureFailedException;
+import org.dtorch.core.communication.promise.TensorFuture;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.testing.Await;
 import org.dtorch.ops.difftest.Campaign;
@@ -103,6 +107,39 @@ class ClientCloseSchedulesTest {
             client.shutdownNow();
             dt.close();
         }
+    }
+
+    /**
+     * A close whose shutdown timeout ends before the controller has dispatched all the client queued (one schedule in
+     * twenty-six in processes): every future the client holds ends with its value or with the close, none at the
+     * deadline. The runtime's deadline is short here, so that a future the close forgot fails the test soon.
+     */
+    @Test
+    void shouldEndEveryFutureWhenTheCloseOvertakesTheController() {
+        Duration deadline = Duration.ofSeconds(10);
+        DTorch dt = DTorch.init(DTorchOptions.builder().devices(4).perDevicePerProcess(processes()).timeout(deadline)
+            .shutdownTimeout(CANCEL_AT_ONCE).build());
+        List<TensorFuture> futures = new ArrayList<>();
+        try {
+            DTensor x = dt.ones(new long[] {8, 4}, dt.defaultMesh(), Placement.shard(0));
+            for (int i = 0; i < 200; i++) {
+                x = x.mul(1.0).redistribute(Placement.replicate()).redistribute(Placement.shard(0));
+                futures.add(x.sum().toTorchAsync());
+            }
+        } finally {
+            dt.close();
+        }
+        int cancelled = 0;
+        for (TensorFuture f : futures) {
+            try (Tensor value = f.get()) {
+                assertEquals(32.0, value.item_double(), "a value computed before the close is right");
+            } catch (FutureFailedException e) {
+                assertEquals(FailureKind.CANCELLED, FailureKind.of(e), () -> "future " + futures.indexOf(f) + ": " + e.getMessage());
+                assertTrue(e.getMessage().contains("the runtime was closed"), e.getMessage());
+                cancelled++;
+            }
+        }
+        System.out.println("close overtaking the controller: " + cancelled + " of " + futures.size() + " futures cancelled");
     }
 
     /** Runs {@code count} schedules from {@code firstSeed} (each overridable by Campaign's properties), then the check. */

@@ -45,6 +45,10 @@ final class EagerGraphExecutor {
     private final ReentrantLock dispatching = new ReentrantLock();
     /** Set by {@link #shutdown}; guarded by {@link #dispatching}. */
     private boolean stopped;
+    /** Orders an operator's entry into the graph against {@link #cancelUndispatched}. */
+    private final Object graphEntry = new Object();
+    /** Set by {@link #cancelUndispatched}; guarded by {@link #graphEntry}. */
+    private Throwable cancelledBy;
 
     EagerGraphExecutor(LogicalGraph graph, Map<Long, ? extends DeviceNode> runners, DeviceFleet fleet) {
         this.graph = graph;
@@ -137,6 +141,20 @@ final class EagerGraphExecutor {
         return !thread.isAlive();
     }
 
+    /**
+     * From now on an operator that this controller would still dispatch fails with {@code cause} instead ({@link
+     * org.dtorch.core.graph.OpSpec#abandon}): the close gave up waiting for the controller, whose queue may still hold
+     * operators the client has futures of, or a client's dispatch raced with it. An operator already in the graph is
+     * the close's to cancel; each operator is in one of the two, never in neither.
+     */
+    void cancelUndispatched(Throwable cause) {
+        synchronized (graphEntry) {
+            if (cancelledBy == null) {
+                cancelledBy = cause;
+            }
+        }
+    }
+
     private void loop() {
         while (true) {
             List<Object> messages = inbox.poll();
@@ -173,7 +191,13 @@ final class EagerGraphExecutor {
     private void dispatch(Operator op) {
         long started = PipelineStages.start();
         long traced = Tracer.now();
-        graph.add(op);
+        synchronized (graphEntry) {
+            if (cancelledBy != null) {
+                op.spec().abandon(cancelledBy);
+                return;
+            }
+            graph.add(op);
+        }
         List<Long> devices = op.devices();
         for (int i = 0, n = devices.size(); i < n; i++) {
             nodes[devices.get(i).intValue()].submit(op);
