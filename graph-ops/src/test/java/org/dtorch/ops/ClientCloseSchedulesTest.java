@@ -53,7 +53,7 @@ import org.junit.jupiter.api.Timeout;
  * runs every schedule's program to the values torch gives. The devices are worker threads here;
  * {@link ClientCloseSchedulesInProcessesTest} runs the same with worker processes.
  */
-@Timeout(1800)
+@Timeout(3600)
 class ClientCloseSchedulesTest {
     /** The kernels' deadline. A close must end every wait well before it: a TIMEOUT verdict is a failure. */
     static final Duration TIMEOUT = Duration.ofSeconds(60);
@@ -83,7 +83,7 @@ class ClientCloseSchedulesTest {
     }
 
     /**
-     * The interleaving that a schedule hit once: the client passes the runtime's open check, a close on another thread
+     * A client's call that a close on another thread overtakes: the client passes the runtime's open check, the close
      * runs to its end, then the client's operator reaches the controller. The operator is refused; were it dropped, its
      * outputs would never be written and the promise of a value fetched that way would wait out the deadline.
      */
@@ -110,9 +110,9 @@ class ClientCloseSchedulesTest {
     }
 
     /**
-     * A close whose shutdown timeout ends before the controller has dispatched all the client queued (one schedule in
-     * twenty-six in processes): every future the client holds ends with its value or with the close, none at the
-     * deadline. The runtime's deadline is short here, so that a future the close forgot fails the test soon.
+     * A close whose shutdown timeout ends before the controller has dispatched all the client queued (in processes the
+     * controller is a thread of its own, which a 1 ms timeout overtakes): every future the client holds ends with its
+     * value or with the close, none at the deadline. The runtime's deadline is short here, so that a future the close forgot fails the test soon.
      */
     @Test
     void shouldEndEveryFutureWhenTheCloseOvertakesTheController() {
