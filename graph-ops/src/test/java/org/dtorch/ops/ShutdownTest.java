@@ -170,7 +170,7 @@ class ShutdownTest {
         Await.until(() -> runtimeThreads().isEmpty(), Duration.ofSeconds(10), () -> "every runtime thread stops: " + runtimeThreads() + " run");
     }
 
-    private static List<String> runtimeThreads() {
+    static List<String> runtimeThreads() {
         return SharedWorkerProcesses.notOfTheSharedRuntime(Thread.getAllStackTraces().keySet()).stream()
             .filter(Thread::isAlive)
             .map(Thread::getName)

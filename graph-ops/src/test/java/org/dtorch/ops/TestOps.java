@@ -5,6 +5,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 import org.dtorch.api.DTorch;
@@ -297,6 +299,37 @@ final class TestOps {
                     throw new IllegalStateException("the report broke on purpose");
                 }
             };
+        }
+    }
+
+    /**
+     * An identity whose inference, which runs in the client's thread before the operator reaches the controller, counts
+     * down {@code entered} and then waits for {@code release}: a test holds the client between the runtime's open check
+     * and the controller. The operator is meant to be refused there; its codec carries no latch to a worker.
+     */
+    record HeldInference(CountDownLatch entered, CountDownLatch release, Duration timeout) implements OpSpec {
+        @Override
+        public String name() {
+            return "held";
+        }
+
+        @Override
+        public List<TensorMeta> inferOutputs(List<TensorMeta> inputs) {
+            entered.countDown();
+            try {
+                if (!release.await(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+                    throw new IllegalStateException("held: not released within " + timeout);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("held: interrupted", e);
+            }
+            return List.of(inputs.getFirst());
+        }
+
+        @Override
+        public DeviceKernel kernel(Operator op, long deviceId) {
+            return new LocalKernel(in -> in.getFirst().clone());
         }
     }
 }

@@ -112,6 +112,26 @@ public final class TestOpsCodecs implements OpSpecCodecProvider {
                 return new TestOps.StallOn(in.wire().getLong("stall device"), in.wire().getLong("stall millis"),
                     in.wire().getBoolean("stall ignores interrupts"));
             }
+        }, new OpSpecCodec<TestOps.HeldInference>() {
+            @Override
+            public Class<TestOps.HeldInference> specClass() {
+                return TestOps.HeldInference.class;
+            }
+
+            @Override
+            public String tag() {
+                return "test.held";
+            }
+
+            @Override
+            public void write(TestOps.HeldInference spec, SpecWriter out) {
+                throw new UnsupportedOperationException("held: its latches stay in the test's JVM; the controller refuses it");
+            }
+
+            @Override
+            public TestOps.HeldInference read(SpecReader in) {
+                throw new UnsupportedOperationException("held: never sent to a worker");
+            }
         });
     }
 }

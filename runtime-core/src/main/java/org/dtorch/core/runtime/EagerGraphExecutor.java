@@ -38,10 +38,17 @@ final class EagerGraphExecutor {
     /** The controller thread and its queue, or null when callers dispatch themselves. */
     private final Thread thread;
     private final WorkQueue<Object> inbox;
-    /** Orders the callers that dispatch themselves, and {@link #shutdown} after them. */
+    /**
+     * Orders the callers that dispatch themselves, and {@link #shutdown} after them; with a controller thread, orders
+     * the callers' queueing before the shutdown's.
+     */
     private final ReentrantLock dispatching = new ReentrantLock();
-    /** Set by {@link #shutdown} when callers dispatch themselves; guarded by {@link #dispatching}. */
+    /** Set by {@link #shutdown}; guarded by {@link #dispatching}. */
     private boolean stopped;
+    /** Orders an operator's entry into the graph against {@link #cancelUndispatched}. */
+    private final Object graphEntry = new Object();
+    /** Set by {@link #cancelUndispatched}; guarded by {@link #graphEntry}. */
+    private Throwable cancelledBy;
 
     EagerGraphExecutor(LogicalGraph graph, Map<Long, ? extends DeviceNode> runners, DeviceFleet fleet) {
         this.graph = graph;
@@ -76,19 +83,30 @@ final class EagerGraphExecutor {
         take(action);
     }
 
-    /** Queues a {@link GraphMessage} or a {@link Runnable}, or handles it now when callers dispatch themselves. */
+    /**
+     * Queues a {@link GraphMessage} or a {@link Runnable}, or handles it now when callers dispatch themselves. After
+     * {@link #shutdown} an operator is refused: the client passed the runtime's open check before a close on another
+     * thread, and an operator dropped here would leave its outputs unwritten and its promise, if any, unanswered until
+     * the deadline. Releases and actions are dropped: the close frees what they would.
+     *
+     * @throws IllegalStateException for an operator after {@link #shutdown}
+     */
     private void take(Object message) {
-        if (thread != null) {
-            inbox.offer(message);
-            return;
-        }
         dispatching.lock();
         try {
-            if (!stopped) {
-                handle(message);
-                if (message instanceof GraphMessage m) {
-                    flush(m);
+            if (stopped) {
+                if (message instanceof GraphMessage.AddOperator add) {
+                    throw new IllegalStateException(add.operator().spec().name() + ": the runtime is closed");
                 }
+                return;
+            }
+            if (thread != null) {
+                inbox.offer(message);
+                return;
+            }
+            handle(message);
+            if (message instanceof GraphMessage m) {
+                flush(m);
             }
         } finally {
             dispatching.unlock();
@@ -96,8 +114,8 @@ final class EagerGraphExecutor {
     }
 
     /**
-     * Processes everything queued so far, then stops; true once done, false at the timeout. Messages that come
-     * after it are dropped.
+     * Processes everything queued so far, then stops; true once done, false at the timeout. Operators that come
+     * after it are refused, other messages dropped.
      */
     boolean shutdown(Duration timeout) throws InterruptedException {
         if (thread == null) {
@@ -112,9 +130,29 @@ final class EagerGraphExecutor {
             }
             return true;
         }
-        inbox.offer(SHUTDOWN);
+        dispatching.lock(); // held only to queue, never while a node is written to
+        try {
+            stopped = true;
+            inbox.offer(SHUTDOWN);
+        } finally {
+            dispatching.unlock();
+        }
         thread.join(timeout);
         return !thread.isAlive();
+    }
+
+    /**
+     * From now on an operator that this controller would still dispatch fails with {@code cause} instead ({@link
+     * org.dtorch.core.graph.OpSpec#abandon}): the close gave up waiting for the controller, whose queue may still hold
+     * operators the client has futures of, or a client's dispatch raced with it. An operator already in the graph is
+     * the close's to cancel; each operator is in one of the two, never in neither.
+     */
+    void cancelUndispatched(Throwable cause) {
+        synchronized (graphEntry) {
+            if (cancelledBy == null) {
+                cancelledBy = cause;
+            }
+        }
     }
 
     private void loop() {
@@ -153,7 +191,13 @@ final class EagerGraphExecutor {
     private void dispatch(Operator op) {
         long started = PipelineStages.start();
         long traced = Tracer.now();
-        graph.add(op);
+        synchronized (graphEntry) {
+            if (cancelledBy != null) {
+                op.spec().abandon(cancelledBy);
+                return;
+            }
+            graph.add(op);
+        }
         List<Long> devices = op.devices();
         for (int i = 0, n = devices.size(); i < n; i++) {
             nodes[devices.get(i).intValue()].submit(op);

@@ -311,6 +311,10 @@ public final class EagerRuntime implements AutoCloseable {
                     wait(1);
                 }
             }
+            // An operator the controller has not dispatched yet (still queued, or a client's call that raced with the
+            // close) fails from here on rather than entering a graph that nobody drains; the graph's own are cancelled next.
+            controller.cancelUndispatched(new CommException(FailureKind.CANCELLED, "the runtime was closed before this operator"
+                + " reached its devices (the controller had not dispatched it within " + Deadline.format(options.shutdownTimeout()) + ")", null));
             boolean cancelled = graph.size() > 0;
             if (cancelled) {
                 fleet.cancel(new CommException(FailureKind.CANCELLED, "the runtime was closed before this operator ran ("
