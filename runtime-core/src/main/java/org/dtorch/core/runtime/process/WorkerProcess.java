@@ -225,8 +225,13 @@ final class WorkerProcess implements DeviceNode {
             + exitStatusNow() + (fatal != null ? " (" + fatal + ")" : "") + " before it sent its trace"));
     }
 
-    /** Kills the process (SIGKILL) if it still runs; closes the channel of one on another node. */
+    /**
+     * Kills the process (SIGKILL) if it still runs; closes the channel of one on another node. The death is asked for
+     * (a close that overtook the controller, a teardown), so the control channel's reset that follows is not the
+     * worker's failure: the close fails what the worker had as cancelled.
+     */
     void destroy() {
+        stopRequested = true;
         process.destroy();
     }
 
