@@ -15,10 +15,15 @@ class ClientCloseSchedulesInProcessesTest extends ClientCloseSchedulesTest {
         return true;
     }
 
+    /**
+     * Slow only: each schedule starts four worker JVMs. Every build runs the random schedules in threads
+     * ({@link ClientCloseSchedulesTest}) and, here, the two close races in worker processes.
+     */
     @Override
     @Test
+    @Tag("slow")
     void shouldEndTheClientWithTheValuesOrAClosedErrorAndLeaveNothingBehind() throws Exception {
-        runSchedules(8_000_000, 1); // each schedule starts four worker JVMs: the slow run takes the many
+        runSchedules(8_000_000, 1);
     }
 
     @Override
