@@ -78,7 +78,9 @@ class ShmJanitorTest {
         Files.createSymbolicLink(SharedRegion.pathOf(link), target);
         try {
             List<String> removed = ShmJanitor.removeStale();
-            assertTrue(removed.contains(mine), removed.toString());
+            // A runtime starting in the other test JVM sweeps too and may delete the stale file first: what matters is
+            // that it is gone, not which sweep deleted it.
+            assertFalse(SharedRegion.exists(mine), mine + " (this sweep removed " + removed + ")");
             assertFalse(removed.contains(foreign) || removed.contains(link), removed.toString());
             assertTrue(Files.exists(SharedRegion.pathOf(foreign)), "another user's file must stay");
             assertTrue(Files.isSymbolicLink(SharedRegion.pathOf(link)), "a symbolic link must stay");
