@@ -56,18 +56,20 @@ def test_optimizers_update_shards_like_one_device():
 
 
 def test_clip_grad_norm_takes_the_total_norm_across_shards():
-    torch.manual_seed(4)
-    values = [torch.randn(9, 4) * 3, torch.randn(6) * 5]
-    local = [v.clone().requires_grad_() for v in values]
-    dist = [dtorch.distribute_tensor(values[0], GRID, [Shard(0), Shard(1)]).requires_grad_(),
-            dtorch.distribute_tensor(values[1], GRID, [Replicate(), Shard(0)]).requires_grad_()]
-    for ps in (local, dist):
-        (ps[0].pow(2.0).sum() + ps[1].pow(3.0).sum()).backward()
-    want = torch.nn.utils.clip_grad_norm_(local, 1.0)
-    got = torch.nn.utils.clip_grad_norm_(dist, 1.0)
-    close(got, want, "total norm")
-    for i, (p, q) in enumerate(zip(dist, local)):
-        close(p.grad, q.grad, "clipped gradient %d" % i)
+    # The 2-norm, and the other orders torch takes: 1, 3, 0 (non-zero count), inf and -inf.
+    for norm_type in (2.0, 1.0, 3.0, 0.0, float("inf"), float("-inf")):
+        torch.manual_seed(4)
+        values = [torch.randn(9, 4) * 3, torch.randn(6) * 5]
+        local = [v.clone().requires_grad_() for v in values]
+        dist = [dtorch.distribute_tensor(values[0], GRID, [Shard(0), Shard(1)]).requires_grad_(),
+                dtorch.distribute_tensor(values[1], GRID, [Replicate(), Shard(0)]).requires_grad_()]
+        for ps in (local, dist):
+            (ps[0].pow(2.0).sum() + ps[1].pow(3.0).sum()).backward()
+        want = torch.nn.utils.clip_grad_norm_(local, 1.0, norm_type)
+        got = torch.nn.utils.clip_grad_norm_(dist, 1.0, norm_type)
+        close(got, want, "total norm of order %s" % norm_type)
+        for i, (p, q) in enumerate(zip(dist, local)):
+            close(p.grad, q.grad, "clipped gradient %d, order %s" % (i, norm_type))
 
 
 class MLP(nn.Module):

@@ -69,20 +69,36 @@ def clip_grad_norm_(parameters: Iterable[Any] | Tensor, max_norm: float, norm_ty
 
 
 def _clip_distributed(grads: list, max_norm: float, norm_type: float, error_if_nonfinite: bool) -> Any:
-    """clip_grad_norm_ of distributed gradients on one mesh, for the 2-norm: every gradient's sum of squares (a
-    partial sum where it is sharded), added up on each device, made whole by one reduction."""
+    """clip_grad_norm_ of distributed gradients on one mesh, as torch takes it: the norm of order p of the gradients'
+    norms. A finite p > 0: every gradient's sum of |g|^p (a partial sum where it is sharded), added up on each device,
+    made whole by one reduction, then the p-th root. inf / -inf: the largest / smallest magnitude of each gradient,
+    made whole, then of them all; 0: how many gradients have a non-zero element."""
     from ..parameter import is_distributed
-    if norm_type != 2.0:
-        raise NotImplementedError("clip_grad_norm_ of distributed gradients takes norm_type=2.0, got %s" % norm_type)
     if not all(is_distributed(g) for g in grads) or len({repr(g.device_mesh) for g in grads}) != 1:
         raise ValueError("clip_grad_norm_: the gradients must all be distributed tensors on one mesh")
     from dtorch import Replicate
-    total = None
-    for g in grads:
-        squares = (g * g).sum()
-        total = squares if total is None else total + squares
-    mesh = total.device_mesh
-    total_norm = total.redistribute(mesh, [Replicate()] * mesh.ndim).sqrt()
+    mesh = grads[0].device_mesh
+    whole = [Replicate()] * mesh.ndim
+    if norm_type == 0.0:
+        counts = [(g != 0).sum().redistribute(mesh, whole) for g in grads]
+        total_norm = counts[0].ne(0).to(grads[0].dtype)
+        for c in counts[1:]:
+            total_norm = total_norm + c.ne(0).to(grads[0].dtype)
+    elif math.isinf(norm_type):
+        extremes = [(g.abs().amax() if norm_type > 0 else g.abs().amin()).redistribute(mesh, whole) for g in grads]
+        total_norm = extremes[0]
+        for e in extremes[1:]:
+            total_norm = total_norm.maximum(e) if norm_type > 0 else total_norm.minimum(e)
+    else:
+        total = None
+        for g in grads:
+            if norm_type == 2.0:
+                part = (g * g).sum()
+            else:
+                part = g.abs().pow(norm_type).sum()
+            total = part if total is None else total + part
+        total = total.redistribute(mesh, whole)
+        total_norm = total if norm_type == 1.0 else (total.sqrt() if norm_type == 2.0 else total.pow(1.0 / norm_type))
     if error_if_nonfinite and not math.isfinite(total_norm.item()):
         raise RuntimeError("The total norm of order %s for gradients from `parameters` is non-finite, so it cannot be "
                            "clipped. To disable this error and scale the gradients by the non-finite norm anyway, set "
