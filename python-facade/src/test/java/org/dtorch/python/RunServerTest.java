@@ -58,11 +58,40 @@ class RunServerTest {
     record Outcome(int code, String out, String err) {
     }
 
+    /**
+     * A copy of the checkout's launcher ({@code dtorch}, {@code python-facade/target}'s classes, class path and JIT mode):
+     * the rebuild case changes a file of this copy, which only the servers of this class see, never the server of another
+     * test class that runs beside it on the real checkout.
+     */
+    @TempDir
+    static Path checkout;
+
     @BeforeAll
     static void stageScripts() throws IOException {
         try (Stream<Path> files = Files.list(SCRIPTS)) {
             for (Path file : files.toList()) {
                 Files.copy(file, work.resolve(file.getFileName()), StandardCopyOption.REPLACE_EXISTING);
+            }
+        }
+        Path target = ROOT.resolve("python-facade/target");
+        Path copied = checkout.resolve("python-facade/target");
+        Files.createDirectories(copied);
+        // The refusal case runs the client as another user, who reads its classes from here.
+        Files.setPosixFilePermissions(checkout, PosixFilePermissions.fromString("rwxr-xr-x"));
+        Files.copy(ROOT.resolve("dtorch"), checkout.resolve("dtorch"), StandardCopyOption.COPY_ATTRIBUTES);
+        for (String file : List.of("launcher.classpath", "jit-mode")) {
+            if (Files.exists(target.resolve(file))) {
+                Files.copy(target.resolve(file), copied.resolve(file));
+            }
+        }
+        try (Stream<Path> tree = Files.walk(target.resolve("classes"))) {
+            for (Path from : tree.toList()) {
+                Path to = copied.resolve("classes").resolve(target.resolve("classes").relativize(from).toString());
+                if (Files.isDirectory(from)) {
+                    Files.createDirectories(to);
+                } else {
+                    Files.copy(from, to);
+                }
             }
         }
     }
@@ -199,7 +228,7 @@ class RunServerTest {
     void shouldMoveToANewServerWhenTheCheckoutIsRebuilt() throws Exception {
         awaitServer();
         Path oldSocket = socket().orElseThrow();
-        Path rebuilt = ROOT.resolve("python-facade/target/classes/rebuilt-by-RunServerTest");
+        Path rebuilt = checkout.resolve("python-facade/target/classes/rebuilt-by-RunServerTest");
         try {
             Files.writeString(rebuilt, "a file of a newer build\n");
             Await.until(() -> read(Path.of(oldSocket + ".log")).contains("its build changed"), RUN_DEADLINE,
@@ -230,7 +259,7 @@ class RunServerTest {
 
     private static ProcessBuilder builder(List<String> args, Path out, Path err) {
         List<String> command = new ArrayList<>();
-        command.add(ROOT.resolve("dtorch").toString());
+        command.add(checkout.resolve("dtorch").toString());
         command.addAll(args);
         ProcessBuilder builder = new ProcessBuilder(command).directory(work.toFile())
             .redirectOutput(out.toFile()).redirectError(err.toFile());
@@ -300,7 +329,7 @@ class RunServerTest {
         try {
             ProcessBuilder builder = new ProcessBuilder(setpriv.toString(), "--reuid=65534", "--regid=65534", "--clear-groups",
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-cp",
-                ROOT.resolve("python-facade/target/classes").toString(), RunClient.class.getName(), socket.toString(), "run",
+                checkout.resolve("python-facade/target/classes").toString(), RunClient.class.getName(), socket.toString(), "run",
                 "check_state.py").directory(Path.of("/").toFile()).redirectOutput(out.toFile()).redirectError(err.toFile());
             builder.environment().remove(RunClient.LAUNCH_ENV);
             Process process = builder.start();
