@@ -3,11 +3,15 @@ four devices (a 2 x 2 mesh, "dp" x "tp": the batch split over "dp", the example'
 along "tp"), and the same model on one device with the torch shim's autograd beside it, from the same weights on the
 same batches. Every step prints both losses; the first --check steps must agree to 1e-4 relative.
 
-    ./dtorch run examples/python/train.py [--steps 30] [--lr 3e-3] [--check 20]
+    ./dtorch run examples/python/train.py [--steps 30] [--lr 3e-3] [--check 20] [--save DIR] [--resume DIR]
 
 The task: a sequence x of --length tokens, a separator, then x reversed; the loss is the next-token cross entropy of the
 reversed half (the other targets are ignore_index). loss.backward() fills the gradient of every parameter on its
 placements, and AdamW updates each device's shards with no communication.
+
+--save DIR writes a checkpoint after the last step (dtorch.checkpoint: both models, both optimizers and the step, each
+device writing its own shards); --resume DIR loads one and trains on from its step up to --steps, with the losses the
+run that never stopped has.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import time
 
 import dtorch
 import torch
+from dtorch import checkpoint as dcp
 import torch.nn.functional as F
 from dtorch import Replicate, Shard
 from dtorch.parallel import ColwiseParallel, PrepareModuleInput, RowwiseParallel, SequenceParallel, parallelize_module
@@ -32,6 +37,8 @@ parser.add_argument("--lr", type=float, default=3e-3, help="AdamW's learning rat
 parser.add_argument("--batch", type=int, default=8, help="sequences per step, split over dp (default 8)")
 parser.add_argument("--length", type=int, default=6, help="tokens to reverse (default 6)")
 parser.add_argument("--check", type=int, default=20, help="steps whose losses must equal one device's (default 20)")
+parser.add_argument("--save", metavar="DIR", help="write a checkpoint to DIR after the last step")
+parser.add_argument("--resume", metavar="DIR", help="load the checkpoint in DIR and train on from its step")
 args = parser.parse_args()
 
 config = LlamaConfig(vocab_size=32, dim=64, n_layers=2, n_heads=4, n_kv_heads=2, hidden_dim=128,
@@ -92,11 +99,32 @@ print("model: %d layers, dim %d, vocab %d; mesh %s; wq %s, norm %s" % (
 
 optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
 reference_optimizer = torch.optim.AdamW(reference.parameters(), lr=args.lr)
+
+
+def training_state() -> dict:
+    """What a checkpoint holds: both models and optimizers (the tensors themselves, filled in place by a load)."""
+    model_state, optimizer_state = dcp.get_state_dict(model, optimizer)
+    reference_state, reference_optimizer_state = dcp.get_state_dict(reference, reference_optimizer)
+    return {"model": model_state, "optimizer": optimizer_state, "reference": reference_state,
+            "reference_optimizer": reference_optimizer_state, "step": 0}
+
+
+begin = 0
+if args.resume:
+    state = dcp.load(training_state(), args.resume)
+    dcp.set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
+    dcp.set_state_dict(reference, reference_optimizer, model_state_dict=state["reference"],
+                       optim_state_dict=state["reference_optimizer"])
+    begin = state["step"]
+    if begin >= args.steps:
+        parser.error("the checkpoint in %s is of step %d; --steps %d leaves nothing to train" % (args.resume, begin, args.steps))
+    print("resumed from %s at step %d" % (args.resume, begin))
+
 layout = [Shard(0), Replicate()]  # the batch split over "dp", whole along "tp"
 first = last = None
 worst = 0.0
 start = time.perf_counter()
-for step in range(args.steps):
+for step in range(begin, args.steps):
     inputs, targets = batch(step)
     reference_optimizer.zero_grad()
     want = loss_of(reference, inputs, targets)
@@ -116,6 +144,11 @@ for step in range(args.steps):
         assert relative <= 1e-4, "step %d: the loss %r differs from one device's %r" % (step, got, expected)
     first = got if first is None else first
     last = got
+if args.save:
+    state = training_state()
+    state["step"] = args.steps
+    dcp.save(state, args.save)
+    print("saved a checkpoint of step %d to %s" % (args.steps, args.save))
 print("OK: %d steps of dp x tp training on %d devices, the first %d equal to one device's losses (largest relative "
-      "difference %.1e); loss %.3f -> %.3f in %.1f s" % (args.steps, mesh.size(), min(args.check, args.steps), worst, first,
-                                                      last, time.perf_counter() - start))
+      "difference %.1e); loss %.3f -> %.3f in %.1f s" % (args.steps - begin, mesh.size(), max(0, min(args.check, args.steps) - begin),
+                                                      worst, first, last, time.perf_counter() - start))
