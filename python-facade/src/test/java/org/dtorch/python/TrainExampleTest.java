@@ -36,6 +36,32 @@ class TrainExampleTest {
         assertEquals(stepLine(out, 2), stepLine(resumed, 2), "step 2 after resuming differs from the uninterrupted run's");
     }
 
+    @Test
+    @Tag("multiprocess")
+    @Timeout(600)
+    void shouldTrainInWorkerProcessesWithTheLossesOfOneDevice() throws IOException {
+        String out = ModelExamplesTest.run(List.of("--per-device-process"), "examples/python/train.py", "--steps", "2");
+        assertTrue(out.contains("OK: 2 steps of dp x tp training on 4 devices, the first 2 equal to one device's losses"), out);
+    }
+
+    @Test
+    @Tag("slow")
+    @Tag("multiprocess")
+    @Timeout(1200)
+    void shouldLowerTheLossOverThirtyStepsInWorkerProcessesAndResumeThere(@TempDir Path dir) throws IOException {
+        Path checkpoint = dir.resolve("checkpoint");
+        String out = ModelExamplesTest.run(List.of("--per-device-process"), "examples/python/train.py", "--steps", "30",
+            "--save", checkpoint.toString());
+        assertTrue(out.contains("OK: 30 steps of dp x tp training on 4 devices, the first 20 equal"), out);
+        String ok = out.substring(out.indexOf("OK: 30 steps"));
+        String[] losses = ok.substring(ok.indexOf("loss ") + 5, ok.indexOf(" in ")).split(" -> ");
+        assertTrue(Double.parseDouble(losses[1]) < Double.parseDouble(losses[0]), ok);
+        String resumed = ModelExamplesTest.run(List.of("--per-device-process"), "examples/python/train.py", "--steps", "32",
+            "--resume", checkpoint.toString());
+        assertTrue(resumed.contains("resumed from " + checkpoint + " at step 30"), resumed);
+        assertTrue(resumed.contains("OK: 2 steps of dp x tp training on 4 devices"), resumed);
+    }
+
     /** The line that a run prints for {@code step}: its loss and one device's. */
     static String stepLine(String out, int step) {
         String prefix = String.format("step %3d  loss ", step);
