@@ -8,10 +8,11 @@ import org.dtorch.api.DTorch;
 import org.dtorch.core.communication.group.CollectiveKind;
 import org.dtorch.core.runtime.MemoryStats;
 import org.dtorch.core.trace.Trace;
+import org.graalvm.polyglot.Value;
 
 /**
  * What {@link PyBridge} tells Python about the runtime: graph dumps (refused to an isolated script, which may write no
- * file), collective counts, memory statistics as flat arrays in the order of {@link MemoryStats#KEYS}, and the profiler,
+ * file), line charts (refused likewise), collective counts, memory statistics as flat arrays in the order of {@link MemoryStats#KEYS}, and the profiler,
  * whose traces reach Python as Chrome trace JSON or rows of key averages.
  *
  * <p>Thread-safe: the isolation flag is set by the host before the script runs and read by any thread; the rest is the
@@ -36,6 +37,14 @@ final class BridgeDiagnostics {
             throw new SecurityException("dump_graph: a script run with --isolated may write no file, and the dump writes " + path);
         }
         runtime.dumpGraph(Path.of(path));
+    }
+
+    /** {@link PyBridge#writeLineChart}. */
+    void writeLineChart(String path, String title, String xTitle, String yTitle, Value series, boolean logY) {
+        if (isolated) {
+            throw new SecurityException("line_chart: a script run with --isolated may write no file, and the chart writes " + path);
+        }
+        LineChartFile.write(path, title, xTitle, yTitle, series, logY);
     }
 
     /** {@link PyBridge#collectiveCount}. */

@@ -472,6 +472,14 @@ public final class PyBridge {
         safetensors.saveFile(path, names, tensors, metadata);
     }
 
+    // ---- line charts ------------------------------------------------------------------------------------------
+
+    /** {@code dtorch.plot.line_chart}: series {@code [name, xs, ys]} drawn to a PNG file ({@link LineChartFile}). */
+    @HostAccess.Export
+    public void writeLineChart(String path, String title, String xTitle, String yTitle, Value series, boolean logY) {
+        diagnostics.writeLineChart(path, title, xTitle, yTitle, series, logY);
+    }
+
     // ---- profiler ---------------------------------------------------------------------------------------------
 
     /** Starts the runtime's {@link DTorch#profiler() profiler}; an {@link IllegalStateException} while one records. */

@@ -25,7 +25,7 @@ from ._graph import dump_graph
 from ._memory import memory_stats, reset_peak_memory_stats
 from ._channel import Channel, channel
 from ._distribute_module import distribute_module
-from . import _isolation, checkpoint, nn, profiler, safetensors
+from . import _isolation, checkpoint, nn, plot, profiler, safetensors
 from .safetensors import load_state_dict, save_state_dict
 
 _isolation.install()
@@ -52,5 +52,5 @@ __all__ = [
     "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "einsum",
     "memory_stats", "reset_peak_memory_stats", "dump_graph", "Channel", "channel", "profiler", "from_local",
     "set_implicit_redistribution", "implicit_redistribution", "safetensors", "load_state_dict", "save_state_dict",
-    "distribute_module", "checkpoint",
+    "distribute_module", "checkpoint", "plot",
 ]
