@@ -38,7 +38,11 @@ public final class LineChartFile {
     private LineChartFile() {
     }
 
-    /** One line: its legend name and its points, {@code x[i], y[i]}. */
+    /**
+     * One line: its legend name and its points, {@code x[i], y[i]}.
+     *
+     * <p>Thread-safe while its arrays stay unchanged: the record keeps the caller's arrays, not copies.
+     */
     public record Series(String name, double[] x, double[] y) {
         /** Checks the points: as many x as y, at least one, finite, and positive y on a logarithmic axis. */
         void validate(boolean logY) {
