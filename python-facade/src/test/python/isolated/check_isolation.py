@@ -51,6 +51,9 @@ refused("writing next to the script", lambda: open(os.path.join(HERE, "new.txt")
 refused("removing the script", lambda: os.remove(os.path.join(HERE, "data.txt")), PermissionError)
 refused("dumping the graph next to the script", lambda: dtorch.dump_graph(os.path.join(HERE, "graph.dot")), PermissionError)
 assert not os.path.exists(os.path.join(HERE, "graph.dot"))
+refused("writing a line chart next to the script",
+        lambda: dtorch.plot.line_chart(os.path.join(HERE, "loss.png"), {"loss": [1.0, 0.5]}), PermissionError)
+assert not os.path.exists(os.path.join(HERE, "loss.png"))
 
 # Nothing outside it, not even through a link placed next to the script.
 refused("reading /etc/passwd", lambda: open("/etc/passwd").read(), PermissionError)
