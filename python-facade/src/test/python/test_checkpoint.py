@@ -3,7 +3,8 @@ fresh model and optimizer continue with exactly the losses of the run that never
 LambdaLR and with CosineAnnealingLR); a checkpoint saved on a 2 x 2 mesh loads onto a 4-device mesh and onto one device
 (the saved global tensors resharded), with the saved values exactly and the uninterrupted run's losses to 1e-5; a
 missing or damaged checkpoint, a key it lacks and a shape that differs raise errors naming the file and the key, and
-leave the model and optimizer as they were."""
+leave the model and optimizer as they were. An optimizer's own state_dict/load_state_dict carries distributed state onto
+parameters of the same layouts."""
 
 import json
 import math
@@ -222,6 +223,27 @@ def test_bad_checkpoints_name_the_file_and_the_key_and_change_nothing():
         assert torch.equal(optimizer.state[model.up.weight]["momentum_buffer"].full_tensor(), buffer_before)
         loss = train_step(model, optimizer, None, 1, GRID)
         assert math.isfinite(loss), loss
+
+
+def test_an_optimizers_own_state_dict_carries_distributed_state_onto_the_same_layouts():
+    torch.manual_seed(7)
+    value, grad = torch.randn(8, 4), torch.randn(8, 4)
+    params = [dtorch.distribute_tensor(value, LINE, [Shard(0)]).requires_grad_() for _ in range(2)]
+    first = torch.optim.AdamW([params[0]], lr=0.1)
+    (params[0] * dtorch.distribute_tensor(grad, LINE, [Shard(0)])).sum().backward()
+    first.step()
+    second = torch.optim.AdamW([params[1]], lr=0.5)
+    second.load_state_dict(first.state_dict())
+    with torch.no_grad():
+        params[1].copy_(params[0])
+    for p, opt in zip(params, (first, second)):
+        opt.zero_grad()
+        (p * dtorch.distribute_tensor(grad, LINE, [Shard(0)])).sum().backward()
+        opt.step()
+    state = second.state[params[1]]
+    assert tuple(state["exp_avg"].placements) == (Shard(0),), state["exp_avg"].placements
+    assert state["step"].full_tensor().item() == 2 and second.param_groups[0]["lr"] == 0.1
+    assert torch.equal(params[1].full_tensor(), params[0].full_tensor())
 
 
 def test_values_a_checkpoint_cannot_keep_are_refused_before_writing():

@@ -201,8 +201,14 @@ class Optimizer:
 
 
 def _cast_state(param: Tensor, key: str, value: Any) -> Any:
-    """A state value for `param`: a copy of a tensor on its device, in its dtype if floating point, except the step
-    count, which keeps its own dtype (a float32 scalar). Copies, so that two optimizers never share state."""
+    """A state value for `param`: a copy of a tensor on its device (a distributed one on its own layout), in its dtype if
+    floating point, except the step count, which keeps its own dtype (a float32 scalar). Copies, so that two optimizers
+    never share state."""
+    if is_distributed(value):
+        # On its own mesh and placements; a new tensor either way, as to(copy=True) gives for a torch.Tensor.
+        if key != "step" and value.dtype.is_floating_point and value.dtype != param.dtype:
+            return value.to(param.dtype)
+        return value.clone()
     if not isinstance(value, Tensor):
         return value
     if key != "step" and value.is_floating_point():
