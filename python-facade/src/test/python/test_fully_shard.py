@@ -195,4 +195,24 @@ def test_no_grad_forward_of_a_fully_sharded_module():
     assert list(model.mid.proj.weight.placements) == [Shard(0)]
 
 
+def test_the_user_guide_example_trains():
+    mesh = dtorch.init_device_mesh("cpu", (4,), mesh_dim_names=("dp",))
+    model = nn.Sequential(nn.Linear(16, 64), nn.GELU(), nn.Linear(64, 16))
+    dtorch.fully_shard(model[0], mesh)
+    dtorch.fully_shard(model[2], mesh)
+    dtorch.fully_shard(model, mesh)
+    assert list(model[0].weight.placements) == [Shard(0)] and local_rows(model[0].weight) == [16] * 4
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x = dtorch.randn(32, 16, device_mesh=mesh, placements=[Shard(0)])
+    losses = []
+    for _ in range(2):
+        opt.zero_grad()
+        loss = F.mse_loss(model(x), x)
+        loss.backward()
+        nn.utils.clip_grad_norm_(list(model.parameters()), 1.0)
+        opt.step()
+        losses.append(loss.item())
+    assert losses[1] < losses[0], losses
+
+
 run(globals())

@@ -110,8 +110,10 @@ class _State:
     def post_forward(self, module: Any, args: Any, output: Any) -> None:
         _State.active -= 1
         self.restore()
-        # The root's parameters are the first its backward reads: PyTorch keeps them gathered, and so does this.
-        if self.reshard_after_forward and not self.root_call:
+        # The root's parameters are the first its backward reads: PyTorch keeps them gathered, and so does this. A
+        # forward that recorded nothing has no backward to keep them for.
+        import torch
+        if (self.reshard_after_forward and not self.root_call) or not torch.is_grad_enabled():
             self.release_gathered()
         else:
             self.gathered = []  # the recorded operators hold them until their backward

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.util.List;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -12,6 +13,7 @@ import org.junit.jupiter.api.Timeout;
  * tensor-parallel plan along "tp", trained beside the same model on one device; the example prints {@code OK:} only
  * when every checked step's loss equals one device's to 1e-4 relative.
  */
+@Tag("slow")
 class TrainFullyShardedExampleTest {
 
     @Test
