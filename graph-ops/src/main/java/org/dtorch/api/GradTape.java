@@ -387,6 +387,7 @@ public final class GradTape {
                     any |= gradOutputs[o] != null;
                 }
                 if (!any) {
+                    regathers.done(node); // no gradient reached it: its reads of released gathers are over
                     continue;
                 }
                 for (int o = 0; o < gradOutputs.length; o++) {
