@@ -32,6 +32,9 @@ parser.add_argument("--lr", type=float, default=3e-3, help="AdamW's learning rat
 parser.add_argument("--batch", type=int, default=8, help="sequences per step, split over dp (default 8)")
 parser.add_argument("--length", type=int, default=6, help="tokens to reverse (default 6)")
 parser.add_argument("--check", type=int, default=20, help="steps whose losses must equal one device's (default 20)")
+parser.add_argument("--layout", choices=("dp-tp", "fsdp"), default="dp-tp",
+                    help="dp-tp: parameters replicated over dp; fsdp: each layer and the root fully sharded over dp "
+                         "(dtorch.fully_shard) beside the tensor-parallel plan (default dp-tp)")
 args = parser.parse_args()
 
 config = LlamaConfig(vocab_size=32, dim=64, n_layers=2, n_heads=4, n_kv_heads=2, hidden_dim=128,
@@ -86,6 +89,12 @@ parallelize_module(model, mesh, plan)
 dtorch.distribute_module(model, mesh)  # what the plan leaves (the rotary tables) is replicated
 model.load_state_dict(weights, strict=False)
 model.tie_weights()
+if args.layout == "fsdp":  # parameters Shard(0) over "dp" beside their "tp" placements, gathered per layer
+    for layer in model.layers:
+        dtorch.fully_shard(layer, mesh["dp"])
+    dtorch.fully_shard(model, mesh["dp"])
+    print("fully sharded over dp: wq %s, embeddings %s" % (model.layers[0].attention.wq.weight.placements,
+                                                          model.tok_embeddings.weight.placements))
 print("model: %d layers, dim %d, vocab %d; mesh %s; wq %s, norm %s" % (
     config.n_layers, config.dim, config.vocab_size, mesh, model.layers[0].attention.wq.weight.placements,
     model.layers[0].attention_norm.weight.placements))
