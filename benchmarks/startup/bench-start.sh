@@ -6,6 +6,9 @@
 # before each timed run the server's background preparation has finished, so neither run competes with it. Prints a
 # Markdown table: medians, the median of the per-repeat ratios (cold / warm), and the 3 s goal. Uses a runtime
 # directory of its own and ends its server at the end.
+# BENCH_BASELINE=<another built checkout> also times that checkout's `./dtorch run` in each repeat, right before the cold
+# run (for example the launcher before the runtime server: a worktree of an older commit, built with
+# `mvn -B -o -DskipTests package`), and adds its median and the ratio cold / baseline.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 HERE="$ROOT/benchmarks/startup"
@@ -31,11 +34,12 @@ await_prepared() {
   done
 }
 served() { cat "$SERVER_DIR"/*.log 2>/dev/null | grep -c ' ran \[' || true; }
-# time_run OUTFILE ARGS...: the wall time of one ./dtorch run in ms; its output must end as the script's does.
+# time_run ARGS...: the wall time of one ./dtorch run in ms (DTORCH_CHECKOUT: another checkout's ./dtorch); the run must
+# succeed.
 time_run() {
   local start end
   start=$(now_ms)
-  (cd "$HERE" && "$ROOT/dtorch" "$@" </dev/null >/tmp/bench-start.$$.out 2>&1) || { cat /tmp/bench-start.$$.out >&2; exit 1; }
+  (cd "$HERE" && "${DTORCH_CHECKOUT:-$ROOT}/dtorch" "$@" </dev/null >/tmp/bench-start.$$.out 2>&1) || { cat /tmp/bench-start.$$.out >&2; exit 1; }
   end=$(now_ms)
   echo $(( end - start ))
 }
@@ -49,17 +53,28 @@ await_prepared
 
 CASES=("hi.py" "one_operator.py" "$ROOT/examples/python/quickstart.py")
 NAMES=('`print("hi")`' 'one distributed operator' 'the quickstart')
-declare -A COLD WARM
+BASELINE="${BENCH_BASELINE:-}"
+# The baseline's first run probes its JIT mode once; it is not timed.
+[ -z "$BASELINE" ] || (cd "$HERE" && "$BASELINE/dtorch" run hi.py >/dev/null)
+declare -A COLD WARM BASE
 for ((r = 1; r <= REPEATS; r++)); do
   for mode in "${MODES[@]}"; do
     flags=(); [ "$mode" = threads ] || flags=(--per-device-process)
     for i in "${!CASES[@]}"; do
+      if [ -n "$BASELINE" ]; then
+        await_prepared
+        # The quickstart of the baseline's own checkout: today's uses operators the older one lacks.
+        b=$(DTORCH_CHECKOUT="$BASELINE" time_run run "${flags[@]+"${flags[@]}"}" "${CASES[$i]/#$ROOT/$BASELINE}")
+        BASE[$mode,$i]="${BASE[$mode,$i]:-} $b"
+        echo "repeat $r $mode ${CASES[$i]##*/}: baseline $b ms" >&2
+      fi
       await_prepared
       c=$(time_run run --no-server "${flags[@]+"${flags[@]}"}" "${CASES[$i]}")
       await_prepared
       before=$(served)
       w=$(time_run run "${flags[@]+"${flags[@]}"}" "${CASES[$i]}")
-      [ "$(served)" -gt "$before" ] || { echo "the warm run of ${CASES[$i]} was not served by the server" >&2; exit 1; }
+      [ "$(served)" -gt "$before" ] || { echo "the warm run of ${CASES[$i]} was not served by the server; its logs end:" >&2
+        tail -n 20 "$SERVER_DIR"/*.log >&2; exit 1; }
       COLD[$mode,$i]="${COLD[$mode,$i]:-} $c"
       WARM[$mode,$i]="${WARM[$mode,$i]:-} $w"
       echo "repeat $r $mode ${CASES[$i]##*/}: cold $c ms, warm $w ms" >&2
@@ -68,8 +83,13 @@ for ((r = 1; r <= REPEATS; r++)); do
 done
 
 median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
-echo "| script | mode | cold, direct start (median) | warm, server (median) | cold / warm (median of repeats) | warm <= 3 s |"
-echo "|---|---|---|---|---|---|"
+if [ -n "$BASELINE" ]; then
+  echo "| script | mode | baseline: $(git -C "$BASELINE" log -1 --format=%h) (median) | cold, direct start (median) | cold / baseline (median of repeats) | warm, server (median) | cold / warm (median of repeats) | warm <= 3 s |"
+  echo "|---|---|---|---|---|---|---|---|"
+else
+  echo "| script | mode | cold, direct start (median) | warm, server (median) | cold / warm (median of repeats) | warm <= 3 s |"
+  echo "|---|---|---|---|---|---|"
+fi
 for mode in "${MODES[@]}"; do
   for i in "${!CASES[@]}"; do
     cold=(${COLD[$mode,$i]}); warm=(${WARM[$mode,$i]})
@@ -81,7 +101,17 @@ for mode in "${MODES[@]}"; do
     mc=$(echo "${cold[*]}" | median); mw=$(echo "${warm[*]}" | median); mr=$(echo "$ratios" | median)
     goal=$([ "$(awk -v w="$mw" 'BEGIN {print (w <= 3000)}')" = 1 ] && echo "**met** ($met of ${#warm[@]})" || echo "**not met** ($met of ${#warm[@]})")
     label=$([ "$mode" = threads ] && echo "threads" || echo "\`--per-device-process\`")
-    printf '| %s | %s | %.1f s | %.2f s | %sx | %s |\n' "${NAMES[$i]}" "$label" "$(awk -v m="$mc" 'BEGIN {print m / 1000}')" \
-      "$(awk -v m="$mw" 'BEGIN {print m / 1000}')" "$mr" "$goal"
+    if [ -n "$BASELINE" ]; then
+      base=(${BASE[$mode,$i]}); bratios=""
+      for ((k = 0; k < ${#cold[@]}; k++)); do
+        bratios="$bratios $(awk -v c="${cold[$k]}" -v b="${base[$k]}" 'BEGIN {printf "%.2f", c / b}')"
+      done
+      mb=$(echo "${base[*]}" | median); mbr=$(echo "$bratios" | median)
+      printf '| %s | %s | %.1f s | %.1f s | %sx | %.2f s | %sx | %s |\n' "${NAMES[$i]}" "$label" "$(awk -v m="$mb" 'BEGIN {print m / 1000}')" \
+        "$(awk -v m="$mc" 'BEGIN {print m / 1000}')" "$mbr" "$(awk -v m="$mw" 'BEGIN {print m / 1000}')" "$mr" "$goal"
+    else
+      printf '| %s | %s | %.1f s | %.2f s | %sx | %s |\n' "${NAMES[$i]}" "$label" "$(awk -v m="$mc" 'BEGIN {print m / 1000}')" \
+        "$(awk -v m="$mw" 'BEGIN {print m / 1000}')" "$mr" "$goal"
+    fi
   done
 done

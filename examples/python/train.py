@@ -3,11 +3,13 @@ four devices (a 2 x 2 mesh, "dp" x "tp": the batch split over "dp", the example'
 along "tp"), and the same model on one device with the torch shim's autograd beside it, from the same weights on the
 same batches. Every step prints both losses; the first --check steps must agree to 1e-4 relative.
 
-    ./dtorch run examples/python/train.py [--steps 30] [--lr 3e-3] [--check 20] [--save DIR] [--resume DIR] [--plot loss.png]
+    ./dtorch run examples/python/train.py [--steps 30] [--lr 3e-3] [--check 20] [--layout dp-tp|fsdp]
+                                          [--save DIR] [--resume DIR] [--plot loss.png]
 
 The task: a sequence x of --length tokens, a separator, then x reversed; the loss is the next-token cross entropy of the
 reversed half (the other targets are ignore_index). loss.backward() fills the gradient of every parameter on its
-placements, and AdamW updates each device's shards with no communication.
+placements, and AdamW updates each device's shards with no communication. --layout fsdp fully shards every layer and
+the root over "dp" (dtorch.fully_shard) beside the tensor-parallel plan.
 
 --save DIR writes a checkpoint after the last step (dtorch.checkpoint: both models, both optimizers and the step, each
 device writing its own shards); --resume DIR loads one and trains on from its step up to --steps, with the losses the
@@ -42,6 +44,9 @@ parser.add_argument("--lr", type=float, default=3e-3, help="AdamW's learning rat
 parser.add_argument("--batch", type=int, default=32, help="sequences per step, split over dp (default 32)")
 parser.add_argument("--length", type=int, default=6, help="tokens to reverse (default 6)")
 parser.add_argument("--check", type=int, default=20, help="steps whose losses must equal one device's (default 20)")
+parser.add_argument("--layout", choices=("dp-tp", "fsdp"), default="dp-tp",
+                    help="dp-tp: parameters replicated over dp; fsdp: each layer and the root fully sharded over dp "
+                         "(dtorch.fully_shard) beside the tensor-parallel plan (default dp-tp)")
 parser.add_argument("--save", metavar="DIR", help="write a checkpoint to DIR after the last step")
 parser.add_argument("--resume", metavar="DIR", help="load the checkpoint in DIR and train on from its step")
 parser.add_argument("--plot", metavar="PNG", help="write both loss curves to this .png file")
@@ -100,6 +105,12 @@ parallelize_module(model, mesh, plan)
 dtorch.distribute_module(model, mesh)  # what the plan leaves (the rotary tables) is replicated
 model.load_state_dict(weights, strict=False)
 model.tie_weights()
+if args.layout == "fsdp":  # parameters Shard(0) over "dp" beside their "tp" placements, gathered per layer
+    for layer in model.layers:
+        dtorch.fully_shard(layer, mesh["dp"])
+    dtorch.fully_shard(model, mesh["dp"])
+    print("fully sharded over dp: wq %s, embeddings %s" % (model.layers[0].attention.wq.weight.placements,
+                                                          model.tok_embeddings.weight.placements))
 print("model: %d layers, dim %d, vocab %d; mesh %s; wq %s, norm %s" % (
     config.n_layers, config.dim, config.vocab_size, mesh, model.layers[0].attention.wq.weight.placements,
     model.layers[0].attention_norm.weight.placements))
@@ -157,7 +168,8 @@ for step in range(begin, args.steps):
     reference_losses.append(expected)
 if args.plot:
     from dtorch.plot import line_chart
-    line_chart(args.plot, {"dp x tp on %d devices" % mesh.size(): (steps, losses), "one device": (steps, reference_losses)},
+    distributed = "%s on %d devices" % ("dp x tp" if args.layout == "dp-tp" else "fully sharded dp x tp", mesh.size())
+    line_chart(args.plot, {distributed: (steps, losses), "one device": (steps, reference_losses)},
                title="Reversing %d tokens: the Llama-style model's training loss" % args.length, xlabel="step",
                ylabel="cross entropy")
     print("wrote the loss curves to %s" % args.plot)

@@ -13,4 +13,9 @@ final class AutogradState {
     GradTape.Node gradFn;
     /** The gradient accumulated by backward passes; null until the first one (or after it is cleared). */
     DTensor grad;
+    /**
+     * True once the workers' memory of this tensor, the result of a recorded redistribution, is released: a backward pass
+     * redistributes the source again for the derivatives that read it ({@link GradTape#releaseUntilBackward}).
+     */
+    boolean released;
 }

@@ -20,6 +20,7 @@ import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.graph.OpSpec;
 import org.dtorch.ops.RedistributeAllSpec;
+import org.dtorch.ops.RedistributeSpec;
 
 /**
  * Reverse-mode autograd of distributed tensors: the tape of one runtime. Every operator the program issues through
@@ -59,11 +60,14 @@ public final class GradTape {
         final long seq;
         final Derivative derivative;
         final boolean[] needs;
+        /** True for a redistribution, whose output backward can make again from its saved input. */
+        final boolean redistribution;
         DTensor[] inputs;
         DTensor[] outputs;
 
-        Node(String name, long seq, Derivative derivative, DTensor[] inputs, DTensor[] outputs, boolean[] needs) {
+        Node(String name, long seq, Derivative derivative, DTensor[] inputs, DTensor[] outputs, boolean[] needs, boolean redistribution) {
             this.name = name;
+            this.redistribution = redistribution;
             this.seq = seq;
             this.derivative = derivative;
             this.inputs = inputs;
@@ -122,7 +126,7 @@ public final class GradTape {
         } finally {
             depth--;
         }
-        record(spec.name(), inputs, outputs, () -> Derivatives.of(spec, inputs, outputs));
+        record(spec.name(), inputs, outputs, () -> Derivatives.of(spec, inputs, outputs), spec instanceof RedistributeSpec);
         return outputs;
     }
 
@@ -136,7 +140,7 @@ public final class GradTape {
         }
     }
 
-    private void record(String name, DTensor[] inputs, List<DTensor> outputs, Supplier<Derivative> derivative) {
+    private void record(String name, DTensor[] inputs, List<DTensor> outputs, Supplier<Derivative> derivative, boolean redistribution) {
         if (inputs == null || !GradMode.is_enabled()) {
             return;
         }
@@ -149,7 +153,8 @@ public final class GradTape {
         if (!any || outputs.isEmpty()) {
             return;
         }
-        Node node = new Node(name, nextSeq++, derivative.get(), inputs.clone(), outputs.toArray(DTensor[]::new), needs);
+        Node node = new Node(name, nextSeq++, derivative.get(), inputs.clone(), outputs.toArray(DTensor[]::new), needs,
+            redistribution);
         for (DTensor out : outputs) {
             if (isDifferentiable(out.dtype())) {
                 out.autograd().requiresGrad = true;
@@ -179,6 +184,91 @@ public final class GradTape {
             case Float, Double, Half, BFloat16, ComplexFloat, ComplexDouble -> true;
             default -> false;
         };
+    }
+
+    // ---- released gathers ------------------------------------------------------------------------------------------
+
+    /**
+     * Releases the workers' memory of {@code gathered} now, although recorded operators saved it for their derivatives:
+     * a backward pass re-issues the redistribution that made it right before the first derivative that reads it and
+     * releases that copy after the last one. This is how a fully sharded module frees its all-gathered parameters after
+     * its forward and gathers them again for its backward. The tensor's handle stays the graph's identity (gradients
+     * still flow through it); its values are gone, so the program must not read it again.
+     *
+     * <p>A tensor that no recorded operator made (a gather under {@code no_grad}) is simply closed: nothing will read it.
+     *
+     * @throws IllegalArgumentException when a recorded operator other than a redistribution made {@code gathered}, or its
+     *                                  source was freed by a backward pass, before anything is released
+     */
+    public void releaseUntilBackward(DTensor gathered) {
+        Objects.requireNonNull(gathered, "releaseUntilBackward: the tensor is null");
+        Node node = gathered.autograd().gradFn;
+        if (node == null) {
+            gathered.close();
+            return;
+        }
+        if (!node.redistribution || node.inputs == null) {
+            throw new IllegalArgumentException("releaseUntilBackward: " + gathered + " came out of " + node.name + (node.inputs == null
+                ? ", whose saved tensors an earlier backward freed" : ", not out of a redistribution that backward could repeat"));
+        }
+        if (gathered.storage() == node.inputs[0].storage()) {
+            return; // the move kept the source's memory: releasing it would free nothing
+        }
+        gathered.autograd().released = true;
+        gathered.close();
+    }
+
+    /**
+     * The released gathers of one backward pass: each is redistributed again from its source before the first node that
+     * reads it, and that copy is closed after the last one, so a pass holds one module's gathered parameters at a time.
+     */
+    private final class Regathers {
+        private final Map<DTensor, Integer> readsLeft = new IdentityHashMap<>();
+        private final Map<DTensor, DTensor> copies = new IdentityHashMap<>();
+
+        Regathers(List<Node> nodes) {
+            for (Node node : nodes) {
+                for (DTensor in : node.inputs) {
+                    if (in != null && in.autograd().released) {
+                        readsLeft.merge(in, 1, Integer::sum);
+                    }
+                }
+            }
+        }
+
+        /** The node's inputs with every released one replaced by its gathered copy (made on first use). */
+        DTensor[] inputs(Node node) {
+            if (readsLeft.isEmpty()) {
+                return node.inputs;
+            }
+            DTensor[] out = node.inputs.clone();
+            for (int i = 0; i < out.length; i++) {
+                DTensor t = out[i];
+                if (t != null && t.autograd().released) {
+                    out[i] = copies.computeIfAbsent(t, r -> {
+                        DTensor source = r.autograd().gradFn.inputs[0];
+                        return source.redistribute(r.mesh(), r.placements().toArray(Placement[]::new));
+                    });
+                }
+            }
+            return out;
+        }
+
+        /** Closes the copies the node read last. */
+        void done(Node node) {
+            if (readsLeft.isEmpty()) {
+                return;
+            }
+            for (DTensor in : node.inputs) {
+                if (in != null && in.autograd().released && readsLeft.merge(in, -1, Integer::sum) == 0) {
+                    readsLeft.remove(in);
+                    DTensor copy = copies.remove(in);
+                    if (copy != null) {
+                        copy.close();
+                    }
+                }
+            }
+        }
     }
 
     // ---- the state of one tensor ---------------------------------------------------------------------------------
@@ -280,6 +370,7 @@ public final class GradTape {
         depth++;
         made = new ArrayList<>();
         Map<DTensor, DTensor> kept = null;
+        Regathers regathers = new Regathers(nodes);
         try {
             Map<DTensor, DTensor> grads = new IdentityHashMap<>();
             Map<DTensor, DTensor> leafGrads = new LinkedHashMap<>();
@@ -296,6 +387,7 @@ public final class GradTape {
                     any |= gradOutputs[o] != null;
                 }
                 if (!any) {
+                    regathers.done(node); // no gradient reached it: its reads of released gathers are over
                     continue;
                 }
                 for (int o = 0; o < gradOutputs.length; o++) {
@@ -304,7 +396,8 @@ public final class GradTape {
                         gradOutputs[o] = runtime.zeros(out.shape(), out.dtype(), out.mesh(), wholePlacements(out.placements()));
                     }
                 }
-                DTensor[] gradInputs = node.derivative.apply(node.inputs, node.outputs, gradOutputs, node.needs);
+                DTensor[] gradInputs = node.derivative.apply(regathers.inputs(node), node.outputs, gradOutputs, node.needs);
+                regathers.done(node);
                 for (int i = 0; i < node.inputs.length; i++) {
                     if (node.needs[i] && gradInputs[i] != null) {
                         flow(node.inputs[i], gradInputs[i], grads, leafGrads, targets);

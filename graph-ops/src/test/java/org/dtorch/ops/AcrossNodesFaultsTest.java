@@ -7,11 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.BufferedReader;
-import java.io.IOException;
 import java.io.InputStreamReader;
-import java.io.OutputStream;
-import java.net.Socket;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -24,12 +20,8 @@ import org.bytedeco.pytorch.Tensor;
 import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
 import org.dtorch.core.communication.CommException;
-import org.dtorch.core.communication.Deadline;
-import org.dtorch.core.communication.FailureKind;
 import org.dtorch.core.communication.promise.FutureFailedException;
 import org.dtorch.core.communication.promise.TensorFuture;
-import org.dtorch.core.communication.store.RendezvousAddress;
-import org.dtorch.core.communication.store.RendezvousClient;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.runtime.process.ClusterToken;
 import org.dtorch.core.runtime.process.JvmCommand;
@@ -186,48 +178,6 @@ class AcrossNodesFaultsTest {
             assertEquals(NodeAgent.EXIT_START_FAILED, agent.exitValue());
         } finally {
             agent.destroyForcibly();
-        }
-    }
-
-    /**
-     * A kernel that fails on node 1 reaches node 0 through the collective after it: node 1 recorded the failure in the
-     * run's rendezvous before it sent its placeholder data, and node 0 looks there after every kernel that communicated.
-     * Then garbage on the control port is refused and the run goes on.
-     */
-    @Test
-    void shouldCarryAFailureAcrossNodesAndRefuseGarbageOnTheControlPort() throws Exception {
-        try (TwoNodes.Run run = TwoNodes.start(2, 1, TIMEOUT)) {
-            String published;
-            try (RendezvousClient rendezvous = RendezvousClient.connect(new RendezvousAddress("127.0.0.1", run.port()),
-                Deadline.after(TIMEOUT), "the test")) {
-                published = rendezvous.await("dtorch/control", Deadline.after(TIMEOUT), "the control port");
-            }
-            DTorch dt = run.dt();
-            DTensor x = dt.ones(new long[] {4}, dt.defaultMesh(), Placement.shard(0));
-            DTensor failed = dt.apply(new TestOps.FailOn(1), x).redistribute(Placement.replicate()).sum();
-            FutureFailedException e = assertThrows(FutureFailedException.class, () -> failed.toTorchAsync().get());
-            assertEquals(FailureKind.KERNEL, FailureKind.of(e), e.getMessage());
-            assertTrue(e.getMessage().contains("boom on purpose"), e.getMessage());
-            RendezvousAddress control = RendezvousAddress.parse(published.split("\t")[0]);
-            byte[] garbage = "GET / HTTP/1.1\r\nHost: dtorch\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
-            // A frame header that promises 1 KiB, then a few bytes and a close; then garbage; then silence.
-            byte[] truncated = ByteBuffer.allocate(12).putInt(1024).putInt(0x44544131).put((byte) 1).put(new byte[3]).array();
-            for (byte[] bytes : List.of(truncated, garbage, new byte[0])) {
-                try (Socket stranger = new Socket(control.host(), control.port())) {
-                    OutputStream out = stranger.getOutputStream();
-                    out.write(bytes);
-                    out.flush();
-                    stranger.shutdownOutput();
-                    assertEquals(-1, stranger.getInputStream().read(), "the listener closes a connection it refused");
-                } catch (IOException closedFirst) {
-                    // the listener may close before our write completes: refused all the same
-                }
-            }
-            x = dt.full(3, new long[] {6, 2}, dt.defaultMesh(), Placement.shard(0));
-            try (Tensor value = x.redistribute(Placement.replicate()).sum().toTorch()) {
-                assertEquals(36.0, value.item_double(), "the run goes on, its nodes still connected");
-            }
-            assertEquals(null, dt.runtime().brokenBy());
         }
     }
 }

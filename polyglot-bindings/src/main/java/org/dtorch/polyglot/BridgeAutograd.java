@@ -81,6 +81,15 @@ public final class BridgeAutograd {
             .toArray(DTensor[]::new);
     }
 
+    /**
+     * Releases the workers' memory of {@code gathered}, a recorded redistribution's result, until a backward pass needs
+     * it again: the pass gathers it anew ({@link GradTape#releaseUntilBackward}).
+     */
+    @HostAccess.Export
+    public void releaseUntilBackward(DTensor gathered) {
+        runtime.autograd().releaseUntilBackward(gathered);
+    }
+
     /** The handles of a Python list; None elements stay null. */
     private static List<DTensor> handles(Value list) {
         List<DTensor> out = new ArrayList<>();

@@ -25,6 +25,7 @@ from ._graph import dump_graph
 from ._memory import memory_stats, reset_peak_memory_stats
 from ._channel import Channel, channel
 from ._distribute_module import distribute_module
+from ._fully_shard import FSDPModule, fully_shard
 from . import _isolation, checkpoint, nn, plot, profiler, safetensors
 from .safetensors import load_state_dict, save_state_dict
 
@@ -52,5 +53,5 @@ __all__ = [
     "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "einsum",
     "memory_stats", "reset_peak_memory_stats", "dump_graph", "Channel", "channel", "profiler", "from_local",
     "set_implicit_redistribution", "implicit_redistribution", "safetensors", "load_state_dict", "save_state_dict",
-    "distribute_module", "checkpoint", "plot",
+    "distribute_module", "fully_shard", "FSDPModule", "checkpoint", "plot",
 ]

@@ -116,19 +116,19 @@ class NetworkTensorStoreProcessTest {
     @Test
     void shouldFailAtTheDeadlineNamingTheMissingRank() {
         String key = "missing-" + KEYS.incrementAndGet();
-        Duration timeout = Duration.ofSeconds(4);
+        Duration timeout = Duration.ofSeconds(2);
         try (ChildJvm other = child("join-missing", key, 3, 1, timeout)) {
             other.awaitLine("STARTING", STARTUP);
             long start = System.nanoTime();
             CommTimeoutException e = assertThrows(CommTimeoutException.class,
                 () -> TensorStore.create(info(key, 3, timeout).toBuilder().type(TensorStoreType.NETWORK).build()));
             long millis = (System.nanoTime() - start) / 1_000_000;
-            assertTrue(e.getMessage().startsWith("creating store '" + key + "' (rank 0 on host 'node-0') timed out after 4 s waiting for the "
+            assertTrue(e.getMessage().startsWith("creating store '" + key + "' (rank 0 on host 'node-0') timed out after 2 s waiting for the "
                 + "other participants: "), e.getMessage());
             assertTrue(e.getMessage().contains("missing: ranks [") && e.getMessage().contains("2]"), e.getMessage());
-            assertTrue(millis >= 4_000 && millis < 30_000, "failed after " + millis + " ms, not at its 4 s deadline"); // generous above
+            assertTrue(millis >= 2_000 && millis < 30_000, "failed after " + millis + " ms, not at its 2 s deadline"); // generous above
             String line = other.awaitLine("FAILED", STARTUP);
-            assertTrue(line.contains("(rank 1 on host 'node-1') timed out after 4 s") && line.contains("2]"), line);
+            assertTrue(line.contains("(rank 1 on host 'node-1') timed out after 2 s") && line.contains("2]"), line);
             other.awaitSuccess(STARTUP);
         }
     }
