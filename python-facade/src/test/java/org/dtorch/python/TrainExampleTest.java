@@ -16,32 +16,41 @@ import org.junit.jupiter.api.io.TempDir;
  * this JVM: it trains the Llama-style model under data x tensor parallelism on four devices beside the same model on one
  * device and prints {@code OK:} only when every checked step's loss equals one device's to 1e-4 relative, and a run
  * resumed from its checkpoint ({@code --save}, {@code --resume}) prints the losses of the run that never stopped. Every
- * build runs a few steps; the slow run trains long enough for the loss to fall.
+ * build runs a few steps in worker processes and resumes them in threads; the slow run trains long enough for the loss
+ * to fall and compares a resumed run with one that never stopped.
  */
 class TrainExampleTest {
 
+    /**
+     * Every build: two steps in worker processes saved to a checkpoint, which a run in threads resumes: the checkpoint's
+     * files do not depend on where the devices ran.
+     */
     @Test
+    @Tag("multiprocess")
     @Timeout(600)
-    void shouldTrainWithTheLossesOfOneDeviceAndResumeWithTheLossesOfTheUninterruptedRun(@TempDir Path dir) throws IOException {
-        String out = ModelExamplesTest.run(List.of(), "examples/python/train.py", "--steps", "3");
-        assertTrue(out.contains("OK: 3 steps of dp x tp training on 4 devices, the first 3 equal to one device's losses"), out);
-
+    void shouldTrainInWorkerProcessesAndResumeInThreadsWithTheLossesOfOneDevice(@TempDir Path dir) throws IOException {
         Path checkpoint = dir.resolve("checkpoint");
-        String saved = ModelExamplesTest.run(List.of(), "examples/python/train.py", "--steps", "2", "--save", checkpoint.toString());
+        String saved = ModelExamplesTest.run(List.of("--per-device-process"), "examples/python/train.py", "--steps", "2", "--save",
+            checkpoint.toString());
+        assertTrue(saved.contains("OK: 2 steps of dp x tp training on 4 devices, the first 2 equal to one device's losses"), saved);
         assertTrue(saved.contains("saved a checkpoint of step 2 to "), saved);
         String resumed = ModelExamplesTest.run(List.of(), "examples/python/train.py", "--steps", "3", "--resume", checkpoint.toString());
         assertTrue(resumed.contains("resumed from " + checkpoint + " at step 2"), resumed);
         assertTrue(resumed.contains("OK: 1 steps of dp x tp training on 4 devices"), resumed);
         assertTrue(!resumed.contains("step   1 "), "the resumed run trained step 1 again:\n" + resumed);
-        assertEquals(stepLine(out, 2), stepLine(resumed, 2), "step 2 after resuming differs from the uninterrupted run's");
     }
 
+    /** The slow run: a run resumed in threads prints, bit for bit, the step of the run that never stopped. */
     @Test
-    @Tag("multiprocess")
+    @Tag("slow")
     @Timeout(600)
-    void shouldTrainInWorkerProcessesWithTheLossesOfOneDevice() throws IOException {
-        String out = ModelExamplesTest.run(List.of("--per-device-process"), "examples/python/train.py", "--steps", "2");
-        assertTrue(out.contains("OK: 2 steps of dp x tp training on 4 devices, the first 2 equal to one device's losses"), out);
+    void shouldResumeWithTheLossesOfTheUninterruptedRun(@TempDir Path dir) throws IOException {
+        String out = ModelExamplesTest.run(List.of(), "examples/python/train.py", "--steps", "3");
+        assertTrue(out.contains("OK: 3 steps of dp x tp training on 4 devices, the first 3 equal to one device's losses"), out);
+        Path checkpoint = dir.resolve("checkpoint");
+        ModelExamplesTest.run(List.of(), "examples/python/train.py", "--steps", "2", "--save", checkpoint.toString());
+        String resumed = ModelExamplesTest.run(List.of(), "examples/python/train.py", "--steps", "3", "--resume", checkpoint.toString());
+        assertEquals(stepLine(out, 2), stepLine(resumed, 2), "step 2 after resuming differs from the uninterrupted run's");
     }
 
     @Test
