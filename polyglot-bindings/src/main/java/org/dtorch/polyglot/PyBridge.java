@@ -190,12 +190,13 @@ public final class PyBridge {
 
     /**
      * What Python reads of a tensor's metadata, in one call: its shape, its mesh, the mesh's device type and the printed
-     * placements ({@link #shape}, {@link #meshOf}, {@link #meshDeviceType}, {@link #placements}).
+     * placements joined with commas, {@code "S(0),R"} ({@link #shape}, {@link #meshOf}, {@link #meshDeviceType},
+     * {@link #placements}).
      */
     @HostAccess.Export
     public Object[] describe(DTensor t) {
         DeviceMesh mesh = t.mesh();
-        return new Object[] {t.shape(), mesh, meshDeviceType(mesh), placements(t)};
+        return new Object[] {t.shape(), mesh, meshDeviceType(mesh), String.join(",", placements(t))};
     }
 
     /** Releases the tensor on the workers. Idempotent. */

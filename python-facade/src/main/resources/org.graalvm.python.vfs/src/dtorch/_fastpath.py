@@ -41,6 +41,7 @@ def wrap(java: Any) -> Any:
     """A dtorch.Tensor of the Java handle `java` (Tensor(java), without its constructor's checks for a torch.Tensor)."""
     t = _new(Tensor)
     t._java = java
+    t._meta = None
     return t
 
 

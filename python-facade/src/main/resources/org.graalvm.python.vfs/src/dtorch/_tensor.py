@@ -11,7 +11,7 @@ import torch as _torch
 from torch._tensor import make_tensor
 from torch._interop import INT64_MAX, INT64_MIN
 from torch import _nested
-from .distributed_spec import DeviceMesh, Placement, Replicate, _placement, _specs
+from .distributed_spec import DeviceMesh, Placement, Replicate, _placements_of, _specs
 
 # The types the public API takes: a dtype or its name, a Python number (its type decides torch's promotion), sizes as
 # varargs or one sequence, placements one per mesh dimension.
@@ -96,19 +96,19 @@ class Tensor:
         elif device_mesh is not None or placements is not None:
             raise TypeError("Tensor(data, device_mesh=..., placements=...) takes a torch.Tensor, got %r" % (data,))
         self._java = data
+        self._meta = None
 
     # ---- metadata ----
     def _described(self):
         try:
             meta = self._meta
-            if meta[0] is self._java:
+            if meta is not None and meta[0] is self._java:
                 return meta
         except AttributeError:
-            pass
+            pass  # made without __init__ (object.__new__), as a Parameter is
         java = self._java
         described = _b().describe(java)
-        meta = (java, tuple(described[0]), DeviceMesh._wrap(described[1], described[2]),
-                tuple(_placement(p) for p in described[3]))
+        meta = (java, tuple(described[0]), DeviceMesh._wrap(described[1], described[2]), _placements_of(described[3]))
         self._meta = meta
         return meta
 

@@ -94,6 +94,20 @@ def _placement(spec):
     return Partial(spec[2:-1])
 
 
+# Placements by their printed forms joined with commas ("S(0),R"), as the runtime describes a tensor: parsed once each.
+_PLACEMENTS: dict[str, tuple[Placement, ...]] = {}
+
+
+def _placements_of(joined):
+    """The placements of a tensor from their printed forms joined with commas."""
+    found = _PLACEMENTS.get(joined)
+    if found is None:
+        found = tuple(_placement(p) for p in joined.split(",")) if joined else ()
+        if len(_PLACEMENTS) < 1024:
+            _PLACEMENTS[joined] = found
+    return found
+
+
 def _specs(placements, ndim):
     """The placements' printed forms for a tensor of `ndim` dimensions, a negative Shard dimension made non-negative."""
     if placements is None:

@@ -168,7 +168,10 @@ class Op:
 
     def call(self, args, kwargs):
         if args:
-            handler = fast_types.get(type(args[0]))
+            first = args[0]
+            if (type(first) is tuple or type(first) is list) and first:
+                first = first[0]  # torch.cat((a, b)): the first tensor of a leading list
+            handler = fast_types.get(type(first))
             if handler is not None:
                 result = handler(self, args, kwargs)
                 if result is not NotImplemented:
