@@ -2,8 +2,9 @@
 Python scalar (int, float, bool, None, str), a list of ints or a list of distributed tensors: the call's signature key
 is built from the values' exact types, the overload it resolves to is bound once per operator and key in Java
 (PyBridge.atenCall) and kept here, and the values go to it as arguments. Whatever else a call holds (a torch.Tensor,
-a dtype, an out= tensor, a subclass that defines its own __torch_function__) takes the general way, dtorch.aten(), which
-gives the same result; so does every error, since the general way raises it with its own message.
+a dtype, an out= tensor, an int beyond int64, a subclass that defines its own __torch_function__) takes the general way,
+dtorch.aten(), which raises the errors of such values; the runtime's errors are translated as the general way translates
+them, so both ways give the same results and the same exceptions.
 
 torch's operators (torch.mm, torch.nn.functional.linear, ...) reach this module first when their first argument is a
 distributed tensor (torch._dispatch.fast_types), without classifying their arguments for the torch shim or collecting
