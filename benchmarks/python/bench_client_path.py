@@ -1,11 +1,12 @@
 """The client's cost of one operator on distributed tensors, against the same operator on the `torch` module's plain
 tensors in the same run, and the tiny Llama's decode tokens/s on one device against the same model on plain tensors.
 
-    ./dtorch run --devices cpu:4 benchmarks/python/bench_client_path.py [--ops 10000] [--rounds 7] [--repeat 12]
+    ./dtorch run --devices cpu:4 benchmarks/python/bench_client_path.py [--ops 5000] [--warmup 20] [--rounds 9] [--repeat 12]
 
-Per operator: each case issues OPS operators (the result dropped, as model code drops it) in each of ROUNDS measured
-rounds after as many warm-up rounds, timing the issuing alone (the workers drain the queue between rounds, untimed);
-the median round's cost per operator is printed. The operands are small (8 x 8 float32), so the client's path, not the
+Per operator: a round of a case issues OPS operators (the result dropped, as model code drops it), timing the issuing
+alone (the workers drain the queue after it, untimed). Every case first runs WARMUP rounds, all cases in turn, so that
+GraalPy's JIT has compiled them all; then ROUNDS rounds of every case, the cases in turn, so that a change in the
+machine's load falls on all of them alike. The median round's cost per operator is printed. The operands are small (8 x 8 float32), so the client's path, not the
 kernels, is what is measured: `a + b` (the Python operator), `torch.mm(a, b)` and `F.linear(x, w)` (torch's functions,
 which hand distributed tensors to dtorch), on a 1-device mesh (replicated) and on the 4 devices (`a + b` with both
 `[S(0)]`, `mm` of `[S(0)]` by `[R]`, `linear` of `[R]` by a `[S(0)]` weight: placements that fit, no communication).
@@ -33,24 +34,21 @@ sys.path.insert(0, os.path.join(ROOT, "examples", "python"))
 from llama_model import Llama, LlamaConfig, generate  # noqa: E402
 
 parser = argparse.ArgumentParser()
-parser.add_argument("--ops", type=int, default=10000, help="operators per round")
-parser.add_argument("--rounds", type=int, default=7, help="measured rounds (after as many warm-up rounds)")
+parser.add_argument("--ops", type=int, default=5000, help="operators per round")
+parser.add_argument("--warmup", type=int, default=20, help="warm-up rounds of every case")
+parser.add_argument("--rounds", type=int, default=9, help="measured rounds of every case")
 parser.add_argument("--repeat", type=int, default=12, help="decode generations per model")
 parser.add_argument("--only", default=None, help="run only the cases whose name contains this")
 args = parser.parse_args()
 
 
-def per_op_us(fn, sync):
-    costs = []
-    for r in range(2 * args.rounds):
-        start = time.perf_counter_ns()
-        for _ in range(args.ops):
-            fn()
-        elapsed = time.perf_counter_ns() - start
-        sync()
-        if r >= args.rounds:
-            costs.append(elapsed / args.ops / 1000.0)
-    return statistics.median(costs)
+def round_us(fn, sync):
+    start = time.perf_counter_ns()
+    for _ in range(args.ops):
+        fn()
+    elapsed = time.perf_counter_ns() - start
+    sync()
+    return elapsed / args.ops / 1000.0
 
 
 def cases():
@@ -74,14 +72,19 @@ def cases():
 
 def operators():
     n = dtorch.device_count()
-    print("per operator, us (median of %d rounds of %d): torch module | dtorch 1 device (ratio) | dtorch %d devices (ratio)"
-          % (args.rounds, args.ops, n))
-    for name, plain, on_one, on_all in cases():
-        if args.only and args.only not in name:
-            continue
-        base = per_op_us(plain, lambda: None)
-        one = per_op_us(on_one, dtorch.sync)
-        many = per_op_us(on_all, dtorch.sync)
+    chosen = [c for c in cases() if not args.only or args.only in c[0]]
+    timed = [(name, i, fn, (lambda: None) if i == 0 else dtorch.sync) for name, *fns in chosen for i, fn in enumerate(fns)]
+    for _ in range(args.warmup):
+        for _, _, fn, sync in timed:
+            round_us(fn, sync)
+    costs = {(name, i): [] for name, i, _, _ in timed}
+    for _ in range(args.rounds):
+        for name, i, fn, sync in timed:
+            costs[(name, i)].append(round_us(fn, sync))
+    print("per operator, us (median of %d rounds of %d after %d warm-up rounds): torch module | dtorch 1 device (ratio) "
+          "| dtorch %d devices (ratio)" % (args.rounds, args.ops, args.warmup, n))
+    for name, *_ in chosen:
+        base, one, many = (statistics.median(costs[(name, i)]) for i in range(3))
         print("  %-16s %8.2f | %8.2f (%.2f) | %8.2f (%.2f)" % (name, base, one, base / one, many, base / many))
         print("RESULT op %s torch=%.3f one=%.3f all=%.3f" % (name.replace(" ", ""), base, one, many))
 

@@ -9,7 +9,7 @@ from . import _bridge, _dtypes, _indexing
 from ._future import TensorFuture
 import torch as _torch
 from torch._tensor import make_tensor
-from torch._interop import INT64_MAX, INT64_MIN
+from torch._interop import INT64_MAX, INT64_MIN, ForeignException
 from torch import _nested
 from .distributed_spec import DeviceMesh, Placement, Replicate, _placements_of, _specs
 
@@ -180,7 +180,10 @@ class Tensor:
     def _binary(self, op, other, reverse=False):
         if type(other) is Tensor or isinstance(other, Tensor):
             a, b = (other, self) if reverse else (self, other)
-            return _fastpath.wrap(_bridge.call(_b().binary, op, a._java, b._java))
+            try:
+                return _fastpath.wrap(_b().binary(op, a._java, b._java))
+            except ForeignException as e:
+                raise _bridge.translate(str(e)) from None
         value, kind = _scalar(other)
         if kind is not None:
             if reverse:
