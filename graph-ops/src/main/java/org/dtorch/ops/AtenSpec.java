@@ -76,6 +76,13 @@ public final class AtenSpec implements OpSpec, PlacementChoice {
      * without them: the number of inputs, one mesh, tensor returns.
      */
     public ShardingStrategy.Decision decide(List<TensorMeta> inputs) {
+        // The checks below depend on the call and the inputs' metadata alone, as the key does: a decision found was
+        // made for inputs that passed them, so a repeated call skips them.
+        DecisionKey key = new DecisionKey(call, inputs);
+        ShardingStrategy.Decision known = DECISIONS.get(key);
+        if (known != null) {
+            return known;
+        }
         Rules.arity(call.qualifiedName(), inputs, call.inputCount());
         if (inputs.isEmpty()) {
             throw new IllegalArgumentException(call.qualifiedName() + " has no tensor input, so it has no mesh to run on");
@@ -86,11 +93,6 @@ public final class AtenSpec implements OpSpec, PlacementChoice {
         if (types.isEmpty() || lists > 1 || !types.stream().allMatch(t -> t.equals(ArgKind.TENSOR) || t.equals(ArgKind.TENSOR_LIST))) {
             throw new UnsupportedOperationException(call.qualifiedName() + " does not return only tensors and at most one tensor list ("
                 + call.overload().signature() + "); it is not supported on distributed tensors");
-        }
-        DecisionKey key = new DecisionKey(call, inputs);
-        ShardingStrategy.Decision known = DECISIONS.get(key);
-        if (known != null) {
-            return known;
         }
         // A tensor list's length depends on the shapes (split, chunk, unbind): the call on meta tensors counts it.
         int returns = lists > 0 ? MetaInference.infer(call, inputs, strategy).size() : types.size();

@@ -42,15 +42,30 @@ final class MetaInference {
     }
 
     /** The inputs' shapes and dtypes a call's outputs depend on (not their placements). */
-    private record Key(AtenCall call, List<List<Long>> shapes, List<ScalarType> dtypes) {
+    private record Key(AtenCall call, long[][] shapes, ScalarType[] dtypes) {
         static Key of(AtenCall call, List<TensorMeta> inputs) {
-            List<List<Long>> shapes = new ArrayList<>(inputs.size());
-            List<ScalarType> dtypes = new ArrayList<>(inputs.size());
-            for (TensorMeta t : inputs) {
-                shapes.add(Arrays.stream(t.shape()).boxed().toList());
-                dtypes.add(t.dtype());
+            long[][] shapes = new long[inputs.size()][];
+            ScalarType[] dtypes = new ScalarType[inputs.size()];
+            for (int i = 0; i < shapes.length; i++) {
+                TensorMeta t = inputs.get(i);
+                long[] shape = new long[t.ndim()];
+                for (int d = 0; d < shape.length; d++) {
+                    shape[d] = t.size(d);
+                }
+                shapes[i] = shape;
+                dtypes[i] = t.dtype();
             }
             return new Key(call, shapes, dtypes);
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Key k && k.call.equals(call) && Arrays.deepEquals(k.shapes, shapes) && Arrays.equals(k.dtypes, dtypes);
+        }
+
+        @Override
+        public int hashCode() {
+            return (call.hashCode() * 31 + Arrays.deepHashCode(shapes)) * 31 + Arrays.hashCode(dtypes);
         }
     }
 

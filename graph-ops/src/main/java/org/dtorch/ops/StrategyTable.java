@@ -1,6 +1,8 @@
 package org.dtorch.ops;
 
+import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.dtorch.ops.aten.AtenCall;
@@ -39,6 +41,8 @@ public final class StrategyTable {
     static final Set<String> REDUCTIONS = Set.of(
         "sum", "nansum", "mean", "nanmean", "amax", "amin", "prod", "argmax", "argmin", "var", "std", "norm",
         "linalg_vector_norm", "logsumexp", "count_nonzero", "all", "any", "max", "min");
+    /** The strategies of the overloads seen, whose choice depends on the overload alone; a refusal is not kept. */
+    private static final Map<Overload, ShardingStrategy> BY_OVERLOAD = new ConcurrentHashMap<>();
     /** Names in both tables: these overloads are element-wise, the others reductions. */
     private static final Set<String> POINTWISE_OVERLOADS = Set.of("aten::max.other", "aten::min.other");
     /** Operators that draw random numbers: each device would draw its own, so replicas would differ. */
@@ -55,6 +59,20 @@ public final class StrategyTable {
      *                                       generic path cannot run correctly yet
      */
     public static ShardingStrategy of(AtenCall call) {
+        Overload o = call.overload();
+        ShardingStrategy known = BY_OVERLOAD.get(o);
+        if (known != null) {
+            return known;
+        }
+        ShardingStrategy found = choose(call);
+        // Dropout's strategy depends on its train flag and a view's on its number of inputs: those are chosen per call.
+        if (!DropoutStrategy.NAMES.contains(o.name()) && !ViewStrategy.NAMES.contains(o.name())) {
+            BY_OVERLOAD.put(o, found);
+        }
+        return found;
+    }
+
+    private static ShardingStrategy choose(AtenCall call) {
         Overload o = call.overload();
         String name = o.name();
         if (name.endsWith("_") || o.overloadName().contains("out") || call.hasParam("out")) {

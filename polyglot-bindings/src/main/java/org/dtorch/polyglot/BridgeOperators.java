@@ -3,9 +3,10 @@ package org.dtorch.polyglot;
 import static org.dtorch.polyglot.BridgeArguments.exactLong;
 import static org.dtorch.polyglot.BridgeArguments.placementArray;
 
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
 import org.dtorch.api.Index;
@@ -17,13 +18,7 @@ import org.dtorch.ops.Region;
 import org.dtorch.ops.RingAttentionSpec;
 import org.dtorch.ops.ScalarSpec;
 import org.dtorch.ops.UnarySpec;
-import org.dtorch.ops.aten.ArgKind;
-import org.dtorch.ops.aten.ArgSource;
-import org.dtorch.ops.aten.AtenCall;
-import org.dtorch.ops.aten.CallPlan;
-import org.dtorch.ops.aten.Overload;
 import org.dtorch.polyglot.torch.AtenOperator;
-import org.dtorch.polyglot.torch.Dtypes;
 import org.dtorch.polyglot.torch.TorchModule;
 import org.graalvm.polyglot.Value;
 
@@ -37,6 +32,7 @@ import org.graalvm.polyglot.Value;
  */
 final class BridgeOperators {
     private final DTorch runtime;
+    private final Map<String, Map<String, DistributedCall>> bound = new ConcurrentHashMap<>();
 
     BridgeOperators(DTorch runtime) {
         this.runtime = runtime;
@@ -77,48 +73,30 @@ final class BridgeOperators {
 
     /** {@link PyBridge#aten}. */
     Object[] aten(String name, String key, Value values) {
-        AtenOperator op = TorchModule.shared().op(name);
-        if (op == null) {
-            throw new IllegalArgumentException("libtorch has no operator aten::" + name);
+        DistributedCall call = bind(name, key);
+        Value[] array = new Value[Math.toIntExact(values.getArraySize())];
+        for (int i = 0; i < array.length; i++) {
+            array[i] = values.getArrayElement(i);
         }
-        CallPlan plan = op.resolve(key).plan();
-        int n = Math.toIntExact(values.getArraySize());
-        Object[] plain = new Object[n];
-        for (int i = 0; i < n; i++) {
-            Value v = values.getArrayElement(i);
-            plain[i] = v.isHostObject() && v.asHostObject() instanceof DTensor ? null : BridgeArguments.plainValue(v);
-        }
-        List<DTensor> tensors = new ArrayList<>();
-        List<Overload.Param> params = plan.overload().params();
-        for (int i = 0; i < params.size(); i++) {
-            ArgSource source = plan.sources()[i];
-            if (source.kind().equals(ArgKind.TENSOR)) {
-                tensors.add(BridgeArguments.distributed(name, params.get(i), values.getArrayElement(source.index())));
-            } else if (source.kind().equals(ArgKind.TENSOR_LIST)) {
-                Value list = values.getArrayElement(source.index());
-                for (long k = 0; k < list.getArraySize(); k++) {
-                    tensors.add(BridgeArguments.distributed(name, params.get(i), list.getArrayElement(k)));
-                }
-            } else if (!source.isDefault() && !source.isPacked() && source.kind().equals(ArgKind.DTYPE)) {
-                plain[source.index()] = Dtypes.scalarType((String) plain[source.index()]);
-            } else if (!source.isDefault() && !source.isPacked() && source.kind().equals(ArgKind.MEMORY_FORMAT)) {
-                plain[source.index()] = ArgKind.memoryFormat((String) plain[source.index()]);
+        return call.runArray(array);
+    }
+
+    /**
+     * {@link PyBridge#atenCall}: the overload of {@code name} that {@code key} resolves to, bound once per name and key
+     * (a concurrent cache: two threads may bind the same key at once, and either binding serves).
+     */
+    DistributedCall bind(String name, String key) {
+        Map<String, DistributedCall> byKey = bound.computeIfAbsent(name, n -> new ConcurrentHashMap<>());
+        DistributedCall call = byKey.get(key);
+        if (call == null) {
+            AtenOperator op = TorchModule.shared().op(name);
+            if (op == null) {
+                throw new IllegalArgumentException("libtorch has no operator aten::" + name);
             }
+            call = new DistributedCall(runtime, name, op.resolve(key).plan());
+            byKey.put(key, call);
         }
-        List<DTensor> outputs = runtime.aten(AtenCall.of(plan, plain), tensors.toArray(DTensor[]::new));
-        List<String> types = plan.overload().returnTypes();
-        Object[] out = new Object[types.size() + 1];
-        out[0] = plan.overload().returnNames().toArray(String[]::new);
-        int listLength = outputs.size() - (types.size() - 1); // at most one Tensor[] return: it takes what the others leave
-        for (int r = 0, next = 0; r < types.size(); r++) {
-            if (types.get(r).equals(ArgKind.TENSOR_LIST)) {
-                out[r + 1] = outputs.subList(next, next + listLength).toArray(DTensor[]::new);
-                next += listLength;
-            } else {
-                out[r + 1] = outputs.get(next++);
-            }
-        }
-        return out;
+        return call;
     }
 
     /** {@link PyBridge#checkRingAttention}. */

@@ -188,6 +188,17 @@ public final class PyBridge {
         return t.placements().stream().map(Placement::toString).toArray(String[]::new);
     }
 
+    /**
+     * What Python reads of a tensor's metadata, in one call: its shape, its mesh, the mesh's device type and the printed
+     * placements joined with commas, {@code "S(0),R"} ({@link #shape}, {@link #meshOf}, {@link #meshDeviceType},
+     * {@link #placements}).
+     */
+    @HostAccess.Export
+    public Object[] describe(DTensor t) {
+        DeviceMesh mesh = t.mesh();
+        return new Object[] {t.shape(), mesh, meshDeviceType(mesh), String.join(",", placements(t))};
+    }
+
     /** Releases the tensor on the workers. Idempotent. */
     @HostAccess.Export
     public void close(DTensor t) {
@@ -286,6 +297,17 @@ public final class PyBridge {
     @HostAccess.Export
     public Object[] aten(String name, String key, Value values) {
         return operators.aten(name, key, values);
+    }
+
+    /**
+     * {@link #aten}'s overload for {@code name} and {@code key}, bound once: Python keeps it per name and key and calls
+     * it with the values as arguments ({@link DistributedCall}), so that a repeated call skips the lookup and resolution.
+     *
+     * @throws IllegalArgumentException when libtorch has no operator of that name
+     */
+    @HostAccess.Export
+    public DistributedCall atenCall(String name, String key) {
+        return operators.bind(name, key);
     }
 
     /** The move to {@code placements} on {@code mesh}. */

@@ -9,9 +9,9 @@ from . import _bridge, _dtypes, _indexing
 from ._future import TensorFuture
 import torch as _torch
 from torch._tensor import make_tensor
-from torch._interop import INT64_MAX, INT64_MIN
+from torch._interop import INT64_MAX, INT64_MIN, ForeignException
 from torch import _nested
-from .distributed_spec import DeviceMesh, Placement, Replicate, _placement, _specs
+from .distributed_spec import DeviceMesh, Placement, Replicate, _placements_of, _specs
 
 # The types the public API takes: a dtype or its name, a Python number (its type decides torch's promotion), sizes as
 # varargs or one sequence, placements one per mesh dimension.
@@ -86,8 +86,8 @@ class Tensor:
     Tensor(torch_tensor, device_mesh=..., placements=...) distributes a torch.Tensor (each device copies its shard).
     """
 
-    # _meta: (the Java tensor it describes, shape, mesh), read once: a Java tensor's metadata never changes, and a
-    # Parameter's data setter replaces _java, which the first field catches.
+    # _meta: (the Java tensor it describes, shape, mesh, placements), read once in one Java call: a Java tensor's
+    # metadata never changes, and a Parameter's data setter replaces _java, which the first field catches.
     __slots__ = ("_java", "_meta", "__weakref__")
 
     def __init__(self, data: Any, device_mesh: DeviceMesh | None = None, placements: Placements | None = None) -> None:
@@ -96,17 +96,19 @@ class Tensor:
         elif device_mesh is not None or placements is not None:
             raise TypeError("Tensor(data, device_mesh=..., placements=...) takes a torch.Tensor, got %r" % (data,))
         self._java = data
+        self._meta = None
 
     # ---- metadata ----
     def _described(self):
         try:
             meta = self._meta
-            if meta[0] is self._java:
+            if meta is not None and meta[0] is self._java:
                 return meta
         except AttributeError:
-            pass
+            pass  # made without __init__ (object.__new__), as a Parameter is
         java = self._java
-        meta = (java, tuple(_b().shape(java)), DeviceMesh._wrap(_b().meshOf(java)))
+        described = _b().describe(java)
+        meta = (java, tuple(described[0]), DeviceMesh._wrap(described[1], described[2]), _placements_of(described[3]))
         self._meta = meta
         return meta
 
@@ -147,7 +149,7 @@ class Tensor:
 
     @property
     def placements(self) -> tuple[Placement, ...]:
-        return tuple(_placement(p) for p in _b().placements(self._java))
+        return self._described()[3]
 
     def __repr__(self) -> str:
         return "Tensor(shape=%s, dtype=%r, device_mesh=%r, placements=%r)" % (
@@ -176,14 +178,17 @@ class Tensor:
 
     # ---- element-wise ----
     def _binary(self, op, other, reverse=False):
-        if isinstance(other, Tensor):
+        if type(other) is Tensor or isinstance(other, Tensor):
             a, b = (other, self) if reverse else (self, other)
-            return Tensor(_bridge.call(_b().binary, op, a._java, b._java))
+            try:
+                return _fastpath.wrap(_b().binary(op, a._java, b._java))
+            except ForeignException as e:
+                raise _bridge.translate(str(e)) from None
         value, kind = _scalar(other)
         if kind is not None:
             if reverse:
                 op = {"add": "add", "mul": "mul", "sub": "rsub", "div": "rdiv"}[op]
-            return Tensor(_bridge.call(_b().scalar, op, self._java, value, kind))
+            return _fastpath.wrap(_bridge.call(_b().scalar, op, self._java, value, kind))
         return NotImplemented
 
     def __add__(self, other: Tensor | Number) -> Tensor:
@@ -788,6 +793,9 @@ def aten(name: str, args: Sequence[Any] = (), kwargs: dict[str, Any] | None = No
     as a fallback) moves inputs where needed. dtorch.<op>(...), Tensor.<op>() and dtorch.nn.functional.<op> reach it for
     names that are not written by hand. Lists of distributed tensors go where the schema takes a Tensor[] (dtorch.cat([a, b])),
     and a Tensor[] return is a Python list (t.split(2))."""
+    result = _fastpath.call(name, args, kwargs)
+    if result is not _fastpath.MISS:
+        return result
     kinds = []
     values = []
 
@@ -906,4 +914,9 @@ def device_type() -> str:
     return _b().deviceType()
 
 
-from . import _torch_calls  # noqa: E402 - last: it imports this module
+from . import _fastpath, _torch_calls  # noqa: E402 - last: they import this module
+
+_fastpath.Tensor = Tensor
+_fastpath.general_returns = _returns
+_fastpath.operators = _torch_calls._OPERATORS
+_torch._dispatch.fast_types[Tensor] = _fastpath.dispatch

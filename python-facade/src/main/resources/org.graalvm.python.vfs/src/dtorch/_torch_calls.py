@@ -54,13 +54,22 @@ def _distributed(name, value, mesh):
     return value
 
 
+def _has_local(values):
+    """Whether a torch.Tensor is among `values` (or in a list or tuple among them): only then is the mesh read."""
+    for v in values:
+        if isinstance(v, _torch.Tensor) or isinstance(v, (list, tuple)) and _has_local(v):
+            return True
+    return False
+
+
 def torch_function(func: Any, args: tuple, kwargs: dict) -> Any:
     """Runs the torch function or operator `func` on arguments among which are distributed tensors."""
     name = getattr(func, "__name__", str(func))
     if isinstance(func, _dispatch.Op):
-        mesh = _mesh(list(args) + list(kwargs.values()))
-        args = tuple(_distributed("aten." + name, a, mesh) for a in args)
-        kwargs = {k: _distributed("aten." + name, v, mesh) for k, v in kwargs.items()}
+        if _has_local(args) or _has_local(kwargs.values()):
+            mesh = _mesh(list(args) + list(kwargs.values()))
+            args = tuple(_distributed("aten." + name, a, mesh) for a in args)
+            kwargs = {k: _distributed("aten." + name, v, mesh) for k, v in kwargs.items()}
         own = _OPERATORS.get(name)
         if own is not None:
             return own(*args, **kwargs)

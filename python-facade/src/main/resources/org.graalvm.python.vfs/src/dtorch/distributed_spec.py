@@ -94,6 +94,20 @@ def _placement(spec):
     return Partial(spec[2:-1])
 
 
+# Placements by their printed forms joined with commas ("S(0),R"), as the runtime describes a tensor: parsed once each.
+_PLACEMENTS: dict[str, tuple[Placement, ...]] = {}
+
+
+def _placements_of(joined):
+    """The placements of a tensor from their printed forms joined with commas."""
+    found = _PLACEMENTS.get(joined)
+    if found is None:
+        found = tuple(_placement(p) for p in joined.split(",")) if joined else ()
+        if len(_PLACEMENTS) < 1024:
+            _PLACEMENTS[joined] = found
+    return found
+
+
 def _specs(placements, ndim):
     """The placements' printed forms for a tensor of `ndim` dimensions, a negative Shard dimension made non-negative."""
     if placements is None:
@@ -175,12 +189,26 @@ class DeviceMesh:
         self._java = _bridge.call(_bridge.bridge().mesh, device_type, shape, ids, names)
 
     @staticmethod
-    def _wrap(java_mesh):
-        return DeviceMesh(_bridge.bridge().meshDeviceType(java_mesh), None, _java=java_mesh)
+    def _wrap(java_mesh, device_type=None):
+        """The DeviceMesh of a Java mesh: the last one wrapped again when it is the same Java mesh (a model's tensors
+        share one or two meshes), so that what it read of the mesh is read once."""
+        last = _LAST_WRAPPED[0]
+        if last is not None and last._java is java_mesh:
+            return last
+        if device_type is None:
+            device_type = _bridge.bridge().meshDeviceType(java_mesh)
+        mesh = DeviceMesh(device_type, None, _java=java_mesh)
+        _LAST_WRAPPED[0] = mesh
+        return mesh
 
+    # A Java mesh never changes: its shape and names are read once, on first use.
     @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(_bridge.bridge().meshShape(self._java))
+        try:
+            return self._shape
+        except AttributeError:
+            self._shape = tuple(_bridge.bridge().meshShape(self._java))
+            return self._shape
 
     @property
     def ndim(self) -> int:
@@ -188,8 +216,12 @@ class DeviceMesh:
 
     @property
     def mesh_dim_names(self) -> tuple[str, ...] | None:
-        names = list(_bridge.bridge().meshDimNames(self._java))
-        return tuple(names) if names else None
+        try:
+            return self._names
+        except AttributeError:
+            names = list(_bridge.bridge().meshDimNames(self._java))
+            self._names = tuple(names) if names else None
+            return self._names
 
     def size(self, dim: int | None = None) -> int:
         shape = self.shape
@@ -216,13 +248,19 @@ class DeviceMesh:
         return DeviceMesh._wrap(_bridge.call(_bridge.bridge().subMesh, self._java, self.device_ids[0], list(names)))
 
     def __eq__(self, other):
-        return isinstance(other, DeviceMesh) and _bridge.bridge().sameMesh(self._java, other._java)
+        if other is self:
+            return True
+        return isinstance(other, DeviceMesh) and (other._java is self._java or _bridge.bridge().sameMesh(self._java, other._java))
 
     def __hash__(self):
         return hash(tuple(self.device_ids))
 
     def __repr__(self):
         return _bridge.bridge().describeMesh(self._java)
+
+
+# The DeviceMesh that DeviceMesh._wrap made last.
+_LAST_WRAPPED: list[DeviceMesh | None] = [None]
 
 
 def init_device_mesh(device_type: str, mesh_shape: int | Sequence[int],

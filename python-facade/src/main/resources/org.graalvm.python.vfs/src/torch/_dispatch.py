@@ -20,6 +20,11 @@ JAVA = polyglot.import_value("dtorch.torch")
 Tensor = None
 make_tensor = None
 
+# A call whose first argument's type is a key here goes first to its handler, handler(op, args, kwargs), before any
+# classification: dtorch registers its tensor types, whose handler runs the call when __torch_function__ would run it
+# the same way, and returns NotImplemented otherwise (then the call takes the general way).
+fast_types = {}
+
 
 def _int(value):
     if not INT64_MIN <= value <= INT64_MAX:
@@ -162,6 +167,15 @@ class Op:
         return self.call(args, kwargs)
 
     def call(self, args, kwargs):
+        if args:
+            first = args[0]
+            if (type(first) is tuple or type(first) is list) and first:
+                first = first[0]  # torch.cat((a, b)): the first tensor of a leading list
+            handler = fast_types.get(type(first))
+            if handler is not None:
+                result = handler(self, args, kwargs)
+                if result is not NotImplemented:
+                    return result
         kinds = []
         values = []
         for a in args:

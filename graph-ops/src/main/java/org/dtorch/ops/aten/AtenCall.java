@@ -66,6 +66,7 @@ public final class AtenCall {
     private final Overload overload;
     private final List<Arg> args;
     private final int inputCount;
+    private int hash;
 
     /**
      * A call of {@code overload} with {@code args}, one per schema parameter.
@@ -468,7 +469,13 @@ public final class AtenCall {
 
     @Override
     public int hashCode() {
-        return overload.hashCode() * 31 + args.hashCode();
+        // Computed once: a call is hashed several times as it is added (the keys of decisions and inferences).
+        int h = hash;
+        if (h == 0) {
+            h = overload.hashCode() * 31 + args.hashCode();
+            hash = h;
+        }
+        return h;
     }
 
     /** {@code aten::sum.dim_IntList(#0, [1], false, default)}. */

@@ -20,6 +20,7 @@ public final class TensorMeta {
     private final ScalarType dtype;
     private final Sharding sharding;
     private volatile ShardLayout layout;
+    private int hash;
 
     /**
      * Validates that the sharding can hold the shape.
@@ -108,6 +109,13 @@ public final class TensorMeta {
 
     @Override
     public int hashCode() {
-        return Objects.hash(Arrays.hashCode(shape), dtype, sharding);
+        // Computed once: the fields never change, and the client hashes the same metadata for every operator it adds
+        // (the keys of the decisions and inferences already made). A race computes the same value twice.
+        int h = hash;
+        if (h == 0) {
+            h = Objects.hash(Arrays.hashCode(shape), dtype, sharding);
+            hash = h;
+        }
+        return h;
     }
 }
