@@ -15,8 +15,9 @@ eager's side of the GPU comparison.
     python3 benchmarks/python/bench_train.py --device cuda:0
 
 Prints one JSON line per implementation (steps/s, seconds per step, and with --ranks the backward's times) and, under
-./dtorch, the ratio dtorch / torch. Every step ends when its loss is read (loss.item()); the time of a run ends when
-its parameters are updated everywhere.
+./dtorch, the ratio dtorch / torch. Every case is warmed up first, then the cases are timed in turn, round by round
+(the median of the rounds): the JIT's warming and the machine's load reach each alike. Every step ends when its loss
+is read (loss.item()); a round ends when the parameters are updated everywhere.
 """
 import argparse
 import json
@@ -55,8 +56,8 @@ def synchronize(device):
         torch.cuda.synchronize()
 
 
-def run(name, model, optimizer, batches, place, device, settle):
-    """Times len(batches) - warmup steps after `warmup` untimed ones; returns seconds per step."""
+def stepper(model, optimizer, place):
+    """One training step: forward, loss, backward, optimizer step; ends when the loss is read."""
     def step(tokens):
         inputs, targets = place(tokens[:, :-1]), place(tokens[:, 1:])
         optimizer.zero_grad()
@@ -65,16 +66,33 @@ def run(name, model, optimizer, batches, place, device, settle):
         loss.backward()
         optimizer.step()
         return loss.item()
+    return step
 
-    warmup = ARGS.warmup
-    for tokens in batches[:warmup]:
-        step(tokens)
+
+def seconds_per_step(step, batches, settle):
     settle()
     start = time.perf_counter()
-    for tokens in batches[warmup:]:
+    for tokens in batches:
         step(tokens)
     settle()
-    return (time.perf_counter() - start) / (len(batches) - warmup)
+    return (time.perf_counter() - start) / len(batches)
+
+
+def alternate(cases, data):
+    """Warms every case up first, then times them in turn, ARGS.rounds times over the timed batches split in rounds
+    (so that the JIT's warming and the machine's load changes reach every case alike); the median per case."""
+    for step, settle in cases.values():
+        for tokens in data[:ARGS.warmup]:
+            step(tokens)
+        settle()
+    timed = data[ARGS.warmup:]
+    per_round = max(1, len(timed) // ARGS.rounds)
+    results = {name: [] for name in cases}
+    for r in range(ARGS.rounds):
+        chunk = timed[r * per_round:(r + 1) * per_round] or timed[:per_round]
+        for name, (step, settle) in cases.items():
+            results[name].append(seconds_per_step(step, chunk, settle))
+    return {name: sorted(times)[len(times) // 2] for name, times in results.items()}
 
 
 def backward_seconds(model, optimizer, tokens, place, settle, repeat):
@@ -121,31 +139,29 @@ def main():
 
     model = fresh_model(config, device, weights)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    seconds = run("torch", model, optimizer, data, lambda t: t.to(device), device, lambda: synchronize(device))
-    rows["torch"] = {"seconds_per_step": seconds, "steps_per_s": 1.0 / seconds}
+    cases = {"torch": (stepper(model, optimizer, lambda t: t.to(device)), lambda: synchronize(device))}
     if dtorch is not None:
         one = dtorch.init_device_mesh(dtorch.device_type(), (1,))
+        on_one = lambda t: dtorch.distribute_tensor(t, one, [Replicate()])  # noqa: E731
         model = distributed(config, weights, one)
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-        seconds = run("dtorch", model, optimizer, data, lambda t: dtorch.distribute_tensor(t, one, [Replicate()]), device,
-                      dtorch.sync)
-        rows["dtorch"] = {"seconds_per_step": seconds, "steps_per_s": 1.0 / seconds,
-                          "vs_torch": rows["torch"]["seconds_per_step"] / seconds}
+        cases["dtorch"] = (stepper(model, optimizer, on_one), dtorch.sync)
         if ARGS.ranks > 1:
             mesh = dtorch.init_device_mesh(dtorch.device_type(), (ARGS.ranks,))
-            model = distributed(config, weights, mesh)
-            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
             split = lambda t: dtorch.distribute_tensor(t, mesh, [Shard(0)])  # noqa: E731
-            seconds = run("dtorch dp", model, optimizer, data, split, device, dtorch.sync)
-            with_comm = backward_seconds(model, optimizer, data[0], split, dtorch.sync, ARGS.repeat)
-            model = distributed(config, weights, one)
-            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-            part = data[0][:ARGS.batch // ARGS.ranks]
-            alone = backward_seconds(model, optimizer, part, lambda t: dtorch.distribute_tensor(t, one, [Replicate()]),
-                                     dtorch.sync, ARGS.repeat)
-            rows["dtorch dp"] = {"ranks": ARGS.ranks, "seconds_per_step": seconds, "steps_per_s": 1.0 / seconds,
-                                 "backward_with_allreduce_s": with_comm, "backward_one_rank_of_the_batch_s": alone,
-                                 "backward_ratio": with_comm / alone}
+            dp_model = distributed(config, weights, mesh)
+            dp_optimizer = torch.optim.AdamW(dp_model.parameters(), lr=1e-3)
+            cases["dtorch dp"] = (stepper(dp_model, dp_optimizer, split), dtorch.sync)
+    seconds = alternate(cases, data)
+    for name, value in seconds.items():
+        rows[name] = {"seconds_per_step": value, "steps_per_s": 1.0 / value}
+    if "dtorch" in rows:
+        rows["dtorch"]["vs_torch"] = rows["torch"]["seconds_per_step"] / rows["dtorch"]["seconds_per_step"]
+    if "dtorch dp" in rows:
+        with_comm = backward_seconds(dp_model, dp_optimizer, data[0], split, dtorch.sync, ARGS.repeat)
+        alone = backward_seconds(model, optimizer, data[0][:ARGS.batch // ARGS.ranks], on_one, dtorch.sync, ARGS.repeat)
+        rows["dtorch dp"].update(ranks=ARGS.ranks, backward_with_allreduce_s=with_comm,
+                                 backward_one_rank_of_the_batch_s=alone, backward_ratio=with_comm / alone)
     for name, row in rows.items():
         print(json.dumps(dict(implementation=name, size=ARGS.size, device=device, batch=ARGS.batch, length=ARGS.length,
                               torch=getattr(torch, "__version__", "shim"), **row)))
@@ -160,6 +176,7 @@ parser.add_argument("--warmup", type=int, default=3, help="untimed steps first (
 parser.add_argument("--batch", type=int, default=8, help="sequences per step (default 8)")
 parser.add_argument("--length", type=int, default=32, help="tokens per sequence (default 32)")
 parser.add_argument("--ranks", type=int, default=1, help="also data parallel on this many ranks (default 1: off)")
+parser.add_argument("--rounds", type=int, default=5, help="rounds the timed steps are split into, cases in turn (default 5)")
 parser.add_argument("--repeat", type=int, default=5, help="backwards timed for the median (default 5)")
 parser.add_argument("--device", default="cuda:0" if dtorch is None and torch.cuda.is_available() else "cpu",
                     help="the torch side's device (default cuda:0 where PyTorch has one, else cpu)")
