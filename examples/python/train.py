@@ -178,9 +178,10 @@ if args.save:
     state["step"] = args.steps
     dcp.save(state, args.save)
     print("saved a checkpoint of step %d to %s" % (args.steps, args.save))
-print("OK: %d steps of dp x tp training on %d devices, the first %d equal to one device's losses (largest relative "
-      "difference %.1e); loss %.3f -> %.3f in %.1f s" % (args.steps - begin, mesh.size(), max(0, min(args.check, args.steps) - begin),
-                                                      worst, first, last, time.perf_counter() - start))
+print("OK: %d steps of %s training on %d devices, the first %d equal to one device's losses (largest relative "
+      "difference %.1e); loss %.3f -> %.3f in %.1f s" % (args.steps - begin, "dp x tp" if args.layout == "dp-tp" else "fully sharded dp x tp",
+                                                      mesh.size(), max(0, min(args.check, args.steps) - begin), worst, first, last,
+                                                      time.perf_counter() - start))
 if args.steps >= 200:
     tail = losses[-10:]
     mean = sum(tail) / len(tail)

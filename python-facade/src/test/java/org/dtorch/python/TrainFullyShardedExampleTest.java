@@ -21,6 +21,6 @@ class TrainFullyShardedExampleTest {
     void shouldTrainFullyShardedWithTheLossesOfOneDevice() throws IOException {
         String out = ModelExamplesTest.run(List.of(), "examples/python/train.py", "--steps", "2", "--layout", "fsdp");
         assertTrue(out.contains("fully sharded over dp: wq (Shard(dim=0), Shard(dim=0))"), out);
-        assertTrue(out.contains("OK: 2 steps of dp x tp training on 4 devices, the first 2 equal to one device's losses"), out);
+        assertTrue(out.contains("OK: 2 steps of fully sharded dp x tp training on 4 devices, the first 2 equal to one device's losses"), out);
     }
 }
