@@ -46,23 +46,29 @@ def config_of(size):
     raise ValueError("unknown size %r (tiny or small)" % (size,))
 
 
-def batches(config, args, count):
+def batches(config, count):
     torch.manual_seed(1)
-    return [torch.randint(0, config.vocab_size, (args.batch, args.length + 1)) for _ in range(count)]
+    return [torch.randint(0, config.vocab_size, (ARGS.batch, ARGS.length + 1)) for _ in range(count)]
 
 
 def synchronize(device):
-    if device.startswith("cuda") and dtorch is None:
+    """Waits for the device's queued work (the torch module has torch.cuda.synchronize too)."""
+    if device.startswith("cuda"):
         torch.cuda.synchronize()
+
+
+def loss_of(model, optimizer, tokens, place):
+    """The next-token loss of `tokens` after clearing the gradients (the forward of one step)."""
+    inputs, targets = place(tokens[:, :-1]), place(tokens[:, 1:])
+    optimizer.zero_grad()
+    logits = model(inputs)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
 def stepper(model, optimizer, place):
     """One training step: forward, loss, backward, optimizer step; ends when the loss is read."""
     def step(tokens):
-        inputs, targets = place(tokens[:, :-1]), place(tokens[:, 1:])
-        optimizer.zero_grad()
-        logits = model(inputs)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+        loss = loss_of(model, optimizer, tokens, place)
         loss.backward()
         optimizer.step()
         return loss.item()
@@ -99,10 +105,7 @@ def backward_seconds(model, optimizer, tokens, place, settle, repeat):
     """The median time of the backward alone (forward done and waited for first), over `repeat` backwards."""
     times = []
     for _ in range(repeat):
-        optimizer.zero_grad()
-        inputs, targets = place(tokens[:, :-1]), place(tokens[:, 1:])
-        logits = model(inputs)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+        loss = loss_of(model, optimizer, tokens, place)
         loss.item()
         settle()
         start = time.perf_counter()
@@ -133,7 +136,7 @@ def main():
     reference = Llama(config)
     reference.init_weights()
     weights = {k: v.detach().clone() for k, v in reference.state_dict().items() if k != "output.weight"}
-    data = batches(config, ARGS, ARGS.warmup + ARGS.steps)
+    data = batches(config, ARGS.warmup + ARGS.steps)
     device = ARGS.device
     rows = {}
 

@@ -13,27 +13,16 @@ import tempfile
 
 import dtorch
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 from dtorch import Replicate, Shard
 from dtorch import checkpoint as dcp
 from dtorch.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+from _models import MLP
 from _testing import iterations, raises, run
 
 GRID = dtorch.init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
 LINE = dtorch.init_device_mesh("cpu", (4,))
 STEPS, SAVE_AT = 4, 2
-
-
-class MLP(nn.Module):
-    def __init__(self, dim=8, hidden=12):
-        super().__init__()
-        self.norm = nn.RMSNorm(dim)
-        self.up = nn.Linear(dim, hidden)
-        self.down = nn.Linear(hidden, dim)
-
-    def forward(self, x):
-        return x + self.down(F.gelu(self.up(self.norm(x))))
 
 
 def model_on(mesh, seed, hidden=12):

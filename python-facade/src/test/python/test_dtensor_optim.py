@@ -10,6 +10,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from dtorch import Replicate, Shard, _tensor
 from dtorch.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+from _models import MLP
 from _testing import run
 
 LINE = dtorch.init_device_mesh("cpu", (4,))
@@ -70,17 +71,6 @@ def test_clip_grad_norm_takes_the_total_norm_across_shards():
         close(got, want, "total norm of order %s" % norm_type)
         for i, (p, q) in enumerate(zip(dist, local)):
             close(p.grad, q.grad, "clipped gradient %d, order %s" % (i, norm_type))
-
-
-class MLP(nn.Module):
-    def __init__(self, dim=8, hidden=12):
-        super().__init__()
-        self.norm = nn.RMSNorm(dim)
-        self.up = nn.Linear(dim, hidden)
-        self.down = nn.Linear(hidden, dim)
-
-    def forward(self, x):
-        return x + self.down(F.gelu(self.up(self.norm(x))))
 
 
 def _train(model, batches, targets, steps):
