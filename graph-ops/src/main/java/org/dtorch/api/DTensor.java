@@ -8,6 +8,7 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.communication.promise.TensorFuture;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
+import org.dtorch.core.distributed.RedistributionPlanner;
 import org.dtorch.core.distributed.Shard;
 import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.graph.GraphConstructor;
@@ -540,7 +541,7 @@ public final class DTensor implements AutoCloseable {
         if (edge != null) {
             edge.countTransfer();
         }
-        if (target.equals(meta().sharding())) {
+        if (edge == null && RedistributionPlanner.plan(meta().sharding(), target, shape()).isIdentity()) {
             moved.shareStorage(storage); // nothing moves: the result is this tensor's memory, as in PyTorch DTensor
         }
         return moved;

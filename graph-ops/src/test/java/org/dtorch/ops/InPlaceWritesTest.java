@@ -277,6 +277,37 @@ class InPlaceWritesTest extends FourDeviceRuntime {
     }
 
     @Test
+    void shouldShareMemoryWithARedistributionThatMovesNothingAsPyTorchDoes() {
+        // PyTorch DTensor's redistribute returns the local tensor itself when the placements are equal or differ only
+        // on mesh dimensions of one device: writes into either show in the other. Any other move makes new memory.
+        DeviceMesh line = dt.initDeviceMesh(new int[] {4});
+        DeviceMesh one = dt.mesh(2);
+        DeviceMesh twoByOne = dt.initDeviceMesh(new int[] {2, 1});
+        try (Tensor a = base(6, 4); Scalar one1 = new Scalar(1.0); Tensor plusOne = a.add(one1);
+             Scalar two = new Scalar(2.0); Tensor plusTwo = plusOne.add(two)) {
+            record Move(String what, DTensor source, Placement[] target) {
+            }
+            for (Move m : List.of(
+                new Move("S(0) -> S(0) on 4 devices", dt.tensor(a, line, S0), new Placement[] {S0}),
+                new Move("S(0) -> R on one device", dt.tensor(a, one, S0), new Placement[] {R}),
+                new Move("P -> R on one device", make(a, one, P), new Placement[] {R}),
+                new Move("[S(0), S(1)] -> [S(0), R] on 2x1", dt.tensor(a, twoByOne, S0, S1), new Placement[] {S0, R}),
+                new Move("[S(0), S(0)] -> [S(0), R] on 2x1", dt.tensor(a, twoByOne, S0, S0), new Placement[] {S0, R}))) {
+                DTensor moved = m.source().redistribute(m.target());
+                assertEquals(List.of(m.target()), moved.placements(), m.what());
+                moved.add_(1.0);
+                assertValue(plusOne, m.source(), m.what() + ": a write into the result shows in the source");
+                m.source().add_(2.0);
+                assertValue(plusTwo, moved, m.what() + ": a write into the source shows in the result");
+            }
+            DTensor x = dt.tensor(a, line, S0);
+            DTensor gathered = x.redistribute(R);
+            gathered.add_(1.0);
+            assertValue(a, x, "S(0) -> R on 4 devices gathers into new memory");
+        }
+    }
+
+    @Test
     void shouldWriteBackAViewThatMovedItsBaseAndComputeItAgainWhenTheBaseChanges() {
         DeviceMesh line = dt.initDeviceMesh(new int[] {4});
         try (Tensor a = base(8, 6); Tensor want = a.clone()) {

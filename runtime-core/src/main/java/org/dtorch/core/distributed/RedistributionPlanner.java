@@ -117,17 +117,22 @@ public final class RedistributionPlanner {
         }
         checkLayout(request, "source", shape, source);
         checkLayout(request, "target", shape, target);
+        // A mesh dimension of one device splits nothing and sums nothing: whatever its placement, every device's local
+        // tensor is the same. So such a dimension takes the target's placement for free, and the search runs from there
+        // (PyTorch DTensor skips these dimensions the same way); when nothing else differs, the move is the identity.
+        boolean sameMesh = source.mesh().sameDevicesAs(target.mesh());
+        Sharding from = sameMesh ? withUnsplitDimensionsOf(source, target) : source;
         for (int i = 0; i < target.placements().size(); i++) {
             Placement to = target.placement(i);
-            if (to instanceof Partial p && p.op() == ReduceOpType.AVG && !to.equals(sameMeshPlacement(source, target, i))) {
+            if (to instanceof Partial p && p.op() == ReduceOpType.AVG && !to.equals(sameMeshPlacement(from, target, i))) {
                 throw new IllegalArgumentException("cannot " + request + ": target placement " + to + " on mesh dimension " + i
                     + " would have to be created from non-partial values, and P(avg) has no exact way to do that"
                     + " (only P(sum), P(max), P(min) and P(product) can be created)");
             }
         }
-        if (source.mesh().sameDevicesAs(target.mesh())) {
+        if (sameMesh) {
             Sharding sameMeshTarget = new Sharding(source.mesh(), target.placements());
-            return new RedistributionPlan(source, target, shape, search(request, shape, source, sameMeshTarget), null, List.of());
+            return new RedistributionPlan(source, target, shape, search(request, shape, from, sameMeshTarget), null, List.of());
         }
         Sharding reducedSource = source.withPlacements(withoutPartial(source.placements()));
         Sharding reducedTarget = target.withPlacements(withoutPartial(target.placements()));
@@ -135,6 +140,20 @@ public final class RedistributionPlanner {
         CrossMeshTransfer transfer = new CrossMeshTransfer(ShardLayout.of(shape, reducedSource), ShardLayout.of(shape, reducedTarget));
         List<RedistributionStep> after = search(request, shape, reducedTarget, target);
         return new RedistributionPlan(source, target, shape, before, transfer, after);
+    }
+
+    /** {@code source} with the target's placement on every mesh dimension of a single device. */
+    private static Sharding withUnsplitDimensionsOf(Sharding source, Sharding target) {
+        List<Placement> placements = null;
+        for (int i = 0; i < source.placements().size(); i++) {
+            if (source.mesh().size(i) == 1 && !source.placement(i).equals(target.placement(i))) {
+                if (placements == null) {
+                    placements = new ArrayList<>(source.placements());
+                }
+                placements.set(i, target.placement(i));
+            }
+        }
+        return placements == null ? source : source.withPlacements(placements);
     }
 
     /**

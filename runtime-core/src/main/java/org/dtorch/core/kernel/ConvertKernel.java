@@ -2,9 +2,7 @@ package org.dtorch.core.kernel;
 
 import java.util.Arrays;
 import java.util.Objects;
-import org.bytedeco.pytorch.MemoryFormatOptional;
 import org.bytedeco.pytorch.Tensor;
-import org.bytedeco.pytorch.global.torch;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.distributed.CrossMeshTransfer;
@@ -75,7 +73,9 @@ public final class ConvertKernel {
         try {
             CrossMeshTransfer transfer = plan.transfer().orElse(null);
             if (transfer == null) {
-                return finish(staged == input ? copyOf(input) : staged, into);
+                // No step: the result is the input's memory, as PyTorch DTensor's redistribute returns the local tensor
+                // itself when nothing moves (a tensor of its own, so that in-place view changes stay apart).
+                return finish(staged == input ? input.alias() : staged, into);
             }
             boolean direct = into != null && plan.targetSteps().isEmpty();
             Tensor moved = TransferExecutor.run(ctx, transfer, staged, direct ? into : null);
@@ -133,10 +133,6 @@ public final class ConvertKernel {
             into.copy_(result);
         }
         return into;
-    }
-
-    private static Tensor copyOf(Tensor t) {
-        return t.clone(new MemoryFormatOptional(torch.MemoryFormat.Contiguous));
     }
 
     private void checkInput(KernelContext ctx, boolean inSource, boolean inTarget, Tensor input) {

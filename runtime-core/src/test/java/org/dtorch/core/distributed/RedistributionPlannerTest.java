@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
+import org.dtorch.core.communication.ReduceOpType;
 import org.dtorch.core.device.DeviceKind;
 import org.junit.jupiter.api.Test;
 
@@ -30,6 +31,20 @@ class RedistributionPlannerTest {
         assertEquals(List.of(StepKind.REPLICATE_TO_PARTIAL), kinds(plan(LINE, List.of(Placement.replicate()), List.of(Placement.partial()), 8, 8)));
         assertEquals(List.of(StepKind.SHARD_TO_PARTIAL), kinds(plan(LINE, List.of(Placement.shard(1)), List.of(Placement.partial()), 8, 8)));
         assertTrue(plan(LINE, List.of(Placement.shard(1)), List.of(Placement.shard(1)), 8, 8).isIdentity());
+    }
+
+    @Test
+    void shouldMoveNothingOnMeshDimensionsOfOneDevice() {
+        DeviceMesh oneByThree = DeviceMesh.initDeviceMesh(DeviceKind.CPU, new int[] {1, 3}, List.of());
+        DeviceMesh single = DeviceMesh.of(DeviceKind.CPU, 2);
+        assertTrue(plan(single, List.of(Placement.shard(0)), List.of(Placement.replicate()), 5, 3).isIdentity());
+        assertTrue(plan(single, List.of(Placement.partial()), List.of(Placement.shard(1)), 5, 3).isIdentity());
+        assertTrue(plan(single, List.of(Placement.replicate()), List.of(Placement.partial(ReduceOpType.AVG)), 5, 3).isIdentity());
+        assertTrue(plan(oneByThree, List.of(Placement.shard(0), Placement.shard(0)), List.of(Placement.replicate(), Placement.shard(0)), 6, 3)
+            .isIdentity());
+        RedistributionPlan other = plan(oneByThree, List.of(Placement.shard(1), Placement.shard(0)), List.of(Placement.replicate(), Placement.replicate()), 6, 3);
+        assertEquals(List.of(StepKind.ALL_GATHER), kinds(other), "only the dimension of three devices moves anything");
+        assertEquals(1, other.allSteps().getFirst().meshDim());
     }
 
     @Test
