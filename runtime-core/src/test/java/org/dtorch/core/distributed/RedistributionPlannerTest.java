@@ -42,7 +42,8 @@ class RedistributionPlannerTest {
         assertTrue(plan(single, List.of(Placement.replicate()), List.of(Placement.partial(ReduceOpType.AVG)), 5, 3).isIdentity());
         assertTrue(plan(oneByThree, List.of(Placement.shard(0), Placement.shard(0)), List.of(Placement.replicate(), Placement.shard(0)), 6, 3)
             .isIdentity());
-        RedistributionPlan other = plan(oneByThree, List.of(Placement.shard(1), Placement.shard(0)), List.of(Placement.replicate(), Placement.replicate()), 6, 3);
+        RedistributionPlan other = plan(oneByThree, List.of(Placement.shard(1), Placement.shard(0)),
+            List.of(Placement.replicate(), Placement.replicate()), 6, 3);
         assertEquals(List.of(StepKind.ALL_GATHER), kinds(other), "only the dimension of three devices moves anything");
         assertEquals(1, other.allSteps().getFirst().meshDim());
     }
