@@ -287,6 +287,7 @@ class InPlaceWritesTest extends FourDeviceRuntime {
              Scalar two = new Scalar(2.0); Tensor plusTwo = plusOne.add(two)) {
             record Move(String what, DTensor source, Placement[] target) {
             }
+
             for (Move m : List.of(
                 new Move("S(0) -> S(0) on 4 devices", dt.tensor(a, line, S0), new Placement[] {S0}),
                 new Move("S(0) -> R on one device", dt.tensor(a, one, S0), new Placement[] {R}),
