@@ -11,7 +11,8 @@
 #   tools/gpu-session.sh bench [-Dbench.quick=true]   the gpu benchmarks (CommBenchmarks gpu,channelcuda)
 #   tools/gpu-session.sh multigpu [-Dbench.quick=true] NCCL across the GPUs against torch.distributed (CommBenchmarks multigpu)
 #   tools/gpu-session.sh java MAIN [ARGS...]          any main class on the class path
-#   tools/gpu-session.sh python [LAUNCHER ARGS...]    the launcher as ./dtorch runs it, GraalPy's JIT on (run --devices ...)
+#   tools/gpu-session.sh python [LAUNCHER ARGS...]    the launcher as ./dtorch runs it, GraalPy's JIT on (run --devices ...);
+#                                                     SAMPLER_OPTS="-Dsampler.out=F ..." runs it under StackSampler
 # Writes JUnit's XML and the benchmark's report under $OUT when OUT is set.
 # DTORCH_STAGE names another folder than /tmp/stage for the parts (when something else stages there too).
 set -uo pipefail
@@ -53,6 +54,7 @@ case "$what" in
     done
     "$JAVA" -XX:+UnlockExperimentalVMOptions -XX:+EnableJVMCI "--upgrade-module-path=$upgrade" --enable-native-access=ALL-UNNAMED \
       --sun-misc-unsafe-memory-access=allow --add-exports=java.base/jdk.internal.misc=ALL-UNNAMED \
-      -Dorg.bytedeco.javacpp.maxPhysicalBytes=0 -Djava.io.tmpdir=/tmp/jtmp -cp "$rest" org.dtorch.python.Launcher "$@" ;;
+      -Dorg.bytedeco.javacpp.maxPhysicalBytes=0 -Djava.io.tmpdir=/tmp/jtmp ${SAMPLER_OPTS:-} -cp "$rest" \
+      ${SAMPLER_OPTS:+org.dtorch.benchmarks.StackSampler} org.dtorch.python.Launcher "$@" ;;
   *) echo "gpu-session: tests | bench | multigpu | java MAIN | python ARGS" >&2; exit 2 ;;
 esac

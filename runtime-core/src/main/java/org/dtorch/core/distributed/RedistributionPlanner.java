@@ -53,6 +53,8 @@ import org.dtorch.core.device.DeviceKind;
 public final class RedistributionPlanner {
     private static final int CACHE_LIMIT = 4096;
     private static final double LOCAL_STEP_COST = 1e-3;
+    /** A move whose placements change only on mesh dimensions of one device: less than any step, more than none. */
+    private static final double RELABEL_COST = 1e-4;
     private static final double STEP_COST = 1.0;
     private static final Map<Key, RedistributionPlan> CACHE = new ConcurrentHashMap<>();
 
@@ -87,7 +89,8 @@ public final class RedistributionPlanner {
     /**
      * What the cheapest move of a tensor of {@code globalShape} from {@code source} to {@code target} on one mesh
      * costs, in the measure the search minimises (elements a device sends or receives, plus a constant per collective;
-     * 0 when nothing moves). Operator strategies compare input placements with it.
+     * 0 for equal placements, a small constant for placements that differ only on mesh dimensions of one device).
+     * Operator strategies compare input placements with it.
      *
      * @throws IllegalArgumentException if the request is invalid, or the two shardings are on different devices
      */
@@ -95,9 +98,16 @@ public final class RedistributionPlanner {
         if (!source.mesh().sameDevicesAs(target.mesh())) {
             throw new IllegalArgumentException("cost: " + source.mesh() + " and " + target.mesh() + " are different devices");
         }
+        if (source.equals(target)) {
+            return 0;
+        }
+        RedistributionPlan plan = plan(source, target, globalShape);
+        if (plan.isIdentity()) {
+            return RELABEL_COST; // only dimensions of one device change: no data moves, but the move is still an operator
+        }
         ShardLayout before = ShardLayout.of(globalShape, source);
         double total = 0;
-        for (RedistributionStep step : plan(source, target, globalShape).sourceSteps()) {
+        for (RedistributionStep step : plan.sourceSteps()) {
             total += cost(step.kind(), source.mesh().size(step.meshDim()), before, step.after());
             before = step.after();
         }
