@@ -114,8 +114,10 @@ def run(name, model, zeros, wait):
         name, args.batch * args.prompt_len / prefill, args.batch * (args.new_tokens - 1) / max(decode, 1e-9),
         100 * issued[-1] / max(decode, 1e-9)))
     if args.repeat > 1:
-        print("  decode tokens/s of each run: " + ", ".join("%.1f" % (args.batch * (args.new_tokens - 1) / max(d, 1e-9))
-                                                           for d in decodes))
+        rates = [args.batch * (args.new_tokens - 1) / max(d, 1e-9) for d in decodes]
+        print("  decode tokens/s of each run: " + ", ".join("%.1f" % r for r in rates))
+        later = sorted(rates[len(rates) // 2:])  # the median of the later half: steadier than the last run alone
+        print("  decode tokens/s, median of the last %d runs: %.1f" % (len(later), later[len(later) // 2]))
     return [[row[0] for row in step] for step in tokens], last
 
 

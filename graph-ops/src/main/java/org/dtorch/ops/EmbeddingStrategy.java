@@ -71,7 +71,7 @@ final class EmbeddingStrategy implements ShardingStrategy {
         return out;
     }
 
-    /** Where the weight's rows are sharded, the masked lookup of {@link RowShardKernel}; else the call itself. */
+    /** Where the weight's rows are split, the masked lookup of {@link RowShardKernel}; else the call itself. */
     @Override
     public DeviceKernel kernel(AtenCall call, Operator op, long deviceId) {
         TensorMeta weight = op.inputs().getFirst().meta();
@@ -79,7 +79,11 @@ final class EmbeddingStrategy implements ShardingStrategy {
             return null;
         }
         ShardLayout layout = weight.layout();
-        return new RowShardKernel(call, layout.offsets(deviceId)[0], layout.localShape(deviceId)[0]);
+        long rows = layout.localShape(deviceId)[0];
+        if (rows == weight.shape()[0]) {
+            return null; // the shard holds every row (a mesh dimension of one device): the plain lookup, one kernel
+        }
+        return new RowShardKernel(call, layout.offsets(deviceId)[0], rows);
     }
 
     /**

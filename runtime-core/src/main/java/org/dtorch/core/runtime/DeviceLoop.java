@@ -2,6 +2,7 @@ package org.dtorch.core.runtime;
 
 import java.time.Duration;
 import java.util.List;
+import org.bytedeco.pytorch.AutoDispatchBelowADInplaceOrView;
 import org.dtorch.core.communication.group.ThreadGroupManager;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.graph.Operand;
@@ -128,6 +129,10 @@ public final class DeviceLoop {
         // A cancel that came before this line finds no thread to interrupt; its cause is read before every operator.
         thread = Thread.currentThread();
         Tracer.nameThisThread(device.index() + 1, "device " + device);
+        // The workers run libtorch's kernels below its autograd: the distributed tape differentiates on the controller,
+        // so a worker never records a graph, and skipping the autograd and view-tracking layers shortens each dispatch.
+        // A thread-local switch, restored before the thread leaves the loop.
+        AutoDispatchBelowADInplaceOrView belowAutograd = new AutoDispatchBelowADInplaceOrView();
         try {
             runner.bindToThisThread();
             while (true) {
@@ -176,6 +181,7 @@ public final class DeviceLoop {
             // message could be lost when the socket closed first (WorkerProtocolTest saw it once in a CI run).
             Thread.interrupted();
             runner.clear();
+            belowAutograd.close();
         }
     }
 
