@@ -3,7 +3,8 @@ and the keywords dtype=, device=, non_blocking=, copy=, memory_format=.
 
 A distributed tensor lives on the devices of its mesh, so a device argument names the mesh's device kind ("cpu" or
 "cuda", any index: each device of the mesh holds its own shard); another kind is refused, since the runtime's meshes
-all have its one device type. non_blocking is accepted and changes nothing: every operator is asynchronous already.
+all have its one device type. non_blocking is accepted and changes nothing: every operator is asynchronous already. memory_format takes
+torch.preserve_format and torch.contiguous_format (which copies each shard in row-major order).
 """
 
 from __future__ import annotations
@@ -95,7 +96,8 @@ def convert(t: Any, args: tuple, kwargs: dict) -> Any:
         from . import _bridge
         out = Tensor(_bridge.call(_b().to, t._java, dtype.name))
     if memory_format is not None and memory_format.name == "contiguous_format":
-        out = out.contiguous()
+        # each device's shard copied in row-major order; the runtime does not track shard strides, so this always copies
+        out = out.clone(memory_format=_types.contiguous_format)
     if copy and out is t:
         out = t.clone()
     return out
