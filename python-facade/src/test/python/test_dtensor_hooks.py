@@ -177,6 +177,50 @@ def test_double_backward_of_relu_and_sigmoid():
         close(g2, tg2, "second derivative through " + fn.__name__)
 
 
+# ---- mixed precision ----
+
+class HalfMLP(MLP):
+    """bfloat16 compute with float32 master weights: the forward casts the parameters and the input."""
+
+    def forward(self, x):
+        bf16 = torch.bfloat16
+        h = torch.tanh(F.linear(x.to(bf16), self.up.weight.to(bf16), self.up.bias.to(bf16)))
+        return F.linear(h, self.down.weight.to(bf16), self.down.bias.to(bf16)).to(torch.float32)
+
+
+def test_bf16_compute_with_float32_weights_matches_one_device():
+    torch.manual_seed(4)
+    model = HalfMLP()
+    twin = HalfMLP()
+    twin.load_state_dict(model.state_dict())
+    parallelize_module(model, GRID, {"up": ColwiseParallel(), "down": RowwiseParallel()})
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    twin_opt = torch.optim.SGD(twin.parameters(), lr=0.1)
+    for step in range(3):
+        x = torch.randn(12, 6)
+        y = torch.randn(12, 2)
+        want = F.mse_loss(twin(x), y)
+        got = F.mse_loss(model(dtorch.distribute_tensor(x, GRID, [Shard(0), Replicate()])),
+                         dtorch.distribute_tensor(y, GRID, [Shard(0), Replicate()]))
+        assert got.dtype == torch.float32
+        # bf16 keeps 8 bits of mantissa: the sums of the tensor-parallel layers round in another order than one device's
+        assert abs(got.item() - want.item()) <= 2e-2 * abs(want.item()), (step, got.item(), want.item())
+        if step == 0:
+            exact = F.mse_loss(MLP.forward(twin, x), y).item()
+            assert abs(exact - want.item()) > 1e-6, "the forward computes in bfloat16"
+        want.backward()
+        got.backward()
+        for (name, p), (_, q) in zip(model.named_parameters(), twin.named_parameters()):
+            assert p.dtype == torch.float32 and p.grad.dtype == torch.float32, (name, p.dtype, p.grad.dtype)
+            assert tuple(p.grad.placements) == tuple(p.placements), (name, p.grad.placements)
+            value = p.grad.full_tensor()
+            assert torch.allclose(value, q.grad, rtol=5e-2, atol=2e-2), (name, (value - q.grad).abs().max().item())
+        opt.step()
+        twin_opt.step()
+        opt.zero_grad()
+        twin_opt.zero_grad()
+
+
 # ---- Tensor.to ----
 
 def test_to_takes_torch_signatures():
