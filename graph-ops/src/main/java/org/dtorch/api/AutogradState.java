@@ -1,5 +1,9 @@
 package org.dtorch.api;
 
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.function.UnaryOperator;
+
 /**
  * The autograd state of one {@link DTensor}: whether operations on it are recorded, the node that made it (null for a
  * leaf), which of that node's outputs it is, and the gradient accumulated into it (leaves only).
@@ -18,4 +22,15 @@ final class AutogradState {
      * redistributes the source again for the derivatives that read it ({@link GradTape#releaseUntilBackward}).
      */
     boolean released;
+    /** True for a tensor that is not a leaf and keeps its gradient in {@link #grad} ({@code retain_grad()}). */
+    boolean retainsGrad;
+    /** The gradient hooks in registration order, by their handles; null until the first. */
+    Map<GradTape.HookHandle, UnaryOperator<DTensor>> hooks;
+
+    Map<GradTape.HookHandle, UnaryOperator<DTensor>> hooks() {
+        if (hooks == null) {
+            hooks = new LinkedHashMap<>();
+        }
+        return hooks;
+    }
 }

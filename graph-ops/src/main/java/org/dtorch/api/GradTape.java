@@ -11,6 +11,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.function.Supplier;
+import java.util.function.UnaryOperator;
 import org.bytedeco.pytorch.GradMode;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.autograd.Derivative;
@@ -37,6 +38,11 @@ import org.dtorch.ops.RedistributeSpec;
  * run as one batched operator per mesh, so the partial sums of a data-parallel gradient are all-reduced together.
  * Before anything is issued, every node of the pass is checked to have a derivative: the error names the operator.
  *
+ * <p>A tensor's gradient hooks ({@link #registerHook}) see its gradient once it is complete: a leaf's on the leaf's mesh
+ * and placements at the end of the pass, another tensor's right before it flows into the operator that made it; a hook's
+ * result replaces the gradient. With {@code createGraph} the pass records its own operators as the forward does, so the
+ * gradients it returns have a graph of their own and can be differentiated again.
+ *
  * <p>Grad mode is libtorch's thread-local switch ({@link GradMode}), which the Python shim's {@code torch.no_grad} and
  * {@code inference_mode} set, so one switch serves torch and distributed tensors.
  *
@@ -49,6 +55,10 @@ public final class GradTape {
     private long nextSeq;
     /** Every tensor the operators of the running backward pass made (null between passes), released at its end. */
     private List<DTensor> made;
+    /** The nodes the running pass recorded (with createGraph; null otherwise): their saved tensors outlive the pass. */
+    private List<Node> passNodes;
+    /** The tensors of the running pass that hooks saw or returned: the program may keep them, so the pass does not close them. */
+    private Set<DTensor> exposed;
 
     GradTape(DTorch runtime) {
         this.runtime = runtime;
@@ -126,6 +136,9 @@ public final class GradTape {
         } finally {
             depth--;
         }
+        if (made != null) {
+            made.addAll(outputs); // a pass with createGraph issues its derivatives at depth 0, recorded
+        }
         record(spec.name(), inputs, outputs, () -> Derivatives.of(spec, inputs, outputs), spec instanceof RedistributeSpec);
         return outputs;
     }
@@ -155,6 +168,9 @@ public final class GradTape {
         }
         Node node = new Node(name, nextSeq++, derivative.get(), inputs.clone(), outputs.toArray(DTensor[]::new), needs,
             redistribution);
+        if (passNodes != null) {
+            passNodes.add(node);
+        }
         for (DTensor out : outputs) {
             if (isDifferentiable(out.dtype())) {
                 out.autograd().requiresGrad = true;
@@ -225,8 +241,11 @@ public final class GradTape {
     private final class Regathers {
         private final Map<DTensor, Integer> readsLeft = new IdentityHashMap<>();
         private final Map<DTensor, DTensor> copies = new IdentityHashMap<>();
+        /** False when the pass records its operators: they save the copies for a later pass, which must find them open. */
+        private final boolean closeCopies;
 
-        Regathers(List<Node> nodes) {
+        Regathers(List<Node> nodes, boolean closeCopies) {
+            this.closeCopies = closeCopies;
             for (Node node : nodes) {
                 for (DTensor in : node.inputs) {
                     if (in != null && in.autograd().released) {
@@ -263,12 +282,94 @@ public final class GradTape {
                 if (in != null && in.autograd().released && readsLeft.merge(in, -1, Integer::sum) == 0) {
                     readsLeft.remove(in);
                     DTensor copy = copies.remove(in);
-                    if (copy != null) {
+                    if (copy != null && closeCopies) {
                         copy.close();
                     }
                 }
             }
         }
+    }
+
+    // ---- hooks and retained gradients ----------------------------------------------------------------------------
+
+    /**
+     * The handle of one gradient hook: {@link #remove()} takes it off its tensor. Not thread-safe: the client thread.
+     */
+    public static final class HookHandle {
+        private final DTensor tensor;
+
+        HookHandle(DTensor tensor) {
+            this.tensor = tensor;
+        }
+
+        /** Takes the hook off; idempotent. */
+        public void remove() {
+            Map<HookHandle, UnaryOperator<DTensor>> hooks = tensor.autograd().hooks;
+            if (hooks != null) {
+                hooks.remove(this);
+            }
+        }
+    }
+
+    /**
+     * Calls {@code hook} with the gradient of {@code t} each time a backward pass (or {@code grad}) computes it, before
+     * it is accumulated into a leaf or flows into the operator that made {@code t}; a non-null result replaces the
+     * gradient and must have its shape and dtype. Hooks run in registration order, each on the previous one's result.
+     *
+     * @throws IllegalStateException when {@code t} does not require grad
+     */
+    public HookHandle registerHook(DTensor t, UnaryOperator<DTensor> hook) {
+        Objects.requireNonNull(hook, "register_hook: the hook is null");
+        if (!Objects.requireNonNull(t, "register_hook: the tensor is null").autograd().requiresGrad) {
+            throw new IllegalStateException("cannot register a hook on a tensor that doesn't require gradient: " + t);
+        }
+        HookHandle handle = new HookHandle(t);
+        t.autograd().hooks().put(handle, hook);
+        return handle;
+    }
+
+    /**
+     * Keeps the gradient of {@code t}, which a recorded operator made, in its {@code grad} after each backward pass
+     * (accumulating, as a leaf's does). Nothing changes for a leaf, which keeps its gradient anyway.
+     *
+     * @throws IllegalStateException when {@code t} does not require grad
+     */
+    public void retainGrad(DTensor t) {
+        AutogradState s = Objects.requireNonNull(t, "retain_grad: the tensor is null").autograd();
+        if (!s.requiresGrad) {
+            throw new IllegalStateException("can't retain_grad on Tensor that has requires_grad=False: " + t);
+        }
+        if (s.gradFn != null) {
+            s.retainsGrad = true;
+        }
+    }
+
+    /** True for a tensor that is not a leaf and keeps its gradient ({@link #retainGrad}). */
+    public boolean retainsGrad(DTensor t) {
+        return t.autograd().retainsGrad;
+    }
+
+    /** {@code g}, the complete gradient of {@code t}, through {@code t}'s hooks. */
+    private DTensor hooked(DTensor t, DTensor g) {
+        Map<HookHandle, UnaryOperator<DTensor>> hooks = t.autograd().hooks;
+        if (hooks == null || hooks.isEmpty()) {
+            return g;
+        }
+        DTensor out = g;
+        for (UnaryOperator<DTensor> hook : List.copyOf(hooks.values())) {
+            exposed.add(out);
+            DTensor r = hook.apply(out);
+            if (r == null) {
+                continue;
+            }
+            if (!Arrays.equals(r.shape(), out.shape()) || r.dtype() != out.dtype()) {
+                throw new IllegalArgumentException("hook of " + t + " returned a gradient of " + r.dtype() + Arrays.toString(r.shape())
+                    + " for one of " + out.dtype() + Arrays.toString(out.shape()) + "; a hook keeps the gradient's shape and dtype");
+            }
+            exposed.add(r);
+            out = r;
+        }
+        return out;
     }
 
     // ---- the state of one tensor ---------------------------------------------------------------------------------
@@ -313,13 +414,34 @@ public final class GradTape {
      *                                       anything is issued
      */
     public void backward(List<DTensor> roots, List<DTensor> grads, boolean retainGraph, List<DTensor> inputs) {
-        Map<DTensor, DTensor> leaves = run(roots, grads, retainGraph, inputs.isEmpty() ? null : identitySet(inputs));
-        for (Map.Entry<DTensor, DTensor> e : leaves.entrySet()) {
+        backward(roots, grads, retainGraph, false, inputs);
+    }
+
+    /**
+     * {@link #backward(List, List, boolean, List)}, and with {@code createGraph} the pass is recorded: the accumulated
+     * gradients have a graph of their own (accumulation is then out of place), for higher derivatives. Tensors that
+     * retain their gradient ({@link #retainGrad}) get it too.
+     */
+    public void backward(List<DTensor> roots, List<DTensor> grads, boolean retainGraph, boolean createGraph, List<DTensor> inputs) {
+        Map<DTensor, DTensor> retained = new LinkedHashMap<>();
+        Map<DTensor, DTensor> leaves = run(roots, grads, retainGraph, createGraph, inputs.isEmpty() ? null : identitySet(inputs), retained);
+        accumulate(leaves, createGraph);
+        accumulate(retained, createGraph);
+    }
+
+    private void accumulate(Map<DTensor, DTensor> grads, boolean createGraph) {
+        for (Map.Entry<DTensor, DTensor> e : grads.entrySet()) {
             AutogradState s = e.getKey().autograd();
+            DTensor g = e.getValue();
             if (s.grad == null) {
-                s.grad = e.getValue();
+                s.grad = g;
+            } else if (createGraph) {
+                s.grad = s.grad.add(g);
+            } else if (s.grad.requiresGrad()) {
+                try (Scope ignored = noGrad()) {
+                    s.grad = s.grad.add(g); // a gradient with a graph is not written in place
+                }
             } else {
-                DTensor g = e.getValue();
                 untracked(() -> s.grad.add_(g));
                 g.close();
             }
@@ -334,12 +456,18 @@ public final class GradTape {
      */
     public List<DTensor> grad(List<DTensor> outputs, List<DTensor> inputs, List<DTensor> gradOutputs, boolean retainGraph,
                               boolean allowUnused) {
+        return grad(outputs, inputs, gradOutputs, retainGraph, false, allowUnused);
+    }
+
+    /** {@link #grad(List, List, List, boolean, boolean)}, recording the pass with {@code createGraph} (see {@link #backward}). */
+    public List<DTensor> grad(List<DTensor> outputs, List<DTensor> inputs, List<DTensor> gradOutputs, boolean retainGraph,
+                              boolean createGraph, boolean allowUnused) {
         for (DTensor in : inputs) {
             if (!Objects.requireNonNull(in, "grad: an input is null").autograd().requiresGrad) {
                 throw new IllegalArgumentException("grad: input " + in + " does not require grad");
             }
         }
-        Map<DTensor, DTensor> found = run(outputs, gradOutputs, retainGraph, identitySet(inputs));
+        Map<DTensor, DTensor> found = run(outputs, gradOutputs, retainGraph, createGraph, identitySet(inputs), null);
         List<DTensor> out = new ArrayList<>(inputs.size());
         for (DTensor in : inputs) {
             DTensor g = found.get(in);
@@ -361,16 +489,22 @@ public final class GradTape {
     /**
      * One backward pass: the gradient of every tensor of {@code targets} (or of every leaf, when null) that the roots
      * depend on, on the tensor's mesh and placements. Targets may be tensors that are not leaves: their gradients are
-     * captured as they pass.
+     * captured once complete. {@code retained} (when not null) receives the gradients of the tensors that retain theirs.
+     * With {@code createGraph} grad mode stays on and the derivatives are recorded like forward operators.
      */
-    private Map<DTensor, DTensor> run(List<DTensor> roots, List<DTensor> seeds, boolean retainGraph, Set<DTensor> targets) {
+    private Map<DTensor, DTensor> run(List<DTensor> roots, List<DTensor> seeds, boolean retainGraph, boolean createGraph,
+                                      Set<DTensor> targets, Map<DTensor, DTensor> retained) {
         List<Node> nodes = reachable(roots);
         boolean was = GradMode.is_enabled();
-        GradMode.set_enabled(false);
-        depth++;
+        GradMode.set_enabled(createGraph);
+        if (!createGraph) {
+            depth++;
+        }
         made = new ArrayList<>();
+        passNodes = createGraph ? new ArrayList<>() : null;
+        exposed = Collections.newSetFromMap(new IdentityHashMap<>());
         Map<DTensor, DTensor> kept = null;
-        Regathers regathers = new Regathers(nodes);
+        Regathers regathers = new Regathers(nodes, !createGraph);
         try {
             Map<DTensor, DTensor> grads = new IdentityHashMap<>();
             Map<DTensor, DTensor> leafGrads = new LinkedHashMap<>();
@@ -383,7 +517,8 @@ public final class GradTape {
                 DTensor[] gradOutputs = new DTensor[node.outputs.length];
                 boolean any = false;
                 for (int o = 0; o < gradOutputs.length; o++) {
-                    gradOutputs[o] = grads.remove(node.outputs[o]);
+                    DTensor g = grads.remove(node.outputs[o]);
+                    gradOutputs[o] = g == null ? null : completed(node.outputs[o], g, targets, leafGrads, retained);
                     any |= gradOutputs[o] != null;
                 }
                 if (!any) {
@@ -407,25 +542,47 @@ public final class GradTape {
                     node.free();
                 }
             }
-            kept = owned(toLeafPlacements(leafGrads), seeds);
+            Map<DTensor, DTensor> placed = toLeafPlacements(leafGrads, !createGraph);
+            for (Map.Entry<DTensor, DTensor> e : placed.entrySet()) {
+                if (e.getKey().autograd().gradFn == null) {
+                    e.setValue(hooked(e.getKey(), e.getValue()));
+                }
+            }
+            kept = owned(placed, seeds);
             return kept;
         } finally {
-            releaseMade(kept);
-            depth--;
+            releaseMade(kept, retained);
+            passNodes = null;
+            exposed = null;
+            if (!createGraph) {
+                depth--;
+            }
             GradMode.set_enabled(was);
         }
     }
 
-    /** Adds gradient {@code g} of {@code t}: into the running gradients, or into a target's. */
+    /** Adds gradient {@code g} of {@code t}: into the running gradients of a tensor a node made, or into a leaf target's. */
     private static void flow(DTensor t, DTensor g, Map<DTensor, DTensor> grads, Map<DTensor, DTensor> leafGrads, Set<DTensor> targets) {
-        boolean leaf = t.autograd().gradFn == null;
-        boolean target = targets == null ? leaf : targets.contains(t);
-        if (target) {
+        if (t.autograd().gradFn != null) {
+            grads.merge(t, g, DTensor::add);
+        } else if (targets == null || targets.contains(t)) {
             leafGrads.merge(t, g, DTensor::add);
         }
-        if (!leaf) {
-            grads.merge(t, g, DTensor::add);
+    }
+
+    /**
+     * {@code g}, the complete gradient of {@code t} that a node made, through its hooks: captured when {@code t} is a
+     * target, and copied into {@code retained} when {@code t} retains its gradient.
+     */
+    private DTensor completed(DTensor t, DTensor g, Set<DTensor> targets, Map<DTensor, DTensor> leafGrads, Map<DTensor, DTensor> retained) {
+        DTensor out = hooked(t, g);
+        if (targets != null && targets.contains(t)) {
+            leafGrads.put(t, out);
         }
+        if (retained != null && t.autograd().retainsGrad) {
+            retained.put(t, runtime.aten(org.dtorch.ops.ViewCalls.of("clone", "T", (Object) null), out).getFirst());
+        }
+        return out;
     }
 
     /** The gradient seeding a root: {@code given}, or 1 for a one-element root. */
@@ -486,11 +643,12 @@ public final class GradTape {
     }
 
     /**
-     * Every gradient moved to its tensor's mesh, placements ({@code P} as {@code R}) and dtype: the moves on one mesh run
-     * as one batched operator, whose all-reduces of partial sums go together.
+     * Every gradient moved to its tensor's mesh, placements ({@code P} as {@code R}) and dtype: with {@code batched} the
+     * moves on one mesh run as one batched operator, whose all-reduces of partial sums go together; otherwise one
+     * redistribution each, which a recorded pass can differentiate again.
      */
-    private Map<DTensor, DTensor> toLeafPlacements(Map<DTensor, DTensor> leafGrads) {
-        Map<DTensor, DTensor> out = new IdentityHashMap<>();
+    private Map<DTensor, DTensor> toLeafPlacements(Map<DTensor, DTensor> leafGrads, boolean batched) {
+        Map<DTensor, DTensor> out = new LinkedHashMap<>();
         Map<DeviceMesh, List<DTensor>> moving = new LinkedHashMap<>();
         for (Map.Entry<DTensor, DTensor> e : leafGrads.entrySet()) {
             DTensor t = e.getKey();
@@ -513,7 +671,7 @@ public final class GradTape {
                 sameMesh &= target.mesh().equals(sources[i].mesh());
                 targets.add(target);
             }
-            if (sameMesh) {
+            if (sameMesh && batched) {
                 List<DTensor> moved = runtime.applyMulti(new RedistributeAllSpec(targets, null), sources);
                 for (int i = 0; i < sources.length; i++) {
                     out.put(group.get(i), moved.get(i));
@@ -536,6 +694,7 @@ public final class GradTape {
     private Map<DTensor, DTensor> owned(Map<DTensor, DTensor> grads, List<DTensor> seeds) {
         Set<DTensor> ours = Collections.newSetFromMap(new IdentityHashMap<>());
         ours.addAll(made);
+        ours.removeAll(exposed);
         Map<Storage, Integer> uses = new IdentityHashMap<>();
         for (DTensor seed : seeds) {
             if (seed != null) {
@@ -549,7 +708,7 @@ public final class GradTape {
             }
         }
         Set<DTensor> taken = Collections.newSetFromMap(new IdentityHashMap<>());
-        Map<DTensor, DTensor> out = new IdentityHashMap<>();
+        Map<DTensor, DTensor> out = new LinkedHashMap<>();
         for (Map.Entry<DTensor, DTensor> e : grads.entrySet()) {
             DTensor g = e.getValue();
             boolean shared = !ours.contains(g) || g.storage().derivation() != null || uses.get(g.storage()) > 1 || !taken.add(g);
@@ -558,13 +717,26 @@ public final class GradTape {
         return out;
     }
 
-    /** Releases what the pass made except the gradients it hands over ({@code kept}'s values; none when it failed). */
-    private void releaseMade(Map<DTensor, DTensor> kept) {
+    /**
+     * Releases what the pass made except the gradients it hands over ({@code kept}'s and {@code retained}'s values; none
+     * when it failed), the tensors hooks saw, and the tensors the nodes it recorded saved (the recorded graph owns those).
+     */
+    private void releaseMade(Map<DTensor, DTensor> kept, Map<DTensor, DTensor> retained) {
         List<DTensor> all = made;
         made = null;
         Set<DTensor> keep = Collections.newSetFromMap(new IdentityHashMap<>());
         if (kept != null) {
             keep.addAll(kept.values());
+            if (retained != null) {
+                keep.addAll(retained.values());
+            }
+        }
+        keep.addAll(exposed);
+        if (passNodes != null) {
+            for (Node n : passNodes) {
+                keep.addAll(Arrays.asList(n.inputs));
+                keep.addAll(Arrays.asList(n.outputs));
+            }
         }
         for (DTensor t : all) {
             if (!keep.contains(t)) {

@@ -54,6 +54,16 @@ final class AtenDerivatives {
             }
             case "tanh" -> (in, out, g, n) -> new DTensor[] {aten("tanh_backward", "T,T", v(null, null), g[0], out[0])};
             case "sigmoid" -> (in, out, g, n) -> new DTensor[] {aten("sigmoid_backward", "T,T", v(null, null), g[0], out[0])};
+            // the backward operators of the activations, so that a recorded backward pass differentiates again
+            case "tanh_backward" -> (in, out, g, n) -> new DTensor[] {
+                n[0] ? aten("tanh_backward", "T,T", v(null, null), g[0], in[1]) : null,
+                n[1] ? g[0].mul(in[0]).mul(in[1]).mul(-2.0) : null};
+            case "sigmoid_backward" -> (in, out, g, n) -> new DTensor[] {
+                n[0] ? aten("sigmoid_backward", "T,T", v(null, null), g[0], in[1]) : null,
+                n[1] ? g[0].mul(in[0]).mul(in[1].mul(-2.0).add(1.0)) : null};
+            case "threshold_backward" -> call.constant("threshold") instanceof Long t
+                ? (in, out, g, n) -> new DTensor[] {n[0] ? aten("threshold_backward", "T,T,i", v(null, null, t), g[0], in[1]) : null, null}
+                : null;
             case "softmax", "_softmax" -> softmax(call, "_softmax_backward_data");
             case "log_softmax", "_log_softmax" -> softmax(call, "_log_softmax_backward_data");
             case "sum", "mean" -> reduction(call, name.equals("mean"));

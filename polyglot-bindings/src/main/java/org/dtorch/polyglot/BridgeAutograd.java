@@ -70,15 +70,58 @@ public final class BridgeAutograd {
      * the leaves, or into {@code inputs} only when not empty.
      */
     @HostAccess.Export
-    public void backward(Value tensors, Value grads, boolean retainGraph, Value inputs) {
-        runtime.autograd().backward(handles(tensors), handles(grads), retainGraph, handles(inputs));
+    public void backward(Value tensors, Value grads, boolean retainGraph, boolean createGraph, Value inputs) {
+        runtime.autograd().backward(handles(tensors), handles(grads), retainGraph, createGraph, handles(inputs));
     }
 
     /** The gradients of {@code outputs} with respect to {@code inputs}, one per input (null for an unused one). */
     @HostAccess.Export
-    public DTensor[] gradients(Value outputs, Value inputs, Value gradOutputs, boolean retainGraph, boolean allowUnused) {
-        return runtime.autograd().grad(handles(outputs), handles(inputs), handles(gradOutputs), retainGraph, allowUnused)
+    public DTensor[] gradients(Value outputs, Value inputs, Value gradOutputs, boolean retainGraph, boolean createGraph,
+                               boolean allowUnused) {
+        return runtime.autograd().grad(handles(outputs), handles(inputs), handles(gradOutputs), retainGraph, createGraph, allowUnused)
             .toArray(DTensor[]::new);
+    }
+
+    /**
+     * Registers {@code hook}, a Python callable of one distributed tensor that returns one or None, as a gradient hook of
+     * {@code t} ({@link GradTape#registerHook}); the returned handle goes back to {@link #removeHook}.
+     */
+    @HostAccess.Export
+    public Object registerHook(DTensor t, Value hook) {
+        if (hook == null || !hook.canExecute()) {
+            throw new IllegalArgumentException("register_hook: the hook must be callable, got " + hook);
+        }
+        return runtime.autograd().registerHook(t, g -> {
+            Value result = hook.execute(g);
+            if (result.isNull()) {
+                return null;
+            }
+            if (result.isHostObject() && result.asHostObject() instanceof DTensor r) {
+                return r;
+            }
+            throw new IllegalArgumentException("a hook of " + t + " must return a distributed tensor or None, got " + result);
+        });
+    }
+
+    /** Takes off the hook of a handle {@link #registerHook} returned; idempotent. */
+    @HostAccess.Export
+    public void removeHook(Object handle) {
+        if (!(handle instanceof GradTape.HookHandle h)) {
+            throw new IllegalArgumentException("removeHook: not a hook handle: " + handle);
+        }
+        h.remove();
+    }
+
+    /** Keeps the gradient of {@code t}, which is not a leaf, in its {@code grad} after backward. */
+    @HostAccess.Export
+    public void retainGrad(DTensor t) {
+        runtime.autograd().retainGrad(t);
+    }
+
+    /** True for a tensor that is not a leaf and retains its gradient. */
+    @HostAccess.Export
+    public boolean retainsGrad(DTensor t) {
+        return runtime.autograd().retainsGrad(t);
     }
 
     /**

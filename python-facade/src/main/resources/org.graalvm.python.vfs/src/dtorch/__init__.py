@@ -26,6 +26,7 @@ from ._memory import memory_stats, reset_peak_memory_stats
 from ._channel import Channel, channel
 from ._distribute_module import distribute_module
 from ._fully_shard import FSDPModule, fully_shard
+from . import _autograd  # noqa: F401 - torch.autograd.grad and backward find distributed tensors through it
 from . import _isolation, checkpoint, nn, plot, profiler, safetensors
 from .safetensors import load_state_dict, save_state_dict
 

@@ -33,28 +33,63 @@ def handles(tensors: Sequence[Any], what: str, nones: bool = False) -> list:
     return out
 
 
-def _check_create_graph(create_graph):
-    if create_graph:
-        raise NotImplementedError("create_graph=True (higher derivatives) is not supported on distributed tensors")
+def _retain(retain_graph, create_graph):
+    """retain_graph as torch reads it: None means create_graph."""
+    return bool(create_graph) if retain_graph is None else bool(retain_graph)
 
 
 def backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_graph: bool | None = None,
              create_graph: bool = False, inputs: Sequence[Any] = ()) -> None:
     """Accumulates the gradients of `tensors` (scalars, or seeded with `grad_tensors`) into the .grad of the leaves
-    (of `inputs` only, when not empty)."""
-    _check_create_graph(create_graph)
+    (of `inputs` only, when not empty). create_graph records the backward pass: the gradients can be differentiated."""
     _bridge.call(_java().backward, handles(tensors, "backward(tensors)"), handles(grad_tensors, "backward(grad_tensors)", True),
-                 bool(retain_graph), handles(inputs, "backward(inputs)"))
+                 _retain(retain_graph, create_graph), bool(create_graph), handles(inputs, "backward(inputs)"))
 
 
 def grad(outputs: Sequence[Any], inputs: Sequence[Any], grad_outputs: Sequence[Any], retain_graph: bool | None = None,
          create_graph: bool = False, allow_unused: bool = False) -> list:
     """The gradients of `outputs` with respect to `inputs`, one per input (None for an unused one with allow_unused)."""
     from ._tensor import Tensor
-    _check_create_graph(create_graph)
     results = _bridge.call(_java().gradients, handles(outputs, "grad(outputs)"), handles(inputs, "grad(inputs)"),
-                           handles(grad_outputs, "grad(grad_outputs)", True), bool(retain_graph), bool(allow_unused))
+                           handles(grad_outputs, "grad(grad_outputs)", True), _retain(retain_graph, create_graph),
+                           bool(create_graph), bool(allow_unused))
     return [None if r is None else Tensor(r) for r in results]
+
+
+class RemovableHandle:
+    """The handle register_hook returns: remove() takes the hook off (idempotent); as a context manager it removes the
+    hook on exit."""
+
+    __slots__ = ("_java",)
+
+    def __init__(self, java: Any) -> None:
+        self._java = java
+
+    def remove(self) -> None:
+        _bridge.call(_java().removeHook, self._java)
+
+    def __enter__(self) -> "RemovableHandle":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.remove()
+
+
+def register_hook(tensor: Any, hook: Any) -> RemovableHandle:
+    """Registers hook(grad) -> grad or None on a distributed tensor (the tape calls it with the complete gradient)."""
+    from ._tensor import Tensor
+    if not callable(hook):
+        raise TypeError("register_hook: the hook must be callable, got %r" % (hook,))
+
+    def call(java_grad):
+        result = hook(Tensor(java_grad))
+        if result is None:
+            return None
+        if not isinstance(result, Tensor):
+            raise TypeError("a hook of a distributed tensor must return a dtorch.Tensor or None, got %s" % type(result).__name__)
+        return result._java
+
+    return RemovableHandle(_bridge.call(_java().registerHook, tensor._java, call))
 
 
 def is_distributed(value: Any) -> bool:

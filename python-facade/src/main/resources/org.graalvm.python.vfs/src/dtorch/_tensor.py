@@ -405,10 +405,12 @@ class Tensor:
     def __ixor__(self, other: Tensor | Number) -> Tensor:
         return aten("bitwise_xor_", (self, other))
 
-    def to(self, dtype: DTypeLike) -> Tensor:
-        if dtype is None:
-            raise TypeError("to() needs a dtype, got None")
-        return Tensor(_bridge.call(_b().to, self._java, _dtypes.of(dtype).name))
+    def to(self, *args: Any, **kwargs: Any) -> Tensor:
+        """to(dtype), to(device), to(device, dtype), to(other), with dtype=, device=, non_blocking=, copy= and
+        memory_format=, as in torch: this tensor itself when nothing changes (unless copy=True). The device stays the
+        mesh's device kind (see _to)."""
+        from . import _to
+        return _to.convert(self, args, kwargs)
 
     # ---- autograd (the runtime's tape, see _autograd and docs/training.md) ----
     @property
@@ -461,6 +463,20 @@ class Tensor:
     def detach(self) -> Tensor:
         """The same values and memory, without history: a leaf that does not require grad."""
         return Tensor(_bridge.call(_b().autograd().detach, self._java))
+
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> Any:
+        """Calls hook(grad) with this tensor's gradient (a distributed tensor) whenever a backward pass computes it; a
+        returned tensor replaces the gradient. Returns a handle whose remove() takes the hook off."""
+        from . import _autograd
+        return _autograd.register_hook(self, hook)
+
+    def retain_grad(self) -> None:
+        """Keeps this tensor's gradient in .grad after backward although a recorded operator made it."""
+        _bridge.call(_b().autograd().retainGrad, self._java)
+
+    @property
+    def retains_grad(self) -> bool:
+        return _b().autograd().retainsGrad(self._java)
 
     # ---- distribution ----
     def redistribute(self, device_mesh: DeviceMesh | None = None, placements: Placements | None = None) -> Tensor:
