@@ -14,6 +14,7 @@ import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.ShardLayout;
 import org.dtorch.core.graph.DeviceKernel;
 import org.dtorch.core.graph.OpSpec;
+import org.dtorch.core.graph.Operand;
 import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.ShardingException;
 import org.dtorch.core.graph.TensorMeta;
@@ -164,12 +165,13 @@ public final class AtenSpec implements OpSpec, PlacementChoice {
         if ((own != null && strategy.communicates(call)) || op.outputs().isEmpty()) {
             return run;
         }
-        List<TensorMeta> outputs = op.outputs().stream().map(o -> o.meta()).toList();
-        for (TensorMeta out : outputs) {
-            if (out.layout().localNumel(deviceId) != 0) {
+        List<Operand> operands = op.outputs();
+        for (int i = 0, n = operands.size(); i < n; i++) {
+            if (operands.get(i).meta().layout().localNumel(deviceId) != 0) {
                 return run;
             }
         }
+        List<TensorMeta> outputs = operands.stream().map(Operand::meta).toList();
         List<long[]> shapes = outputs.stream().map(o -> o.layout().localShape(deviceId)).toList();
         return (ctx, inputs) -> {
             List<Tensor> empty = new ArrayList<>(shapes.size());

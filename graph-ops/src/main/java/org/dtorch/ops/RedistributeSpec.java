@@ -1,5 +1,6 @@
 package org.dtorch.ops;
 
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Objects;
@@ -20,7 +21,7 @@ import org.dtorch.core.kernel.ConvertKernel;
  * the operator is created, so a bad request fails in the client's thread). Onto the destination of a declared
  * channel ({@code DTorch.channel}) it runs {@link ChannelTransferKernel} through that channel instead.
  *
- * <p>Thread-safe: immutable.
+ * <p>Thread-safe: immutable but for the kernel it keeps once planned, which every device may read.
  */
 public final class RedistributeSpec implements OpSpec {
     private final Sharding target;
@@ -28,6 +29,8 @@ public final class RedistributeSpec implements OpSpec {
     private final ChannelOptions channel;
     /** The operator an implicit move prepares the input of, or null for a move the program asked for. */
     private final String implicitFor;
+    /** The kernel of the last input a device asked for, planned once for every device of an operator. */
+    private volatile ConvertKernel convert;
 
     /** A move to {@code target}. */
     public RedistributeSpec(Sharding target) {
@@ -100,8 +103,15 @@ public final class RedistributeSpec implements OpSpec {
             ChannelTransferKernel move = ChannelTransferKernel.of(input.sharding(), target, input.shape(), channel);
             return (ctx, inputs) -> Collections.singletonList(move.run(ctx, inputs.getFirst()));
         }
-        ConvertKernel convert = ConvertKernel.of(input.sharding(), target, input.shape());
-        return (ctx, inputs) -> Collections.singletonList(convert.run(ctx, inputs.getFirst()));
+        ConvertKernel convert = this.convert;
+        // The same for every device of the operator: planned once (a race plans it twice, harmlessly), and planned again
+        // should the spec serve another input.
+        if (convert == null || !convert.plan().source().equals(input.sharding()) || !Arrays.equals(convert.plan().globalShape(), input.shape())) {
+            convert = ConvertKernel.of(input.sharding(), target, input.shape());
+            this.convert = convert;
+        }
+        ConvertKernel move = convert;
+        return (ctx, inputs) -> Collections.singletonList(move.run(ctx, inputs.getFirst()));
     }
 
     @Override

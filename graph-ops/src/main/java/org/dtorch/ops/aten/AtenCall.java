@@ -350,7 +350,8 @@ public final class AtenCall {
             throw new IllegalArgumentException(qualifiedName() + " takes " + inputCount + " tensors, got " + tensors.size());
         }
         List<Overload.Param> params = overload.params();
-        List<IValue> owned = new ArrayList<>(params.size());
+        IValue[] owned = new IValue[params.size()];
+        int ownedCount = 0;
         Stack reused = STACKS.get();
         boolean own = reused.inUse; // a call made while this thread's stack is in use (a kernel calling a kernel) makes its own
         reused.inUse = true;
@@ -367,15 +368,22 @@ public final class AtenCall {
                 if (v == null) {
                     stack.push_back(params.get(i).defaultValue());
                 } else {
-                    owned.add(v);
+                    owned[ownedCount++] = v;
                     stack.push_back(v);
                 }
             }
             overload.handle().callBoxed(stack);
-            List<Tensor> out = new ArrayList<>((int) stack.size());
+            long results = stack.size();
+            List<Tensor> out = new ArrayList<>((int) results);
             try {
-                for (long i = 0; i < stack.size(); i++) {
+                for (long i = 0; i < results; i++) {
                     IValue r = stack.get(i);
+                    if (r.isTensor()) {
+                        try (Tensor ref = r.toTensor()) { // a view of the stack's value: copy the handle before the stack goes
+                            out.add(new Tensor(ref));
+                        }
+                        continue;
+                    }
                     if (r.isTensorList()) {
                         try (TensorVector list = r.toTensorVector()) {
                             for (long k = 0; k < list.size(); k++) {
@@ -386,13 +394,8 @@ public final class AtenCall {
                         }
                         continue;
                     }
-                    if (!r.isTensor()) {
-                        throw new UnsupportedOperationException(qualifiedName() + " returns a value that is not a tensor; only operators "
-                            + "that return tensors or tensor lists run on distributed tensors");
-                    }
-                    try (Tensor ref = r.toTensor()) { // a view of the stack's value: copy the handle before the stack goes
-                        out.add(new Tensor(ref));
-                    }
+                    throw new UnsupportedOperationException(qualifiedName() + " returns a value that is not a tensor; only operators "
+                        + "that return tensors or tensor lists run on distributed tensors");
                 }
             } catch (RuntimeException e) {
                 out.forEach(Tensor::close);
@@ -406,7 +409,9 @@ public final class AtenCall {
             } else {
                 reused.inUse = false;
             }
-            owned.forEach(IValue::close);
+            for (int i = 0; i < ownedCount; i++) {
+                owned[i].close();
+            }
         }
     }
 

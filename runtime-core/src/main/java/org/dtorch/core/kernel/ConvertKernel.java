@@ -136,20 +136,21 @@ public final class ConvertKernel {
     }
 
     private void checkInput(KernelContext ctx, boolean inSource, boolean inTarget, Tensor input) {
-        String where = "ConvertKernel on " + ctx.device() + " (" + plan.source().placements() + " -> " + plan.target().placements() + ")";
         if (!inSource && !inTarget) {
-            throw new IllegalArgumentException(where + ": the device is in neither " + plan.source().mesh() + " nor " + plan.target().mesh());
+            throw new IllegalArgumentException(where(ctx) + ": the device is in neither " + plan.source().mesh() + " nor " + plan.target().mesh());
         }
         if (inSource != (input != null)) {
-            throw new IllegalArgumentException(where + ": " + (inSource ? "the device is in the source mesh but got no input"
+            throw new IllegalArgumentException(where(ctx) + ": " + (inSource ? "the device is in the source mesh but got no input"
                 : "the device is not in the source mesh but got an input"));
         }
-        if (input != null) {
-            long[] expected = sourceLayout.localShape(ctx.deviceId());
-            if (!Arrays.equals(expected, TorchTensors.shape(input))) {
-                throw new IllegalArgumentException(where + ": the input is " + TorchTensors.describe(input) + " but the device's shard of "
-                    + Arrays.toString(plan.globalShape()) + " is " + Arrays.toString(expected));
-            }
+        if (input != null && !sourceLayout.isLocalShapeOf(ctx.deviceId(), input)) {
+            throw new IllegalArgumentException(where(ctx) + ": the input is " + TorchTensors.describe(input) + " but the device's shard of "
+                + Arrays.toString(plan.globalShape()) + " is " + Arrays.toString(sourceLayout.localShape(ctx.deviceId())));
         }
+    }
+
+    /** The kernel and device an error names; built only for an error, since every move checks its input. */
+    private String where(KernelContext ctx) {
+        return "ConvertKernel on " + ctx.device() + " (" + plan.source().placements() + " -> " + plan.target().placements() + ")";
     }
 }
