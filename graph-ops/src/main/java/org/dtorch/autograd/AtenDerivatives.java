@@ -96,8 +96,17 @@ final class AtenDerivatives {
             case "where" -> names.size() == 3 ? where() : null;
             case "masked_fill" -> call.inputCount() == 2 ? (in, out, g, n) -> new DTensor[] {
                 aten("masked_fill", "T,T,f", v(null, null, 0.0), g[0], in[1]), null} : null;
-            default -> null;
+            default -> other(call, names, inputs);
         };
+    }
+
+    /** The derivatives of the element-wise, selecting and layer operators, which live in classes of their own. */
+    private static Derivative other(AtenCall call, List<String> names, DTensor[] inputs) {
+        Derivative d = ElementwiseDerivatives.of(call);
+        if (d == null) {
+            d = SelectionDerivatives.of(call);
+        }
+        return d != null ? d : LayerDerivatives.of(call, names, inputs);
     }
 
     private static Derivative addSub(AtenCall call, boolean sub) {

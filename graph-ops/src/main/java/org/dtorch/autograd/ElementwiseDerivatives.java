@@ -1,0 +1,100 @@
+package org.dtorch.autograd;
+
+import static org.dtorch.autograd.Grads.aten;
+import static org.dtorch.autograd.Grads.sumTo;
+import static org.dtorch.autograd.Grads.v;
+
+import org.dtorch.api.DTensor;
+import org.dtorch.ops.aten.AtenCall;
+
+/**
+ * The derivatives of element-wise ATen operators beyond the basic arithmetic: ATen's backward operators where it has
+ * them ({@code softplus_backward}, {@code leaky_relu_backward}, {@code hardtanh_backward}, {@code elu_backward}), and
+ * libtorch's formulas otherwise ({@code abs}: {@code g * sgn(x)}; {@code clamp}: {@code g} where the input lies within
+ * the bounds; {@code maximum}/{@code minimum}: {@code g} to the larger (smaller) input and half of it to each of a tie).
+ * Every one is element-wise itself, so it keeps the placements of its inputs.
+ *
+ * <p>Thread-safe: stateless.
+ */
+final class ElementwiseDerivatives {
+    /** {@code 2 / sqrt(pi)}: the factor of {@code erf}'s derivative. */
+    private static final double TWO_OVER_SQRT_PI = 2.0 / Math.sqrt(Math.PI);
+
+    private ElementwiseDerivatives() {
+    }
+
+    /** The derivative of {@code call}, or null when this class has none for it. */
+    static Derivative of(AtenCall call) {
+        String name = call.overload().name();
+        boolean oneInput = call.inputCount() == 1;
+        return switch (name) {
+            case "abs" -> (in, out, g, n) -> new DTensor[] {g[0].mul(aten("sgn", "T", v((Object) null), in[0]))};
+            case "square" -> (in, out, g, n) -> new DTensor[] {g[0].mul(in[0]).mul(2.0)};
+            case "log1p" -> (in, out, g, n) -> new DTensor[] {g[0].div(in[0].add(1.0))};
+            case "expm1" -> (in, out, g, n) -> new DTensor[] {g[0].mul(out[0].add(1.0))};
+            case "erf" -> (in, out, g, n) -> new DTensor[] {g[0].mul(in[0].mul(in[0]).neg().exp()).mul(TWO_OVER_SQRT_PI)};
+            case "clamp", "clip" -> oneInput ? clamp(number(call.constant("min")), number(call.constant("max"))) : null;
+            case "clamp_min" -> oneInput ? clamp(number(call.constant("min")), null) : null;
+            case "clamp_max" -> oneInput ? clamp(null, number(call.constant("max"))) : null;
+            case "maximum" -> call.inputCount() == 2 ? extremum(true) : null;
+            case "minimum" -> call.inputCount() == 2 ? extremum(false) : null;
+            case "max", "min" -> call.inputCount() == 2 && call.overload().overloadName().equals("other") ? extremum(name.equals("max")) : null;
+            case "softplus" -> {
+                double beta = number(call.constant("beta"));
+                double threshold = number(call.constant("threshold"));
+                yield (in, out, g, n) -> new DTensor[] {aten("softplus_backward", "T,T,f,f", v(null, null, beta, threshold), g[0], in[0])};
+            }
+            case "leaky_relu" -> {
+                double slope = number(call.constant("negative_slope"));
+                yield (in, out, g, n) -> new DTensor[] {aten("leaky_relu_backward", "T,T,f,b", v(null, null, slope, false), g[0], in[0])};
+            }
+            case "hardtanh" -> {
+                double low = number(call.constant("min_val"));
+                double high = number(call.constant("max_val"));
+                yield (in, out, g, n) -> new DTensor[] {aten("hardtanh_backward", "T,T,f,f", v(null, null, low, high), g[0], in[0])};
+            }
+            case "elu" -> {
+                double alpha = number(call.constant("alpha"));
+                double scale = number(call.constant("scale"));
+                double inputScale = number(call.constant("input_scale"));
+                yield (in, out, g, n) -> new DTensor[] {
+                    aten("elu_backward", "T,f,f,f,b,T", v(null, alpha, scale, inputScale, false, null), g[0], in[0])};
+            }
+            default -> null;
+        };
+    }
+
+    private static Double number(Object value) {
+        return value instanceof Number x ? x.doubleValue() : null;
+    }
+
+    /** {@code g} where {@code min <= x <= max} (a missing bound always holds), zero elsewhere, as libtorch's clamp. */
+    private static Derivative clamp(Double min, Double max) {
+        return (in, out, g, n) -> {
+            DTensor x = in[0];
+            DTensor inside = min == null ? null : x.ge(min);
+            if (max != null) {
+                inside = inside == null ? x.le(max) : inside.logicalAnd(x.le(max));
+            }
+            return new DTensor[] {inside == null ? g[0] : g[0].runtime().where(inside, g[0], 0.0)};
+        };
+    }
+
+    /**
+     * {@code maximum(a, b)} (or {@code minimum}): {@code g} to the input that is larger (smaller), half of {@code g} to each
+     * where they are equal, as libtorch splits a tie; each summed back to its input's shape where the inputs broadcast.
+     */
+    private static Derivative extremum(boolean max) {
+        return (in, out, g, n) -> {
+            DTensor a = in[0];
+            DTensor b = in[1];
+            DTensor tie = a.eq(b);
+            DTensor shared = g[0].runtime().where(tie, g[0].mul(0.5), g[0]);
+            DTensor aLoses = max ? a.lt(b) : a.gt(b);
+            DTensor bLoses = max ? a.gt(b) : a.lt(b);
+            return new DTensor[] {
+                n[0] ? sumTo(shared.runtime().where(aLoses, 0.0, shared), a.shape()) : null,
+                n[1] ? sumTo(shared.runtime().where(bLoses, 0.0, shared), b.shape()) : null};
+        };
+    }
+}

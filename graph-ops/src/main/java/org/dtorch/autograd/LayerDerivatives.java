@@ -1,0 +1,276 @@
+package org.dtorch.autograd;
+
+import static org.dtorch.autograd.Grads.aten;
+import static org.dtorch.autograd.Grads.list;
+import static org.dtorch.autograd.Grads.sumTo;
+import static org.dtorch.autograd.Grads.v;
+
+import java.util.List;
+import org.dtorch.api.DTensor;
+import org.dtorch.ops.aten.AtenCall;
+
+/**
+ * The derivatives of the layer operators: the products with an added term ({@code addmm}, {@code addmv},
+ * {@code baddbmm}), {@code einsum}, convolutions, 2-D pooling and {@code group_norm}.
+ *
+ * <ul>
+ *   <li>{@code addmm(s, a, b, beta, alpha)}: {@code beta * g} summed to {@code s}'s shape, and the product's gradients
+ *       scaled by {@code alpha};</li>
+ *   <li>{@code einsum}: each operand's gradient is an {@code einsum} of the output's gradient with the other operands,
+ *       to the operand's labels (a label that only this operand holds is summed away by the forward, so its gradient is
+ *       expanded back along it). Equations with {@code ...} or with a label twice in one operand (a diagonal) have none;</li>
+ *   <li>convolutions: libtorch's {@code convolution_backward} has no meta kernel, which a distributed operator needs to
+ *       infer its outputs, so the gradients are the convolutions that operator runs itself: the input's is the transposed
+ *       convolution of {@code g} with the weight (an output padding restores the input's size), the weight's is the
+ *       convolution of the input with {@code g}, batch and channels swapped (stride and dilation trade places; a group
+ *       stays a group), cut to the kernel's size, the bias's is {@code g} summed but over channels;</li>
+ *   <li>{@code max_pool2d} and {@code avg_pool2d}: ATen's {@code max_pool2d_with_indices_backward} (the indices recomputed
+ *       by {@code max_pool2d_with_indices}) and {@code avg_pool2d_backward}, which run on replicated inputs;</li>
+ *   <li>{@code group_norm}: {@code native_group_norm_backward} has no meta kernel either, so its formula over each
+ *       sample's groups: {@code gx = rstd * (gx' - mean(gx') - xhat * mean(gx' * xhat))} with {@code gx' = g * w}.</li>
+ * </ul>
+ *
+ * <p>Thread-safe: stateless.
+ */
+final class LayerDerivatives {
+    private LayerDerivatives() {
+    }
+
+    /** The derivative of {@code call} on {@code inputs}, or null when this class has none for it. */
+    static Derivative of(AtenCall call, List<String> names, DTensor[] inputs) {
+        return switch (call.overload().name()) {
+            case "addmm", "addmv", "baddbmm" -> call.inputCount() == 3 ? addProduct(call) : null;
+            case "einsum" -> Einsum.of((String) call.constant("equation"), inputs.length);
+            case "conv1d", "conv2d", "conv3d", "convolution" -> convolution(call, names, inputs);
+            case "max_pool2d", "max_pool2d_with_indices" -> maxPool(call);
+            case "avg_pool2d" -> avgPool(call);
+            case "group_norm" -> groupNorm(call, names);
+            default -> null;
+        };
+    }
+
+    private static double number(Object value, double otherwise) {
+        return value instanceof Number x ? x.doubleValue() : otherwise;
+    }
+
+    private static Derivative addProduct(AtenCall call) {
+        double beta = number(call.constant("beta"), 1.0);
+        double alpha = number(call.constant("alpha"), 1.0);
+        return (in, out, g, n) -> {
+            DTensor[] result = new DTensor[3];
+            if (n[0]) {
+                result[0] = sumTo(beta == 1.0 ? g[0] : g[0].mul(beta), in[0].shape());
+            }
+            if (n[1] || n[2]) {
+                DTensor[] product = AtenDerivatives.matmul(in[1], in[2], alpha == 1.0 ? g[0] : g[0].mul(alpha), new boolean[] {n[1], n[2]});
+                result[1] = product[0];
+                result[2] = product[1];
+            }
+            return result;
+        };
+    }
+
+    // Convolutions ------------------------------------------------------------------------------------------------
+
+    /** The parameters of a (not transposed) convolution, one value per spatial dimension. */
+    private record Conv(long[] stride, long[] padding, long[] dilation, long groups) {
+    }
+
+    private static Derivative convolution(AtenCall call, List<String> names, DTensor[] inputs) {
+        if (ConvolutionParams.transposed(call)) {
+            return null;
+        }
+        DTensor weight = inputs[names.indexOf("weight")];
+        int spatial = weight.ndim() - 2;
+        long[] kernel = new long[spatial];
+        for (int i = 0; i < spatial; i++) {
+            kernel[i] = weight.size(i + 2);
+        }
+        long[] stride = ConvolutionParams.perDim(call.constant("stride"), spatial, 1);
+        long[] dilation = ConvolutionParams.perDim(call.constant("dilation"), spatial, 1);
+        long[] padding = ConvolutionParams.padding(call.constant("padding"), kernel, dilation);
+        if (stride == null || dilation == null || padding == null) {
+            return null;
+        }
+        Object groupsValue = call.constant("groups");
+        Conv conv = new Conv(stride, padding, dilation, groupsValue instanceof Number x ? x.longValue() : 1);
+        int x = names.indexOf("input");
+        int w = names.indexOf("weight");
+        int b = names.indexOf("bias");
+        return (in, out, g, n) -> {
+            DTensor[] result = new DTensor[in.length];
+            boolean batched = in[x].ndim() == in[w].ndim();
+            DTensor input = batched ? in[x] : aten("unsqueeze", "T,i", v(null, 0L), in[x]);
+            DTensor gy = batched ? g[0] : aten("unsqueeze", "T,i", v(null, 0L), g[0]);
+            if (n[x]) {
+                DTensor gx = convInputGrad(gy, in[w], input.shape(), conv);
+                result[x] = batched ? gx : gx.reshape(in[x].shape());
+            }
+            if (n[w]) {
+                result[w] = convWeightGrad(gy, input, in[w].shape(), conv);
+            }
+            if (b >= 0 && n[b]) {
+                int[] dims = new int[gy.ndim() - 1];
+                for (int i = 0; i < dims.length; i++) {
+                    dims[i] = i == 0 ? 0 : i + 1;
+                }
+                result[b] = gy.sum(dims, false);
+            }
+            return result;
+        };
+    }
+
+    private static DTensor convolve(DTensor input, DTensor weight, long[] stride, long[] padding, long[] dilation, boolean transposed,
+                                    long[] outputPadding, long groups) {
+        return aten("convolution", "T,T,n,[i],[i],[i],b,[i],i",
+            v(null, null, null, list(stride), list(padding), list(dilation), transposed, list(outputPadding), groups), input, weight);
+    }
+
+    /** The transposed convolution of {@code g} with the weight, padded at the end to the input's spatial sizes. */
+    private static DTensor convInputGrad(DTensor g, DTensor weight, long[] inputShape, Conv c) {
+        int spatial = inputShape.length - 2;
+        long[] outputPadding = new long[spatial];
+        for (int i = 0; i < spatial; i++) {
+            long kernel = weight.size(i + 2);
+            outputPadding[i] = inputShape[i + 2] + 2 * c.padding()[i] - c.dilation()[i] * (kernel - 1) - 1 - (g.size(i + 2) - 1) * c.stride()[i];
+        }
+        return convolve(g, weight, c.stride(), c.padding(), c.dilation(), true, outputPadding, c.groups());
+    }
+
+    /**
+     * The weight's gradient: {@code gw[o, i, k] = sum over n, p of g[n, o, p] * x[n, i, p * stride + k * dilation]}, a
+     * convolution of the input (channels as the batch, each group's samples as channels) with {@code g} (its channels as
+     * output channels, its samples as input channels) at stride {@code dilation} and dilation {@code stride}.
+     */
+    private static DTensor convWeightGrad(DTensor g, DTensor input, long[] weightShape, Conv c) {
+        long batch = input.size(0);
+        long inChannels = input.size(1);
+        long outChannels = g.size(1);
+        long groups = c.groups();
+        int spatial = weightShape.length - 2;
+        DTensor xt;
+        DTensor gt;
+        if (groups == 1) {
+            xt = input.transpose(0, 1);
+            gt = g.transpose(0, 1);
+        } else {
+            xt = input.reshape(concat(new long[] {batch, groups, inChannels / groups}, input.shape(), 2))
+                .permute(order(new int[] {2, 1, 0}, spatial, 3))
+                .reshape(concat(new long[] {inChannels / groups, groups * batch}, input.shape(), 2));
+            gt = g.reshape(concat(new long[] {batch, groups, outChannels / groups}, g.shape(), 2))
+                .permute(order(new int[] {1, 2, 0}, spatial, 3))
+                .reshape(concat(new long[] {outChannels, batch}, g.shape(), 2));
+        }
+        DTensor r = convolve(xt, gt, c.dilation(), c.padding(), c.stride(), false, new long[spatial], groups).transpose(0, 1);
+        for (int i = 0; i < spatial; i++) {
+            if (r.size(i + 2) != weightShape[i + 2]) {
+                r = r.narrow(i + 2, 0, weightShape[i + 2]);
+            }
+        }
+        return r;
+    }
+
+    /** {@code head} followed by {@code shape} from index {@code from} on. */
+    private static long[] concat(long[] head, long[] shape, int from) {
+        long[] out = new long[head.length + shape.length - from];
+        System.arraycopy(head, 0, out, 0, head.length);
+        System.arraycopy(shape, from, out, head.length, shape.length - from);
+        return out;
+    }
+
+    /** {@code head} followed by the dimensions {@code from .. from + count - 1}: a permutation that keeps the spatial ones. */
+    private static int[] order(int[] head, int count, int from) {
+        int[] out = new int[head.length + count];
+        System.arraycopy(head, 0, out, 0, head.length);
+        for (int i = 0; i < count; i++) {
+            out[head.length + i] = from + i;
+        }
+        return out;
+    }
+
+    // Pooling ---------------------------------------------------------------------------------------------------------
+
+    private static Derivative maxPool(AtenCall call) {
+        long[] kernel = ConvolutionParams.perDim(call.constant("kernel_size"), 2, 1);
+        long[] strideGiven = ConvolutionParams.perDim(call.constant("stride"), 2, 0);
+        long[] padding = ConvolutionParams.perDim(call.constant("padding"), 2, 0);
+        long[] dilation = ConvolutionParams.perDim(call.constant("dilation"), 2, 1);
+        boolean ceil = Boolean.TRUE.equals(call.constant("ceil_mode"));
+        boolean withIndices = call.overload().name().endsWith("with_indices");
+        if (kernel == null || padding == null || dilation == null) {
+            return null;
+        }
+        long[] stride = strideGiven == null || strideGiven[0] == 0 ? kernel : strideGiven;
+        String key = "T,[i],[i],[i],[i],b";
+        Object[] values = v(null, list(kernel), list(stride), list(padding), list(dilation), ceil);
+        return (in, out, g, n) -> {
+            DTensor indices = withIndices ? out[1] : Grads.all("max_pool2d_with_indices", key, values, in[0]).get(1);
+            return new DTensor[] {aten("max_pool2d_with_indices_backward", "T,T,[i],[i],[i],[i],b,T",
+                v(null, null, list(kernel), list(stride), list(padding), list(dilation), ceil, null), g[0], in[0], indices)};
+        };
+    }
+
+    private static Derivative avgPool(AtenCall call) {
+        long[] kernel = ConvolutionParams.perDim(call.constant("kernel_size"), 2, 1);
+        long[] strideGiven = ConvolutionParams.perDim(call.constant("stride"), 2, 0);
+        long[] padding = ConvolutionParams.perDim(call.constant("padding"), 2, 0);
+        boolean ceil = Boolean.TRUE.equals(call.constant("ceil_mode"));
+        boolean countPad = !Boolean.FALSE.equals(call.constant("count_include_pad"));
+        Object divisor = call.constant("divisor_override");
+        if (kernel == null || padding == null) {
+            return null;
+        }
+        long[] stride = strideGiven == null || strideGiven[0] == 0 ? kernel : strideGiven;
+        String key = "T,T,[i],[i],[i],b,b," + (divisor == null ? "n" : "i");
+        Object[] values = v(null, null, list(kernel), list(stride), list(padding), ceil, countPad, divisor);
+        return (in, out, g, n) -> new DTensor[] {aten("avg_pool2d_backward", key, values, g[0], in[0])};
+    }
+
+    // Group norm ------------------------------------------------------------------------------------------------------
+
+    private static Derivative groupNorm(AtenCall call, List<String> names) {
+        long groups = (Long) call.constant("num_groups");
+        double eps = number(call.constant("eps"), 1e-5);
+        int wi = names.indexOf("weight");
+        int bi = names.indexOf("bias");
+        return (in, out, g, n) -> {
+            DTensor x = in[0];
+            long[] shape = x.shape();
+            long batch = shape[0];
+            long perGroup = 1;
+            for (int d = 1; d < shape.length; d++) {
+                perGroup *= shape[d];
+            }
+            perGroup /= groups;
+            int[] last = {2};
+            DTensor xg = x.reshape(batch, groups, perGroup);
+            DTensor centered = xg.sub(xg.mean(last, true));
+            DTensor rstd = aten("rsqrt", "T", v((Object) null), centered.mul(centered).mean(last, true).add(eps));
+            DTensor xhat = centered.mul(rstd);
+            int[] allButChannels = new int[shape.length - 1];
+            for (int i = 0; i < allButChannels.length; i++) {
+                allButChannels[i] = i == 0 ? 0 : i + 1;
+            }
+            DTensor[] result = new DTensor[in.length];
+            if (bi >= 0 && n[bi]) {
+                result[bi] = g[0].sum(allButChannels, false);
+            }
+            DTensor gxhat = g[0];
+            if (wi >= 0) {
+                if (n[wi]) {
+                    result[wi] = g[0].mul(xhat.reshape(shape)).sum(allButChannels, false);
+                }
+                long[] channels = new long[shape.length];
+                java.util.Arrays.fill(channels, 1);
+                channels[1] = shape[1];
+                gxhat = g[0].mul(in[wi].reshape(channels));
+            }
+            if (n[0]) {
+                DTensor gg = gxhat.reshape(batch, groups, perGroup);
+                DTensor gx = rstd.mul(gg.sub(gg.mean(last, true)).sub(xhat.mul(gg.mul(xhat).mean(last, true))));
+                result[0] = gx.reshape(shape);
+            }
+            return result;
+        };
+    }
+}

@@ -1,0 +1,108 @@
+package org.dtorch.ops;
+
+import static org.dtorch.ops.AutogradOpsTest.aten;
+import static org.dtorch.ops.AutogradOpsTest.check;
+import static org.dtorch.ops.AutogradOpsTest.f;
+import static org.dtorch.ops.AutogradOpsTest.idx;
+import static org.dtorch.ops.AutogradOpsTest.one;
+import static org.dtorch.ops.AutogradOpsTest.pos;
+import static org.dtorch.ops.AutogradOpsTest.ties;
+import static org.dtorch.ops.GenericOpsTest.call;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import org.dtorch.ops.AutogradOpsTest.Case;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Gradients of the operators models use beyond the transformer block's, against libtorch's autograd on the whole
+ * tensors, on random placements (partial inputs, uneven and empty shards) of a 1-D mesh of four devices and a 2 x 2
+ * mesh: reductions to the largest or smallest values (ties split as torch splits them), the products with an added
+ * term, {@code einsum}, convolutions, 2-D pooling, {@code group_norm}, {@code index_select}, {@code cumsum} and the
+ * element-wise operators of activations and clamps. The harness is {@link AutogradOpsTest}'s.
+ */
+@Timeout(300)
+class AutogradModelOperatorsTest extends FourDeviceRuntime {
+
+    static List<Case> cases() {
+        List<Case> cs = new ArrayList<>();
+        cs.add(one("max all (ReduceSpec)", x -> x.get(0).max(), call("max", "T", (Object) null), f(5, 7)));
+        cs.add(one("max all ties (ReduceSpec)", x -> x.get(0).max(), call("max", "T", (Object) null), ties(5, 7)));
+        cs.add(one("max dims (ReduceSpec)", x -> x.get(0).max(new int[] {0, 2}, true),
+            call("amax", "T,[i],b", null, List.of(0L, 2L), true), ties(4, 3, 5)));
+        cs.add(aten("aten max", call("max", "T", (Object) null), ties(6, 5)));
+        cs.add(aten("aten min", call("min", "T", (Object) null), ties(6, 5)));
+        cs.add(aten("amax dim", call("amax", "T,[i]", null, List.of(1L)), ties(6, 5)));
+        cs.add(aten("amin dims keepdim", call("amin", "T,[i],b", null, List.of(0L, -1L), true), ties(3, 6, 5)));
+        cs.add(aten("max dim", call("max", "T,i", null, 1L), f(6, 5)));
+        cs.add(aten("min dim keepdim", call("min", "T,i,b", null, 0L, true), f(6, 5)));
+        cs.add(aten("addmm", call("addmm", "T,T,T|beta=f|alpha=f", null, null, null, 0.5, 2.0), f(1, 3), f(5, 7), f(7, 3)));
+        cs.add(aten("addmv", call("addmv", "T,T,T", null, null, null), f(5), f(5, 7), f(7)));
+        cs.add(aten("baddbmm", call("baddbmm", "T,T,T|alpha=f", null, null, null, 1.5), f(2, 5, 3), f(2, 5, 4), f(2, 4, 3)));
+        cs.add(aten("einsum", call("einsum", "s,[T]", "bij,bjk->bik", List.of("a", "b")), f(2, 5, 4), f(2, 4, 3)));
+        cs.add(aten("einsum summing a label", call("einsum", "s,[T]", "ij,k->ik", List.of("a", "b")), f(5, 4), f(3)));
+        cs.add(aten("einsum implicit", call("einsum", "s,[T]", "ij,jk", List.of("a", "b")), f(5, 4), f(4, 3)));
+        cs.add(aten("conv2d", call("conv2d", "T,T,T,[i],[i]", null, null, null, List.of(2L, 1L), List.of(1L, 0L)),
+            f(2, 3, 7, 6), f(4, 3, 3, 2), f(4)));
+        cs.add(aten("conv2d groups dilation", call("conv2d", "T,T,n,[i],[i],[i],i", null, null, null, List.of(1L, 1L), List.of(1L, 1L),
+            List.of(2L, 1L), 2L), f(2, 4, 7, 5), f(6, 2, 2, 3)));
+        cs.add(aten("conv1d", call("conv1d", "T,T,T,[i]", null, null, null, List.of(2L)), f(3, 2, 9), f(5, 2, 3), f(5)));
+        cs.add(aten("conv1d same", call("conv1d", "T,T,n,[i],s", null, null, null, List.of(1L), "same"), f(2, 9), f(3, 2, 3)));
+        cs.add(aten("max_pool2d", call("max_pool2d", "T,[i],[i],[i]", null, List.of(3L, 2L), List.of(2L, 2L), List.of(1L, 0L)),
+            f(2, 3, 7, 6)));
+        cs.add(aten("avg_pool2d", call("avg_pool2d", "T,[i],[i],[i],b,b", null, List.of(3L, 2L), List.of(2L, 1L), List.of(1L, 1L),
+            true, false), f(2, 3, 7, 6)));
+        cs.add(aten("group_norm", call("group_norm", "T,i,T,T", null, 2L, null, null), f(3, 4, 5), f(4), f(4)));
+        cs.add(aten("group_norm plain", call("group_norm", "T,i", null, 3L), f(2, 6, 2, 3)));
+        cs.add(aten("index_select", call("index_select", "T,i,T", null, 1L, null), f(5, 6), idx(6, 8)));
+        cs.add(aten("cumsum", call("cumsum", "T,i", null, -1L), f(5, 6)));
+        for (String u : List.of("abs", "square", "expm1", "erf", "softplus", "elu", "hardtanh", "leaky_relu")) {
+            cs.add(aten(u, call(u, "T", (Object) null), f(6, 5)));
+        }
+        cs.add(aten("log1p", call("log1p", "T", (Object) null), pos(6, 5)));
+        cs.add(aten("leaky_relu slope", call("leaky_relu", "T,f", null, 0.2), f(6, 5)));
+        cs.add(aten("clamp", call("clamp", "T,f,f", null, -0.5, 0.7), f(6, 5)));
+        cs.add(aten("clamp_min", call("clamp_min", "T,f", null, 0.1), f(6, 5)));
+        cs.add(aten("clamp_max", call("clamp_max", "T,f", null, 0.1), f(6, 5)));
+        cs.add(aten("maximum ties", call("maximum", "T,T", null, null), ties(6, 5), ties(6, 5)));
+        cs.add(aten("minimum broadcast", call("minimum", "T,T", null, null), ties(6, 5), ties(5)));
+        return cs;
+    }
+
+    @Test
+    void shouldDifferentiateModelOperatorsLikeTorchOnALineAndAGrid() {
+        Random random = new Random(37);
+        List<String> failures = new ArrayList<>();
+        for (Case c : cases()) {
+            for (int[] mesh : new int[][] {{4}, {2, 2}}) {
+                String failure = check(c, dt.initDeviceMesh(mesh), random);
+                if (failure != null) {
+                    failures.add(failure);
+                }
+            }
+        }
+        assertEquals(List.of(), failures);
+    }
+
+    @Tag("slow")
+    @Test
+    void shouldDifferentiateModelOperatorsLikeTorchOnManyRandomPlacements() {
+        Random random = new Random(38);
+        List<String> failures = new ArrayList<>();
+        for (int round = 0; round < 8; round++) {
+            for (Case c : cases()) {
+                for (int[] mesh : new int[][] {{4}, {2, 2}, {2}, {3}}) {
+                    String failure = check(c, dt.initDeviceMesh(mesh), random);
+                    if (failure != null) {
+                        failures.add(failure);
+                    }
+                }
+            }
+        }
+        assertEquals(List.of(), failures);
+    }
+}
