@@ -112,7 +112,7 @@ public final class StrategyTable {
         if (ConvolutionStrategy.NAMES.contains(name)) {
             return ConvolutionStrategy.INSTANCE;
         }
-        if (SpatialStrategy.POOLING.contains(name)) {
+        if (SpatialStrategy.POOLING.contains(name) || SpatialStrategy.POOLING_BACKWARD.contains(name)) {
             return SpatialStrategy.POOLING_INSTANCE;
         }
         if (SpatialStrategy.INTERPOLATE.contains(name)) {

@@ -12,8 +12,16 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
+import org.dtorch.api.DTensor;
+import org.dtorch.core.communication.group.CollectiveKind;
+import org.dtorch.core.distributed.DeviceMesh;
+import org.dtorch.core.distributed.Placement;
 import org.dtorch.ops.AutogradOpsTest.Case;
+import org.dtorch.ops.aten.AtenCall;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -86,6 +94,27 @@ class AutogradModelOperatorsTest extends FourDeviceRuntime {
             }
         }
         assertEquals(List.of(), failures);
+    }
+
+    @Test
+    void shouldKeepTheBatchShardThroughPoolingGradients() {
+        DeviceMesh line = dt.initDeviceMesh(new int[] {4});
+        List<AtenCall> pools = List.of(call("max_pool2d", "T,[i]", null, List.of(2L, 2L)), call("avg_pool2d", "T,[i]", null, List.of(3L, 2L)));
+        try (Tensor x = torch.randn(6, 3, 6, 6)) {
+            for (AtenCall pool : pools) {
+                DTensor dx = dt.tensor(x, line, Placement.shard(0)).requiresGrad_(true);
+                DTensor y = dt.aten(pool, dx).getFirst();
+                DTensor loss = y.mul(y).sum();
+                dt.sync();
+                Map<CollectiveKind, Long> before = dt.runtime().groups().collectiveCounter().snapshot();
+                loss.backward();
+                dt.sync();
+                Map<CollectiveKind, Long> after = dt.runtime().groups().collectiveCounter().snapshot();
+                assertEquals(before.getOrDefault(CollectiveKind.ALL_GATHER, 0L), after.getOrDefault(CollectiveKind.ALL_GATHER, 0L),
+                    pool + ": the pooling gradient of a batch-sharded input gathers nothing");
+                assertEquals(List.of(Placement.shard(0)), dx.grad().placements());
+            }
+        }
     }
 
     @Tag("slow")
