@@ -1,6 +1,6 @@
 """Autograd of distributed tensors through the layers of convolutional and other non-transformer models: conv2d,
 group_norm, max and average pooling, addmm, activations (elu, leaky_relu, softplus, hardtanh), the reductions to the
-largest or smallest values (max, min, amax, amin), einsum, index_select, cumsum, clamp, abs, maximum, and dropout in
+largest or smallest values (max, min, amax, amin), einsum, index_select, cumsum, prod, clamp, abs, maximum, and dropout in
 training. Gradients are compared with the shim's one-device autograd on the same values (full_tensor(), rtol 1e-4,
 atol 1e-5) and carry their leaf's placements."""
 
@@ -72,7 +72,8 @@ def test_selections_einsum_and_element_wise_operators_match_one_device_autograd(
         e = torch.einsum("ij,jk->ik", [x, y])
         s = x.index_select(1, ix).cumsum(1)
         m = torch.maximum(x.clamp(-0.5, 0.5), x.abs() * 0.25)
-        return values.sum() + low.sum() + e.square().sum() + (s * s).sum() * 0.1 + m.sum() + x.amin() + torch.erf(z).sum()
+        return (values.sum() + low.sum() + e.square().sum() + (s * s).sum() * 0.1 + m.sum() + x.amin() + torch.erf(z).sum()
+                + x.prod(0).sum())
 
     compare(program, LINE, [((6, 5), [Shard(1)]), ((5, 3), [Shard(0)]), ((7,), [Shard(0)])], "selections")
 

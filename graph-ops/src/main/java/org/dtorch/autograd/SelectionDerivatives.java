@@ -5,12 +5,14 @@ import static org.dtorch.autograd.Grads.list;
 import static org.dtorch.autograd.Grads.v;
 
 import java.util.Arrays;
+import java.util.List;
 import org.dtorch.api.DTensor;
+import org.dtorch.core.distributed.Placement;
 import org.dtorch.ops.aten.AtenCall;
 
 /**
  * The derivatives of operators that select or accumulate along dimensions: {@code max}, {@code min}, {@code amax},
- * {@code amin}, {@code cumsum} and {@code index_select}.
+ * {@code amin}, {@code cumsum}, {@code prod} and {@code index_select}.
  *
  * <p>A reduction to the largest (smallest) value gives its gradient to the elements equal to the result, split evenly
  * among them, as libtorch does for {@code amax}/{@code amin} and for {@code max()}/{@code min()} of a whole tensor;
@@ -40,6 +42,7 @@ final class SelectionDerivatives {
                 default -> null;
             };
             case "cumsum" -> cumsum((Long) call.constant("dim"));
+            case "prod" -> call.hasParam("dim") ? prod((Long) call.constant("dim"), Boolean.TRUE.equals(call.constant("keepdim"))) : prod(null, false);
             case "index_select" -> call.hasParam("index") && call.constant("dim") instanceof Long dim ? indexSelect(dim) : null;
             default -> null;
         };
@@ -91,6 +94,51 @@ final class SelectionDerivatives {
             DTensor summed = aten("flip", "T,[i]", v(null, list(dim)), aten("cumsum", "T,i", v(null, dim), reversed));
             return new DTensor[] {summed.dtype() == in[0].dtype() ? summed : summed.to(in[0].dtype())};
         };
+    }
+
+    /**
+     * {@code prod} over {@code dim} (null: the whole tensor, as one flat dimension): each element's gradient is {@code g}
+     * times the product of the others, the product of the elements before it times the product of those after it
+     * (exclusive cumulative products from both ends), which holds with zeros among them as dividing the result would not.
+     */
+    private static Derivative prod(Long dimGiven, boolean keepdim) {
+        return (in, out, g, n) -> {
+            DTensor x = in[0];
+            long[] shape = x.shape();
+            if (dimGiven == null || x.ndim() == 0) {
+                DTensor flat = x.reshape(-1);
+                DTensor others = productOfOthers(flat, 0);
+                return new DTensor[] {others.mul(g[0].to(x.dtype())).reshape(shape)};
+            }
+            int dim = (int) (dimGiven < 0 ? dimGiven + x.ndim() : dimGiven);
+            DTensor gx = kept(g[0], new int[] {dim}, keepdim);
+            return new DTensor[] {productOfOthers(x, dim).mul(gx.dtype() == x.dtype() ? gx : gx.to(x.dtype()))};
+        };
+    }
+
+    /** For each element of {@code x}, the product of the other elements along {@code dim}. */
+    private static DTensor productOfOthers(DTensor x, int dim) {
+        if (x.size(dim) <= 1) {
+            return replicatedOnes(x, x.shape());
+        }
+        DTensor before = exclusiveCumprod(x, dim);
+        DTensor flipped = aten("flip", "T,[i]", v(null, list(dim)), x);
+        DTensor after = aten("flip", "T,[i]", v(null, list(dim)), exclusiveCumprod(flipped, dim));
+        return before.mul(after);
+    }
+
+    /** The product of the elements before each one along {@code dim} (one for the first). */
+    private static DTensor exclusiveCumprod(DTensor x, int dim) {
+        long[] oneShape = x.shape();
+        oneShape[dim] = 1;
+        DTensor shifted = x.runtime().cat(List.of(replicatedOnes(x, oneShape), x.narrow(dim, 0, x.size(dim) - 1)), dim);
+        return aten("cumprod", "T,i", v(null, (long) dim), shifted);
+    }
+
+    private static DTensor replicatedOnes(DTensor like, long[] shape) {
+        Placement[] replicated = new Placement[like.mesh().ndim()];
+        Arrays.fill(replicated, Placement.replicate());
+        return like.runtime().ones(shape, like.dtype(), like.mesh(), replicated);
     }
 
     private static Derivative indexSelect(long dimGiven) {

@@ -68,6 +68,10 @@ class AutogradModelOperatorsTest extends FourDeviceRuntime {
         cs.add(aten("group_norm plain", call("group_norm", "T,i", null, 3L), f(2, 6, 2, 3)));
         cs.add(aten("index_select", call("index_select", "T,i,T", null, 1L, null), f(5, 6), idx(6, 8)));
         cs.add(aten("cumsum", call("cumsum", "T,i", null, -1L), f(5, 6)));
+        cs.add(aten("prod", call("prod", "T", (Object) null), pos(3, 4)));
+        cs.add(aten("prod signed", call("prod", "T", (Object) null), f(3, 4)));
+        cs.add(aten("prod dim zeros", call("prod", "T,i", null, 1L), ties(6, 3)));
+        cs.add(aten("prod dim keepdim", call("prod", "T,i,b", null, 0L, true), f(4, 3)));
         for (String u : List.of("abs", "square", "expm1", "erf", "softplus", "elu", "hardtanh", "leaky_relu")) {
             cs.add(aten(u, call(u, "T", (Object) null), f(6, 5)));
         }
