@@ -1,5 +1,5 @@
 """Autograd of distributed tensors through the layers of convolutional and other non-transformer models: conv2d,
-group_norm, max and average pooling, addmm, activations (elu, leaky_relu, softplus, hardtanh), the reductions to the
+group_norm, batch_norm (batch statistics, and running statistics in evaluation), max and average pooling, addmm, activations (elu, leaky_relu, softplus, hardtanh), the reductions to the
 largest or smallest values (max, min, amax, amin), einsum, index_select, cumsum, prod, clamp, abs, maximum, and dropout in
 training. Gradients are compared with the shim's one-device autograd on the same values (full_tensor(), rtol 1e-4,
 atol 1e-5) and carry their leaf's placements."""
@@ -59,6 +59,25 @@ def test_a_small_cnn_matches_one_device_autograd():
         replicated = [Replicate()] * mesh.ndim
         specs = [((4, 3, 8, 8), batch)] + [(shape, replicated) for shape, _ in params]
         compare(cnn, mesh, specs, "cnn on %s" % (mesh,))
+
+
+def test_batch_norm_matches_one_device_autograd():
+    torch.manual_seed(2)
+    mean, var = torch.randn(4), torch.rand(4) + 0.5
+    whole = [Replicate(), Replicate()]
+
+    def batch_statistics(x, w, b):
+        return F.batch_norm(x, None, None, w, b, training=True).square().sum()
+
+    def running_statistics(x, w, b):
+        if isinstance(x, dtorch.Tensor):
+            m, v = dtorch.distribute_tensor(mean, GRID, whole), dtorch.distribute_tensor(var, GRID, whole)
+        else:
+            m, v = mean, var
+        return (F.batch_norm(x, m, v, w, b, training=False) * x).sum()
+
+    for program in (batch_statistics, running_statistics):
+        compare(program, GRID, [((6, 4, 3, 3), [Shard(1), Shard(0)]), ((4,), whole), ((4,), whole)], program.__name__)
 
 
 def test_selections_einsum_and_element_wise_operators_match_one_device_autograd():

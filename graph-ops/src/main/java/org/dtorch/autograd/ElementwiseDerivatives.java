@@ -9,7 +9,8 @@ import org.dtorch.ops.aten.AtenCall;
 
 /**
  * The derivatives of element-wise ATen operators beyond the basic arithmetic: ATen's backward operators where it has
- * them ({@code softplus_backward}, {@code leaky_relu_backward}, {@code hardtanh_backward}, {@code elu_backward}), and
+ * them ({@code softplus_backward}, {@code leaky_relu_backward}, {@code hardtanh_backward} (also for {@code relu6}),
+ * {@code elu_backward}), and
  * libtorch's formulas otherwise ({@code abs}: {@code g * sgn(x)}; {@code clamp}: {@code g} where the input lies within
  * the bounds; {@code maximum}/{@code minimum}: {@code g} to the larger (smaller) input and half of it to each of a tie).
  * Every one is element-wise itself, so it keeps the placements of its inputs.
@@ -53,6 +54,7 @@ final class ElementwiseDerivatives {
                 double high = number(call.constant("max_val"));
                 yield (in, out, g, n) -> new DTensor[] {aten("hardtanh_backward", "T,T,f,f", v(null, null, low, high), g[0], in[0])};
             }
+            case "relu6" -> (in, out, g, n) -> new DTensor[] {aten("hardtanh_backward", "T,T,f,f", v(null, null, 0.0, 6.0), g[0], in[0])};
             case "elu" -> {
                 double alpha = number(call.constant("alpha"));
                 double scale = number(call.constant("scale"));

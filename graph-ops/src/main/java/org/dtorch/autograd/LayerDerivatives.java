@@ -5,13 +5,14 @@ import static org.dtorch.autograd.Grads.list;
 import static org.dtorch.autograd.Grads.sumTo;
 import static org.dtorch.autograd.Grads.v;
 
+import java.util.Arrays;
 import java.util.List;
 import org.dtorch.api.DTensor;
 import org.dtorch.ops.aten.AtenCall;
 
 /**
  * The derivatives of the layer operators: the products with an added term ({@code addmm}, {@code addmv},
- * {@code baddbmm}), {@code einsum}, convolutions, 2-D pooling and {@code group_norm}.
+ * {@code baddbmm}), {@code einsum}, convolutions, 2-D pooling, {@code group_norm} and {@code batch_norm}.
  *
  * <ul>
  *   <li>{@code addmm(s, a, b, beta, alpha)}: {@code beta * g} summed to {@code s}'s shape, and the product's gradients
@@ -45,6 +46,7 @@ final class LayerDerivatives {
             case "max_pool2d", "max_pool2d_with_indices" -> maxPool(call);
             case "avg_pool2d" -> avgPool(call);
             case "group_norm" -> groupNorm(call, names);
+            case "batch_norm" -> batchNorm(call, names);
             default -> null;
         };
     }
@@ -226,7 +228,66 @@ final class LayerDerivatives {
         return (in, out, g, n) -> new DTensor[] {aten("avg_pool2d_backward", key, values, g[0], in[0])};
     }
 
-    // Group norm ------------------------------------------------------------------------------------------------------
+    // Group and batch norm -----------------------------------------------------------------------------------------
+
+    /** Every dimension of an {@code (N, C, *)} tensor but the channels'. */
+    private static int[] allButChannels(int ndim) {
+        int[] dims = new int[ndim - 1];
+        for (int i = 0; i < dims.length; i++) {
+            dims[i] = i == 0 ? 0 : i + 1;
+        }
+        return dims;
+    }
+
+    /** The shape {@code (1, C, 1, ...)} that a per-channel tensor takes to broadcast against an {@code (N, C, *)} one. */
+    private static long[] channelShape(long[] shape) {
+        long[] channels = new long[shape.length];
+        Arrays.fill(channels, 1);
+        channels[1] = shape[1];
+        return channels;
+    }
+
+    /**
+     * {@code batch_norm}: with batch statistics (training, or no running statistics) the normalization's formula over
+     * each channel's batch and spatial elements, {@code gx = rstd * (gx' - mean(gx') - xhat * mean(gx' * xhat))} with
+     * {@code gx' = g * w}; with running statistics (evaluation) the statistics are constants, so {@code gx = gx' * rstd}.
+     * ATen's {@code native_batch_norm_backward} has no meta kernel.
+     */
+    private static Derivative batchNorm(AtenCall call, List<String> names) {
+        boolean training = Boolean.TRUE.equals(call.constant("training"));
+        double eps = number(call.constant("eps"), 1e-5);
+        int wi = names.indexOf("weight");
+        int bi = names.indexOf("bias");
+        int mi = names.indexOf("running_mean");
+        int vi = names.indexOf("running_var");
+        boolean running = !training && mi >= 0 && vi >= 0;
+        return (in, out, g, n) -> {
+            DTensor x = in[0];
+            long[] shape = x.shape();
+            int[] dims = allButChannels(shape.length);
+            long[] channels = channelShape(shape);
+            DTensor centered = x.sub(running ? in[mi].reshape(channels) : x.mean(dims, true));
+            DTensor variance = running ? in[vi].reshape(channels) : centered.mul(centered).mean(dims, true);
+            DTensor rstd = aten("rsqrt", "T", v((Object) null), variance.add(eps));
+            DTensor xhat = centered.mul(rstd);
+            DTensor[] result = new DTensor[in.length];
+            if (bi >= 0 && n[bi]) {
+                result[bi] = g[0].sum(dims, false);
+            }
+            DTensor gxhat = g[0];
+            if (wi >= 0) {
+                if (n[wi]) {
+                    result[wi] = g[0].mul(xhat).sum(dims, false);
+                }
+                gxhat = g[0].mul(in[wi].reshape(channels));
+            }
+            if (n[0]) {
+                result[0] = running ? gxhat.mul(rstd)
+                    : rstd.mul(gxhat.sub(gxhat.mean(dims, true)).sub(xhat.mul(gxhat.mul(xhat).mean(dims, true))));
+            }
+            return result;
+        };
+    }
 
     private static Derivative groupNorm(AtenCall call, List<String> names) {
         long groups = (Long) call.constant("num_groups");
@@ -247,10 +308,7 @@ final class LayerDerivatives {
             DTensor centered = xg.sub(xg.mean(last, true));
             DTensor rstd = aten("rsqrt", "T", v((Object) null), centered.mul(centered).mean(last, true).add(eps));
             DTensor xhat = centered.mul(rstd);
-            int[] allButChannels = new int[shape.length - 1];
-            for (int i = 0; i < allButChannels.length; i++) {
-                allButChannels[i] = i == 0 ? 0 : i + 1;
-            }
+            int[] allButChannels = allButChannels(shape.length);
             DTensor[] result = new DTensor[in.length];
             if (bi >= 0 && n[bi]) {
                 result[bi] = g[0].sum(allButChannels, false);
@@ -260,10 +318,7 @@ final class LayerDerivatives {
                 if (n[wi]) {
                     result[wi] = g[0].mul(xhat.reshape(shape)).sum(allButChannels, false);
                 }
-                long[] channels = new long[shape.length];
-                java.util.Arrays.fill(channels, 1);
-                channels[1] = shape[1];
-                gxhat = g[0].mul(in[wi].reshape(channels));
+                gxhat = g[0].mul(in[wi].reshape(channelShape(shape)));
             }
             if (n[0]) {
                 DTensor gg = gxhat.reshape(batch, groups, perGroup);

@@ -11,9 +11,11 @@ import static org.dtorch.ops.GenericOpsTest.call;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 import org.dtorch.api.DTensor;
@@ -62,17 +64,26 @@ class AutogradModelOperatorsTest extends FourDeviceRuntime {
         cs.add(aten("conv1d same", call("conv1d", "T,T,n,[i],s", null, null, null, List.of(1L), "same"), f(2, 9), f(3, 2, 3)));
         cs.add(aten("max_pool2d", call("max_pool2d", "T,[i],[i],[i]", null, List.of(3L, 2L), List.of(2L, 2L), List.of(1L, 0L)),
             f(2, 3, 7, 6)));
+        cs.add(aten("conv3d", call("conv3d", "T,T,T,[i],[i]", null, null, null, List.of(1L, 2L, 1L), List.of(0L, 1L, 1L)),
+            f(2, 2, 3, 5, 4), f(3, 2, 2, 3, 2), f(3)));
+        cs.add(aten("max_pool2d_with_indices", call("max_pool2d_with_indices", "T,[i],[i],[i],[i],b", null, List.of(2L, 3L), List.of(1L, 2L),
+            List.of(1L, 1L), List.of(1L, 1L), true), f(2, 3, 6, 7)));
         cs.add(aten("avg_pool2d", call("avg_pool2d", "T,[i],[i],[i],b,b", null, List.of(3L, 2L), List.of(2L, 1L), List.of(1L, 1L),
             true, false), f(2, 3, 7, 6)));
         cs.add(aten("group_norm", call("group_norm", "T,i,T,T", null, 2L, null, null), f(3, 4, 5), f(4), f(4)));
         cs.add(aten("group_norm plain", call("group_norm", "T,i", null, 3L), f(2, 6, 2, 3)));
+        cs.add(aten("batch_norm batch statistics", call("batch_norm", "T,T,T,n,n,b,f,f,b", null, null, null, null, null, true, 0.1, 1e-5,
+            false), f(6, 4, 3), f(4), f(4)));
+        cs.add(aten("batch_norm plain", call("batch_norm", "T,n,n,n,n,b,f,f,b", null, null, null, null, null, true, 0.1, 1e-5, false),
+            f(5, 3)));
+        cs.add(runningBatchNorm());
         cs.add(aten("index_select", call("index_select", "T,i,T", null, 1L, null), f(5, 6), idx(6, 8)));
         cs.add(aten("cumsum", call("cumsum", "T,i", null, -1L), f(5, 6)));
         cs.add(aten("prod", call("prod", "T", (Object) null), pos(3, 4)));
         cs.add(aten("prod signed", call("prod", "T", (Object) null), f(3, 4)));
         cs.add(aten("prod dim zeros", call("prod", "T,i", null, 1L), ties(6, 3)));
         cs.add(aten("prod dim keepdim", call("prod", "T,i,b", null, 0L, true), f(4, 3)));
-        for (String u : List.of("abs", "square", "expm1", "erf", "softplus", "elu", "hardtanh", "leaky_relu")) {
+        for (String u : List.of("abs", "square", "expm1", "erf", "softplus", "elu", "hardtanh", "leaky_relu", "relu6")) {
             cs.add(aten(u, call(u, "T", (Object) null), f(6, 5)));
         }
         cs.add(aten("log1p", call("log1p", "T", (Object) null), pos(6, 5)));
@@ -83,6 +94,20 @@ class AutogradModelOperatorsTest extends FourDeviceRuntime {
         cs.add(aten("maximum ties", call("maximum", "T,T", null, null), ties(6, 5), ties(6, 5)));
         cs.add(aten("minimum broadcast", call("minimum", "T,T", null, null), ties(6, 5), ties(5)));
         return cs;
+    }
+
+    /** {@code batch_norm} in evaluation: running statistics, constants that require no grad, on every device whole. */
+    private static Case runningBatchNorm() {
+        AtenCall c = call("batch_norm", "T,T,T,T,T,b,f,f,b", null, null, null, null, null, false, 0.1, 1e-5, false);
+        Tensor mean = torch.randn(4);
+        Tensor variance = torch.rand(4).add(new Scalar(0.5));
+        return new Case("batch_norm running statistics", xs -> {
+            Placement[] whole = new Placement[xs.getFirst().mesh().ndim()];
+            Arrays.fill(whole, Placement.replicate());
+            DTensor m = dt.tensor(mean, xs.getFirst().mesh(), whole);
+            DTensor v = dt.tensor(variance, xs.getFirst().mesh(), whole);
+            return dt.aten(c, xs.get(0), xs.get(1), xs.get(2), m, v);
+        }, ts -> c.call(List.of(ts.get(0), ts.get(1), ts.get(2), mean, variance)), f(3, 4, 5), f(4), f(4));
     }
 
     @Test
