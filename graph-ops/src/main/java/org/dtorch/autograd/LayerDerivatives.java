@@ -12,7 +12,7 @@ import org.dtorch.ops.aten.AtenCall;
 
 /**
  * The derivatives of the layer operators: the products with an added term ({@code addmm}, {@code addmv},
- * {@code baddbmm}), {@code einsum}, convolutions, 2-D pooling, {@code group_norm} and {@code batch_norm}.
+ * {@code baddbmm}), {@code einsum}, convolutions, 1-D and 2-D pooling, {@code group_norm} and {@code batch_norm}.
  *
  * <ul>
  *   <li>{@code addmm(s, a, b, beta, alpha)}: {@code beta * g} summed to {@code s}'s shape, and the product's gradients
@@ -26,7 +26,8 @@ import org.dtorch.ops.aten.AtenCall;
  *       convolution of the input with {@code g}, batch and channels swapped (stride and dilation trade places; a group
  *       stays a group), cut to the kernel's size, the bias's is {@code g} summed but over channels;</li>
  *   <li>{@code max_pool2d} and {@code avg_pool2d}: ATen's {@code max_pool2d_with_indices_backward} (the indices recomputed
- *       by {@code max_pool2d_with_indices}) and {@code avg_pool2d_backward}, which run on replicated inputs;</li>
+ *       by {@code max_pool2d_with_indices}) and {@code avg_pool2d_backward}, which keep shards of the batch and channel
+ *       dimensions; the 1-D poolings through the same operators over a height of one;</li>
  *   <li>{@code group_norm}: {@code native_group_norm_backward} has no meta kernel either, so its formula over each
  *       sample's groups: {@code gx = rstd * (gx' - mean(gx') - xhat * mean(gx' * xhat))} with {@code gx' = g * w}.</li>
  * </ul>
@@ -43,8 +44,8 @@ final class LayerDerivatives {
             case "addmm", "addmv", "baddbmm" -> call.inputCount() == 3 ? addProduct(call) : null;
             case "einsum" -> Einsum.of((String) call.constant("equation"), inputs.length);
             case "conv1d", "conv2d", "conv3d", "convolution" -> convolution(call, names, inputs);
-            case "max_pool2d", "max_pool2d_with_indices" -> maxPool(call);
-            case "avg_pool2d" -> avgPool(call);
+            case "max_pool1d", "max_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices" -> maxPool(call);
+            case "avg_pool1d", "avg_pool2d" -> avgPool(call);
             case "group_norm" -> groupNorm(call, names);
             case "batch_norm" -> batchNorm(call, names);
             default -> null;
@@ -192,40 +193,67 @@ final class LayerDerivatives {
 
     // Pooling ---------------------------------------------------------------------------------------------------------
 
+    /**
+     * A pooling call's per-dimension parameters as 2-D ones: a 1-D pooling is the 2-D one over a height of one (kernel,
+     * stride and dilation one, no padding there), so that ATen's 2-D backward operators serve both.
+     */
+    private record Pool2d(long[] kernel, long[] stride, long[] padding, long[] dilation, boolean lifted) {
+        static Pool2d of(AtenCall call, int spatial) {
+            long[] kernel = ConvolutionParams.perDim(call.constant("kernel_size"), spatial, 1);
+            long[] stride = ConvolutionParams.perDim(call.constant("stride"), spatial, 0);
+            long[] padding = ConvolutionParams.perDim(call.constant("padding"), spatial, 0);
+            long[] dilation = ConvolutionParams.perDim(call.constant("dilation"), spatial, 1);
+            if (kernel == null || stride == null || padding == null || dilation == null) {
+                return null;
+            }
+            if (stride[0] == 0) {
+                stride = kernel;
+            }
+            boolean lifted = spatial == 1;
+            return lifted ? new Pool2d(new long[] {1, kernel[0]}, new long[] {1, stride[0]}, new long[] {0, padding[0]},
+                new long[] {1, dilation[0]}, true) : new Pool2d(kernel, stride, padding, dilation, false);
+        }
+
+        /** {@code t} with the height of one a lifted 1-D pooling works on. */
+        DTensor lift(DTensor t) {
+            return lifted ? aten("unsqueeze", "T,i", v(null, (long) (t.ndim() - 1)), t) : t;
+        }
+    }
+
+    private static int poolDims(AtenCall call) {
+        return call.overload().name().contains("1d") ? 1 : 2;
+    }
+
     private static Derivative maxPool(AtenCall call) {
-        long[] kernel = ConvolutionParams.perDim(call.constant("kernel_size"), 2, 1);
-        long[] strideGiven = ConvolutionParams.perDim(call.constant("stride"), 2, 0);
-        long[] padding = ConvolutionParams.perDim(call.constant("padding"), 2, 0);
-        long[] dilation = ConvolutionParams.perDim(call.constant("dilation"), 2, 1);
+        Pool2d p = Pool2d.of(call, poolDims(call));
         boolean ceil = Boolean.TRUE.equals(call.constant("ceil_mode"));
-        boolean withIndices = call.overload().name().endsWith("with_indices");
-        if (kernel == null || padding == null || dilation == null) {
+        if (p == null) {
             return null;
         }
-        long[] stride = strideGiven == null || strideGiven[0] == 0 ? kernel : strideGiven;
-        String key = "T,[i],[i],[i],[i],b";
-        Object[] values = v(null, list(kernel), list(stride), list(padding), list(dilation), ceil);
+        Object[] values = v(null, list(p.kernel()), list(p.stride()), list(p.padding()), list(p.dilation()), ceil);
+        Object[] backward = v(null, null, list(p.kernel()), list(p.stride()), list(p.padding()), list(p.dilation()), ceil, null);
         return (in, out, g, n) -> {
-            DTensor indices = withIndices ? out[1] : Grads.all("max_pool2d_with_indices", key, values, in[0]).get(1);
-            return new DTensor[] {aten("max_pool2d_with_indices_backward", "T,T,[i],[i],[i],[i],b,T",
-                v(null, null, list(kernel), list(stride), list(padding), list(dilation), ceil, null), g[0], in[0], indices)};
+            DTensor x = p.lift(in[0]);
+            DTensor indices = Grads.all("max_pool2d_with_indices", "T,[i],[i],[i],[i],b", values, x).get(1);
+            DTensor gx = aten("max_pool2d_with_indices_backward", "T,T,[i],[i],[i],[i],b,T", backward, p.lift(g[0]), x, indices);
+            return new DTensor[] {p.lifted() ? gx.reshape(in[0].shape()) : gx};
         };
     }
 
     private static Derivative avgPool(AtenCall call) {
-        long[] kernel = ConvolutionParams.perDim(call.constant("kernel_size"), 2, 1);
-        long[] strideGiven = ConvolutionParams.perDim(call.constant("stride"), 2, 0);
-        long[] padding = ConvolutionParams.perDim(call.constant("padding"), 2, 0);
+        Pool2d p = Pool2d.of(call, poolDims(call));
         boolean ceil = Boolean.TRUE.equals(call.constant("ceil_mode"));
         boolean countPad = !Boolean.FALSE.equals(call.constant("count_include_pad"));
         Object divisor = call.constant("divisor_override");
-        if (kernel == null || padding == null) {
+        if (p == null) {
             return null;
         }
-        long[] stride = strideGiven == null || strideGiven[0] == 0 ? kernel : strideGiven;
         String key = "T,T,[i],[i],[i],b,b," + (divisor == null ? "n" : "i");
-        Object[] values = v(null, null, list(kernel), list(stride), list(padding), ceil, countPad, divisor);
-        return (in, out, g, n) -> new DTensor[] {aten("avg_pool2d_backward", key, values, g[0], in[0])};
+        Object[] values = v(null, null, list(p.kernel()), list(p.stride()), list(p.padding()), ceil, countPad, divisor);
+        return (in, out, g, n) -> {
+            DTensor gx = aten("avg_pool2d_backward", key, values, p.lift(g[0]), p.lift(in[0]));
+            return new DTensor[] {p.lifted() ? gx.reshape(in[0].shape()) : gx};
+        };
     }
 
     // Group and batch norm -----------------------------------------------------------------------------------------

@@ -68,6 +68,10 @@ class AutogradModelOperatorsTest extends FourDeviceRuntime {
             f(2, 2, 3, 5, 4), f(3, 2, 2, 3, 2), f(3)));
         cs.add(aten("max_pool2d_with_indices", call("max_pool2d_with_indices", "T,[i],[i],[i],[i],b", null, List.of(2L, 3L), List.of(1L, 2L),
             List.of(1L, 1L), List.of(1L, 1L), true), f(2, 3, 6, 7)));
+        cs.add(aten("max_pool1d", call("max_pool1d", "T,[i],[i],[i],[i],b", null, List.of(3L), List.of(2L), List.of(1L), List.of(2L), true),
+            f(2, 3, 9)));
+        cs.add(aten("avg_pool1d", call("avg_pool1d", "T,[i],[i],[i]", null, List.of(3L), List.of(2L), List.of(1L)), f(3, 8)));
+        cs.add(aten("max_pool2d unbatched", call("max_pool2d", "T,[i]", null, List.of(2L, 2L)), f(3, 5, 4)));
         cs.add(aten("avg_pool2d", call("avg_pool2d", "T,[i],[i],[i],b,b", null, List.of(3L, 2L), List.of(2L, 1L), List.of(1L, 1L),
             true, false), f(2, 3, 7, 6)));
         cs.add(aten("group_norm", call("group_norm", "T,i,T,T", null, 2L, null, null), f(3, 4, 5), f(4), f(4)));
