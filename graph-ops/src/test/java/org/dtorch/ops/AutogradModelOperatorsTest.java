@@ -150,6 +150,29 @@ class AutogradModelOperatorsTest extends FourDeviceRuntime {
         }
     }
 
+    @Test
+    void shouldGiveADataParallelConvolutionItsGradientsWithoutGathering() {
+        DeviceMesh line = dt.initDeviceMesh(new int[] {4});
+        AtenCall conv = call("conv2d", "T,T,T,[i],[i]", null, null, null, List.of(1L, 1L), List.of(1L, 1L));
+        try (Tensor x = torch.randn(6, 3, 5, 5); Tensor w = torch.randn(4, 3, 3, 3); Tensor b = torch.randn(4)) {
+            DTensor dx = dt.tensor(x, line, Placement.shard(0)).requiresGrad_(true);
+            DTensor dw = dt.tensor(w, line, Placement.replicate()).requiresGrad_(true);
+            DTensor db = dt.tensor(b, line, Placement.replicate()).requiresGrad_(true);
+            DTensor y = dt.aten(conv, dx, dw, db).getFirst();
+            DTensor loss = y.mul(y).sum();
+            dt.sync();
+            Map<CollectiveKind, Long> before = dt.runtime().groups().collectiveCounter().snapshot();
+            loss.backward();
+            dt.sync();
+            Map<CollectiveKind, Long> after = dt.runtime().groups().collectiveCounter().snapshot();
+            assertEquals(before.getOrDefault(CollectiveKind.ALL_GATHER, 0L), after.getOrDefault(CollectiveKind.ALL_GATHER, 0L),
+                "the batch stays sharded: the weight's gradient is a partial sum, reduced once");
+            assertEquals(List.of(Placement.shard(0)), dx.grad().placements());
+            assertEquals(List.of(Placement.replicate()), dw.grad().placements());
+            assertEquals(List.of(Placement.replicate()), db.grad().placements());
+        }
+    }
+
     @Tag("slow")
     @Test
     void shouldDifferentiateModelOperatorsLikeTorchOnManyRandomPlacements() {
