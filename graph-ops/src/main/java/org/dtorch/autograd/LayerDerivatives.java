@@ -24,7 +24,9 @@ import org.dtorch.ops.aten.AtenCall;
  *       infer its outputs, so the gradients are the convolutions that operator runs itself: the input's is the transposed
  *       convolution of {@code g} with the weight (an output padding restores the input's size), the weight's is the
  *       convolution of the input with {@code g}, batch and channels swapped (stride and dilation trade places; a group
- *       stays a group), cut to the kernel's size, the bias's is {@code g} summed but over channels;</li>
+ *       stays a group), cut to the kernel's size, the bias's is {@code g} summed but over channels. A transposed
+ *       convolution's are the same with the roles exchanged: the input's is a convolution, the weight's correlates
+ *       {@code g} with the input;</li>
  *   <li>{@code max_pool2d} and {@code avg_pool2d}: ATen's {@code max_pool2d_with_indices_backward} (the indices recomputed
  *       by {@code max_pool2d_with_indices}) and {@code avg_pool2d_backward}, which keep shards of the batch and channel
  *       dimensions; the 1-D poolings through the same operators over a height of one;</li>
@@ -43,7 +45,8 @@ final class LayerDerivatives {
         return switch (call.overload().name()) {
             case "addmm", "addmv", "baddbmm" -> call.inputCount() == 3 ? addProduct(call) : null;
             case "einsum" -> Einsum.of((String) call.constant("equation"), inputs.length);
-            case "conv1d", "conv2d", "conv3d", "convolution" -> convolution(call, names, inputs);
+            case "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "convolution" ->
+                convolution(call, names, inputs);
             case "max_pool1d", "max_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices" -> maxPool(call);
             case "avg_pool1d", "avg_pool2d" -> avgPool(call);
             case "group_norm" -> groupNorm(call, names);
@@ -75,14 +78,11 @@ final class LayerDerivatives {
 
     // Convolutions ------------------------------------------------------------------------------------------------
 
-    /** The parameters of a (not transposed) convolution, one value per spatial dimension. */
-    private record Conv(long[] stride, long[] padding, long[] dilation, long groups) {
+    /** The parameters of a convolution, one value per spatial dimension. */
+    private record Conv(long[] stride, long[] padding, long[] dilation, long groups, boolean transposed) {
     }
 
     private static Derivative convolution(AtenCall call, List<String> names, DTensor[] inputs) {
-        if (ConvolutionParams.transposed(call)) {
-            return null;
-        }
         DTensor weight = inputs[names.indexOf("weight")];
         int spatial = weight.ndim() - 2;
         long[] kernel = new long[spatial];
@@ -96,7 +96,7 @@ final class LayerDerivatives {
             return null;
         }
         Object groupsValue = call.constant("groups");
-        Conv conv = new Conv(stride, padding, dilation, groupsValue instanceof Number x ? x.longValue() : 1);
+        Conv conv = new Conv(stride, padding, dilation, groupsValue instanceof Number x ? x.longValue() : 1, ConvolutionParams.transposed(call));
         int x = names.indexOf("input");
         int w = names.indexOf("weight");
         int b = names.indexOf("bias");
@@ -110,14 +110,10 @@ final class LayerDerivatives {
                 result[x] = batched ? gx : gx.reshape(in[x].shape());
             }
             if (n[w]) {
-                result[w] = convWeightGrad(gy, input, in[w].shape(), conv);
+                result[w] = conv.transposed() ? correlate(gy, input, in[w].shape(), conv) : correlate(input, gy, in[w].shape(), conv);
             }
             if (b >= 0 && n[b]) {
-                int[] dims = new int[gy.ndim() - 1];
-                for (int i = 0; i < dims.length; i++) {
-                    dims[i] = i == 0 ? 0 : i + 1;
-                }
-                result[b] = gy.sum(dims, false);
+                result[b] = gy.sum(allButChannels(gy.ndim()), false);
             }
             return result;
         };
@@ -129,9 +125,17 @@ final class LayerDerivatives {
             v(null, null, null, list(stride), list(padding), list(dilation), transposed, list(outputPadding), groups), input, weight);
     }
 
-    /** The transposed convolution of {@code g} with the weight, padded at the end to the input's spatial sizes. */
+    /**
+     * The input's gradient. Of a convolution: the transposed convolution of {@code g} with the weight, with the output
+     * padding that restores the input's spatial sizes. Of a transposed convolution: the convolution of {@code g} with
+     * the weight, cut to the input's sizes (an output padding of the forward adds positions no input reached).
+     */
     private static DTensor convInputGrad(DTensor g, DTensor weight, long[] inputShape, Conv c) {
         int spatial = inputShape.length - 2;
+        if (c.transposed()) {
+            DTensor r = convolve(g, weight, c.stride(), c.padding(), c.dilation(), false, new long[spatial], c.groups());
+            return cut(r, inputShape);
+        }
         long[] outputPadding = new long[spatial];
         for (int i = 0; i < spatial; i++) {
             long kernel = weight.size(i + 2);
@@ -140,37 +144,46 @@ final class LayerDerivatives {
         return convolve(g, weight, c.stride(), c.padding(), c.dilation(), true, outputPadding, c.groups());
     }
 
-    /**
-     * The weight's gradient: {@code gw[o, i, k] = sum over n, p of g[n, o, p] * x[n, i, p * stride + k * dilation]}, a
-     * convolution of the input (channels as the batch, each group's samples as channels) with {@code g} (its channels as
-     * output channels, its samples as input channels) at stride {@code dilation} and dilation {@code stride}.
-     */
-    private static DTensor convWeightGrad(DTensor g, DTensor input, long[] weightShape, Conv c) {
-        long batch = input.size(0);
-        long inChannels = input.size(1);
-        long outChannels = g.size(1);
-        long groups = c.groups();
-        int spatial = weightShape.length - 2;
-        DTensor xt;
-        DTensor gt;
-        if (groups == 1) {
-            xt = input.transpose(0, 1);
-            gt = g.transpose(0, 1);
-        } else {
-            xt = input.reshape(concat(new long[] {batch, groups, inChannels / groups}, input.shape(), 2))
-                .permute(order(new int[] {2, 1, 0}, spatial, 3))
-                .reshape(concat(new long[] {inChannels / groups, groups * batch}, input.shape(), 2));
-            gt = g.reshape(concat(new long[] {batch, groups, outChannels / groups}, g.shape(), 2))
-                .permute(order(new int[] {1, 2, 0}, spatial, 3))
-                .reshape(concat(new long[] {outChannels, batch}, g.shape(), 2));
-        }
-        DTensor r = convolve(xt, gt, c.dilation(), c.padding(), c.stride(), false, new long[spatial], groups).transpose(0, 1);
-        for (int i = 0; i < spatial; i++) {
-            if (r.size(i + 2) != weightShape[i + 2]) {
-                r = r.narrow(i + 2, 0, weightShape[i + 2]);
+    /** {@code t} cut at the end of each spatial dimension to the sizes of {@code shape}. */
+    private static DTensor cut(DTensor t, long[] shape) {
+        DTensor r = t;
+        for (int i = 2; i < shape.length; i++) {
+            if (r.size(i) != shape[i]) {
+                r = r.narrow(i, 0, shape[i]);
             }
         }
         return r;
+    }
+
+    /**
+     * The weight's gradient, a correlation over the batch of a signal {@code a} with a kernel {@code b}, each
+     * {@code (N, C, *)}: {@code gw[j, i, k] = sum over n, p of b[n, j, p] * a[n, i, p * stride + k * dilation]}, a
+     * convolution of {@code a} (channels as the batch, each group's samples as channels) with {@code b} (its channels as
+     * output channels, its samples as input channels) at stride {@code dilation} and dilation {@code stride}, cut to the
+     * kernel's size. A convolution's weight correlates the input with {@code g}; a transposed convolution's, {@code g}
+     * with the input.
+     */
+    private static DTensor correlate(DTensor a, DTensor b, long[] weightShape, Conv c) {
+        long batch = a.size(0);
+        long aChannels = a.size(1);
+        long bChannels = b.size(1);
+        long groups = c.groups();
+        int spatial = weightShape.length - 2;
+        DTensor at;
+        DTensor bt;
+        if (groups == 1) {
+            at = a.transpose(0, 1);
+            bt = b.transpose(0, 1);
+        } else {
+            at = a.reshape(concat(new long[] {batch, groups, aChannels / groups}, a.shape(), 2))
+                .permute(order(new int[] {2, 1, 0}, spatial, 3))
+                .reshape(concat(new long[] {aChannels / groups, groups * batch}, a.shape(), 2));
+            bt = b.reshape(concat(new long[] {batch, groups, bChannels / groups}, b.shape(), 2))
+                .permute(order(new int[] {1, 2, 0}, spatial, 3))
+                .reshape(concat(new long[] {bChannels, batch}, b.shape(), 2));
+        }
+        DTensor r = convolve(at, bt, c.dilation(), c.padding(), c.stride(), false, new long[spatial], groups).transpose(0, 1);
+        return cut(r, weightShape);
     }
 
     /** {@code head} followed by {@code shape} from index {@code from} on. */

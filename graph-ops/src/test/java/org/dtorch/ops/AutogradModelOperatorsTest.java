@@ -66,6 +66,10 @@ class AutogradModelOperatorsTest extends FourDeviceRuntime {
             f(2, 3, 7, 6)));
         cs.add(aten("conv3d", call("conv3d", "T,T,T,[i],[i]", null, null, null, List.of(1L, 2L, 1L), List.of(0L, 1L, 1L)),
             f(2, 2, 3, 5, 4), f(3, 2, 2, 3, 2), f(3)));
+        cs.add(aten("conv_transpose2d", call("conv_transpose2d", "T,T,T,[i],[i],[i]", null, null, null, List.of(2L, 1L), List.of(1L, 0L),
+            List.of(1L, 0L)), f(2, 3, 4, 5), f(3, 4, 3, 2), f(4)));
+        cs.add(aten("conv_transpose1d groups dilation", call("conv_transpose1d", "T,T,n,[i],[i],[i],i,[i]", null, null, null, List.of(3L),
+            List.of(1L), List.of(1L), 2L, List.of(2L)), f(2, 4, 5), f(4, 3, 3)));
         cs.add(aten("max_pool2d_with_indices", call("max_pool2d_with_indices", "T,[i],[i],[i],[i],b", null, List.of(2L, 3L), List.of(1L, 2L),
             List.of(1L, 1L), List.of(1L, 1L), true), f(2, 3, 6, 7)));
         cs.add(aten("max_pool1d", call("max_pool1d", "T,[i],[i],[i],[i],b", null, List.of(3L), List.of(2L), List.of(1L), List.of(2L), true),
