@@ -18,8 +18,7 @@ import org.dtorch.ops.aten.AtenCall;
  *   <li>{@code addmm(s, a, b, beta, alpha)}: {@code beta * g} summed to {@code s}'s shape, and the product's gradients
  *       scaled by {@code alpha};</li>
  *   <li>{@code einsum}: each operand's gradient is an {@code einsum} of the output's gradient with the other operands,
- *       to the operand's labels (a label that only this operand holds is summed away by the forward, so its gradient is
- *       expanded back along it). Equations with {@code ...} or with a label twice in one operand (a diagonal) have none;</li>
+ *       to the operand's labels ({@link Einsum});</li>
  *   <li>convolutions: libtorch's {@code convolution_backward} has no meta kernel, which a distributed operator needs to
  *       infer its outputs, so the gradients are the convolutions that operator runs itself: the input's is the transposed
  *       convolution of {@code g} with the weight (an output padding restores the input's size), the weight's is the
@@ -44,7 +43,7 @@ final class LayerDerivatives {
     static Derivative of(AtenCall call, List<String> names, DTensor[] inputs) {
         return switch (call.overload().name()) {
             case "addmm", "addmv", "baddbmm" -> call.inputCount() == 3 ? addProduct(call) : null;
-            case "einsum" -> Einsum.of((String) call.constant("equation"), inputs.length);
+            case "einsum" -> Einsum.of((String) call.constant("equation"), inputs);
             case "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "convolution" ->
                 convolution(call, names, inputs);
             case "max_pool1d", "max_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices" -> maxPool(call);

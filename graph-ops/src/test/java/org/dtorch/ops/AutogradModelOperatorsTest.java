@@ -56,6 +56,9 @@ class AutogradModelOperatorsTest extends FourDeviceRuntime {
         cs.add(aten("einsum", call("einsum", "s,[T]", "bij,bjk->bik", List.of("a", "b")), f(2, 5, 4), f(2, 4, 3)));
         cs.add(aten("einsum summing a label", call("einsum", "s,[T]", "ij,k->ik", List.of("a", "b")), f(5, 4), f(3)));
         cs.add(aten("einsum implicit", call("einsum", "s,[T]", "ij,jk", List.of("a", "b")), f(5, 4), f(4, 3)));
+        cs.add(aten("einsum ellipsis", call("einsum", "s,[T]", "...ij,...jk->...ik", List.of("a", "b")), f(2, 3, 5, 4), f(4, 3)));
+        cs.add(aten("einsum ellipsis broadcast", call("einsum", "s,[T]", "...ij,...jk", List.of("a", "b")), f(2, 1, 5, 4), f(3, 4, 2)));
+        cs.add(aten("einsum ellipsis in the middle", call("einsum", "s,[T]", "b...d,bd->b...", List.of("a", "b")), f(3, 2, 4, 5), f(3, 5)));
         cs.add(aten("conv2d", call("conv2d", "T,T,T,[i],[i]", null, null, null, List.of(2L, 1L), List.of(1L, 0L)),
             f(2, 3, 7, 6), f(4, 3, 3, 2), f(4)));
         cs.add(aten("conv2d groups dilation", call("conv2d", "T,T,n,[i],[i],[i],i", null, null, null, List.of(1L, 1L), List.of(1L, 1L),
