@@ -26,9 +26,11 @@ import org.dtorch.ops.aten.AtenCall;
  *       stays a group), cut to the kernel's size, the bias's is {@code g} summed but over channels. A transposed
  *       convolution's are the same with the roles exchanged: the input's is a convolution, the weight's correlates
  *       {@code g} with the input;</li>
- *   <li>{@code max_pool2d} and {@code avg_pool2d}: ATen's {@code max_pool2d_with_indices_backward} (the indices recomputed
- *       by {@code max_pool2d_with_indices}) and {@code avg_pool2d_backward}, which keep shards of the batch and channel
- *       dimensions; the 1-D poolings through the same operators over a height of one;</li>
+ *   <li>pooling: ATen's {@code max_pool2d_with_indices_backward} (the indices recomputed by
+ *       {@code max_pool2d_with_indices}), {@code avg_pool2d_backward}, {@code avg_pool3d_backward} and
+ *       {@code adaptive_max_pool2d_backward}, which keep shards of the batch and channel dimensions; the 1-D poolings
+ *       through the same operators over a height of one; adaptive average pooling as products
+ *       ({@link AdaptiveAveragePooling});</li>
  *   <li>{@code group_norm}: {@code native_group_norm_backward} has no meta kernel either, so its formula over each
  *       sample's groups: {@code gx = rstd * (gx' - mean(gx') - xhat * mean(gx' * xhat))} with {@code gx' = g * w}.</li>
  * </ul>
@@ -47,7 +49,10 @@ final class LayerDerivatives {
             case "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "convolution" ->
                 convolution(call, names, inputs);
             case "max_pool1d", "max_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices" -> maxPool(call);
-            case "avg_pool1d", "avg_pool2d" -> avgPool(call);
+            case "avg_pool1d", "avg_pool2d", "avg_pool3d" -> avgPool(call);
+            case "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "_adaptive_avg_pool2d", "_adaptive_avg_pool3d" ->
+                AdaptiveAveragePooling.derivative(poolDims(call));
+            case "adaptive_max_pool1d", "adaptive_max_pool2d" -> adaptiveMaxPool(call);
             case "group_norm" -> groupNorm(call, names);
             case "batch_norm" -> batchNorm(call, names);
             default -> null;
@@ -206,8 +211,8 @@ final class LayerDerivatives {
     // Pooling ---------------------------------------------------------------------------------------------------------
 
     /**
-     * A pooling call's per-dimension parameters as 2-D ones: a 1-D pooling is the 2-D one over a height of one (kernel,
-     * stride and dilation one, no padding there), so that ATen's 2-D backward operators serve both.
+     * A pooling call's per-dimension parameters, a 1-D pooling's as 2-D ones: the 2-D pooling over a height of one
+     * (kernel, stride and dilation one, no padding there), so that ATen's 2-D backward operators serve both.
      */
     private record Pool2d(long[] kernel, long[] stride, long[] padding, long[] dilation, boolean lifted) {
         static Pool2d of(AtenCall call, int spatial) {
@@ -232,8 +237,10 @@ final class LayerDerivatives {
         }
     }
 
+    /** The number of spatial dimensions of a pooling call: its name's {@code 1d}, {@code 2d} or {@code 3d}. */
     private static int poolDims(AtenCall call) {
-        return call.overload().name().contains("1d") ? 1 : 2;
+        String name = call.overload().name();
+        return name.contains("1d") ? 1 : name.contains("3d") ? 3 : 2;
     }
 
     private static Derivative maxPool(AtenCall call) {
@@ -262,9 +269,30 @@ final class LayerDerivatives {
         }
         String key = "T,T,[i],[i],[i],b,b," + (divisor == null ? "n" : "i");
         Object[] values = v(null, null, list(p.kernel()), list(p.stride()), list(p.padding()), ceil, countPad, divisor);
+        String backward = p.kernel().length == 3 ? "avg_pool3d_backward" : "avg_pool2d_backward";
         return (in, out, g, n) -> {
-            DTensor gx = aten("avg_pool2d_backward", key, values, p.lift(g[0]), p.lift(in[0]));
+            DTensor gx = aten(backward, key, values, p.lift(g[0]), p.lift(in[0]));
             return new DTensor[] {p.lifted() ? gx.reshape(in[0].shape()) : gx};
+        };
+    }
+
+    /**
+     * {@code adaptive_max_pool1d}/{@code 2d}: ATen's {@code adaptive_max_pool2d_backward} with the indices recomputed, a
+     * 1-D pooling over a height of one (its output a height of one too).
+     */
+    private static Derivative adaptiveMaxPool(AtenCall call) {
+        boolean lifted = call.overload().name().contains("1d");
+        long[] size = ConvolutionParams.perDim(call.constant("output_size"), lifted ? 1 : 2, 1);
+        if (size == null) {
+            return null;
+        }
+        List<Long> outputSize = lifted ? list(1, size[0]) : list(size);
+        return (in, out, g, n) -> {
+            DTensor x = lifted ? aten("unsqueeze", "T,i", v(null, (long) (in[0].ndim() - 1)), in[0]) : in[0];
+            DTensor gy = lifted ? aten("unsqueeze", "T,i", v(null, (long) (g[0].ndim() - 1)), g[0]) : g[0];
+            DTensor indices = Grads.all("adaptive_max_pool2d", "T,[i]", v(null, outputSize), x).get(1);
+            DTensor gx = aten("adaptive_max_pool2d_backward", "T,T,T", v(null, null, null), gy, x, indices);
+            return new DTensor[] {lifted ? gx.reshape(in[0].shape()) : gx};
         };
     }
 

@@ -37,11 +37,12 @@ final class SpatialStrategy implements ShardingStrategy {
         "adaptive_avg_pool2d", "adaptive_avg_pool3d", "_adaptive_avg_pool2d", "_adaptive_avg_pool3d", "adaptive_max_pool1d",
         "adaptive_max_pool2d", "adaptive_max_pool3d");
     /**
-     * The backward operators of 2-D pooling that autograd issues, with the gradient of the output, the input and (max
+     * The backward operators of pooling that autograd issues, with the gradient of the output, the input and (max
      * pooling) the indices as inputs: each plane's gradient reads that plane alone, so a shard of a batch or channel
      * dimension stays, on every input alike.
      */
-    static final Set<String> POOLING_BACKWARD = Set.of("max_pool2d_with_indices_backward", "avg_pool2d_backward");
+    static final Set<String> POOLING_BACKWARD = Set.of("max_pool2d_with_indices_backward", "avg_pool2d_backward",
+        "adaptive_max_pool2d_backward", "avg_pool3d_backward");
     /** Interpolation operators, by name. */
     static final Set<String> INTERPOLATE = Set.of("upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d",
         "_upsample_nearest_exact1d", "_upsample_nearest_exact2d", "_upsample_nearest_exact3d", "upsample_linear1d",

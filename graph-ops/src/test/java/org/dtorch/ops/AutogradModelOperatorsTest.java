@@ -79,6 +79,13 @@ class AutogradModelOperatorsTest extends FourDeviceRuntime {
             f(2, 3, 9)));
         cs.add(aten("avg_pool1d", call("avg_pool1d", "T,[i],[i],[i]", null, List.of(3L), List.of(2L), List.of(1L)), f(3, 8)));
         cs.add(aten("max_pool2d unbatched", call("max_pool2d", "T,[i]", null, List.of(2L, 2L)), f(3, 5, 4)));
+        cs.add(aten("avg_pool3d", call("avg_pool3d", "T,[i],[i],[i]", null, List.of(2L, 3L, 2L), List.of(1L, 2L, 2L), List.of(1L, 1L, 0L)),
+            f(2, 2, 4, 5, 4)));
+        cs.add(aten("adaptive_avg_pool2d", call("adaptive_avg_pool2d", "T,[i]", null, List.of(3L, 2L)), f(2, 3, 7, 5)));
+        cs.add(aten("adaptive_avg_pool1d global", call("adaptive_avg_pool1d", "T,[i]", null, List.of(1L)), f(3, 2, 6)));
+        cs.add(aten("adaptive_avg_pool3d unbatched", call("adaptive_avg_pool3d", "T,[i]", null, List.of(2L, 3L, 2L)), f(2, 3, 5, 4)));
+        cs.add(aten("adaptive_max_pool2d", call("adaptive_max_pool2d", "T,[i]", null, List.of(3L, 2L)), f(2, 3, 7, 5)));
+        cs.add(aten("adaptive_max_pool1d", call("adaptive_max_pool1d", "T,[i]", null, List.of(4L)), f(2, 3, 7)));
         cs.add(aten("avg_pool2d", call("avg_pool2d", "T,[i],[i],[i],b,b", null, List.of(3L, 2L), List.of(2L, 1L), List.of(1L, 1L),
             true, false), f(2, 3, 7, 6)));
         cs.add(aten("group_norm", call("group_norm", "T,i,T,T", null, 2L, null, null), f(3, 4, 5), f(4), f(4)));
@@ -139,7 +146,8 @@ class AutogradModelOperatorsTest extends FourDeviceRuntime {
     @Test
     void shouldKeepTheBatchShardThroughPoolingGradients() {
         DeviceMesh line = dt.initDeviceMesh(new int[] {4});
-        List<AtenCall> pools = List.of(call("max_pool2d", "T,[i]", null, List.of(2L, 2L)), call("avg_pool2d", "T,[i]", null, List.of(3L, 2L)));
+        List<AtenCall> pools = List.of(call("max_pool2d", "T,[i]", null, List.of(2L, 2L)), call("avg_pool2d", "T,[i]", null, List.of(3L, 2L)),
+            call("adaptive_avg_pool2d", "T,[i]", null, List.of(4L, 1L)), call("adaptive_max_pool2d", "T,[i]", null, List.of(2L, 5L)));
         try (Tensor x = torch.randn(6, 3, 6, 6)) {
             for (AtenCall pool : pools) {
                 DTensor dx = dt.tensor(x, line, Placement.shard(0)).requiresGrad_(true);
