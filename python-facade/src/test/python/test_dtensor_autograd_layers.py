@@ -1,8 +1,9 @@
-"""Autograd of distributed tensors through the layers of convolutional and other non-transformer models: conv2d,
-group_norm, batch_norm (batch statistics, and running statistics in evaluation), max and average pooling, addmm, activations (elu, leaky_relu, softplus, hardtanh), the reductions to the
-largest or smallest values (max, min, amax, amin), einsum, index_select, cumsum, prod, clamp, abs, maximum, and dropout in
-training. Gradients are compared with the shim's one-device autograd on the same values (full_tensor(), rtol 1e-4,
-atol 1e-5) and carry their leaf's placements."""
+"""Autograd of distributed tensors through the layers of convolutional and other non-transformer models: conv1d, conv2d,
+conv_transpose2d, adaptive and 1-D pooling, relu6, group_norm, batch_norm (batch statistics, and running statistics
+in evaluation), max and average pooling, addmm, activations (elu, leaky_relu, softplus, hardtanh), the reductions to
+the largest or smallest values (max, min, amax, amin), einsum, index_select, cumsum, prod, clamp, abs, maximum, and
+dropout in training. Gradients are compared with the shim's one-device autograd on the same values (full_tensor(),
+rtol 1e-4, atol 1e-5) and carry their leaf's placements."""
 
 import dtorch
 import torch
@@ -59,6 +60,21 @@ def test_a_small_cnn_matches_one_device_autograd():
         replicated = [Replicate()] * mesh.ndim
         specs = [((4, 3, 8, 8), batch)] + [(shape, replicated) for shape, _ in params]
         compare(cnn, mesh, specs, "cnn on %s" % (mesh,))
+
+
+def decoder(x, w, b, w1):
+    h = F.conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1)
+    h = F.adaptive_avg_pool2d(F.relu6(h * 3.0), (3, 5))
+    s = F.adaptive_max_pool1d(F.avg_pool1d(h.flatten(2), 2), 4)
+    return (s * s).sum() + F.conv1d(h.flatten(2), w1).sum()
+
+
+def test_a_small_decoder_matches_one_device_autograd():
+    torch.manual_seed(3)
+    for mesh, batch in ((LINE, [Shard(0)]), (GRID, [Shard(0), Shard(1)])):
+        replicated = [Replicate()] * mesh.ndim
+        specs = [((5, 4, 3, 3), batch), ((4, 2, 3, 3), replicated), ((2,), replicated), ((3, 2, 2), replicated)]
+        compare(decoder, mesh, specs, "decoder on %s" % (mesh,))
 
 
 def test_batch_norm_matches_one_device_autograd():
