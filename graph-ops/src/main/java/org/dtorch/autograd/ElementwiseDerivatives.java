@@ -34,9 +34,10 @@ final class ElementwiseDerivatives {
             case "log1p" -> (in, out, g, n) -> new DTensor[] {g[0].div(in[0].add(1.0))};
             case "expm1" -> (in, out, g, n) -> new DTensor[] {g[0].mul(out[0].add(1.0))};
             case "erf" -> (in, out, g, n) -> new DTensor[] {g[0].mul(in[0].mul(in[0]).neg().exp()).mul(TWO_OVER_SQRT_PI)};
-            case "clamp", "clip" -> oneInput ? clamp(number(call.constant("min")), number(call.constant("max"))) : null;
-            case "clamp_min" -> oneInput ? clamp(number(call.constant("min")), null) : null;
-            case "clamp_max" -> oneInput ? clamp(null, number(call.constant("max"))) : null;
+            case "clamp", "clip" -> oneInput ? clamp(number(call.constant("min")), number(call.constant("max")))
+                : clampByTensors(call.inputNames().indexOf("min"), call.inputNames().indexOf("max"));
+            case "clamp_min" -> oneInput ? clamp(number(call.constant("min")), null) : clampByTensors(1, -1);
+            case "clamp_max" -> oneInput ? clamp(null, number(call.constant("max"))) : clampByTensors(-1, 1);
             case "maximum" -> call.inputCount() == 2 ? extremum(true) : null;
             case "minimum" -> call.inputCount() == 2 ? extremum(false) : null;
             case "max", "min" -> call.inputCount() == 2 && call.overload().overloadName().equals("other") ? extremum(name.equals("max")) : null;
@@ -79,6 +80,34 @@ final class ElementwiseDerivatives {
                 inside = inside == null ? x.le(max) : inside.logicalAnd(x.le(max));
             }
             return new DTensor[] {inside == null ? g[0] : g[0].runtime().where(inside, g[0], 0.0)};
+        };
+    }
+
+    /**
+     * {@code clamp} with tensor bounds (inputs {@code lo} and {@code hi}, -1 where absent), as libtorch: {@code g} to the
+     * input where it lies within the bounds, to the lower bound where the input is below it (and the bounds are in
+     * order), to the upper bound where the input is above it or the bounds are crossed (the result is the upper bound
+     * then); each summed back to its own shape where they broadcast.
+     */
+    private static Derivative clampByTensors(int lo, int hi) {
+        return (in, out, g, n) -> {
+            DTensor x = in[0];
+            DTensor min = lo < 0 ? null : in[lo];
+            DTensor max = hi < 0 ? null : in[hi];
+            DTensor[] result = new DTensor[in.length];
+            DTensor inside = min == null ? x.le(max) : max == null ? x.ge(min) : x.ge(min).logicalAnd(x.le(max));
+            if (n[0]) {
+                result[0] = sumTo(g[0].runtime().where(inside, g[0], 0.0), x.shape());
+            }
+            if (min != null && n[lo]) {
+                DTensor below = max == null ? x.lt(min) : x.lt(min).logicalAnd(min.lt(max));
+                result[lo] = sumTo(g[0].runtime().where(below, g[0], 0.0), min.shape());
+            }
+            if (max != null && n[hi]) {
+                DTensor above = min == null ? x.gt(max) : x.gt(max).logicalOr(max.lt(min));
+                result[hi] = sumTo(g[0].runtime().where(above, g[0], 0.0), max.shape());
+            }
+            return result;
         };
     }
 

@@ -107,6 +107,9 @@ class AutogradModelOperatorsTest extends FourDeviceRuntime {
         cs.add(aten("log1p", call("log1p", "T", (Object) null), pos(6, 5)));
         cs.add(aten("leaky_relu slope", call("leaky_relu", "T,f", null, 0.2), f(6, 5)));
         cs.add(aten("clamp", call("clamp", "T,f,f", null, -0.5, 0.7), f(6, 5)));
+        cs.add(aten("clamp tensors", call("clamp", "T,T,T", null, null, null), f(6, 5), f(5), f(6, 1)));
+        cs.add(aten("clamp_min tensor", call("clamp_min", "T,T", null, null), f(6, 5), f(6, 5)));
+        cs.add(aten("clamp_max tensor broadcast", call("clamp_max", "T,T", null, null), f(6, 5), f(1, 5)));
         cs.add(aten("clamp_min", call("clamp_min", "T,f", null, 0.1), f(6, 5)));
         cs.add(aten("clamp_max", call("clamp_max", "T,f", null, 0.1), f(6, 5)));
         cs.add(aten("maximum ties", call("maximum", "T,T", null, null), ties(6, 5), ties(6, 5)));
