@@ -113,6 +113,43 @@ def test_selections_einsum_and_element_wise_operators_match_one_device_autograd(
     compare(program, LINE, [((6, 5), [Shard(1)]), ((5, 3), [Shard(0)]), ((7,), [Shard(0)])], "selections")
 
 
+SECOND_ORDER = {
+    "abs": (lambda x: x.abs() * x, (6, 5)),
+    "log1p, expm1, erf": (lambda x: (x * x).log1p() + x.expm1() + x.erf(), (6, 5)),
+    "clamp, maximum": (lambda x: x.clamp(-0.5, 0.5) * x + torch.maximum(x, x * 0.5) * x, (6, 5)),
+    "softplus, elu": (lambda x: F.softplus(x, 2.0, 1.0) + F.elu(x, 0.7), (6, 5)),
+    "leaky_relu, hardtanh": (lambda x: F.leaky_relu(x, 0.1) * x + F.hardtanh(x) * x, (6, 5)),
+    "einsum, addmm, cumsum": (lambda x: torch.einsum("ij,kj->ik", [x, x]).sum(1) + torch.addmm(x[:, :3], x, x.t()[:, :3]).sum(1)
+                              + (x * x).cumsum(1).sum(1), (6, 5)),
+    "group_norm, batch_norm": (lambda x: F.group_norm(x.reshape(2, 3, 5), 3).square().sum() + F.batch_norm(x, None, None, training=True)
+                               .square().sum(), (6, 5)),
+    "max_pool2d, avg_pool2d": (lambda x: F.max_pool2d(x * x, 2) + F.avg_pool2d(x * x, 2), (2, 3, 4, 4)),
+    "adaptive pooling": (lambda x: F.adaptive_max_pool2d(x * x, 2) + F.adaptive_avg_pool2d(x * x, 2), (2, 3, 5, 4)),
+    "max(dim), amax, index_select": (lambda x: x.max(1)[0].square().sum() + x.amax(0).square().sum()
+                                     + x.index_select(0, index_of(x, [1, 1, 4])).square().sum(), (6, 5)),
+    "conv_transpose1d": (lambda x: F.conv_transpose1d(x.reshape(2, 3, 5), x.reshape(3, 2, 5)[:, :, :2], stride=2).square(), (6, 5)),
+}
+
+
+def index_of(like, values):
+    """An index tensor of `values` beside `like`: on its mesh, replicated, for a distributed tensor."""
+    if isinstance(like, dtorch.Tensor):
+        return dtorch.tensor(values, device_mesh=like.device_mesh)
+    return torch.tensor(values)
+
+
+def test_second_derivatives_match_one_device_autograd():
+    torch.manual_seed(4)
+    for name, (f, shape) in SECOND_ORDER.items():
+        x = torch.randn(*shape, requires_grad=True)
+        (g,) = torch.autograd.grad(f(x).sum(), [x], create_graph=True)
+        (want,) = torch.autograd.grad((g * g).sum(), [x])
+        d = dtorch.distribute_tensor(x.detach(), LINE, [Shard(0)]).requires_grad_()
+        (dg,) = torch.autograd.grad(f(d).sum(), [d], create_graph=True)
+        (got,) = torch.autograd.grad((dg * dg).sum(), [d])
+        close(got, want, "second derivative through " + name)
+
+
 def test_dropout_in_training_passes_its_gradient_through_the_mask():
     x = torch.randn(16, 8)
     d = dtorch.distribute_tensor(x, LINE, [Shard(0)]).requires_grad_()

@@ -4,6 +4,7 @@ import static org.dtorch.autograd.Grads.aten;
 import static org.dtorch.autograd.Grads.sumTo;
 import static org.dtorch.autograd.Grads.v;
 
+import java.util.List;
 import org.dtorch.api.DTensor;
 import org.dtorch.ops.aten.AtenCall;
 
@@ -12,7 +13,8 @@ import org.dtorch.ops.aten.AtenCall;
  * them ({@code softplus_backward}, {@code leaky_relu_backward}, {@code hardtanh_backward} (also for {@code relu6}),
  * {@code elu_backward}), and
  * libtorch's formulas otherwise ({@code abs}: {@code g * sgn(x)}; {@code clamp}: {@code g} where the input lies within
- * the bounds; {@code maximum}/{@code minimum}: {@code g} to the larger (smaller) input and half of it to each of a tie).
+ * the bounds; {@code maximum}/{@code minimum}: {@code g} to the larger (smaller) input and half of it to each of a tie;
+ * {@code sign}: zero; {@code where} with a number for one branch: {@code g} where the tensor branch was chosen).
  * Every one is element-wise itself, so it keeps the placements of its inputs.
  *
  * <p>Thread-safe: stateless.
@@ -29,6 +31,7 @@ final class ElementwiseDerivatives {
         String name = call.overload().name();
         boolean oneInput = call.inputCount() == 1;
         return switch (name) {
+            case "sign", "sgn" -> (in, out, g, n) -> new DTensor[] {g[0].mul(0.0)};
             case "abs" -> (in, out, g, n) -> new DTensor[] {g[0].mul(aten("sgn", "T", v((Object) null), in[0]))};
             case "square" -> (in, out, g, n) -> new DTensor[] {g[0].mul(in[0]).mul(2.0)};
             case "log1p" -> (in, out, g, n) -> new DTensor[] {g[0].div(in[0].add(1.0))};
@@ -65,6 +68,19 @@ final class ElementwiseDerivatives {
             }
             default -> null;
         };
+    }
+
+    /**
+     * {@code where(condition, x, number)} or {@code where(condition, number, x)}: {@code g} to {@code x} where it was
+     * chosen, summed to its shape where it broadcasts; null for two numbers (nothing to differentiate).
+     */
+    static Derivative whereWithNumber(List<String> names) {
+        boolean chosenWhereTrue = names.contains("self");
+        if (names.size() != 2 || !chosenWhereTrue && !names.contains("other")) {
+            return null;
+        }
+        return (in, out, g, n) -> new DTensor[] {null, n[1] ? sumTo(chosenWhereTrue
+            ? g[0].runtime().where(in[0], g[0], 0.0) : g[0].runtime().where(in[0], 0.0, g[0]), in[1].shape()) : null};
     }
 
     private static Double number(Object value) {

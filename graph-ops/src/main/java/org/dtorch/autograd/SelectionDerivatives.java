@@ -12,7 +12,7 @@ import org.dtorch.ops.aten.AtenCall;
 
 /**
  * The derivatives of operators that select or accumulate along dimensions: {@code max}, {@code min}, {@code amax},
- * {@code amin}, {@code cumsum}, {@code prod} and {@code index_select}.
+ * {@code amin}, {@code cumsum}, {@code prod}, {@code index_select} and {@code flip} (its own inverse).
  *
  * <p>A reduction to the largest (smallest) value gives its gradient to the elements equal to the result, split evenly
  * among them, as libtorch does for {@code amax}/{@code amin} and for {@code max()}/{@code min()} of a whole tensor;
@@ -42,6 +42,8 @@ final class SelectionDerivatives {
                 default -> null;
             };
             case "cumsum" -> cumsum((Long) call.constant("dim"));
+            case "flip" -> call.constant("dims") instanceof long[] dims
+                ? (in, out, g, n) -> new DTensor[] {aten("flip", "T,[i]", v(null, list(dims)), g[0])} : null;
             case "prod" -> call.hasParam("dim") ? prod((Long) call.constant("dim"), Boolean.TRUE.equals(call.constant("keepdim"))) : prod(null, false);
             case "index_select" -> call.hasParam("index") && call.constant("dim") instanceof Long dim ? indexSelect(dim) : null;
             default -> null;

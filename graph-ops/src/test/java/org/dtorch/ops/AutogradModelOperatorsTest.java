@@ -32,8 +32,9 @@ import org.junit.jupiter.api.Timeout;
  * Gradients of the operators models use beyond the transformer block's, against libtorch's autograd on the whole
  * tensors, on random placements (partial inputs, uneven and empty shards) of a 1-D mesh of four devices and a 2 x 2
  * mesh: reductions to the largest or smallest values (ties split as torch splits them), the products with an added
- * term, {@code einsum}, convolutions, 2-D pooling, {@code group_norm}, {@code index_select}, {@code cumsum} and the
- * element-wise operators of activations and clamps. The harness is {@link AutogradOpsTest}'s.
+ * term, {@code einsum}, convolutions, pooling, {@code group_norm}, {@code batch_norm}, {@code index_select},
+ * {@code cumsum}, {@code prod}, the element-wise operators of activations and clamps, and the backward operators of the
+ * activations (for second derivatives). The harness is {@link AutogradOpsTest}'s.
  */
 @Timeout(300)
 class AutogradModelOperatorsTest extends FourDeviceRuntime {
@@ -107,6 +108,12 @@ class AutogradModelOperatorsTest extends FourDeviceRuntime {
         cs.add(aten("log1p", call("log1p", "T", (Object) null), pos(6, 5)));
         cs.add(aten("leaky_relu slope", call("leaky_relu", "T,f", null, 0.2), f(6, 5)));
         cs.add(aten("clamp", call("clamp", "T,f,f", null, -0.5, 0.7), f(6, 5)));
+        cs.add(aten("softplus_backward", call("softplus_backward", "T,T,f,f", null, null, 2.0, 1.0), f(6, 5), f(6, 5)));
+        cs.add(aten("elu_backward", call("elu_backward", "T,f,f,f,b,T", null, 0.7, 1.2, 0.9, false, null), f(6, 5), f(6, 5)));
+        cs.add(aten("sign", call("sign", "T", (Object) null), f(6, 5)));
+        cs.add(aten("flip", call("flip", "T,[i]", null, List.of(0L, 2L)), f(3, 4, 5)));
+        cs.add(whereWithNumber("where number other", call("where", "T,T,f", null, null, 0.5)));
+        cs.add(whereWithNumber("where number self", call("where", "T,f,T", null, -1.5, null)));
         cs.add(aten("clamp tensors", call("clamp", "T,T,T", null, null, null), f(6, 5), f(5), f(6, 1)));
         cs.add(aten("clamp_min tensor", call("clamp_min", "T,T", null, null), f(6, 5), f(6, 5)));
         cs.add(aten("clamp_max tensor broadcast", call("clamp_max", "T,T", null, null), f(6, 5), f(1, 5)));
@@ -115,6 +122,12 @@ class AutogradModelOperatorsTest extends FourDeviceRuntime {
         cs.add(aten("maximum ties", call("maximum", "T,T", null, null), ties(6, 5), ties(6, 5)));
         cs.add(aten("minimum broadcast", call("minimum", "T,T", null, null), ties(6, 5), ties(5)));
         return cs;
+    }
+
+    /** {@code where} of a condition on the input (not differentiable), the input and a number, either way round. */
+    private static Case whereWithNumber(String what, AtenCall c) {
+        return new Case(what, xs -> dt.aten(c, xs.getFirst().gt(0.2), xs.getFirst()),
+            ts -> c.call(List.of(ts.getFirst().gt(new Scalar(0.2)), ts.getFirst())), f(6, 5));
     }
 
     /** {@code batch_norm} in evaluation: running statistics, constants that require no grad, on every device whole. */
