@@ -93,11 +93,23 @@ final class AtenDerivatives {
             case "cross_entropy_loss" -> crossEntropy(call, names, inputs);
             case "nll_loss", "nll_loss_nd" -> nllLoss(call, names, inputs);
             case "scaled_dot_product_attention" -> Attention.of(call, names);
-            case "where" -> names.size() == 3 ? where() : null;
+            case "where" -> names.size() == 3 ? where() : ElementwiseDerivatives.whereWithNumber(names);
             case "masked_fill" -> call.inputCount() == 2 ? (in, out, g, n) -> new DTensor[] {
                 aten("masked_fill", "T,T,f", v(null, null, 0.0), g[0], in[1]), null} : null;
-            default -> null;
+            default -> other(call, names, inputs);
         };
+    }
+
+    /** The derivatives of the element-wise, selecting, backward and layer operators, which live in classes of their own. */
+    private static Derivative other(AtenCall call, List<String> names, DTensor[] inputs) {
+        Derivative d = ElementwiseDerivatives.of(call);
+        if (d == null) {
+            d = SelectionDerivatives.of(call);
+        }
+        if (d == null) {
+            d = BackwardDerivatives.of(call);
+        }
+        return d != null ? d : LayerDerivatives.of(call, names, inputs);
     }
 
     private static Derivative addSub(AtenCall call, boolean sub) {

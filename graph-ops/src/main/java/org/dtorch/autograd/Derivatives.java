@@ -103,7 +103,7 @@ public final class Derivatives {
 
     private static Derivative reduce(ReduceSpec r) {
         if (r.kind() == ReduceSpec.Kind.MAX) {
-            return null;
+            return SelectionDerivatives.extremum(java.util.Arrays.stream(r.dims()).asLongStream().toArray(), r.keepdim());
         }
         boolean mean = r.kind() == ReduceSpec.Kind.MEAN;
         return (in, out, g, needs) -> {

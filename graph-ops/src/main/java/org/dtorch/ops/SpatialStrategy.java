@@ -36,6 +36,13 @@ final class SpatialStrategy implements ShardingStrategy {
         "max_pool2d_with_indices", "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
         "adaptive_avg_pool2d", "adaptive_avg_pool3d", "_adaptive_avg_pool2d", "_adaptive_avg_pool3d", "adaptive_max_pool1d",
         "adaptive_max_pool2d", "adaptive_max_pool3d");
+    /**
+     * The backward operators of pooling that autograd issues, with the gradient of the output, the input and (max
+     * pooling) the indices as inputs: each plane's gradient reads that plane alone, so a shard of a batch or channel
+     * dimension stays, on every input alike.
+     */
+    static final Set<String> POOLING_BACKWARD = Set.of("max_pool2d_with_indices_backward", "avg_pool2d_backward",
+        "adaptive_max_pool2d_backward", "avg_pool3d_backward");
     /** Interpolation operators, by name. */
     static final Set<String> INTERPOLATE = Set.of("upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d",
         "_upsample_nearest_exact1d", "_upsample_nearest_exact2d", "_upsample_nearest_exact3d", "upsample_linear1d",
@@ -83,10 +90,11 @@ final class SpatialStrategy implements ShardingStrategy {
         for (int m = 0; m < t.placements().size(); m++) {
             Placement p = t.placement(m);
             int d = Rules.shardDim(p);
-            boolean kept = d >= 0 && d < leading || Rules.isPartialSum(p) && linear(call);
+            boolean backward = POOLING_BACKWARD.contains(call.overload().name());
+            boolean kept = d >= 0 && d < leading || Rules.isPartialSum(p) && linear(call) && !backward;
             in.add(kept ? p : Placement.replicate());
         }
-        return new Decision(List.of(in), Collections.nCopies(outputs, in));
+        return new Decision(Collections.nCopies(inputs.size(), in), Collections.nCopies(outputs, in));
     }
 
     /**

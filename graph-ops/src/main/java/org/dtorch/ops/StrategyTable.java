@@ -36,7 +36,7 @@ public final class StrategyTable {
      * every input (they do not broadcast as the operators above do, so the pointwise walks leave them out).
      */
     private static final Set<String> POINTWISE_DERIVATIVES = Set.of("threshold_backward", "silu_backward", "gelu_backward",
-        "tanh_backward", "sigmoid_backward");
+        "tanh_backward", "sigmoid_backward", "softplus_backward", "leaky_relu_backward", "hardtanh_backward", "elu_backward");
     /** Reductions over dimensions, by name. */
     static final Set<String> REDUCTIONS = Set.of(
         "sum", "nansum", "mean", "nanmean", "amax", "amin", "prod", "argmax", "argmin", "var", "std", "norm",
@@ -112,7 +112,7 @@ public final class StrategyTable {
         if (ConvolutionStrategy.NAMES.contains(name)) {
             return ConvolutionStrategy.INSTANCE;
         }
-        if (SpatialStrategy.POOLING.contains(name)) {
+        if (SpatialStrategy.POOLING.contains(name) || SpatialStrategy.POOLING_BACKWARD.contains(name)) {
             return SpatialStrategy.POOLING_INSTANCE;
         }
         if (SpatialStrategy.INTERPOLATE.contains(name)) {
