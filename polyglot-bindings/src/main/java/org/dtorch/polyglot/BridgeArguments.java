@@ -5,6 +5,8 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.api.DTensor;
 import org.dtorch.core.communication.ReduceOpType;
@@ -82,8 +84,23 @@ final class BridgeArguments {
         throw new IllegalArgumentException("unknown placement '" + text + "' (expected S(d), R or P(op))");
     }
 
-    /** A Python list of printed placements. */
+    /** Placements by their printed forms joined with commas, parsed once each (a model moves the same few often). */
+    private static final Map<String, Placement[]> JOINED = new ConcurrentHashMap<>();
+
+    /** A Python list of printed placements, or one string of them joined with commas ({@code "S(0),R"}). */
     static Placement[] placementArray(Value placements) {
+        if (placements != null && placements.isString()) {
+            String joined = placements.asString();
+            Placement[] found = JOINED.get(joined);
+            if (found == null) {
+                found = joined.isEmpty() ? new Placement[0]
+                    : Arrays.stream(joined.split(",")).map(BridgeArguments::placement).toArray(Placement[]::new);
+                if (JOINED.size() < 1024) {
+                    JOINED.put(joined, found);
+                }
+            }
+            return found.clone();
+        }
         return strings(placements).stream().map(BridgeArguments::placement).toArray(Placement[]::new);
     }
 
