@@ -281,6 +281,18 @@ public final class AtenCall {
         return null;
     }
 
+    /**
+     * Parameter {@code i}'s value where it is a constant or the schema's default (as {@link Constant} holds values: null
+     * for None), or this class itself where a tensor goes: the unboxed functions read their arguments with it.
+     */
+    Object constantValue(int i) {
+        return switch (args.get(i)) {
+            case Constant c -> c.value();
+            case Default d -> overload.defaultValue(i);
+            default -> AtenCall.class;
+        };
+    }
+
     /** The positions of the tensor inputs the overload writes into (its mutated parameters; every tensor of a written list). */
     public List<Integer> writtenInputs() {
         List<String> mutated = overload.mutatedParams();
@@ -319,7 +331,7 @@ public final class AtenCall {
         return overload.params().stream().anyMatch(p -> p.name().equals(name));
     }
 
-    private static Object javaValue(IValue v) {
+    static Object javaValue(IValue v) {
         if (v == null || v.isNone()) {
             return null;
         }
@@ -349,6 +361,20 @@ public final class AtenCall {
         if (tensors.size() != inputCount) {
             throw new IllegalArgumentException(qualifiedName() + " takes " + inputCount + " tensors, got " + tensors.size());
         }
+        DirectCalls.Direct direct = overload.direct();
+        if (direct != null) {
+            Tensor result = direct.run(this, tensors);
+            if (result != null) {
+                List<Tensor> out = new ArrayList<>(1);
+                out.add(result);
+                return out;
+            }
+        }
+        return callBoxed(tensors);
+    }
+
+    /** {@link #call} through the dispatcher's boxed call, whatever the operator. */
+    List<Tensor> callBoxed(List<Tensor> tensors) {
         List<Overload.Param> params = overload.params();
         IValue[] owned = new IValue[params.size()];
         int ownedCount = 0;

@@ -144,6 +144,33 @@ public final class Overload {
         return name;
     }
 
+    /** The unboxed function {@link AtenCall#call} runs instead of the boxed call, or null; resolved once. */
+    private volatile DirectCalls.Direct direct;
+    private volatile boolean directResolved;
+    /** The parameters' defaults as the Java values of {@link AtenCall}'s constants, read once. */
+    private volatile Object[] defaultValues;
+
+    DirectCalls.Direct direct() {
+        if (!directResolved) {
+            direct = DirectCalls.of(this);
+            directResolved = true;
+        }
+        return direct;
+    }
+
+    /** Parameter {@code i}'s default as a Java value (null for None or where there is none). */
+    Object defaultValue(int i) {
+        Object[] values = defaultValues;
+        if (values == null) {
+            values = new Object[params.size()];
+            for (int k = 0; k < values.length; k++) {
+                values[k] = AtenCall.javaValue(params.get(k).defaultValue());
+            }
+            defaultValues = values;
+        }
+        return values[i];
+    }
+
     public OperatorHandle handle() {
         return handle;
     }

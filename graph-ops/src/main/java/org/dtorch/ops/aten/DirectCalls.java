@@ -1,0 +1,98 @@
+package org.dtorch.ops.aten;
+
+import java.util.List;
+import org.bytedeco.pytorch.DoubleOptional;
+import org.bytedeco.pytorch.LongOptional;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptional;
+import org.bytedeco.pytorch.global.torch;
+
+/**
+ * The unboxed libtorch functions of the operators a model's step calls most (linear, the views of attention, its
+ * normalization and activation), which {@link AtenCall#call} runs instead of the dispatcher's boxed call: the same
+ * operator through the same dispatcher, without an {@code IValue} per argument and the boxed calling convention, which
+ * cost a small operator on a GPU a good part of its host time. Every other overload, and a call whose arguments these
+ * functions cannot take as given (a constant of another type than the schema's usual one), stays boxed.
+ *
+ * <p>Thread-safe: stateless.
+ */
+final class DirectCalls {
+    /** An overload's unboxed function: its one result, or null when this call's arguments need the boxed call. */
+    interface Direct {
+        Tensor run(AtenCall call, List<Tensor> tensors);
+    }
+
+    private DirectCalls() {
+    }
+
+    /** The unboxed function of {@code overload}, or null where there is none. */
+    static Direct of(Overload overload) {
+        return switch (overload.name() + "." + overload.overloadName()) {
+            case "linear." -> DirectCalls::linear;
+            case "silu." -> (c, t) -> torch.silu(t.getFirst());
+            case "transpose.int" -> DirectCalls::transpose;
+            case "view." -> (c, t) -> c.constantValue(1) instanceof long[] size ? t.getFirst().view(size) : null;
+            case "reshape." -> (c, t) -> c.constantValue(1) instanceof long[] shape ? t.getFirst().reshape(shape) : null;
+            case "slice.Tensor" -> DirectCalls::slice;
+            case "rms_norm." -> DirectCalls::rmsNorm;
+            case "scaled_dot_product_attention." -> DirectCalls::attention;
+            default -> null;
+        };
+    }
+
+    private static Tensor linear(AtenCall call, List<Tensor> t) {
+        return switch (t.size()) {
+            case 2 -> torch.linear(t.get(0), t.get(1));
+            case 3 -> torch.linear(t.get(0), t.get(1), t.get(2));
+            default -> null;
+        };
+    }
+
+    private static Tensor transpose(AtenCall call, List<Tensor> t) {
+        return call.constantValue(1) instanceof Long a && call.constantValue(2) instanceof Long b ? t.getFirst().transpose(a, b) : null;
+    }
+
+    /** {@code slice.Tensor(self, dim=0, start=None, end=None, step=1)}. */
+    private static Tensor slice(AtenCall call, List<Tensor> t) {
+        Object dim = call.constantValue(1);
+        Object start = call.constantValue(2);
+        Object end = call.constantValue(3);
+        Object step = call.constantValue(4);
+        if (!(dim instanceof Long d && step instanceof Long s && (start == null || start instanceof Long) && (end == null || end instanceof Long))) {
+            return null;
+        }
+        try (LongOptional from = start == null ? new LongOptional() : new LongOptional((Long) start);
+             LongOptional to = end == null ? new LongOptional() : new LongOptional((Long) end)) {
+            return t.getFirst().slice(d, from, to, s);
+        }
+    }
+
+    /** {@code rms_norm(input, normalized_shape, weight=None, eps=None)}. */
+    private static Tensor rmsNorm(AtenCall call, List<Tensor> t) {
+        Object shape = call.constantValue(1);
+        Object eps = call.constantValue(3);
+        if (!(shape instanceof long[] normalized) || !(eps == null || eps instanceof Double) || t.size() > 2) {
+            return null;
+        }
+        try (TensorOptional weight = t.size() == 2 ? new TensorOptional(t.get(1)) : new TensorOptional();
+             DoubleOptional epsilon = eps == null ? new DoubleOptional() : new DoubleOptional((Double) eps)) {
+            return torch.rms_norm(t.getFirst(), normalized, weight, epsilon);
+        }
+    }
+
+    /** {@code scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False)}. */
+    private static Tensor attention(AtenCall call, List<Tensor> t) {
+        Object dropout = call.constantValue(4);
+        Object causal = call.constantValue(5);
+        Object scale = call.constantValue(6);
+        Object gqa = call.constantValue(7);
+        if (!(dropout instanceof Double p && causal instanceof Boolean isCausal && gqa instanceof Boolean enableGqa
+            && (scale == null || scale instanceof Double)) || t.size() > 4) {
+            return null;
+        }
+        try (TensorOptional mask = t.size() == 4 ? new TensorOptional(t.get(3)) : new TensorOptional();
+             DoubleOptional s = scale == null ? new DoubleOptional() : new DoubleOptional((Double) scale)) {
+            return torch.scaled_dot_product_attention(t.get(0), t.get(1), t.get(2), mask, p, isCausal, s, enableGqa);
+        }
+    }
+}

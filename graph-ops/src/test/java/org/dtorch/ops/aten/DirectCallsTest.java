@@ -1,0 +1,88 @@
+package org.dtorch.ops.aten;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import org.bytedeco.pytorch.Scalar;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.dtorch.core.tensor.TorchTensors;
+import org.dtorch.core.testing.TestTensors;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The unboxed functions {@link AtenCall#call} runs for a model's most frequent operators give what the dispatcher's boxed
+ * call gives, for every argument form: defaults, constants, None, optional tensors given or not; and views stay views.
+ */
+class DirectCallsTest {
+    private record Case(String what, AtenCall call, List<Tensor> inputs) {
+    }
+
+    private static Tensor t(long... shape) {
+        return TestTensors.pattern(shape, ScalarType.Float, 1, 7, -3);
+    }
+
+    private static Tensor mask(long... shape) {
+        try (Tensor p = t(shape); Scalar zero = new Scalar(0.0)) {
+            return p.ge(zero);
+        }
+    }
+
+    @Test
+    void shouldGiveWhatTheBoxedCallGivesForEveryArgumentForm() {
+        Tensor x = t(2, 3, 8);
+        Tensor w = t(5, 8);
+        Tensor b = t(5);
+        Tensor q = t(1, 4, 3, 8);
+        Tensor k = t(1, 2, 5, 8);
+        Tensor v = t(1, 2, 5, 8);
+        Tensor m = mask(3, 5);
+        Tensor norm = t(8);
+        List<Case> cases = List.of(
+            new Case("linear without bias", AtenCall.of("linear", "T,T", null, null), List.of(x, w)),
+            new Case("linear with bias", AtenCall.of("linear", "T,T,T", null, null, null), List.of(x, w, b)),
+            new Case("silu", AtenCall.of("silu", "T", (Object) null), List.of(x)),
+            new Case("transpose", AtenCall.of("transpose", "T,i,i", null, 0L, 2L), List.of(x)),
+            new Case("view", AtenCall.of("view", "T,[i]", null, List.of(6L, -1L)), List.of(x)),
+            new Case("reshape", AtenCall.of("reshape", "T,[i]", null, List.of(3L, 16L)), List.of(x)),
+            new Case("slice, defaults", AtenCall.of("slice", "T", (Object) null), List.of(x)),
+            new Case("slice, start and end", AtenCall.of("slice", "T,i,i,i", null, 2L, 1L, 6L), List.of(x)),
+            new Case("slice, None start, step", AtenCall.of("slice", "T,i,n,i,i", null, -1L, null, 7L, 2L), List.of(x)),
+            new Case("rms_norm, no weight", AtenCall.of("rms_norm", "T,[i]", null, List.of(8L)), List.of(x)),
+            new Case("rms_norm, weight and eps", AtenCall.of("rms_norm", "T,[i],T,f", null, List.of(8L), null, 1e-5), List.of(x, norm)),
+            new Case("attention, causal, gqa", AtenCall.of("scaled_dot_product_attention", "T,T,T|is_causal=b|enable_gqa=b", null, null, null,
+                true, true), List.of(q, k, v)),
+            new Case("attention, mask and scale", AtenCall.of("scaled_dot_product_attention", "T,T,T,T|scale=f|enable_gqa=b", null, null,
+                null, null, 0.3, true), List.of(q, k, v, m)));
+        List<Tensor> all = new ArrayList<>(List.of(x, w, b, q, k, v, m, norm));
+        try {
+            for (Case c : cases) {
+                assertNotNull(c.call().overload().direct(), c.what() + " has an unboxed function");
+                List<Tensor> direct = c.call().call(c.inputs());
+                List<Tensor> boxed = c.call().callBoxed(c.inputs());
+                all.addAll(direct);
+                all.addAll(boxed);
+                assertEquals(1, direct.size(), c.what());
+                assertEquals(Arrays.toString(TorchTensors.shape(boxed.getFirst())), Arrays.toString(TorchTensors.shape(direct.getFirst())), c.what());
+                assertTrue(direct.getFirst().equal(boxed.getFirst()), c.what() + ": the same values");
+                assertEquals(Arrays.toString(boxed.getFirst().strides().vec().get()), Arrays.toString(direct.getFirst().strides().vec().get()),
+                    c.what() + ": the same strides");
+                assertEquals(boxed.getFirst().is_alias_of(c.inputs().getFirst()), direct.getFirst().is_alias_of(c.inputs().getFirst()),
+                    c.what() + ": a view where the boxed call makes one");
+            }
+        } finally {
+            all.forEach(Tensor::close);
+        }
+    }
+
+    @Test
+    void shouldLeaveOtherOperatorsToTheBoxedCall() {
+        assertNull(AtenCall.of("mm", "T,T", null, null).overload().direct());
+        assertNull(AtenCall.of("add", "T,T", null, null).overload().direct());
+    }
+}
