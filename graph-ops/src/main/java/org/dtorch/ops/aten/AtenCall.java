@@ -373,8 +373,14 @@ public final class AtenCall {
         return callBoxed(tensors);
     }
 
-    /** {@link #call} through the dispatcher's boxed call, whatever the operator. */
-    List<Tensor> callBoxed(List<Tensor> tensors) {
+    /**
+     * {@link #call} through the dispatcher's boxed call, whatever the operator: what {@code call} does for operators
+     * without an unboxed function, and the baseline the unboxed ones are measured and tested against.
+     */
+    public List<Tensor> callBoxed(List<Tensor> tensors) {
+        if (tensors.size() != inputCount) {
+            throw new IllegalArgumentException(qualifiedName() + " takes " + inputCount + " tensors, got " + tensors.size());
+        }
         List<Overload.Param> params = overload.params();
         IValue[] owned = new IValue[params.size()];
         int ownedCount = 0;
