@@ -5,11 +5,12 @@ import org.bytedeco.pytorch.DoubleOptional;
 import org.bytedeco.pytorch.LongOptional;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptional;
+import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.global.torch;
 
 /**
- * The unboxed libtorch functions of the operators a model's step calls most (linear, the views of attention, its
- * normalization and activation), which {@link AtenCall#call} runs instead of the dispatcher's boxed call: the same
+ * The unboxed libtorch functions of the operators a model's step calls most (linear and the matrix products, the views
+ * and concatenations of attention, its normalization, softmax and activation, the embedding), which {@link AtenCall#call} runs instead of the dispatcher's boxed call: the same
  * operator through the same dispatcher, without an {@code IValue} per argument and the boxed calling convention, which
  * cost a small operator on a GPU a good part of its host time. Every other overload, and a call whose arguments these
  * functions cannot take as given (a constant of another type than the schema's usual one), stays boxed.
@@ -36,6 +37,19 @@ final class DirectCalls {
             case "slice.Tensor" -> DirectCalls::slice;
             case "rms_norm." -> DirectCalls::rmsNorm;
             case "scaled_dot_product_attention." -> DirectCalls::attention;
+            case "mm." -> (c, t) -> t.get(0).mm(t.get(1));
+            case "bmm." -> (c, t) -> t.get(0).bmm(t.get(1));
+            case "matmul." -> (c, t) -> t.get(0).matmul(t.get(1));
+            case "t." -> (c, t) -> t.getFirst().t();
+            case "unsqueeze." -> (c, t) -> c.constantValue(1) instanceof Long d ? t.getFirst().unsqueeze(d) : null;
+            case "select.int" -> (c, t) -> c.constantValue(1) instanceof Long d && c.constantValue(2) instanceof Long i ? t.getFirst().select(d, i) : null;
+            case "permute." -> (c, t) -> c.constantValue(1) instanceof long[] dims ? t.getFirst().permute(dims) : null;
+            case "expand." -> (c, t) -> c.constantValue(1) instanceof long[] size && c.constantValue(2) instanceof Boolean implicit
+                ? t.getFirst().expand(size, implicit) : null;
+            case "softmax.int" -> (c, t) -> c.constantValue(1) instanceof Long d && c.constantValue(2) == null ? t.getFirst().softmax(d) : null;
+            case "log_softmax.int" -> (c, t) -> c.constantValue(1) instanceof Long d && c.constantValue(2) == null ? t.getFirst().log_softmax(d) : null;
+            case "cat." -> DirectCalls::cat;
+            case "embedding." -> DirectCalls::embedding;
             default -> null;
         };
     }
@@ -46,6 +60,22 @@ final class DirectCalls {
             case 3 -> torch.linear(t.get(0), t.get(1), t.get(2));
             default -> null;
         };
+    }
+
+    /** {@code cat(tensors, dim=0)}: the call's inputs are the list's tensors. */
+    private static Tensor cat(AtenCall call, List<Tensor> t) {
+        if (t.isEmpty() || !(call.constantValue(1) instanceof Long dim)) {
+            return null;
+        }
+        try (TensorVector tensors = new TensorVector(t.toArray(Tensor[]::new))) {
+            return torch.cat(tensors, dim);
+        }
+    }
+
+    /** {@code embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False)}. */
+    private static Tensor embedding(AtenCall call, List<Tensor> t) {
+        return call.constantValue(2) instanceof Long padding && call.constantValue(3) instanceof Boolean scale
+            && call.constantValue(4) instanceof Boolean sparse ? torch.embedding(t.get(0), t.get(1), padding, scale, sparse) : null;
     }
 
     private static Tensor transpose(AtenCall call, List<Tensor> t) {

@@ -59,7 +59,26 @@ class DirectCallsTest {
                 true, true), List.of(q, k, v)),
             new Case("attention, mask and scale", AtenCall.of("scaled_dot_product_attention", "T,T,T,T|scale=f|enable_gqa=b", null, null,
                 null, null, 0.3, true), List.of(q, k, v, m)));
-        List<Tensor> all = new ArrayList<>(List.of(x, w, b, q, k, v, m, norm));
+        Tensor a = t(4, 8);
+        Tensor right = t(8, 3);
+        Tensor idx = TestTensors.pattern(new long[] {2, 3}, ScalarType.Long, 0, 5, 0);
+        Tensor xt = x.transpose(1, 2);
+        List<Case> more = List.of(
+            new Case("mm", AtenCall.of("mm", "T,T", null, null), List.of(a, right)),
+            new Case("matmul", AtenCall.of("matmul", "T,T", null, null), List.of(x, right)),
+            new Case("bmm", AtenCall.of("bmm", "T,T", null, null), List.of(x, xt)),
+            new Case("t", AtenCall.of("t", "T", (Object) null), List.of(a)),
+            new Case("unsqueeze", AtenCall.of("unsqueeze", "T,i", null, 1L), List.of(x)),
+            new Case("select", AtenCall.of("select", "T,i,i", null, 1L, -1L), List.of(x)),
+            new Case("permute", AtenCall.of("permute", "T,[i]", null, List.of(2L, 0L, 1L)), List.of(x)),
+            new Case("expand", AtenCall.of("expand", "T,[i]", null, List.of(3L, 4L, 8L)), List.of(a)),
+            new Case("softmax", AtenCall.of("softmax", "T,i", null, -1L), List.of(x)),
+            new Case("log_softmax", AtenCall.of("log_softmax", "T,i", null, 1L), List.of(x)),
+            new Case("cat", AtenCall.of("cat", "[T],i", Arrays.asList(null, null), 1L), List.of(x, x)),
+            new Case("embedding", AtenCall.of("embedding", "T,T", null, null), List.of(w, idx)));
+        cases = new ArrayList<>(cases);
+        cases.addAll(more);
+        List<Tensor> all = new ArrayList<>(List.of(x, w, b, q, k, v, m, norm, a, right, idx, xt));
         try {
             for (Case c : cases) {
                 assertNotNull(c.call().overload().direct(), c.what() + " has an unboxed function");
@@ -82,7 +101,7 @@ class DirectCallsTest {
 
     @Test
     void shouldLeaveOtherOperatorsToTheBoxedCall() {
-        assertNull(AtenCall.of("mm", "T,T", null, null).overload().direct());
+        assertNull(AtenCall.of("amax", "T", (Object) null).overload().direct());
         assertNull(AtenCall.of("add", "T,T", null, null).overload().direct());
     }
 }
