@@ -10,10 +10,11 @@ import org.bytedeco.pytorch.global.torch;
 
 /**
  * The unboxed libtorch functions of the operators a model's step calls most (linear and the matrix products, the views
- * and concatenations of attention, its normalization, softmax and activation, the embedding), which {@link AtenCall#call} runs instead of the dispatcher's boxed call: the same
- * operator through the same dispatcher, without an {@code IValue} per argument and the boxed calling convention, which
- * cost a small operator on a GPU a good part of its host time. Every other overload, and a call whose arguments these
- * functions cannot take as given (a constant of another type than the schema's usual one), stays boxed.
+ * and concatenations of attention, its normalization, softmax and activation, the embedding), which
+ * {@link AtenCall#call} runs instead of the dispatcher's boxed call: the same operator through the same dispatcher,
+ * without an {@code IValue} per argument and the boxed calling convention, which cost a small operator a good part of
+ * its host time (DirectCallsBenchmark). Every other overload, and a call whose arguments these functions cannot take as
+ * given (a constant of another type than the schema's usual one), stays boxed.
  *
  * <p>Thread-safe: stateless.
  */
