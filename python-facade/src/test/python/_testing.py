@@ -14,6 +14,16 @@ def iterations(every_build, slow_run):
     return slow_run if SLOW else every_build
 
 
+def close_tensor(got, want, what, atol=1e-5):
+    """Asserts that `got` (a torch tensor, or a distributed one, compared whole) has `want`'s shape and values to 1e-4
+    relative and `atol` absolute, naming `what` and the largest difference otherwise."""
+    import dtorch
+    import torch
+    value = got.full_tensor() if isinstance(got, dtorch.Tensor) else got
+    assert tuple(value.shape) == tuple(want.shape), "%s: shape %s vs %s" % (what, tuple(value.shape), tuple(want.shape))
+    assert torch.allclose(value, want, rtol=1e-4, atol=atol), "%s: differs by %s" % (what, (value - want).abs().max().item())
+
+
 def run(namespace):
     tests = [(name, fn) for name, fn in namespace.items() if name.startswith("test_") and callable(fn)]
     failed = []

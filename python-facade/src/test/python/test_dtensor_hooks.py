@@ -10,16 +10,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 from dtorch import Replicate, Shard
 from dtorch.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
-from _testing import raises, run
+from _testing import close_tensor as close, raises, run
 
 LINE = dtorch.init_device_mesh("cpu", (4,))
 GRID = dtorch.init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
-
-
-def close(got, want, what, atol=1e-5):
-    value = got.full_tensor() if isinstance(got, dtorch.Tensor) else got
-    assert tuple(value.shape) == tuple(want.shape), "%s: shape %s vs %s" % (what, tuple(value.shape), tuple(want.shape))
-    assert torch.allclose(value, want, rtol=1e-4, atol=atol), "%s: differs by %s" % (what, (value - want).abs().max().item())
 
 
 def _pair(shape, mesh, placements):
