@@ -106,6 +106,15 @@ public final class StrategyTable {
         if (name.equals("embedding")) {
             return EmbeddingStrategy.INSTANCE;
         }
+        if (LossStrategy.FORWARD.contains(name) || LossStrategy.BACKWARD.contains(name)) {
+            return LossStrategy.INSTANCE;
+        }
+        if (name.equals("index_add")) {
+            return IndexAddStrategy.INSTANCE;
+        }
+        if (AlongDimStrategy.NAMES.contains(name)) {
+            return AlongDimStrategy.INSTANCE;
+        }
         if (ConcatSplitStrategy.JOINS.contains(name) || ConcatSplitStrategy.SPLITS.contains(name)) {
             return ConcatSplitStrategy.INSTANCE;
         }

@@ -183,7 +183,12 @@ final class PlacementMatrix {
         ops.add(Op.aten("slice dim 0 step 2", call("slice", "T,i,i,i,i", null, 0L, 1L, 7L, 2L), in(Input.f(7, 5)), fits(p(R), p(S1), p(P))));
         ops.add(Op.aten("select dim 1 -2", call("select", "T,i,i", null, 1L, -2L), in(Input.f(5, 7)), fits(p(R), p(S0), p(P))));
         ops.add(Op.aten("dropout eval", call("dropout", "T,f,b", null, 0.5, false), in(Input.f(5, 7)), fits(p(R), p(S0), p(S1), p(P))));
-        ops.add(Op.aten("cumsum (fallback)", call("cumsum", "T,i", null, 1L), in(Input.f(5, 7)), fits(p(R))));
+        ops.add(Op.aten("cumsum dim 1", call("cumsum", "T,i", null, 1L), in(Input.f(5, 7)), fits(p(R), p(S0), p(P))));
+        ops.add(Op.aten("nll_loss_forward mean", call("nll_loss_forward", "T,T,n,i,i", null, null, null, 1L, -100L),
+            in(Input.f(6, 5), Input.index(5, 6)), fits(p(R, R), p(S0, S0), p(P, R))));
+        ops.add(Op.aten("index_add dim 0", call("index_add", "T,i,T,T", null, 0L, null, null), in(Input.f(7, 3), Input.index(7, 9), Input.f(9, 3)),
+            fits(p(R, R, R), p(P, S0, S0), p(S1, R, S1), p(S0, R, R), p(P, R, P))));
+        ops.add(Op.aten("tril (fallback)", call("tril", "T,i", null, 1L), in(Input.f(5, 7)), fits(p(R))));
         return ops;
     }
 
