@@ -34,7 +34,7 @@ import org.junit.jupiter.api.Timeout;
 class BackwardStrategiesTest extends FourDeviceRuntime {
     private static final long IGNORE = -100;
 
-    /** One case: the call and fresh whole inputs; {@code floats[i]} says input i may be partial (a float tensor). */
+    /** One case: the call and a maker of fresh whole inputs (float inputs may be made partial, integer ones not). */
     private record Case(AtenCall call, Supplier<List<Tensor>> inputs) {
     }
 
@@ -79,7 +79,8 @@ class BackwardStrategiesTest extends FourDeviceRuntime {
                     return List.of(reduction == 0 ? torch.randn(3, 5, 2) : torch.randn(), x, t, w, total);
                 }));
         }
-        cs.add(new Case(call("index_add", "T,i,T,T", null, 0L, null, null), () -> List.of(torch.zeros(7, 3), torch.randint(0, 7, new long[] {9}), torch.randn(9, 3))));
+        cs.add(new Case(call("index_add", "T,i,T,T", null, 0L, null, null),
+            () -> List.of(torch.zeros(7, 3), torch.randint(0, 7, new long[] {9}), torch.randn(9, 3))));
         cs.add(new Case(call("index_add", "T,i,T,T|alpha=f", null, 1L, null, null, 0.5),
             () -> List.of(torch.randn(4, 5, 2), torch.randint(0, 5, new long[] {6}), torch.randn(4, 6, 2))));
         cs.add(new Case(call("slice_backward", "T,[i],i,i,i,i", null, List.of(6L, 9L), 1L, 1L, 8L, 3L), () -> List.of(torch.randn(6, 3))));
