@@ -214,33 +214,80 @@ final class C10dCollectives {
         return send;
     }
 
-    /** Non-contiguous tensors are reduced in a contiguous copy, copied back once every reduction is done. */
+    /**
+     * Sums every tensor over the ranks in place: the tensors go in buckets ({@link ReductionBuckets}), each bucket of
+     * several tensors packed into one flat buffer and reduced by one all-reduce, a lone tensor reduced as it is (a
+     * contiguous copy of one that is not). Every all-reduce is issued before any is awaited; the results are copied back
+     * once all are done.
+     */
     void allReduceSumInPlace(Tensor[] tensors) {
-        Tensor[] staged = new Tensor[tensors.length];
-        List<Work> issued = new ArrayList<>(tensors.length);
+        List<List<Integer>> buckets = ReductionBuckets.of(tensors, ReductionBuckets.bucketBytes());
+        Tensor[] staged = new Tensor[buckets.size()];
+        List<Work> issued = new ArrayList<>(buckets.size());
         long startNanos = System.nanoTime();
         try (AllreduceOptions o = new AllreduceOptions(); ReduceOp sum = C10dGroup.reduceOp(ReduceOpType.SUM)) {
             o.reduceOp(sum);
             o.timeout(group.timeoutMillis());
-            for (int i = 0; i < tensors.length; i++) {
-                staged[i] = tensors[i].is_contiguous() ? tensors[i] : tensors[i].contiguous();
-                try (TensorVector one = new TensorVector(staged[i])) {
+            for (int b = 0; b < staged.length; b++) {
+                staged[b] = packed(tensors, buckets.get(b));
+                try (TensorVector one = new TensorVector(staged[b])) {
                     issued.add(group.issue("allReduceSum_", () -> group.pg().allreduce(one, o), startNanos));
                 }
             }
             group.waitAll("allReduceSum_", issued, startNanos);
-            for (int i = 0; i < tensors.length; i++) {
-                if (staged[i] != tensors[i]) {
-                    tensors[i].copy_(staged[i]);
-                }
+            for (int b = 0; b < staged.length; b++) {
+                unpack(staged[b], tensors, buckets.get(b));
             }
         } finally {
             issued.forEach(Work::close);
-            for (int i = 0; i < tensors.length; i++) {
-                if (staged[i] != null && staged[i] != tensors[i]) {
-                    staged[i].close();
+            for (int b = 0; b < staged.length; b++) {
+                List<Integer> bucket = buckets.get(b);
+                if (staged[b] != null && (bucket.size() > 1 || staged[b] != tensors[bucket.getFirst()])) {
+                    staged[b].close();
                 }
             }
+        }
+    }
+
+    /** The buffer a bucket is reduced in: a lone contiguous tensor itself, else a new flat copy of every tensor in turn. */
+    private static Tensor packed(Tensor[] tensors, List<Integer> bucket) {
+        if (bucket.size() == 1) {
+            Tensor t = tensors[bucket.getFirst()];
+            return t.is_contiguous() ? t : t.contiguous();
+        }
+        TensorVector flat = new TensorVector();
+        try {
+            for (int i : bucket) {
+                flat.push_back(tensors[i].reshape(-1));
+            }
+            try (TensorArrayRef ref = new TensorArrayRef(flat)) {
+                return torch.cat(ref, 0);
+            }
+        } finally {
+            for (long k = 0; k < flat.size(); k++) {
+                flat.get(k).close();
+            }
+            flat.close();
+        }
+    }
+
+    /** The reduced buffer's values back into the bucket's tensors (nothing to do for a lone contiguous tensor). */
+    private static void unpack(Tensor buffer, Tensor[] tensors, List<Integer> bucket) {
+        if (bucket.size() == 1) {
+            Tensor t = tensors[bucket.getFirst()];
+            if (buffer != t) {
+                t.copy_(buffer);
+            }
+            return;
+        }
+        long offset = 0;
+        for (int i : bucket) {
+            Tensor t = tensors[i];
+            long n = t.numel();
+            try (Tensor part = buffer.narrow(0, offset, n); Tensor shaped = part.view(t.sizes())) {
+                t.copy_(shaped);
+            }
+            offset += n;
         }
     }
 

@@ -390,8 +390,9 @@ public final class ThreadGroup implements AutoCloseable {
 
     /**
      * Sums each of {@code tensors} over the ranks, in place (TeleFuser's {@code all_reduce_sum_}): independent
-     * reductions, all submitted before any is awaited. Every rank passes the same number of tensors, matching in
-     * dtype and shape position by position.
+     * reductions, all submitted before any is awaited; across devices the small tensors of one dtype travel together in
+     * flat buckets ({@link ReductionBuckets}), as a data-parallel step's gradients do. Every rank passes the same number
+     * of tensors, matching in dtype and shape position by position.
      */
     public void allReduceSum_(Tensor... tensors) {
         String op = "allReduceSum_";
