@@ -10,8 +10,9 @@ import org.bytedeco.pytorch.Tensor;
  * How {@link ThreadGroup#allReduceSum_}'s tensors are grouped into flat buffers, as PyTorch's DDP buckets gradients:
  * tensors of one dtype (and device kind: a rank's tensors are on its device), in the order given, fill a bucket until
  * it holds at least {@link #bucketBytes()}; each bucket of two or more tensors is reduced as one flat buffer, so a
- * data-parallel step's many small gradients cost a few all-reduces instead of one each. A tensor larger than a bucket is a bucket of its own. Every rank passes the same
- * tensors in the same order (dtypes and shapes position by position), so every rank makes the same buckets.
+ * data-parallel step's many small gradients cost a few all-reduces instead of one each. A tensor larger than a bucket
+ * is a bucket of its own. Every rank passes the same tensors in the same order (dtypes and shapes position by
+ * position), so every rank makes the same buckets.
  *
  * <p>The size comes from the system property {@value #BUCKET_PROPERTY} (MiB, default {@value #DEFAULT_BUCKET_MIB}, DDP's
  * {@code bucket_cap_mb}); 0 reduces every tensor alone.
