@@ -112,7 +112,7 @@ final class IndexAddStrategy implements ShardingStrategy {
             try (Scalar offset = new Scalar(first); Scalar zero = new Scalar(0L); Scalar end = new Scalar(rows);
                  Tensor flat = index.reshape(-1); Tensor local = flat.sub(offset); Tensor low = local.ge(zero); Tensor high = local.lt(end);
                  Tensor mine = low.logical_and(high); Tensor kept = local.masked_select(mine); Tensor where = mine.nonzero();
-                 Tensor positions = where.reshape(-1); Tensor slices = source.dim() == 0 ? source.clone() : source.index_select(dim, positions)) {
+                 Tensor positions = where.reshape(-1); Tensor slices = source.index_select(dim, positions)) {
                 return call.call(List.of(self, kept, slices));
             }
         }

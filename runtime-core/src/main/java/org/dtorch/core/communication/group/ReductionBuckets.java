@@ -30,9 +30,18 @@ final class ReductionBuckets {
 
     /** The bytes a bucket fills up to: the property's MiB, or 0 (no buckets) when it is 0. */
     static long bucketBytes() {
-        long mib = Long.getLong(BUCKET_PROPERTY, DEFAULT_BUCKET_MIB);
-        if (mib < 0) {
-            throw new IllegalArgumentException(BUCKET_PROPERTY + " must be at least 0 (MiB), got " + mib);
+        String given = System.getProperty(BUCKET_PROPERTY);
+        if (given == null) {
+            return DEFAULT_BUCKET_MIB << 20;
+        }
+        long mib;
+        try {
+            mib = Long.parseLong(given.trim());
+        } catch (NumberFormatException e) {
+            mib = -1;
+        }
+        if (mib < 0 || mib > 1L << 20) {
+            throw new IllegalArgumentException(BUCKET_PROPERTY + " must be a whole number of MiB from 0 to 1048576, got '" + given + "'");
         }
         return mib << 20;
     }

@@ -1,6 +1,8 @@
 package org.dtorch.core.communication.group;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -37,6 +39,30 @@ class ReductionBucketsTest {
     }
 
     @Test
+    void shouldRefuseABucketSizeThatIsNotAWholeNumberOfMiB() {
+        String before = System.getProperty(ReductionBuckets.BUCKET_PROPERTY);
+        try {
+            for (String bad : new String[] {"-1", "2.5", "many"}) {
+                System.setProperty(ReductionBuckets.BUCKET_PROPERTY, bad);
+                IllegalArgumentException e = assertThrows(IllegalArgumentException.class, ReductionBuckets::bucketBytes);
+                assertTrue(e.getMessage().contains(ReductionBuckets.BUCKET_PROPERTY) && e.getMessage().contains(bad), e.getMessage());
+            }
+            System.setProperty(ReductionBuckets.BUCKET_PROPERTY, "0");
+            assertEquals(0, ReductionBuckets.bucketBytes());
+        } finally {
+            restore(before);
+        }
+    }
+
+    private static void restore(String before) {
+        if (before == null) {
+            System.clearProperty(ReductionBuckets.BUCKET_PROPERTY);
+        } else {
+            System.setProperty(ReductionBuckets.BUCKET_PROPERTY, before);
+        }
+    }
+
+    @Test
     void shouldSumManyMixedTensorsInPlaceThroughBuckets() {
         String before = System.getProperty(ReductionBuckets.BUCKET_PROPERTY);
         System.setProperty(ReductionBuckets.BUCKET_PROPERTY, "1");
@@ -47,11 +73,7 @@ class ReductionBucketsTest {
             });
             assertEquals(List.of(), failures.stream().flatMap(List::stream).toList());
         } finally {
-            if (before == null) {
-                System.clearProperty(ReductionBuckets.BUCKET_PROPERTY);
-            } else {
-                System.setProperty(ReductionBuckets.BUCKET_PROPERTY, before);
-            }
+            restore(before);
         }
     }
 
