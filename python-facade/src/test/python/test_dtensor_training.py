@@ -1,7 +1,8 @@
 """The Llama example's model (a small configuration) trained a few steps with AdamW on distributed parameters, in
 threads, under the example's tensor- and sequence-parallel plan on 4 devices and under data parallelism (replicated
 parameters, a batch sharded over the devices): every step's loss equals the same model trained on one device with the
-shim's autograd to 1e-4 relative, and every parameter ends equal to the one-device parameter."""
+shim's autograd to 1e-4 relative, and every parameter ends equal to the one-device parameter. The data-parallel
+backward all-gathers nothing."""
 
 import os
 import sys
@@ -9,7 +10,7 @@ import sys
 import dtorch
 import torch
 import torch.nn.functional as F
-from dtorch import Replicate, Shard
+from dtorch import Replicate, Shard, _tensor
 from dtorch.parallel import ColwiseParallel, PrepareModuleInput, RowwiseParallel, SequenceParallel, parallelize_module
 from _testing import iterations, run
 
@@ -112,6 +113,28 @@ def test_llama_data_parallel_training_matches_one_device():
     batch = [Shard(0)]
     got = train(model, [(dtorch.distribute_tensor(t, MESH, batch), dtorch.distribute_tensor(y, MESH, batch)) for t, y in batches])
     check(got, want, reference, model, "data parallel")
+
+
+def test_llama_data_parallel_backward_gathers_nothing():
+    """The backward of a batch-sharded step runs on every device's rows: the losses' and the embedding's derivatives
+    have strategies of their own, so nothing is all-gathered and only the gradients' partial sums are all-reduced."""
+    tokens, targets = data()[0]
+    model = Llama(CONFIG)
+    dtorch.distribute_module(model, MESH)
+    model.load_state_dict({k: v for k, v in reference_model().state_dict().items() if k != "output.weight"}, strict=False)
+    model.tie_weights()
+    batch = [Shard(0)]
+    logits = model(dtorch.distribute_tensor(tokens, MESH, batch))
+    loss = F.cross_entropy(logits.reshape(-1, CONFIG.vocab_size), dtorch.distribute_tensor(targets, MESH, batch).reshape(-1))
+    loss.item()
+    dtorch.sync()  # the counts are the workers': read them once the devices ran what came before
+    gathers = _tensor._collective_count("all_gather")
+    loss.backward()
+    dtorch.sync()
+    gathers = _tensor._collective_count("all_gather") - gathers
+    assert gathers == 0, "the data-parallel backward all-gathered %d times" % gathers
+    for name, p in model.named_parameters():
+        assert tuple(p.grad.placements) == (Replicate(),), (name, p.grad.placements)
 
 
 run(globals())
