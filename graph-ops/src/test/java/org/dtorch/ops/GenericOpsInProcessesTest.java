@@ -218,6 +218,19 @@ class GenericOpsInProcessesTest {
         }
     }
 
+    /** A mean loss over batch-sharded rows all-reduces the total weight inside its kernel, between the worker processes. */
+    @Test
+    void shouldAverageABatchShardedLossOverTheWorkersRows() {
+        DeviceMesh mesh = dt.initDeviceMesh(new int[] {2, 2});
+        AtenCall loss = call("cross_entropy_loss", "T,T,T,i,i,f", null, null, null, 1L, 2L, 0.1);
+        try (Tensor x = torch.randn(7, 5); Tensor t = torch.randint(0, 5, new long[] {7}); Tensor w = torch.rand(5);
+             DTensor out = dt.aten(loss, dt.tensor(x, mesh, Placement.shard(0), R), dt.tensor(t, mesh, Placement.shard(0), R),
+                 dt.tensor(w, mesh, R, R)).getFirst(); Tensor want = want(loss, x, t, w)) {
+            assertEquals(List.of(Placement.partial(), R), out.placements(), "each device's share of the mean");
+            assertClose(want, out, "the mean loss over uneven batch shards, class weights and an ignored class");
+        }
+    }
+
     @Test
     void shouldPassStringArgumentsToTheWorkers() {
         DeviceMesh mesh = dt.initDeviceMesh(new int[] {2});
