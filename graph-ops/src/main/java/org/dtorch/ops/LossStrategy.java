@@ -6,6 +6,7 @@ import java.util.Set;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.ScalarTypeOptional;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
@@ -34,6 +35,12 @@ import org.dtorch.ops.aten.AtenCall;
  *   <li>the input {@code P(sum)} with {@code R} target and weights stays {@code P(sum)} for the negative log-likelihood,
  *       which is linear in the input (not for {@code cross_entropy_loss}, whose softmax is not); the derivative is
  *       linear in the output gradient, which passes {@code P(sum)} the same way;</li>
+ *   <li>the input {@code S} on the class dimension (the logits of loss parallelism) with {@code R} target, weights and
+ *       total weight stays, for the negative log-likelihood: each device picks the targets among its classes
+ *       ({@link ClassShard}), so the loss is {@code P(sum)} (a mean divides by the total weight of all classes, which
+ *       every device knows from the whole targets) and the derivative is {@code S} on the classes; not for
+ *       {@code nll_loss_forward} without reduction, whose total weight the devices cannot tell apart from libtorch's, nor
+ *       for {@code cross_entropy_loss}, whose softmax needs every class;</li>
  *   <li>otherwise every input is {@code R}.</li>
  * </ul>
  * The reduction is the schema's {@code reduction}: 0 none, 1 mean, 2 sum.
@@ -157,6 +164,14 @@ final class LossStrategy implements ShardingStrategy {
                 in.set(backward ? 0 : first, Placement.partial());
                 dim.add(new Option(in, Placement.partial()));
             }
+            boolean twoOutputsUnreduced = !backward && reduction == NONE && outputs == 2;
+            if (linear && !probabilities && self.ndim() > 0 && !twoOutputsUnreduced
+                && (self.size(classDim) >= ways || self.placement(m).isShard(classDim))) {
+                // Each device picks the targets among its classes; the others pick nothing there.
+                List<Placement> in = all(inputs.size(), Placement.replicate());
+                in.set(first, Placement.shard(classDim));
+                dim.add(new Option(in, backward ? Placement.shard(classDim) : Placement.partial()));
+            }
             options.add(dim);
         }
         Decision d = OptionSearch.cheapest(call.qualifiedName(), inputs, options, 1);
@@ -164,10 +179,11 @@ final class LossStrategy implements ShardingStrategy {
             return d;
         }
         // The total weight: summed where the rows are split, but whole once the mean has all-reduced it; a partial
-        // input leaves it whole, since every device sees every target.
+        // input or split classes leave it whole, since every device sees every target of its rows.
         List<Placement> total = new ArrayList<>();
         for (int m = 0; m < self.placements().size(); m++) {
-            boolean splitRows = d.inputs().get(first).get(m).isShard();
+            Placement in = d.inputs().get(first).get(m);
+            boolean splitRows = in.isShard() && !in.isShard(classDim);
             total.add(splitRows && reduction != MEAN ? Placement.partial() : Placement.replicate());
         }
         return new Decision(d.inputs(), List.of(d.outputs().getFirst(), total));
@@ -187,15 +203,28 @@ final class LossStrategy implements ShardingStrategy {
      */
     @Override
     public DeviceKernel kernel(AtenCall call, Operator op, long deviceId) {
-        if (!communicates(call)) {
-            return null;
-        }
-        TensorMeta self = op.inputs().getFirst().meta();
+        boolean backward = isBackward(call);
+        TensorMeta self = op.inputs().get(backward ? 1 : 0).meta();
+        int classDim = self.ndim() >= 2 ? 1 : 0;
+        Object ignoreGiven = call.constant("ignore_index");
+        long ignore = ignoreGiven == null ? -100 : ((Number) ignoreGiven).longValue();
+        boolean weighted = call.inputNames().contains("weight");
         List<Integer> split = new ArrayList<>();
+        boolean classesSplit = false;
         for (int m = 0; m < self.placements().size(); m++) {
-            if (self.placement(m).isShard()) {
+            classesSplit |= self.ndim() > 0 && self.placement(m).isShard(classDim);
+            if (self.placement(m).isShard() && !self.placement(m).isShard(classDim)) {
                 split.add(m);
             }
+        }
+        if (classesSplit) {
+            long reduction = reduction(call);
+            return new ClassShard(withConstants(call, backward || reduction != MEAN ? reduction : SUM, -1L), backward, reduction,
+                classDim, self.layout().offsets(deviceId)[classDim], self.layout().localShape(deviceId)[classDim], ignore, weighted,
+                self.sharding().mesh(), split.stream().mapToInt(Integer::intValue).toArray(), op.outputs().size() == 2);
+        }
+        if (!communicates(call)) {
+            return null;
         }
         if (split.isEmpty()) {
             return null;
@@ -206,21 +235,87 @@ final class LossStrategy implements ShardingStrategy {
         for (int d = 0; d < self.ndim(); d++) {
             count *= d == 1 ? 1 : self.size(d);
         }
-        Object ignore = call.constant("ignore_index");
-        return new MeanOverRows(withReduction(call, SUM), self.sharding().mesh(), split.stream().mapToInt(Integer::intValue).toArray(),
-            probabilities, count, ignore == null ? -100 : ((Number) ignore).longValue(), call.inputNames().contains("weight"),
-            op.outputs().size() == 2);
+        return new MeanOverRows(withConstants(call, SUM, null), self.sharding().mesh(), split.stream().mapToInt(Integer::intValue).toArray(),
+            probabilities, count, ignore, weighted, op.outputs().size() == 2);
     }
 
-    /** {@code call} with its reduction replaced. */
-    private static AtenCall withReduction(AtenCall call, long reduction) {
+    /** {@code call} with its reduction and (where not null) its ignored index replaced. */
+    private static AtenCall withConstants(AtenCall call, long reduction, Long ignore) {
         List<AtenCall.Arg> args = new ArrayList<>(call.args());
         for (int i = 0; i < args.size(); i++) {
-            if (call.overload().params().get(i).name().equals("reduction")) {
+            String name = call.overload().params().get(i).name();
+            if (name.equals("reduction")) {
                 args.set(i, new AtenCall.Constant(reduction));
+            } else if (ignore != null && name.equals("ignore_index")) {
+                args.set(i, new AtenCall.Constant(ignore));
             }
         }
         return new AtenCall(call.overload(), args);
+    }
+
+    /**
+     * The loss, or its derivative, on a device that holds classes {@code [first, first + cols)}: the targets among them
+     * are shifted to local classes, every other target (and every ignored one) becomes the ignored index -1 of
+     * {@code localCall}, and the class weights are cut to the device's classes. A forward mean divides the device's sum
+     * by the total weight of its rows' targets over all classes, all-reduced over the mesh dimensions {@code rowSplit}
+     * that split the rows; that total is the second output of {@code nll_loss_forward}.
+     */
+    private record ClassShard(AtenCall localCall, boolean backward, long reduction, int classDim, long first, long cols, long ignore,
+                              boolean weighted, DeviceMesh mesh, int[] rowSplit, boolean totalOutput) implements DeviceKernel {
+        @Override
+        public List<Tensor> run(KernelContext ctx, List<Tensor> inputs) {
+            int at = backward ? 1 : 0;
+            Tensor self = inputs.get(at);
+            Tensor target = inputs.get(at + 1);
+            Tensor weight = weighted ? inputs.get(at + 2) : null;
+            List<Tensor> local = new ArrayList<>(inputs);
+            try (Scalar offset = new Scalar(first); Scalar zero = new Scalar(0L); Scalar end = new Scalar(cols); Scalar skip = new Scalar(ignore);
+                 Scalar none = new Scalar(-1L); Tensor shifted = target.sub(offset); Tensor low = shifted.ge(zero); Tensor high = shifted.lt(end);
+                 Tensor kept = target.ne(skip); Tensor inRange = low.logical_and(high); Tensor mine = inRange.logical_and(kept);
+                 Tensor others = mine.logical_not(); Tensor classes = shifted.masked_fill(others, none);
+                 Tensor weights = weighted ? weight.narrow(0, first, cols) : null) {
+                local.set(at + 1, classes);
+                if (weighted) {
+                    local.set(at + 2, weights);
+                }
+                if (backward) {
+                    return cols == 0 ? List.of(torch.zeros_like(self)) : localCall.call(local);
+                }
+                Tensor loss = lossOf(local, self, target);
+                if (reduction != MEAN && !totalOutput) {
+                    return List.of(loss);
+                }
+                Tensor total = MeanOverRows.totalWeight(target, weight, ignore, self.scalar_type());
+                if (reduction == MEAN && rowSplit.length > 0) {
+                    try (Tensor partial = total) {
+                        total = ctx.groupOver(mesh, rowSplit).allReduce(partial);
+                    }
+                }
+                if (reduction == MEAN) {
+                    try (Tensor sum = loss) {
+                        loss = sum.div(total);
+                    }
+                }
+                if (totalOutput) {
+                    return List.of(loss, total);
+                }
+                total.close();
+                return List.of(loss);
+            }
+        }
+
+        /** The device's part of the loss: the call on its classes, or zeros where it holds none. */
+        private Tensor lossOf(List<Tensor> local, Tensor self, Tensor target) {
+            if (cols == 0) {
+                long[] shape = reduction == NONE ? target.sizes().vec().get() : new long[0];
+                return torch.zeros(shape, self.options());
+            }
+            List<Tensor> out = localCall.call(local);
+            for (int i = 1; i < out.size(); i++) {
+                out.get(i).close();
+            }
+            return out.getFirst();
+        }
     }
 
     /**
@@ -254,7 +349,7 @@ final class LossStrategy implements ShardingStrategy {
         }
 
         /** The weight of the targets that are not {@code ignore}: their count, or the sum of their classes' weights. */
-        private static Tensor totalWeight(Tensor target, Tensor weight, long ignore, ScalarType dtype) {
+        static Tensor totalWeight(Tensor target, Tensor weight, long ignore, ScalarType dtype) {
             try (Scalar skip = new Scalar(ignore); Tensor kept = target.ne(skip)) {
                 if (weight == null) {
                     try (Tensor count = kept.sum()) {

@@ -162,6 +162,28 @@ class BackwardStrategiesTest extends FourDeviceRuntime {
                     "the total weight, reduction " + reduction);
             }
         }
+        // Classes split (as loss parallelism keeps the logits): each device picks the targets among its classes.
+        Placement s1 = Placement.shard(1);
+        for (long reduction : new long[] {0, 1, 2, 10, 11, 12}) {
+            long classes = reduction < 10 ? 7 : 3; // 3 classes over 4 devices: one holds none
+            AtenCall forward = call("nll_loss_nd", "T,T,T,i,i", null, null, null, reduction % 10, 1L);
+            AtenCall backward = call("nll_loss_backward", "T,T,T,T,i,i,T", null, null, null, null, reduction % 10, 1L, null);
+            try (Tensor x = torch.randn(6, classes); Tensor t = torch.randint(0, classes, new long[] {6}); Tensor w = torch.rand(classes);
+                 Tensor g = reduction % 10 == 0 ? torch.randn(6) : torch.randn(); Tensor total = total(x, t, w, reduction % 10);
+                 Tensor wantLoss = forward.call(List.of(x, t, w)).getFirst(); Tensor wantGrad = backward.call(List.of(g, x, t, w, total)).getFirst()) {
+                DTensor loss = dt.aten(forward, dt.tensor(x, line, s1), dt.tensor(t, line, Placement.replicate()),
+                    dt.tensor(w, line, Placement.replicate())).getFirst();
+                assertEquals(List.of(Placement.partial()), loss.placements(), "the loss over split classes, reduction " + reduction);
+                DTensor grad = dt.aten(backward, dt.tensor(g, line, Placement.replicate()), dt.tensor(x, line, s1),
+                    dt.tensor(t, line, Placement.replicate()), dt.tensor(w, line, Placement.replicate()),
+                    dt.tensor(total, line, Placement.replicate())).getFirst();
+                assertEquals(List.of(s1), grad.placements(), "the gradient over split classes, reduction " + reduction);
+                try (Tensor gotLoss = loss.toTorch(); Tensor gotGrad = grad.toTorch()) {
+                    assertEquals(true, torch.allclose(gotLoss, wantLoss, 1e-5, 1e-6, false), "loss, reduction " + reduction);
+                    assertEquals(true, torch.allclose(gotGrad, wantGrad, 1e-5, 1e-6, false), "gradient, reduction " + reduction);
+                }
+            }
+        }
         AtenCall index = call("index_add", "T,i,T,T", null, 0L, null, null);
         try (Tensor w = torch.zeros(11, 3); Tensor i = torch.randint(0, 11, new long[] {8}); Tensor rows = torch.randn(8, 3)) {
             DTensor grad = dt.aten(index, dt.tensor(w, line, Placement.replicate()), dt.tensor(i, line, s0), dt.tensor(rows, line, s0)).getFirst();
