@@ -72,7 +72,8 @@ final class LossStrategy implements ShardingStrategy {
     public String legal() {
         return "per mesh dimension: R; the input S(d) off the class dimension with the target sharded on the same dimension and "
             + "the class weights, the total weight and a reduced output gradient R; for the negative log-likelihood the input "
-            + "(forward) or the output gradient (backward) P(sum) with the others R";
+            + "(forward) or the output gradient (backward) P(sum) with the others R, or the input S on the class dimension with "
+            + "the others R";
     }
 
     private static long reduction(AtenCall call) {
