@@ -14,6 +14,7 @@ import org.dtorch.core.graph.DeviceKernel;
 import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.core.kernel.KernelContext;
+import org.dtorch.core.tensor.TorchTensors;
 import org.dtorch.ops.OptionSearch.Option;
 import org.dtorch.ops.aten.AtenCall;
 
@@ -308,7 +309,7 @@ final class LossStrategy implements ShardingStrategy {
         /** The device's part of the loss: the call on its classes, or zeros where it holds none. */
         private Tensor lossOf(List<Tensor> local, Tensor self, Tensor target) {
             if (cols == 0) {
-                long[] shape = reduction == NONE ? target.sizes().vec().get() : new long[0];
+                long[] shape = reduction == NONE ? TorchTensors.shape(target) : new long[0];
                 return torch.zeros(shape, self.options());
             }
             List<Tensor> out = localCall.call(local);
@@ -357,8 +358,9 @@ final class LossStrategy implements ShardingStrategy {
                         return count.to(dtype);
                     }
                 }
-                try (Tensor classes = target.masked_select(kept); Tensor weights = weight.index_select(0, classes)) {
-                    return weights.sum(new ScalarTypeOptional(dtype));
+                try (Tensor classes = target.masked_select(kept); Tensor weights = weight.index_select(0, classes);
+                     ScalarTypeOptional as = new ScalarTypeOptional(dtype)) {
+                    return weights.sum(as);
                 }
             }
         }

@@ -255,19 +255,18 @@ final class C10dCollectives {
             Tensor t = tensors[bucket.getFirst()];
             return t.is_contiguous() ? t : t.contiguous();
         }
-        TensorVector flat = new TensorVector();
-        try {
+        List<Tensor> flattened = new ArrayList<>(bucket.size());
+        try (TensorVector flat = new TensorVector()) {
             for (int i : bucket) {
-                flat.push_back(tensors[i].reshape(-1));
+                Tensor row = tensors[i].reshape(-1);
+                flattened.add(row);
+                flat.push_back(row);
             }
             try (TensorArrayRef ref = new TensorArrayRef(flat)) {
                 return torch.cat(ref, 0);
             }
         } finally {
-            for (long k = 0; k < flat.size(); k++) {
-                flat.get(k).close();
-            }
-            flat.close();
+            flattened.forEach(Tensor::close); // the vector holds references of its own, released with it
         }
     }
 
@@ -284,7 +283,7 @@ final class C10dCollectives {
         for (int i : bucket) {
             Tensor t = tensors[i];
             long n = t.numel();
-            try (Tensor part = buffer.narrow(0, offset, n); Tensor shaped = part.view(t.sizes())) {
+            try (Tensor part = buffer.narrow(0, offset, n); Tensor shaped = part.view(TorchTensors.shape(t))) {
                 t.copy_(shaped);
             }
             offset += n;
