@@ -148,6 +148,22 @@ def test_a_local_torch_tensor_is_refused_not_compared_to_false():
     assert (dx != None) is True  # noqa: E711 - the operator itself is tested
 
 
+def test_power_floor_division_remainder_and_abs_match_torch():
+    mesh = dtorch.init_device_mesh("cpu", (4,))
+    x = torch.tensor([[-3.5, -2.0, 0.5], [1.0, 2.5, 4.0], [-1.0, 3.0, 6.0], [7.0, -8.5, 9.0], [0.25, 2.0, -4.0]])
+    ints = torch.tensor([[-7, 5, 9], [4, -6, 11], [13, 2, -3], [8, 10, -12], [1, 3, 14]])
+    for placements in ([Shard(0)], [Shard(1)], [Replicate()]):
+        d = dtorch.distribute_tensor(x, mesh, placements)
+        n = dtorch.distribute_tensor(ints, mesh, placements)
+        for got, want, what in ((d ** 2, x ** 2, "t ** 2"), (d ** d, x ** x, "t ** t"), (2 ** d, 2 ** x, "2 ** t"),
+                                (d // 2, x // 2, "t // 2"), (n // 3, ints // 3, "int t // 3"), (n % 5, ints % 5, "int t % 5"),
+                                (d % 1.5, x % 1.5, "t % 1.5"), (17 % n, torch.remainder(torch.full_like(ints, 17), ints), "17 % int t"), (abs(d), abs(x), "abs(t)")):
+            value = got.full_tensor()
+            assert value.dtype == want.dtype, "%s %s: dtype %s vs %s" % (what, placements, value.dtype, want.dtype)
+            assert torch.allclose(value.double(), want.double(), equal_nan=True), "%s %s: %s vs %s" % (what, placements, value, want)
+        assert (+d) is d
+
+
 def test_hash_is_identity_and_equality_is_element_wise():
     mesh = dtorch.init_device_mesh("cpu", (2,))
     dx = wrap(torch.ones(4), mesh, [Shard(0)])

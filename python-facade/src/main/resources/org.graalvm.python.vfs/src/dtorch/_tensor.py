@@ -221,6 +221,28 @@ class Tensor:
     def __neg__(self) -> Tensor:
         return self.neg()
 
+    # ---- the other arithmetic operators, as torch's: t ** 2, 2 ** t, t // 3, t % 3, 5 % t, abs(t), +t ----
+    def __pow__(self, other: Tensor | Number) -> Tensor:
+        return self._elementwise("pow", other)
+
+    def __rpow__(self, other: Number) -> Tensor:
+        return aten("pow", (other, self)) if _scalar(other)[1] is not None else NotImplemented
+
+    def __floordiv__(self, other: Tensor | Number) -> Tensor:
+        return self._elementwise("floor_divide", other)
+
+    def __mod__(self, other: Tensor | Number) -> Tensor:
+        return self._elementwise("remainder", other)
+
+    def __rmod__(self, other: Number) -> Tensor:
+        return aten("remainder", (other, self)) if _scalar(other)[1] is not None else NotImplemented
+
+    def __abs__(self) -> Tensor:
+        return aten("abs", (self,))
+
+    def __pos__(self) -> Tensor:
+        return self
+
     def add(self, other):
         return self.__add__(other)
 
