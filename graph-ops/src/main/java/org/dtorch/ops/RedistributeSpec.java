@@ -1,6 +1,5 @@
 package org.dtorch.ops;
 
-import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Objects;
@@ -30,7 +29,10 @@ public final class RedistributeSpec implements OpSpec {
     /** The operator an implicit move prepares the input of, or null for a move the program asked for. */
     private final String implicitFor;
     /** The kernel of the last input a device asked for, planned once for every device of an operator. */
-    private volatile ConvertKernel convert;
+    private volatile Planned planned;
+
+    private record Planned(TensorMeta input, ConvertKernel kernel) {
+    }
 
     /** A move to {@code target}. */
     public RedistributeSpec(Sharding target) {
@@ -103,14 +105,14 @@ public final class RedistributeSpec implements OpSpec {
             ChannelTransferKernel move = ChannelTransferKernel.of(input.sharding(), target, input.shape(), channel);
             return (ctx, inputs) -> Collections.singletonList(move.run(ctx, inputs.getFirst()));
         }
-        ConvertKernel convert = this.convert;
+        Planned planned = this.planned;
         // The same for every device of the operator: planned once (a race plans it twice, harmlessly), and planned again
         // should the spec serve another input.
-        if (convert == null || !convert.plan().source().equals(input.sharding()) || !Arrays.equals(convert.plan().globalShape(), input.shape())) {
-            convert = ConvertKernel.of(input.sharding(), target, input.shape());
-            this.convert = convert;
+        if (planned == null || planned.input() != input) {
+            planned = new Planned(input, ConvertKernel.of(input.sharding(), target, input.shape()));
+            this.planned = planned;
         }
-        ConvertKernel move = convert;
+        ConvertKernel move = planned.kernel();
         return (ctx, inputs) -> Collections.singletonList(move.run(ctx, inputs.getFirst()));
     }
 

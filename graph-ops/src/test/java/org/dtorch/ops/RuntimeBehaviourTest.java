@@ -34,7 +34,7 @@ class RuntimeBehaviourTest {
      * Threads that serve every runtime of the process and outlive each: the File-future watcher, the callback pool and
      * the Network store's waiters (which end after a minute idle).
      */
-    private static final List<String> PROCESS_WIDE = List.of("dtorch-file-futures", "dtorch-callbacks-", "dtorch-network-store-wait-");
+    static final List<String> PROCESS_WIDE = List.of("dtorch-file-futures", "dtorch-callbacks-", "dtorch-network-store-wait-");
 
     /** Per-device-process mode instead of threads; {@code RuntimeBehaviourInProcessesTest} turns it on. */
     boolean processes() {

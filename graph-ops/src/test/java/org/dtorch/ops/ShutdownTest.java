@@ -33,12 +33,6 @@ import org.junit.jupiter.params.provider.EnumSource;
 @Timeout(120)
 class ShutdownTest {
     private static final long CLOSE_LIMIT_MILLIS = 5_000;
-    /**
-     * Threads that serve every runtime of the process and outlive each of them: the File-future watcher, the callback
-     * pool and the Network store's waiters (which end after a minute idle, so one that a test before this class used
-     * is still there).
-     */
-    private static final List<String> PROCESS_WIDE = List.of("dtorch-file-futures", "dtorch-callbacks-", "dtorch-network-store-wait-");
 
     boolean processes() {
         return false;
@@ -178,7 +172,7 @@ class ShutdownTest {
         return SharedWorkerProcesses.notOfTheSharedRuntime(Thread.getAllStackTraces().keySet()).stream()
             .filter(Thread::isAlive)
             .map(Thread::getName)
-            .filter(name -> name.startsWith("dtorch-") && PROCESS_WIDE.stream().noneMatch(name::startsWith))
+            .filter(name -> name.startsWith("dtorch-") && RuntimeBehaviourTest.PROCESS_WIDE.stream().noneMatch(name::startsWith))
             .sorted()
             .toList();
     }

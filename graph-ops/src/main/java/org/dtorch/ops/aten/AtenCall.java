@@ -358,9 +358,7 @@ public final class AtenCall {
      * @throws UnsupportedOperationException when the operator returns something other than tensors
      */
     public List<Tensor> call(List<Tensor> tensors) {
-        if (tensors.size() != inputCount) {
-            throw new IllegalArgumentException(qualifiedName() + " takes " + inputCount + " tensors, got " + tensors.size());
-        }
+        checkCount(tensors);
         DirectCalls.Direct direct = overload.direct();
         if (direct != null) {
             Tensor result = direct.run(this, tensors);
@@ -370,7 +368,13 @@ public final class AtenCall {
                 return out;
             }
         }
-        return callBoxed(tensors);
+        return boxed(tensors);
+    }
+
+    private void checkCount(List<Tensor> tensors) {
+        if (tensors.size() != inputCount) {
+            throw new IllegalArgumentException(qualifiedName() + " takes " + inputCount + " tensors, got " + tensors.size());
+        }
     }
 
     /**
@@ -378,9 +382,11 @@ public final class AtenCall {
      * without an unboxed function, and the baseline the unboxed ones are measured and tested against.
      */
     public List<Tensor> callBoxed(List<Tensor> tensors) {
-        if (tensors.size() != inputCount) {
-            throw new IllegalArgumentException(qualifiedName() + " takes " + inputCount + " tensors, got " + tensors.size());
-        }
+        checkCount(tensors);
+        return boxed(tensors);
+    }
+
+    private List<Tensor> boxed(List<Tensor> tensors) {
         List<Overload.Param> params = overload.params();
         IValue[] owned = new IValue[params.size()];
         int ownedCount = 0;

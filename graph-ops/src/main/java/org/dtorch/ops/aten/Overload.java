@@ -2,6 +2,7 @@ package org.dtorch.ops.aten;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import org.bytedeco.pytorch.AliasInfo;
 import org.bytedeco.pytorch.Argument;
 import org.bytedeco.pytorch.FunctionSchema;
@@ -144,18 +145,21 @@ public final class Overload {
         return name;
     }
 
-    /** The unboxed function {@link AtenCall#call} runs instead of the boxed call, or null; resolved once. */
+    /** Where an overload has no unboxed function: {@link #direct()} resolves once either way. */
+    private static final DirectCalls.Direct BOXED = (call, tensors) -> null;
+    /** The unboxed function {@link AtenCall#call} runs instead of the boxed call ({@link #BOXED} for none); resolved once. */
     private volatile DirectCalls.Direct direct;
-    private volatile boolean directResolved;
     /** The parameters' defaults as the Java values of {@link AtenCall}'s constants, read once. */
     private volatile Object[] defaultValues;
 
+    /** The unboxed function of this overload, or null where it has none. */
     DirectCalls.Direct direct() {
-        if (!directResolved) {
-            direct = DirectCalls.of(this);
-            directResolved = true;
+        DirectCalls.Direct d = direct;
+        if (d == null) {
+            d = Objects.requireNonNullElse(DirectCalls.of(this), BOXED);
+            direct = d;
         }
-        return direct;
+        return d == BOXED ? null : d;
     }
 
     /** Parameter {@code i}'s default as a Java value (null for None or where there is none). */
