@@ -191,6 +191,10 @@ class RunServerTest {
         assertTrue(read(errFile(run)).contains("the runtime server stopped during the run"), read(errFile(run)));
         Outcome next = dtorch(null, List.of("run", "check_state.py"));
         assertEquals(new Outcome(0, "False False False False False\n", ""), next);
+        // The run after the kill starts a new server in the background; the killed one's socket file and log lines stay
+        // until the new one takes the socket over.
+        Await.until(() -> latestServerPid() > 0 && latestServerPid() != server, RUN_DEADLINE,
+            () -> "a server other than the killed " + server + "; logs:\n" + logs());
         awaitServer();
         assertNotEquals(server, serverPid(), "no new server started after the killed one");
     }
@@ -358,16 +362,19 @@ class RunServerTest {
     }
 
     private static long serverPid() {
-        Path socket = socket().orElseThrow();
-        Matcher m = SERVER_LINE.matcher(read(Path.of(socket + ".log")));
-        long pid = -1;
-        while (m.find()) {
-            if (m.group(2).equals(socket.toString())) {
-                pid = Long.parseLong(m.group(1));
-            }
-        }
-        assertTrue(pid > 0, "no server line in the log of " + socket);
+        long pid = latestServerPid();
+        assertTrue(pid > 0, "no server line in the log of " + socket());
         return pid;
+    }
+
+    /** The process id in the last server line of the socket's log; -1 while no socket or no such line exists. */
+    private static long latestServerPid() {
+        Optional<Path> socket = socket();
+        if (socket.isEmpty()) {
+            return -1;
+        }
+        Matcher m = SERVER_LINE.matcher(latestServerLog(socket.get()));
+        return m.find() ? Long.parseLong(m.group(1)) : -1;
     }
 
     /** Waits until a server serves this checkout with a context ready; starts one through a direct run if none does. */
@@ -376,8 +383,24 @@ class RunServerTest {
             Outcome first = dtorch(null, List.of("run", "check_state.py"));
             assertEquals(0, first.code(), first.toString());
         }
-        Await.until(() -> socket().isPresent() && read(Path.of(socket().get() + ".log")).contains("prepared a context"), RUN_DEADLINE,
+        Await.until(() -> socket().isPresent() && latestServerLog(socket().get()).contains("prepared a context"), RUN_DEADLINE,
             () -> "a server with a prepared context in " + serverDir() + "; logs:\n" + logs());
+    }
+
+    /**
+     * The part of the socket's log written by the server that started last: a killed server leaves its socket file and
+     * its lines behind, and its successor appends to the same log.
+     */
+    private static String latestServerLog(Path socket) {
+        String log = read(Path.of(socket + ".log"));
+        Matcher m = SERVER_LINE.matcher(log);
+        int start = -1;
+        while (m.find()) {
+            if (m.group(2).equals(socket.toString())) {
+                start = m.start();
+            }
+        }
+        return start < 0 ? "" : log.substring(start);
     }
 
     /** How many runs the servers of this class have served. */
