@@ -90,8 +90,8 @@ final class AtenDerivatives {
             case "rms_norm" -> rmsNorm(call, names);
             case "embedding" -> embedding(call);
             case "mse_loss" -> mseLoss(call);
-            case "cross_entropy_loss" -> crossEntropy(call, names, inputs);
-            case "nll_loss", "nll_loss_nd" -> nllLoss(call, names, inputs);
+            case "cross_entropy_loss" -> LossDerivatives.crossEntropy(call, names, inputs);
+            case "nll_loss", "nll_loss_nd" -> LossDerivatives.nllLoss(call, names);
             case "scaled_dot_product_attention" -> Attention.of(call, names);
             case "where" -> names.size() == 3 ? where() : ElementwiseDerivatives.whereWithNumber(names);
             case "masked_fill" -> call.inputCount() == 2 ? (in, out, g, n) -> new DTensor[] {
@@ -366,11 +366,6 @@ final class AtenDerivatives {
         return dims;
     }
 
-    /** The non-null tensors of {@code tensors}, in order. */
-    private static DTensor[] present(DTensor... tensors) {
-        return Arrays.stream(tensors).filter(t -> t != null).toArray(DTensor[]::new);
-    }
-
     /**
      * {@code rms_norm(x) = x * rsqrt(mean(x^2) + eps) * w} over the normalized dimensions; ATen has no backward operator
      * of its own for it, so: {@code gw = sum(g * xhat)}, {@code gx = r * (gx' - xhat * mean(gx' * xhat))} with
@@ -455,59 +450,6 @@ final class AtenDerivatives {
             DTensor gx = diff.mul(g[0]).mul(reduction == 1 ? 2.0 / numel : 2.0);
             return new DTensor[] {n[0] ? gx : null, n[1] ? gx.neg() : null};
         };
-    }
-
-    /**
-     * {@code cross_entropy} of class indices over 1-D or 2-D logits, without label smoothing: {@code log_softmax} over the
-     * class dimension recomputed, then {@code nll_loss_backward} and {@code _log_softmax_backward_data}.
-     */
-    private static Derivative crossEntropy(AtenCall call, List<String> names, DTensor[] inputs) {
-        Object smoothing = call.constant("label_smoothing");
-        if (smoothing instanceof Number s && s.doubleValue() != 0.0 || inputs[0].ndim() > 2 || floating(inputs[1])) {
-            return null;
-        }
-        long reduction = (Long) call.constant("reduction");
-        long ignore = (Long) call.constant("ignore_index");
-        boolean hasWeight = names.contains("weight");
-        return (in, out, g, n) -> {
-            DTensor x = in[0];
-            long dim = x.ndim() == 1 ? 0 : 1;
-            DTensor logp = aten("log_softmax", "T,i", v(null, dim), x);
-            DTensor glogp = nllBackward(g[0], logp, in[1], hasWeight ? in[2] : null, reduction, ignore);
-            DTensor[] result = new DTensor[in.length];
-            result[0] = aten("_log_softmax_backward_data", "T,T,i,d", v(null, null, dim, x.dtype()), glogp, logp);
-            return result;
-        };
-    }
-
-    private static boolean floating(DTensor t) {
-        return switch (t.dtype()) {
-            case Float, Double, Half, BFloat16 -> true;
-            default -> false;
-        };
-    }
-
-    private static Derivative nllLoss(AtenCall call, List<String> names, DTensor[] inputs) {
-        if (inputs[0].ndim() > 2) {
-            return null;
-        }
-        long reduction = (Long) call.constant("reduction");
-        long ignore = (Long) call.constant("ignore_index");
-        boolean hasWeight = names.contains("weight");
-        return (in, out, g, n) -> {
-            DTensor[] result = new DTensor[in.length];
-            result[0] = nllBackward(g[0], in[0], in[1], hasWeight ? in[2] : null, reduction, ignore);
-            return result;
-        };
-    }
-
-    private static DTensor nllBackward(DTensor g, DTensor logp, DTensor target, DTensor weight, long reduction, long ignore) {
-        String w = weight == null ? "n" : "T";
-        List<DTensor> forward = Grads.all("nll_loss_forward", "T,T," + w + ",i,i", v(null, null, null, reduction, ignore),
-            present(logp, target, weight));
-        DTensor totalWeight = forward.get(1);
-        return aten("nll_loss_backward", "T,T,T," + w + ",i,i,T", v(null, null, null, null, reduction, ignore, null),
-            present(g, logp, target, weight, totalWeight));
     }
 
     private static Derivative where() {

@@ -150,7 +150,9 @@ final class LossStrategy implements ShardingStrategy {
                     continue; // a dimension shorter than the split would leave devices idle
                 }
                 Placement rows = Placement.shard(d);
-                Placement targetRows = Placement.shard(probabilities || d < classDim ? d : d - 1);
+                // the loss of each position has the input's dimensions without the classes; so have class indices
+                Placement positions = Placement.shard(d < classDim ? d : d - 1);
+                Placement targetRows = probabilities ? rows : positions;
                 List<Placement> in = all(inputs.size(), Placement.replicate());
                 in.set(first, rows);
                 in.set(first + 1, targetRows);
@@ -158,7 +160,7 @@ final class LossStrategy implements ShardingStrategy {
                     in.set(0, reduction == NONE ? targetRows : Placement.replicate());
                     dim.add(new Option(in, rows));
                 } else {
-                    dim.add(new Option(in, reduction == NONE ? targetRows : Placement.partial()));
+                    dim.add(new Option(in, reduction == NONE ? positions : Placement.partial()));
                 }
             }
             if (linear) {

@@ -42,7 +42,13 @@ class AutogradOpsTest extends FourDeviceRuntime {
 
     /** One input: its shape, and for an integral input the bound of its values (0: a float input). */
     record In(long[] shape, long high) {
+        /** Whether the input requires grad: every float input but {@link #weights}. */
+        boolean differentiable() {
+            return high <= 0 && high != WEIGHTS;
+        }
     }
+
+    private static final long WEIGHTS = -3;
 
     static In f(long... shape) {
         return new In(shape, 0);
@@ -51,6 +57,11 @@ class AutogradOpsTest extends FourDeviceRuntime {
     /** A float input of values in [0.5, 1.5): for operators defined on positive numbers. */
     static In pos(long... shape) {
         return new In(shape, -1);
+    }
+
+    /** A float input of values in [0.5, 1.5) that does not require grad: class weights, which torch does not differentiate. */
+    static In weights(long... shape) {
+        return new In(shape, WEIGHTS);
     }
 
     /** A float input of the whole numbers 0, 1 and 2: many ties, for the operators that choose among equal values. */
@@ -114,6 +125,21 @@ class AutogradOpsTest extends FourDeviceRuntime {
         cs.add(aten("mse_loss sum", call("mse_loss", "T,T,i", null, null, 2L), f(5, 6), f(5, 6)));
         cs.add(aten("mse_loss", call("mse_loss", "T,T", null, null), f(5, 6), f(5, 6)));
         cs.add(aten("cross_entropy", call("cross_entropy_loss", "T,T", null, null), f(6, 9), idx(9, 6)));
+        cs.add(aten("cross_entropy (N, C, d1, d2), ignored class, sum", call("cross_entropy_loss", "T,T,n,i,i", null, null, null, 2L, 1L),
+            f(3, 5, 2, 4), idx(5, 3, 2, 4)));
+        cs.add(aten("cross_entropy (N, C, d) per position, weighted", call("cross_entropy_loss", "T,T,T,i", null, null, null, 0L),
+            f(4, 6, 3), idx(6, 4, 3), weights(6)));
+        cs.add(aten("cross_entropy label smoothing, weighted, ignored class", call("cross_entropy_loss", "T,T,T,i,i,f", null, null, null,
+            1L, 2L, 0.2), f(7, 5), idx(5, 7), weights(5)));
+        cs.add(aten("cross_entropy (N, C, d) label smoothing per position", call("cross_entropy_loss", "T,T,n,i,i,f", null, null, null, 0L,
+            -100L, 0.1), f(3, 4, 5), idx(4, 3, 5)));
+        cs.add(aten("cross_entropy (C) label smoothing", call("cross_entropy_loss", "T,T,n,i,i,f", null, null, null, 1L, -100L, 0.3),
+            f(6), idx(6)));
+        cs.add(aten("cross_entropy probabilities, label smoothing", call("cross_entropy_loss", "T,T,n,i,i,f", null, null, null, 1L, -100L,
+            0.1), f(6, 5), f(6, 5)));
+        cs.add(aten("cross_entropy (N, C, d) probabilities per position, weighted", call("cross_entropy_loss", "T,T,T,i", null, null, null,
+            0L), f(2, 4, 3), f(2, 4, 3), weights(4)));
+        cs.add(aten("nll_loss_nd (N, C, d1, d2)", call("nll_loss_nd", "T,T", null, null), f(3, 4, 2, 5), idx(4, 3, 2, 5)));
         cs.add(aten("sdpa causal", call("scaled_dot_product_attention", "T,T,T|is_causal=b", null, null, null, true),
             f(2, 4, 5, 8), f(2, 4, 5, 8), f(2, 4, 5, 8)));
         cs.add(aten("sdpa gqa", call("scaled_dot_product_attention", "T,T,T|enable_gqa=b", null, null, null, true),
@@ -316,7 +342,7 @@ class AutogradOpsTest extends FourDeviceRuntime {
                 : in.high() < 0 ? torch.rand(in.shape()).add(new Scalar(0.5)) : torch.randint(0, in.high(), in.shape());
             locals.add(t);
             DTensor d = distribute(t, mesh, random, in.high() <= 0);
-            if (in.high() <= 0) {
+            if (in.differentiable()) {
                 d.requiresGrad_(true);
             }
             inputs.add(d);
@@ -326,7 +352,7 @@ class AutogradOpsTest extends FourDeviceRuntime {
             List<DTensor> outs = c.dist().apply(inputs);
             List<Tensor> leaves = new ArrayList<>();
             for (int i = 0; i < locals.size(); i++) {
-                Tensor t = c.inputs()[i].high() <= 0 ? locals.get(i).detach().requires_grad_(true) : locals.get(i);
+                Tensor t = c.inputs()[i].differentiable() ? locals.get(i).detach().requires_grad_(true) : locals.get(i);
                 leaves.add(t);
             }
             List<Tensor> wantOuts = c.local().apply(leaves);
@@ -347,7 +373,7 @@ class AutogradOpsTest extends FourDeviceRuntime {
                 torch.backward(roots, none, retain, false, all);
             }
             for (int i = 0; i < locals.size(); i++) {
-                if (c.inputs()[i].high() > 0) {
+                if (!c.inputs()[i].differentiable()) {
                     continue;
                 }
                 DTensor g = inputs.get(i).grad();

@@ -51,9 +51,11 @@ class AcrossNodesLauncherTest {
      * Two nodes of two devices; node 1 starts first, configured by torchrun's environment variables, node 0 by flags.
      * Where user namespaces allow, the nodes are in two network namespaces joined by a veth pair, 10.77.0.1 (node 0) and
      * 10.77.0.2 (node 1), so that nothing between them can go through loopback; elsewhere they meet on 127.0.0.1, and the
-     * test says why.
+     * test says why. Slow: four JVMs with GraalPy on two cores; every build runs the nodes' runtime across hosts through
+     * AcrossNodesSmokeTest, and the launcher's node arguments through the refusals below.
      */
     @Test
+    @Tag("slow")
     void shouldRunAScriptOnTwoNodesStartedInAnyOrder(@TempDir Path dir) throws IOException, InterruptedException {
         Path script = Files.writeString(dir.resolve("across.py"), SCRIPT);
         String port = String.valueOf(freePort());

@@ -153,9 +153,13 @@ class LauncherTest {
             && outcome.err.contains("[Gloo] Rank 1 is connected to 1 peer ranks"), outcome.err);
     }
 
-    /** Gloo writes to the process's own standard output (C++ std::cout), so this runs the launcher in a JVM of its own. */
+    /**
+     * Gloo writes to the process's own standard output (C++ std::cout), so this runs the launcher in a JVM of its own
+     * (slow: a JVM with GraalPy and two worker JVMs for one line of output).
+     */
     @Test
     @Tag("multiprocess")
+    @Tag("slow")
     void shouldNotPrintGlooConnectionLinesOnANormalRun(@TempDir Path dir) throws IOException, InterruptedException {
         Path script = dir.resolve("threads.py");
         Files.writeString(script, SHARDED_SCRIPT + "print('script done')\n");
