@@ -159,6 +159,19 @@ class Tensor:
         from . import autograd
         autograd.backward(self, gradient, retain_graph, create_graph, inputs)
 
+    def __deepcopy__(self, memo):
+        """A new leaf with a copy of the values, requires_grad and a deep copy of .grad, as in PyTorch (copy.deepcopy of
+        modules, optimizers' states, reference models); only leaves can be copied so."""
+        if id(self) in memo:
+            return memo[id(self)]
+        if not self.is_leaf:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol "
+                               "at the moment")
+        result = self.detach().clone()
+        memo[id(self)] = result
+        copy_leaf_state(self, result, memo)
+        return result
+
     @property
     def data(self):
         """The same memory as a tensor that autograd does not track (writes through it are not seen by the graph)."""
@@ -557,3 +570,12 @@ _ADD_ = require("add_")
 _SUB_ = require("sub_")
 _MUL_ = require("mul_")
 _DIV_ = require("div_")
+
+
+def copy_leaf_state(source, result, memo):
+    """What copy.deepcopy carries from one leaf to its copy besides the values: requires_grad and the gradient."""
+    import copy
+    if source.requires_grad:
+        result.requires_grad_(True)
+    if source.grad is not None:
+        result.grad = copy.deepcopy(source.grad, memo)

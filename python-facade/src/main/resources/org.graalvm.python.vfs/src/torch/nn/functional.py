@@ -19,7 +19,17 @@ if TYPE_CHECKING:
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
 
 
-def _reduction(reduction):
+def legacy_reduction(size_average: Any, reduce: Any, reduction: str) -> str:
+    """The reduction that the deprecated size_average and reduce arguments name where either is given, as in torch."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    return "none" if not reduce else "mean" if size_average else "sum"
+
+
+def _reduction(reduction, size_average=None, reduce=None):
+    reduction = legacy_reduction(size_average, reduce, reduction)
     if reduction not in _REDUCTIONS:
         raise ValueError("%r is not a valid value for reduction (none, mean or sum)" % (reduction,))
     return _REDUCTIONS[reduction]
@@ -128,26 +138,27 @@ def rms_norm(*args: Any, **kwargs: Any) -> Tensor:
 
 
 def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> Tensor:
-    return _mse_loss(input, target, _reduction(reduction))
+    return _mse_loss(input, target, _reduction(reduction, size_average, reduce))
 
 
 def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> Tensor:
-    return _l1_loss(input, target, _reduction(reduction))
+    return _l1_loss(input, target, _reduction(reduction, size_average, reduce))
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,
                   ignore_index: int = -100, reduce: Any = None, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
-    return _cross_entropy(input, target, weight, _reduction(reduction), ignore_index, label_smoothing)
+    return _cross_entropy(input, target, weight, _reduction(reduction, size_average, reduce), ignore_index, label_smoothing)
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None, ignore_index: int = -100,
              reduce: Any = None, reduction: str = "mean") -> Tensor:
-    return _nll_loss(input, target, weight, _reduction(reduction), ignore_index)
+    return _nll_loss(input, target, weight, _reduction(reduction, size_average, reduce), ignore_index)
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,
                                      reduce: Any = None, reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
-    return _binary_cross_entropy_with_logits(input, target, weight, pos_weight, _reduction(reduction))
+    return _binary_cross_entropy_with_logits(input, target, weight, pos_weight,
+                                             _reduction(reduction, size_average, reduce))
 
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Tensor | None = None) -> Tensor:

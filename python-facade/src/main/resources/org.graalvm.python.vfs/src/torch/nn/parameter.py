@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 from .._dispatch import require
-from .._tensor import Tensor
+from .._tensor import Tensor, copy_leaf_state
 from .. import _format
 
 _DETACH = require("detach")
@@ -70,6 +70,15 @@ class Parameter(Tensor, metaclass=_ParameterMeta):
     def __init__(self, data: Any = None, requires_grad: bool = True) -> None:
         pass  # __new__ made it; Tensor.__init__ would build a new tensor from data
 
+    def __deepcopy__(self, memo: dict) -> Any:
+        """A new Parameter with a copy of the values, requires_grad and a deep copy of .grad."""
+        if id(self) in memo:
+            return memo[id(self)]
+        result = Parameter(self.data.clone(), self.requires_grad)
+        memo[id(self)] = result
+        copy_leaf_state(self, result, memo)
+        return result
+
     def __repr__(self) -> str:
         if self._java.isClosed():
             return "Parameter containing:\ntensor(<closed>)"
@@ -110,6 +119,15 @@ def _distributed_parameter_type() -> type:
                     self.requires_grad_(True)
                 if grad is not None and tuple(grad.shape) == tuple(value.shape) and grad.dtype == value.dtype:
                     self.grad = grad
+
+            def __deepcopy__(self, memo: dict) -> Any:
+                """A new distributed Parameter with a copy of each shard, requires_grad and a deep copy of .grad."""
+                if id(self) in memo:
+                    return memo[id(self)]
+                result = _distributed_parameter(self.detach().clone(), self.requires_grad)
+                memo[id(self)] = result
+                copy_leaf_state(self, result, memo)
+                return result
 
             def __repr__(self) -> str:
                 return "Parameter containing:\n" + base.__repr__(self)
