@@ -34,6 +34,8 @@ PRODUCTS = [
     ("einsum batched", ("bmk", "bkn"), lambda a, b: torch.einsum("bij,bjk->bik", [a, b]),
      lambda a, b: dtorch.einsum("bij,bjk->bik", [a, b])),
     ("einsum ellipsis", ("bmk", "k"), lambda a, b: torch.einsum("...j,j", [a, b]), lambda a, b: dtorch.einsum("...j,j", a, b)),
+    ("torch.einsum, operands as arguments", ("bmk", "bkn"), lambda a, b: torch.einsum("bij,bjk->bik", a, b),
+     lambda a, b: torch.einsum("bij,bjk->bik", a, b)),
 ]
 
 

@@ -62,6 +62,13 @@ def allclose(input: Tensor, other: Tensor, rtol: _builtins.float = 1e-05, atol: 
     return _dispatch.require("allclose")(input, other, rtol, atol, equal_nan)
 
 
+def einsum(equation: _builtins.str, *operands: _typing.Any, path: _typing.Any = None) -> Tensor:
+    """torch.einsum(equation, *operands), the operands also as one list or tuple, as PyTorch takes them."""
+    if len(operands) == 1 and isinstance(operands[0], (_builtins.list, _builtins.tuple)):
+        operands = operands[0]
+    return _dispatch.require("einsum")(equation, _builtins.list(operands), path=path)
+
+
 def __getattr__(name):
     """Any other name is the ATen operator of that name (torch.add, torch.layer_norm, ...), found on first use."""
     op = _dispatch.op(name)
