@@ -143,6 +143,35 @@ public final class GradTape {
         return outputs;
     }
 
+    /**
+     * Records {@code outputs} as made from {@code inputs} by an operator whose derivative the program gives: a custom
+     * function ({@code torch.autograd.Function}), whose forward ran unrecorded. The gradients a pass hands
+     * {@code derivative} and the ones it returns are the program's to keep (the pass does not close them), as a hook's
+     * are. Nothing is recorded when grad mode is off or no input requires grad.
+     *
+     * @throws IllegalArgumentException when an output already has a history or requires grad (an input returned as it
+     *                                  is, say), before anything is recorded
+     */
+    public void recordFunction(String name, DTensor[] inputs, List<DTensor> outputs, Derivative derivative) {
+        Objects.requireNonNull(derivative, "recordFunction: the derivative is null");
+        for (DTensor out : outputs) {
+            if (Objects.requireNonNull(out, "recordFunction: an output is null").autograd().requiresGrad) {
+                throw new IllegalArgumentException(name + ": output " + out + " already requires grad; a custom function's outputs "
+                    + "are new tensors its forward made (return a view or a copy of an input, not the input itself)");
+            }
+        }
+        record(name, inputs, outputs, () -> (in, out, g, n) -> {
+            exposed.addAll(Arrays.asList(g));
+            DTensor[] result = derivative.apply(in, out, g, n);
+            for (DTensor r : result) {
+                if (r != null) {
+                    exposed.add(r);
+                }
+            }
+            return result;
+        }, false);
+    }
+
     /** Runs {@code body}, whose operators are not recorded (writes, bookkeeping). */
     <T> T untracked(Supplier<T> body) {
         depth++;

@@ -103,6 +103,27 @@ public final class BridgeAutograd {
         });
     }
 
+    /**
+     * Records {@code outputs} as made from {@code inputs} by a custom function ({@code torch.autograd.Function}) whose
+     * {@code backward}, a Python callable, takes the list of the outputs' gradients and returns one gradient or None per
+     * input ({@link GradTape#recordFunction}).
+     */
+    @HostAccess.Export
+    public void recordFunction(String name, Value inputs, Value outputs, Value backward) {
+        if (backward == null || !backward.canExecute()) {
+            throw new IllegalArgumentException(name + ": backward must be callable, got " + backward);
+        }
+        DTensor[] in = handles(inputs).toArray(DTensor[]::new);
+        runtime.autograd().recordFunction(name, in, handles(outputs), (ins, outs, grads, needs) -> {
+            Value result = backward.execute((Object) grads.clone());
+            List<DTensor> given = handles(result);
+            if (given.size() != ins.length) {
+                throw new IllegalStateException(name + ": backward gave " + given.size() + " gradients for " + ins.length + " inputs");
+            }
+            return given.toArray(DTensor[]::new);
+        });
+    }
+
     /** Takes off the hook of a handle {@link #registerHook} returned; idempotent. */
     @HostAccess.Export
     public void removeHook(Object handle) {
