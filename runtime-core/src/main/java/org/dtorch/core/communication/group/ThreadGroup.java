@@ -425,7 +425,8 @@ public final class ThreadGroup implements AutoCloseable {
         }
         Tensor[] mine = tensors.clone();
         Runnable completion = communicate(op, CollectiveKind.ALL_REDUCE, tensors, () -> backend.allReduceSumInPlaceAsync(mine));
-        return new ReductionWork(body -> awaitIssued(op, body), completion, what);
+        String awaited = op + " of " + tensors.length + " tensor(s), " + bytes + " bytes";
+        return new ReductionWork(body -> awaitIssued(awaited, body), completion, what);
     }
 
     /**
