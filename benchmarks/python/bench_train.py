@@ -6,11 +6,14 @@ Under ./dtorch run it times, side by side in one process:
   - "dtorch": the same model with its parameters on a mesh of one device (one rank), the batch on that mesh;
   - with --ranks N (N > 1): data parallel on N ranks (parameters replicated, the batch split over the ranks, the
     gradients' partial sums all-reduced), and the backward's time with that all-reduce against the backward of one rank
-    on its 1/N of the batch, which computes the same per rank and communicates nothing.
+    on its 1/N of the batch, which computes the same per rank and communicates nothing. The gradients' all-reduce
+    overlaps the backward unless -Ddtorch.autograd.earlyGradReduction=false; with
+    -Ddtorch.autograd.gradReduction=false (and --backward-only) the backward leaves the gradients unreduced, which
+    times the backward without the gradients' communication.
 With the machine's Python (plain PyTorch, no dtorch) it times "torch" alone, on cuda:0 when there is one: PyTorch
 eager's side of the GPU comparison.
 
-    ./dtorch run benchmarks/python/bench_train.py [--size tiny] [--steps 20] [--ranks 4]
+    ./dtorch run benchmarks/python/bench_train.py [--size tiny] [--steps 20] [--ranks 4] [--backward-only]
     ./dtorch run --devices cuda:1 benchmarks/python/bench_train.py --device cuda:0
     python3 benchmarks/python/bench_train.py --device cuda:0
 
@@ -155,7 +158,15 @@ def main():
             dp_model = distributed(config, weights, mesh)
             dp_optimizer = torch.optim.AdamW(dp_model.parameters(), lr=1e-3)
             cases["dtorch dp"] = (stepper(dp_model, dp_optimizer, split), dtorch.sync)
-    seconds = alternate(cases, data)
+    if ARGS.backward_only:
+        cases = {name: case for name, case in cases.items() if name == "dtorch dp"}
+        for step, settle in cases.values():  # the JIT's warm-up, and the workers' groups made
+            for tokens in data[:ARGS.warmup]:
+                loss_of(dp_model, dp_optimizer, tokens, split).backward()
+            settle()
+        seconds = {name: float("nan") for name in cases}
+    else:
+        seconds = alternate(cases, data)
     for name, value in seconds.items():
         rows[name] = {"seconds_per_step": value, "steps_per_s": 1.0 / value}
     if "dtorch" in rows:
@@ -181,6 +192,9 @@ parser.add_argument("--length", type=int, default=32, help="tokens per sequence 
 parser.add_argument("--ranks", type=int, default=1, help="also data parallel on this many ranks (default 1: off)")
 parser.add_argument("--rounds", type=int, default=5, help="rounds the timed steps are split into, cases in turn (default 5)")
 parser.add_argument("--repeat", type=int, default=5, help="backwards timed for the median (default 5)")
+parser.add_argument("--backward-only", action="store_true",
+                    help="with --ranks: time the data-parallel backward alone, no training steps (for "
+                         "-Ddtorch.autograd.gradReduction=false, whose gradients no optimizer can take)")
 parser.add_argument("--device", default="cuda:0" if dtorch is None and torch.cuda.is_available() else "cpu",
                     help="the torch side's device (default cuda:0 where PyTorch has one, else cpu)")
 ARGS = parser.parse_args()

@@ -34,8 +34,9 @@ import org.dtorch.ops.RedistributeSpec;
  * <p>A backward pass walks the nodes that lead to the roots in reverse recording order (recording order is a topological
  * order, as the program issued the operators one after another) and issues each derivative as ordinary distributed
  * operators, which take the same sharding strategies and implicit redistributions as forward operators. A leaf's
- * gradient is moved to the leaf's mesh and placements ({@code P(sum)} as {@code R}); the moves of all leaves of a pass
- * run as one batched operator per mesh, so the partial sums of a data-parallel gradient are all-reduced together.
+ * gradient is moved to the leaf's mesh and placements ({@code P(sum)} as {@code R}) in batched operators, so the partial
+ * sums of a data-parallel gradient are all-reduced in buckets: a bucket's moves are issued during the pass, as soon as
+ * its gradients are final ({@link GradBuckets}), and the rest at its end.
  * Before anything is issued, every node of the pass is checked to have a derivative: the error names the operator.
  *
  * <p>A tensor's gradient hooks ({@link #registerHook}) see its gradient once it is complete: a leaf's on the leaf's mesh
@@ -542,6 +543,10 @@ public final class GradTape {
                 DTensor seed = seed(root, i < seeds.size() ? seeds.get(i) : null);
                 flow(root, seed, grads, leafGrads, targets);
             }
+            GradBuckets early = GradBuckets.of(runtime, nodes, !createGraph);
+            if (early != null) {
+                early.seeded(leafGrads);
+            }
             for (Node node : nodes) {
                 DTensor[] gradOutputs = new DTensor[node.outputs.length];
                 boolean any = false;
@@ -552,6 +557,9 @@ public final class GradTape {
                 }
                 if (!any) {
                     regathers.done(node); // no gradient reached it: its reads of released gathers are over
+                    if (early != null) {
+                        early.processed(node, node.inputs, leafGrads);
+                    }
                     continue;
                 }
                 for (int o = 0; o < gradOutputs.length; o++) {
@@ -567,11 +575,14 @@ public final class GradTape {
                         flow(node.inputs[i], gradInputs[i], grads, leafGrads, targets);
                     }
                 }
+                if (early != null) {
+                    early.processed(node, node.inputs, leafGrads); // moves the gradients this node completed, a bucket at a time
+                }
                 if (!retainGraph) {
                     node.free();
                 }
             }
-            Map<DTensor, DTensor> placed = toLeafPlacements(leafGrads, !createGraph);
+            Map<DTensor, DTensor> placed = toLeafPlacements(leafGrads, !createGraph, early);
             for (Map.Entry<DTensor, DTensor> e : placed.entrySet()) {
                 if (e.getKey().autograd().gradFn == null) {
                     e.setValue(hooked(e.getKey(), e.getValue()));
@@ -674,19 +685,26 @@ public final class GradTape {
     /**
      * Every gradient moved to its tensor's mesh, placements ({@code P} as {@code R}) and dtype: with {@code batched} the
      * moves on one mesh run as one batched operator, whose all-reduces of partial sums go together; otherwise one
-     * redistribution each, which a recorded pass can differentiate again.
+     * redistribution each, which a recorded pass can differentiate again. The gradients {@code early} moved during the
+     * pass (when not null) are taken as they are.
      */
-    private Map<DTensor, DTensor> toLeafPlacements(Map<DTensor, DTensor> leafGrads, boolean batched) {
+    private Map<DTensor, DTensor> toLeafPlacements(Map<DTensor, DTensor> leafGrads, boolean batched, GradBuckets early) {
         Map<DTensor, DTensor> out = new LinkedHashMap<>();
         Map<DeviceMesh, List<DTensor>> moving = new LinkedHashMap<>();
+        boolean reduce = !batched || GradBuckets.reducesGradients();
         for (Map.Entry<DTensor, DTensor> e : leafGrads.entrySet()) {
             DTensor t = e.getKey();
+            DTensor movedEarly = early == null ? null : early.moved(t);
+            if (movedEarly != null) {
+                out.put(t, movedEarly);
+                continue;
+            }
             DTensor g = e.getValue();
             if (g.dtype() != t.dtype()) {
                 g = g.to(t.dtype());
             }
             out.put(t, g);
-            if (!g.meta().sharding().equals(gradSharding(t))) {
+            if (reduce && !g.meta().sharding().equals(gradSharding(t))) {
                 moving.computeIfAbsent(g.mesh(), m -> new ArrayList<>()).add(t);
             }
         }
@@ -701,7 +719,7 @@ public final class GradTape {
                 targets.add(target);
             }
             if (sameMesh && batched) {
-                List<DTensor> moved = runtime.applyMulti(new RedistributeAllSpec(targets, null), sources);
+                List<DTensor> moved = runtime.applyMulti(RedistributeAllSpec.gradientBucket(targets), sources);
                 for (int i = 0; i < sources.length; i++) {
                     out.put(group.get(i), moved.get(i));
                 }
@@ -774,7 +792,7 @@ public final class GradTape {
         }
     }
 
-    private static Sharding gradSharding(DTensor t) {
+    static Sharding gradSharding(DTensor t) {
         return new Sharding(t.mesh(), List.of(wholePlacements(t.placements())));
     }
 

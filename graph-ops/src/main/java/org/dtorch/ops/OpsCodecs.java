@@ -132,13 +132,19 @@ public final class OpsCodecs implements OpSpecCodecProvider {
                 out.wire().putInt(s.targets().size());
                 s.targets().forEach(out::sharding);
                 writeImplicitFor(s.implicitFor(), out.wire());
+                out.wire().putBoolean(s.isGradientBucket());
             }, in -> {
                 int count = in.wire().getIntIn("redistribute count", 1, MAX_MOVES);
                 List<Sharding> targets = new ArrayList<>(count);
                 for (int i = 0; i < count; i++) {
                     targets.add(in.sharding("redistribute target " + i));
                 }
-                return new RedistributeAllSpec(targets, readImplicitFor(in.wire()));
+                String implicitFor = readImplicitFor(in.wire());
+                boolean gradientBucket = in.wire().getBoolean("redistribute gradient bucket");
+                if (gradientBucket && implicitFor != null) {
+                    throw new ProtocolException("a gradient bucket's moves are not implicit moves for " + implicitFor);
+                }
+                return gradientBucket ? RedistributeAllSpec.gradientBucket(targets) : new RedistributeAllSpec(targets, implicitFor);
             }),
             new Codec<>(CopySpec.class, "ops.copy", (s, out) -> { }, in -> CopySpec.INSTANCE),
             new Codec<>(RingAttentionSpec.class, "ops.ring_attention",

@@ -22,6 +22,28 @@ public interface DeviceKernel {
     List<Tensor> run(KernelContext ctx, List<Tensor> inputs);
 
     /**
+     * Computes this device's outputs, or starts to: a kernel whose communication runs in the background (an issued
+     * all-reduce) returns its outputs with the completion that finishes them. The runtime stores the outputs at once and
+     * runs the completion on this device's thread before anything reads, writes or releases one of them (the next
+     * operator that takes one as input, a fetch, a release, a sync, or the worker's shutdown); until then nobody touches
+     * them. A completion that throws fails the operator's outputs with its error. The default runs {@link #run}.
+     */
+    default Issued issue(KernelContext ctx, List<Tensor> inputs) {
+        return new Issued(run(ctx, inputs), null);
+    }
+
+    /**
+     * The outputs of {@link #issue}, as {@link #run} returns them, and what finishes them (null: they are complete).
+     *
+     * <p>Thread-safe: immutable; the completion runs on the device's thread.
+     *
+     * @param outputs    one entry per output, as {@link #run} returns
+     * @param completion blocks, within the kernel's deadline, until the outputs hold their values; or null
+     */
+    record Issued(List<Tensor> outputs, Runnable completion) {
+    }
+
+    /**
      * Called instead of (or after) {@link #run} when an input failed upstream or {@code run} threw: system
      * kernels that complete a promise report the failure there. The default does nothing.
      */

@@ -10,11 +10,14 @@ import org.bytedeco.pytorch.MemoryFormatOptional;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 import org.dtorch.core.communication.ReduceOpType;
+import org.dtorch.core.communication.group.ReductionWork;
+import org.dtorch.core.communication.group.ThreadGroup;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Partial;
 import org.dtorch.core.distributed.RedistributionPlan;
 import org.dtorch.core.distributed.RedistributionStep;
 import org.dtorch.core.distributed.StepKind;
+import org.dtorch.core.graph.DeviceKernel;
 
 /**
  * Several redistributions run by one operator on one device (the inputs an operator needs moved). Those that are one
@@ -28,14 +31,23 @@ import org.dtorch.core.distributed.StepKind;
  */
 public final class BatchedConvert {
     private final List<ConvertKernel> kernels;
-    /** Indices of the kernels reduced together, per mesh and mesh dimension; only batches of two or more. */
+    /** Indices of the kernels reduced together, per mesh and mesh dimension; batches of two or more unless lone sums join. */
     private final Map<GroupKey, List<Integer>> sums;
 
     private record GroupKey(DeviceMesh mesh, int meshDim) {
     }
 
-    /** The redistributions of {@code kernels}, in order. */
+    /** The redistributions of {@code kernels}, in order; a lone sum on its group runs through its {@link ConvertKernel}. */
     public BatchedConvert(List<ConvertKernel> kernels) {
+        this(kernels, false);
+    }
+
+    /**
+     * The redistributions of {@code kernels}, in order. With {@code loneSumsToo} a sum that is alone on its group goes
+     * through {@code ThreadGroup.allReduceSumAsync_} as well: the gradients' buckets of a backward pass, whose sums must
+     * be computed the same way (and issued in the background) whether a bucket holds one gradient or several.
+     */
+    public BatchedConvert(List<ConvertKernel> kernels, boolean loneSumsToo) {
         this.kernels = List.copyOf(Objects.requireNonNull(kernels, "kernels"));
         Map<GroupKey, List<Integer>> byGroup = new LinkedHashMap<>();
         for (int i = 0; i < this.kernels.size(); i++) {
@@ -44,7 +56,7 @@ public final class BatchedConvert {
                 byGroup.computeIfAbsent(new GroupKey(this.kernels.get(i).plan().source().mesh(), step.meshDim()), k -> new ArrayList<>()).add(i);
             }
         }
-        byGroup.values().removeIf(indices -> indices.size() < 2);
+        byGroup.values().removeIf(indices -> indices.size() < (loneSumsToo ? 1 : 2));
         this.sums = byGroup;
     }
 
@@ -70,12 +82,31 @@ public final class BatchedConvert {
      * @return one new tensor per redistribution, or null where the device is not in its target mesh
      */
     public List<Tensor> run(KernelContext ctx, List<Tensor> inputs) {
+        DeviceKernel.Issued issued = issue(ctx, inputs);
+        if (issued.completion() != null) {
+            try {
+                issued.completion().run();
+            } catch (RuntimeException e) {
+                closeAll(issued.outputs());
+                throw e;
+            }
+        }
+        return issued.outputs();
+    }
+
+    /**
+     * {@link #run}, with the batched all-reduces issued and not awaited where the group's backend runs them in the
+     * background ({@link ThreadGroup#allReduceSumAsync_}): the returned completion awaits them, in the order they were
+     * issued, and names the reductions that failed. The other redistributions run before this returns.
+     */
+    public DeviceKernel.Issued issue(KernelContext ctx, List<Tensor> inputs) {
         if (inputs.size() != kernels.size()) {
             throw new IllegalArgumentException("BatchedConvert on " + ctx.device() + ": " + inputs.size() + " inputs for "
                 + kernels.size() + " redistributions");
         }
         Tensor[] out = new Tensor[kernels.size()];
         boolean[] done = new boolean[kernels.size()];
+        List<ReductionWork> inFlight = new ArrayList<>();
         try {
             for (Map.Entry<GroupKey, List<Integer>> batch : sums.entrySet()) {
                 List<Integer> indices = batch.getValue();
@@ -86,8 +117,8 @@ public final class BatchedConvert {
                 for (int i : indices) {
                     out[i] = inputs.get(i).clone(new MemoryFormatOptional(torch.MemoryFormat.Contiguous));
                 }
-                ctx.groupAlong(batch.getKey().mesh(), batch.getKey().meshDim())
-                    .allReduceSum_(indices.stream().map(i -> out[i]).toArray(Tensor[]::new));
+                inFlight.add(ctx.groupAlong(batch.getKey().mesh(), batch.getKey().meshDim())
+                    .allReduceSumAsync_(indices.stream().map(i -> out[i]).toArray(Tensor[]::new)));
             }
             for (int i = 0; i < kernels.size(); i++) {
                 if (!done[i]) {
@@ -95,13 +126,46 @@ public final class BatchedConvert {
                 }
             }
         } catch (RuntimeException e) {
-            for (Tensor t : out) {
-                if (t != null) {
-                    t.close();
-                }
-            }
+            awaitQuietly(inFlight); // c10d writes into the outputs until its work is done
+            closeAll(Arrays.asList(out));
             throw e;
         }
-        return Arrays.asList(out);
+        inFlight.removeIf(ReductionWork::isDone);
+        return new DeviceKernel.Issued(Arrays.asList(out), inFlight.isEmpty() ? null : () -> awaitAll(inFlight));
+    }
+
+    /** Awaits every reduction, each even after one failed (each releases its buffers), and throws the first failure. */
+    private static void awaitAll(List<ReductionWork> works) {
+        RuntimeException first = null;
+        for (ReductionWork work : works) {
+            try {
+                work.await();
+            } catch (RuntimeException e) {
+                if (first == null) {
+                    first = e;
+                } else {
+                    first.addSuppressed(e);
+                }
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
+    }
+
+    private static void awaitQuietly(List<ReductionWork> works) {
+        try {
+            awaitAll(works);
+        } catch (RuntimeException ignored) {
+            // the caller reports the failure that stopped the kernel
+        }
+    }
+
+    private static void closeAll(List<Tensor> tensors) {
+        for (Tensor t : tensors) {
+            if (t != null) {
+                t.close();
+            }
+        }
     }
 }

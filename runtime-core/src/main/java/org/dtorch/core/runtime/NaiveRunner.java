@@ -2,6 +2,7 @@ package org.dtorch.core.runtime;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
@@ -30,6 +31,11 @@ import org.dtorch.core.trace.Tracer;
  * left waiting in a collective. A kernel that throws fails its outputs with the operator and device named.
  * System kernels complete their promises with the failure.
  *
+ * <p>A kernel may return before its communication is done ({@link DeviceKernel#issue}): its outputs are stored, and
+ * their completion runs ({@link PendingOutputs}) before the next operator that reads one, a release of one, a sync or
+ * a memory query, or the worker's shutdown; the device runs later operators meanwhile. A completion that fails fails the
+ * outputs, so every dependent operator and future sees the failure as if the kernel had thrown.
+ *
  * <p>Not thread-safe: owned by one worker thread.
  */
 final class NaiveRunner {
@@ -38,6 +44,8 @@ final class NaiveRunner {
     private final long deviceId;
     private final KernelStream stream;
     private final BlobTable blobs = new BlobTable();
+    /** Outputs whose kernels' communication still runs in the background: awaited where they are read or released. */
+    private final PendingOutputs pending;
     private final DeviceMemory memory;
     private final FailureRegistry failures;
     private final ThreadGroupManager groups;
@@ -60,6 +68,8 @@ final class NaiveRunner {
         this.groups = groups;
         this.timeout = timeout;
         this.localContext = new KernelContext(device, stream.stream(), groups, "local-" + device.index(), timeout);
+        this.pending = new PendingOutputs((op, awaitedFor, cause) -> OperatorFailedException.completionFailed(op, device, awaitedFor, cause),
+            this::failOutputs);
     }
 
     /** Whether to time kernels for {@link PipelineStages}: the loop sets it once per batch of work. */
@@ -114,6 +124,9 @@ final class NaiveRunner {
     }
 
     private void run(Operator op) {
+        if (!pending.isEmpty()) {
+            awaitInputs(op);
+        }
         boolean communicates = op.spec().communicates();
         KernelContext ctx = communicates ? context(op) : localContext;
         DeviceKernel kernel;
@@ -134,9 +147,12 @@ final class NaiveRunner {
         }
         List<Tensor> inputs = localInputs(op);
         List<Tensor> outputs;
+        Runnable completion;
         try {
             long started = timeKernels ? System.nanoTime() : 0;
-            outputs = runTraced(op, kernel, ctx, inputs);
+            DeviceKernel.Issued issued = runTraced(op, kernel, ctx, inputs);
+            outputs = issued.outputs();
+            completion = issued.completion();
             if (timeKernels) {
                 PipelineStages.add(PipelineStages.Stage.KERNEL, System.nanoTime() - started, 1);
             }
@@ -151,25 +167,70 @@ final class NaiveRunner {
             late = failures.remoteFailure(op);
         }
         if (late != null) {
+            completeQuietly(completion); // the background communication writes into the outputs until it is done
             closeNew(outputs, inputs);
             failOutputs(op, late);
             report(op, kernel, ctx, late);
             return;
         }
         store(op, outputs, inputs);
+        if (completion != null) {
+            pending.add(op, completion, heldOutputIds(op));
+        }
+    }
+
+    /**
+     * Completes what {@code op} reads before it runs: the operators that made its inputs (an in-place operator's
+     * written inputs among them), or everything pending before a sync or a memory query, which stand for all the work
+     * queued before them.
+     */
+    private void awaitInputs(Operator op) {
+        if (op.inputs().isEmpty() && op.spec() instanceof PromiseSpec) {
+            pending.awaitAll(op.label() + " on " + device);
+            return;
+        }
+        for (int i = 0, n = op.inputs().size(); i < n; i++) {
+            long id = op.inputId(i);
+            if (pending.isPending(id)) {
+                pending.awaitFor(id, "input %" + id + " of " + op.label() + " on " + device);
+            }
+        }
+    }
+
+    private long[] heldOutputIds(Operator op) {
+        List<Operand> operands = op.outputs();
+        long[] ids = new long[operands.size()];
+        int n = 0;
+        for (int i = 0; i < ids.length; i++) {
+            if (blobs.get(op.outputId(i)) != null) {
+                ids[n++] = op.outputId(i);
+            }
+        }
+        return Arrays.copyOf(ids, n);
+    }
+
+    private static void completeQuietly(Runnable completion) {
+        if (completion == null) {
+            return;
+        }
+        try {
+            completion.run();
+        } catch (RuntimeException ignored) {
+            // the operator fails with the error that stopped it
+        }
     }
 
     /**
      * Runs {@code kernel}, traced as one span whether it returns or throws ({@link Tracer#kernel}: host time); on CUDA
      * also {@link #runTracedOnCuda}.
      */
-    private List<Tensor> runTraced(Operator op, DeviceKernel kernel, KernelContext ctx, List<Tensor> inputs) {
+    private DeviceKernel.Issued runTraced(Operator op, DeviceKernel kernel, KernelContext ctx, List<Tensor> inputs) {
         long traced = Tracer.now();
         if (traced != 0 && timeline != null) {
             return runTracedOnCuda(op, kernel, ctx, inputs, traced);
         }
         try {
-            return kernel.run(ctx, inputs);
+            return kernel.issue(ctx, inputs);
         } finally {
             Tracer.kernel(op.id(), op.spec().name(), deviceId, traced);
         }
@@ -179,12 +240,12 @@ final class NaiveRunner {
      * {@link #runTraced} on a CUDA device: the kernel is also an NVTX range, and its device time a span of the stream's
      * timeline (timed events on the stream, reported once they complete, so that nothing waits for the GPU).
      */
-    private List<Tensor> runTracedOnCuda(Operator op, DeviceKernel kernel, KernelContext ctx, List<Tensor> inputs, long traced) {
+    private DeviceKernel.Issued runTracedOnCuda(Operator op, DeviceKernel kernel, KernelContext ctx, List<Tensor> inputs, long traced) {
         String name = op.spec().name();
         Nvtx.rangePush(name);
         StreamTimeline.Span span = timeline.begin(traced);
         try {
-            return kernel.run(ctx, inputs);
+            return kernel.issue(ctx, inputs);
         } finally {
             try {
                 timeline.end(span, op.id(), name);
@@ -209,6 +270,9 @@ final class NaiveRunner {
     }
 
     void release(long operandId) {
+        if (pending.isPending(operandId)) {
+            pending.awaitFor(operandId, "the release of %" + operandId + " on " + device);
+        }
         blobs.release(operandId);
     }
 
@@ -218,6 +282,7 @@ final class NaiveRunner {
 
     /** Frees the device's tensors, and reports and destroys the stream timelines' events: the worker's last call. */
     void clear() {
+        pending.awaitAll("the shutdown of the worker of " + device);
         blobs.clear();
         if (timeline != null) {
             StreamTimeline.bindCollectivesToThisThread(null);

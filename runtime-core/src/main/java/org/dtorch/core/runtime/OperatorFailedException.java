@@ -4,6 +4,7 @@ import org.dtorch.core.communication.FailureKind;
 import org.dtorch.core.communication.TypedFailure;
 import org.dtorch.core.device.Device;
 import org.dtorch.core.device.DeviceTimeoutException;
+import org.dtorch.core.graph.DeviceKernel;
 import org.dtorch.core.graph.Operator;
 
 /**
@@ -31,6 +32,16 @@ public class OperatorFailedException extends RuntimeException implements TypedFa
             named = cause instanceof DeviceTimeoutException ? FailureKind.TIMEOUT : FailureKind.KERNEL;
         }
         return new OperatorFailedException(named, "operator " + op.label() + " failed on " + device + ": " + cause, cause);
+    }
+
+    /**
+     * The background communication of {@code op}'s kernel (an issued all-reduce, {@link DeviceKernel#issue}) failed on
+     * {@code device}, where {@code awaitedFor} waited for it.
+     */
+    static OperatorFailedException completionFailed(Operator op, Device device, String awaitedFor, Throwable cause) {
+        FailureKind named = FailureKind.of(cause);
+        return new OperatorFailedException(named == FailureKind.UNKNOWN ? FailureKind.KERNEL : named, "operator " + op.label()
+            + " failed on " + device + ": its background communication, awaited for " + awaitedFor + ", failed: " + cause, cause);
     }
 
     @Override

@@ -154,6 +154,12 @@ final class C10dBackend implements CollectiveBackend {
         collectives.allReduceSumInPlace(tensors);
     }
 
+    /** c10d's all-reduces are asynchronous: they run while the caller goes on, until the returned completion waits. */
+    @Override
+    public Runnable allReduceSumInPlaceAsync(Tensor[] tensors) {
+        return collectives.allReduceSumInPlaceAsync(tensors);
+    }
+
     @Override
     public Runnable batchIsendIrecv(List<P2POp> ops) {
         return collectives.batchIsendIrecv(ops);

@@ -221,6 +221,15 @@ final class C10dCollectives {
      * once all are done.
      */
     void allReduceSumInPlace(Tensor[] tensors) {
+        allReduceSumInPlaceAsync(tensors).run();
+    }
+
+    /**
+     * Issues {@link #allReduceSumInPlace}'s all-reduces and returns what completes them: it waits for every one (each
+     * bounded by the group's timeout), copies the sums back into {@code tensors} and releases the buffers and c10d's
+     * work, whether it succeeds or not. Until it has run, {@code tensors} must be neither read, written nor closed.
+     */
+    Runnable allReduceSumInPlaceAsync(Tensor[] tensors) {
         List<List<Integer>> buckets = ReductionBuckets.of(tensors, ReductionBuckets.bucketBytes());
         Tensor[] staged = new Tensor[buckets.size()];
         List<Work> issued = new ArrayList<>(buckets.size());
@@ -234,17 +243,35 @@ final class C10dCollectives {
                     issued.add(group.issue("allReduceSum_", () -> group.pg().allreduce(one, o), startNanos));
                 }
             }
-            group.waitAll("allReduceSum_", issued, startNanos);
-            for (int b = 0; b < staged.length; b++) {
-                unpack(staged[b], tensors, buckets.get(b));
+        } catch (RuntimeException e) {
+            try {
+                group.waitAll("allReduceSum_", issued, startNanos); // the issued buffers stay alive until c10d is done with them
+            } catch (RuntimeException ignored) {
+                // the issue's failure is the one to report
+            } finally {
+                releaseStaged(tensors, buckets, staged, issued);
             }
-        } finally {
-            issued.forEach(Work::close);
-            for (int b = 0; b < staged.length; b++) {
-                List<Integer> bucket = buckets.get(b);
-                if (staged[b] != null && (bucket.size() > 1 || staged[b] != tensors[bucket.getFirst()])) {
-                    staged[b].close();
+            throw e;
+        }
+        return () -> {
+            try {
+                group.waitAll("allReduceSum_", issued, startNanos);
+                for (int b = 0; b < staged.length; b++) {
+                    unpack(staged[b], tensors, buckets.get(b));
                 }
+            } finally {
+                releaseStaged(tensors, buckets, staged, issued);
+            }
+        };
+    }
+
+    /** Closes c10d's work and every buffer that is not one of {@code tensors} itself. */
+    private static void releaseStaged(Tensor[] tensors, List<List<Integer>> buckets, Tensor[] staged, List<Work> issued) {
+        issued.forEach(Work::close);
+        for (int b = 0; b < staged.length; b++) {
+            List<Integer> bucket = buckets.get(b);
+            if (staged[b] != null && (bucket.size() > 1 || staged[b] != tensors[bucket.getFirst()])) {
+                staged[b].close();
             }
         }
     }

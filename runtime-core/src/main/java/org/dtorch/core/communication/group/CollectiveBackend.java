@@ -52,6 +52,18 @@ interface CollectiveBackend extends AutoCloseable {
     void allReduceSumInPlace(Tensor[] tensors);
 
     /**
+     * {@link #allReduceSumInPlace}, issued: the returned completion blocks, within the timeout, until the sums are in
+     * {@code tensors}, and releases what the reduction held whether it succeeds or not. Until it has run the tensors are
+     * neither read, written nor closed. The default reduces at once and returns a completion with nothing left to do:
+     * a backend whose reduction is the caller's own work (the same-device backend's host reduction) has nothing to
+     * overlap it with.
+     */
+    default Runnable allReduceSumInPlaceAsync(Tensor[] tensors) {
+        allReduceSumInPlace(tensors);
+        return () -> { };
+    }
+
+    /**
      * Issues every operation of a batch (peers are validated, group-local and not this rank) and returns what
      * completes the batch: it blocks, within the timeout, until every send was taken and every receive landed.
      */

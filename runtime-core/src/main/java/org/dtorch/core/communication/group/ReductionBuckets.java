@@ -19,17 +19,20 @@ import org.bytedeco.pytorch.Tensor;
  *
  * <p>Thread-safe: stateless.
  */
-final class ReductionBuckets {
+public final class ReductionBuckets {
     /** The system property that sets a bucket's size in MiB. */
-    static final String BUCKET_PROPERTY = "dtorch.comm.bucketMiB";
+    public static final String BUCKET_PROPERTY = "dtorch.comm.bucketMiB";
     /** A bucket's size in MiB when the property is not set. */
     static final long DEFAULT_BUCKET_MIB = 25;
 
     private ReductionBuckets() {
     }
 
-    /** The bytes a bucket fills up to: the property's MiB, or 0 (no buckets) when it is 0. */
-    static long bucketBytes() {
+    /**
+     * The bytes a bucket fills up to: the property's MiB, or 0 (no buckets) when it is 0. The autograd tape fills its
+     * buckets of gradients to the same size, so that each of its batched moves is one bucket here.
+     */
+    public static long bucketBytes() {
         String given = System.getProperty(BUCKET_PROPERTY);
         if (given == null) {
             return DEFAULT_BUCKET_MIB << 20;

@@ -395,7 +395,66 @@ public final class ThreadGroup implements AutoCloseable {
      * of tensors, matching in dtype and shape position by position.
      */
     public void allReduceSum_(Tensor... tensors) {
-        String op = "allReduceSum_";
+        checkReduceSum("allReduceSum_", tensors);
+        if (size == 1) {
+            ensureUsable("allReduceSum_");
+            return;
+        }
+        communicate("allReduceSum_", CollectiveKind.ALL_REDUCE, tensors, () -> {
+            backend.allReduceSumInPlace(tensors.clone());
+            return null;
+        });
+    }
+
+    /**
+     * {@link #allReduceSum_}, issued and not awaited where the backend runs collectives in the background (c10d Gloo and
+     * NCCL): the rank's thread goes on with other work, and other collectives of the group, while the sums travel, and
+     * {@link ReductionWork#await()} waits for them where they are read. The same-device backend reduces at once. The
+     * tensors are checked before anything is issued, as {@link #allReduceSum_} checks them; until the work is awaited they
+     * are neither read, written nor closed. A failure of the reduction, seen by {@code await}, makes the group unusable,
+     * as a failed collective does.
+     */
+    public ReductionWork allReduceSumAsync_(Tensor... tensors) {
+        String op = "allReduceSumAsync_";
+        checkReduceSum(op, tensors);
+        long bytes = contributedBytes(tensors);
+        String what = where(op) + ": " + tensors.length + " tensor(s) of " + bytes + " bytes";
+        if (size == 1) {
+            ensureUsable(op);
+            return ReductionWork.completed(what);
+        }
+        Tensor[] mine = tensors.clone();
+        Runnable completion = communicate(op, CollectiveKind.ALL_REDUCE, tensors, () -> backend.allReduceSumInPlaceAsync(mine));
+        String awaited = op + " of " + tensors.length + " tensor(s), " + bytes + " bytes";
+        return new ReductionWork(body -> awaitIssued(awaited, body), completion, what);
+    }
+
+    /**
+     * Runs the completion of a collective issued earlier with the group's error context. When the group became unusable
+     * meanwhile (aborted, closed or broken), the completion still runs, so that it releases its buffers and c10d's work
+     * (whose waits end once the backend is gone), and the group's refusal is what the caller gets.
+     */
+    private void awaitIssued(String op, Runnable completion) {
+        boolean[] ran = new boolean[1];
+        try {
+            communicate(op, null, () -> {
+                ran[0] = true;
+                completion.run();
+                return null;
+            });
+        } catch (RuntimeException e) {
+            if (!ran[0]) {
+                try {
+                    completion.run();
+                } catch (RuntimeException released) {
+                    e.addSuppressed(released);
+                }
+            }
+            throw e;
+        }
+    }
+
+    private void checkReduceSum(String op, Tensor[] tensors) {
         if (tensors == null || tensors.length == 0) {
             throw new IllegalArgumentException(where(op) + ": no tensors");
         }
@@ -408,14 +467,6 @@ public final class ThreadGroup implements AutoCloseable {
                 }
             }
         }
-        if (size == 1) {
-            ensureUsable(op);
-            return;
-        }
-        communicate(op, CollectiveKind.ALL_REDUCE, tensors, () -> {
-            backend.allReduceSumInPlace(tensors.clone());
-            return null;
-        });
     }
 
     /**
