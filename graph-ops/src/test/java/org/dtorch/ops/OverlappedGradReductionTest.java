@@ -194,8 +194,10 @@ class OverlappedGradReductionTest {
         shouldOverlapAndMatch(false);
     }
 
+    /** Slow: four worker JVMs of its own (the bucket size is the workers' property); threads run the same worker loop. */
     @Test
     @Tag("multiprocess")
+    @Tag("slow")
     void shouldReduceGradientBucketsDuringTheBackwardToTheSameValuesInWorkerProcesses() {
         shouldOverlapAndMatch(true);
     }

@@ -70,6 +70,11 @@ import org.dtorch.core.trace.Tracer;
  * {@link #abort(String)} may be called from any thread at any time.
  */
 public final class ThreadGroup implements AutoCloseable {
+    /** The trace's name of a sum over the ranks, issued and awaited or not. */
+    private static final String TRACED_SUM = "allReduce(sum)";
+    /** The trace's name of the wait for a sum issued earlier. */
+    private static final String WAIT_SUM = "wait " + TRACED_SUM;
+
     private final ThreadGroupKey key;
     private final int rank;
     private final int size;
@@ -424,8 +429,9 @@ public final class ThreadGroup implements AutoCloseable {
             return ReductionWork.completed(what);
         }
         Tensor[] mine = tensors.clone();
-        Runnable completion = communicate(op, CollectiveKind.ALL_REDUCE, tensors, () -> backend.allReduceSumInPlaceAsync(mine));
-        String awaited = op + " of " + tensors.length + " tensor(s), " + bytes + " bytes";
+        // Traced as the all-reduce it is, with its bytes, where it is issued; its completion as a wait of no bytes.
+        Runnable completion = communicate(TRACED_SUM, CollectiveKind.ALL_REDUCE, tensors, () -> backend.allReduceSumInPlaceAsync(mine));
+        String awaited = WAIT_SUM + " (" + op + " of " + tensors.length + " tensor(s), " + bytes + " bytes)";
         return new ReductionWork(body -> awaitIssued(awaited, body), completion, what);
     }
 
@@ -591,7 +597,9 @@ public final class ThreadGroup implements AutoCloseable {
             long traced = Tracer.now();
             T result = traced != 0 && key.kind() == DeviceKind.CUDA ? runTracedOnCuda(op, traced, body) : runNamed(op, body);
             if (traced != 0) {
-                Tracer.collective(op, kind, backend.name(), contributedBytes(input), key.deviceIds(), traced);
+                // a wait's name in messages says what it waits for; in the trace, only which collective
+                String name = op.startsWith(WAIT_SUM) ? WAIT_SUM : op;
+                Tracer.collective(name, kind, backend.name(), contributedBytes(input), key.deviceIds(), traced);
             }
             return result;
         } finally {
