@@ -95,8 +95,8 @@ class ThreadGroupAsyncReductionTest {
                 ReductionWork work = lonely.allReduceSumAsync_(x, y);
                 assertTrue(work.describe().contains("2 tensor(s) of 28 bytes"), work.describe());
                 CommTimeoutException e = assertThrows(CommTimeoutException.class, work::await);
-                assertTrue(e.getMessage().startsWith("wait allReduce(sum) (allReduceSumAsync_ of 2 tensor(s), 28 bytes) on group cpu[0, 1] (rank 0 of 2, gloo): "),
-                    e.getMessage());
+                String waited = "wait allReduce(sum) (allReduceSumAsync_ of 2 tensor(s), 28 bytes) on group cpu[0, 1] (rank 0 of 2, gloo): ";
+                assertTrue(e.getMessage().startsWith(waited), e.getMessage());
                 assertTrue(e.getMessage().contains("timed out"), e.getMessage());
                 assertEquals(e, assertThrows(CommTimeoutException.class, work::await), "a later await rethrows the failure");
                 CommException poisoned = assertThrows(CommException.class, () -> lonely.allReduceSumAsync_(x));
