@@ -489,16 +489,8 @@ class Tensor:
     def __deepcopy__(self, memo: dict) -> Tensor:
         """A new leaf on the same mesh and placements with a copy of each shard, requires_grad and a deep copy of .grad,
         as torch copies its tensors; only leaves can be copied so."""
-        if id(self) in memo:
-            return memo[id(self)]
-        if not self.is_leaf:
-            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol "
-                               "at the moment")
-        from torch._tensor import copy_leaf_state
-        result = self.detach().clone()
-        memo[id(self)] = result
-        copy_leaf_state(self, result, memo)
-        return result
+        from torch._tensor import deepcopy_leaf
+        return deepcopy_leaf(self, memo)
 
     def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> Any:
         """Calls hook(grad) with this tensor's gradient (a distributed tensor) whenever a backward pass computes it; a

@@ -162,15 +162,7 @@ class Tensor:
     def __deepcopy__(self, memo):
         """A new leaf with a copy of the values, requires_grad and a deep copy of .grad, as in PyTorch (copy.deepcopy of
         modules, optimizers' states, reference models); only leaves can be copied so."""
-        if id(self) in memo:
-            return memo[id(self)]
-        if not self.is_leaf:
-            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol "
-                               "at the moment")
-        result = self.detach().clone()
-        memo[id(self)] = result
-        copy_leaf_state(self, result, memo)
-        return result
+        return deepcopy_leaf(self, memo)
 
     @property
     def data(self):
@@ -570,6 +562,19 @@ _ADD_ = require("add_")
 _SUB_ = require("sub_")
 _MUL_ = require("mul_")
 _DIV_ = require("div_")
+
+
+def deepcopy_leaf(source, memo):
+    """copy.deepcopy of a leaf, torch's or a distributed one: a copy of its values with its requires_grad and gradient."""
+    if id(source) in memo:
+        return memo[id(source)]
+    if not source.is_leaf:
+        raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol "
+                           "at the moment")
+    result = source.detach().clone()
+    memo[id(source)] = result
+    copy_leaf_state(source, result, memo)
+    return result
 
 
 def copy_leaf_state(source, result, memo):

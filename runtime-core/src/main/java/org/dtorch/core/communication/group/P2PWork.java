@@ -9,37 +9,9 @@ import java.util.function.Consumer;
  *
  * <p>Not thread-safe: the rank's thread that issued the batch awaits it.
  */
-public final class P2PWork {
-    private final Consumer<Runnable> named;
-    private final Runnable completion;
-    private boolean done;
-    private RuntimeException failure;
-
+public final class P2PWork extends IssuedWork {
     /** {@code completion} finishes the batch; {@code named} runs it with the group's error context. */
     P2PWork(Consumer<Runnable> named, Runnable completion) {
-        this.named = named;
-        this.completion = completion;
-    }
-
-    /** Blocks until the batch is complete; bounded by the group's timeout. Later calls return, or rethrow the failure. */
-    public void await() {
-        if (failure != null) {
-            throw failure;
-        }
-        if (done) {
-            return;
-        }
-        try {
-            named.accept(completion);
-            done = true;
-        } catch (RuntimeException e) {
-            failure = e;
-            throw e;
-        }
-    }
-
-    /** True once {@link #await()} has returned normally. */
-    public boolean isDone() {
-        return done;
+        super(named, completion);
     }
 }
