@@ -164,6 +164,22 @@ def test_losses_differentiate_on_distributed_tensors_like_torch():
     assert math.isfinite(logits.sum().item())
 
 
+def test_conv1d_and_conv3d_match_the_functional_api():
+    torch.manual_seed(9)
+    line = torch.randn(2, 4, 11)
+    conv = nn.Conv1d(4, 6, 3, stride=2, padding=1, bias=False)
+    assert conv.weight.shape == (6, 4, 3) and conv.kernel_size == (3,) and conv.bias is None
+    same(conv(line), F.conv1d(line, conv.weight, None, 2, 1), "Conv1d", atol=1e-5)
+    assert nn.Conv1d(4, 4, 3, padding="same", groups=2)(line).shape == (2, 4, 11)
+    reflect = nn.Conv1d(4, 2, 3, padding=1, padding_mode="reflect")
+    same(reflect(line), F.conv1d(F.pad(line, [1, 1], mode="reflect"), reflect.weight, reflect.bias), "Conv1d reflect", atol=1e-5)
+    assert repr(conv) == "Conv1d(4, 6, kernel_size=(3,), stride=(2,), padding=(1,), bias=False)"
+    volume = torch.randn(1, 2, 4, 5, 6)
+    conv3 = nn.Conv3d(2, 3, (1, 3, 3), padding=(0, 1, 1))
+    same(conv3(volume), F.conv3d(volume, conv3.weight, conv3.bias, 1, (0, 1, 1)), "Conv3d", atol=1e-5)
+    assert conv3(volume).shape == (1, 3, 4, 5, 6)
+
+
 def test_deepcopy_makes_an_independent_module_of_torch_or_distributed_parameters():
     torch.manual_seed(8)
     model = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3))

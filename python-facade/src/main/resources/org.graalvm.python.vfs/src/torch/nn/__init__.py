@@ -6,11 +6,11 @@ Parameter, the initialisations (torch.nn.init), the functional API (torch.nn.fun
 from . import functional, init, utils
 from .parameter import Parameter
 from .modules import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d,
-                      BatchNorm1d, BatchNorm2d, BatchNorm3d, BCEWithLogitsLoss, Conv2d, CrossEntropyLoss, Dropout, ELU,
-                      Embedding, Flatten, GELU, GLU, GroupNorm, Hardsigmoid, Hardswish, Hardtanh, Identity, L1Loss,
-                      LayerNorm, LeakyReLU, Linear, LogSoftmax, MaxPool1d, MaxPool2d, Mish, Module, ModuleDict,
-                      ModuleList, MSELoss, NLLLoss, ReLU, ReLU6, RMSNorm, Sequential, Sigmoid, SiLU, Softmax, Softplus,
-                      Tanh, Unflatten)
+                      BatchNorm1d, BatchNorm2d, BatchNorm3d, BCEWithLogitsLoss, Conv1d, Conv2d, Conv3d,
+                      CrossEntropyLoss, Dropout, ELU, Embedding, Flatten, GELU, GLU, GroupNorm, Hardsigmoid, Hardswish,
+                      Hardtanh, Identity, L1Loss, LayerNorm, LeakyReLU, Linear, LogSoftmax, MaxPool1d, MaxPool2d, Mish,
+                      Module, ModuleDict, ModuleList, MSELoss, NLLLoss, ReLU, ReLU6, RMSNorm, Sequential, Sigmoid, SiLU,
+                      Softmax, Softplus, Tanh, Unflatten)
 from .modules import __all__ as _modules
 
 __all__ = ["functional", "init", "utils", "Parameter"] + _modules

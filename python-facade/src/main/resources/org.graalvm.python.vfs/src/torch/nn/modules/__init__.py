@@ -8,7 +8,7 @@ from .dropout import Dropout
 from .sparse import Embedding
 from .normalization import GroupNorm, LayerNorm, RMSNorm
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
-from .conv import Conv2d
+from .conv import Conv1d, Conv2d, Conv3d
 from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d,
                       MaxPool1d, MaxPool2d)
 from .flatten import Flatten, Unflatten
@@ -17,7 +17,7 @@ from .container import ModuleDict, ModuleList, Sequential
 
 __all__ = ["Module", "Identity", "Linear", "ELU", "GELU", "GLU", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU",
            "LogSoftmax", "Mish", "ReLU", "ReLU6", "Sigmoid", "SiLU", "Softmax", "Softplus", "Tanh", "Dropout", "Embedding",
-           "GroupNorm", "LayerNorm", "RMSNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "Conv2d", "AdaptiveAvgPool1d",
-           "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d", "MaxPool1d", "MaxPool2d",
-           "Flatten", "Unflatten", "BCEWithLogitsLoss", "CrossEntropyLoss", "L1Loss", "MSELoss", "NLLLoss", "ModuleDict",
-           "ModuleList", "Sequential"]
+           "GroupNorm", "LayerNorm", "RMSNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "Conv1d", "Conv2d", "Conv3d",
+           "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d",
+           "MaxPool1d", "MaxPool2d", "Flatten", "Unflatten", "BCEWithLogitsLoss", "CrossEntropyLoss", "L1Loss", "MSELoss",
+           "NLLLoss", "ModuleDict", "ModuleList", "Sequential"]

@@ -1,4 +1,4 @@
-"""Conv2d."""
+"""Conv1d, Conv2d and Conv3d."""
 
 from __future__ import annotations
 
@@ -13,18 +13,20 @@ from .module import Module
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 
-def _pair(value: Any) -> tuple[int, int]:
+def _tuple(n: int, value: Any) -> tuple:
     if isinstance(value, (tuple, list)):
-        if len(value) != 2:
-            raise ValueError("expected 2 values, got %r" % (value,))
+        if len(value) != n:
+            raise ValueError("expected %d values, got %r" % (n, value))
         return tuple(value)
-    return (value, value)
+    return (value,) * n
 
 
-class Conv2d(Module):
-    """A 2-D convolution of (N, C_in, H, W) inputs: weight (out_channels, in_channels / groups, kH, kW) and bias
-    (out_channels,), both drawn from U(-1/sqrt(fan_in), 1/sqrt(fan_in)) as in PyTorch. padding is a number, a pair,
-    "valid" or "same"; padding_mode "zeros", "reflect", "replicate" or "circular"."""
+class _ConvNd(Module):
+    """A convolution over the last _n dimensions: weight (out_channels, in_channels / groups, *kernel_size) and bias
+    (out_channels,), both drawn from U(-1/sqrt(fan_in), 1/sqrt(fan_in)) as in PyTorch. padding is a number, one per
+    dimension, "valid" or "same"; padding_mode "zeros", "reflect", "replicate" or "circular"."""
+
+    _n = 2
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
                  dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device: Any = None,
@@ -41,9 +43,9 @@ class Conv2d(Module):
                                                                                             padding_mode))
         self.in_channels = in_channels
         self.out_channels = out_channels
-        self.kernel_size = _pair(kernel_size)
-        self.stride = _pair(stride)
-        self.dilation = _pair(dilation)
+        self.kernel_size = _tuple(self._n, kernel_size)
+        self.stride = _tuple(self._n, stride)
+        self.dilation = _tuple(self._n, dilation)
         if isinstance(padding, str):
             if padding not in ("valid", "same"):
                 raise ValueError("Invalid padding string %r, should be one of ('valid', 'same')" % padding)
@@ -51,10 +53,10 @@ class Conv2d(Module):
                 raise ValueError("padding='same' is not supported for strided convolutions")
             self.padding = padding
         else:
-            self.padding = _pair(padding)
+            self.padding = _tuple(self._n, padding)
         self.groups = groups
         self.padding_mode = padding_mode
-        self.output_padding = (0, 0)
+        self.output_padding = (0,) * self._n
         self.transposed = False
         self._reversed_padding_repeated_twice = self._reversed_padding()
         self.weight = empty_parameter(out_channels, in_channels // groups, *self.kernel_size, device=device, dtype=dtype)
@@ -67,7 +69,7 @@ class Conv2d(Module):
     def _reversed_padding(self) -> list[int]:
         """The padding F.pad takes for a padding_mode other than zeros: last dimension first, both sides."""
         if self.padding == "valid":
-            return [0, 0, 0, 0]
+            return [0, 0] * self._n
         if self.padding == "same":
             out = []
             for d, k in zip(reversed(self.dilation), reversed(self.kernel_size)):
@@ -85,17 +87,20 @@ class Conv2d(Module):
                 bound = 1 / math.sqrt(fan_in)
                 init.uniform_(self.bias, -bound, bound)
 
+    def _conv(self, *args: Any) -> Any:
+        return getattr(F, "conv%dd" % self._n)(*args)
+
     def forward(self, input: Any) -> Any:
         if self.padding_mode != "zeros":
             padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
-            return F.conv2d(padded, self.weight, self.bias, self.stride, (0, 0), self.dilation, self.groups)
-        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+            return self._conv(padded, self.weight, self.bias, self.stride, (0,) * self._n, self.dilation, self.groups)
+        return self._conv(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
     def extra_repr(self) -> str:
         s = "%s, %s, kernel_size=%s, stride=%s" % (self.in_channels, self.out_channels, self.kernel_size, self.stride)
-        if self.padding != (0, 0):
+        if self.padding != (0,) * self._n:
             s += ", padding=%s" % (self.padding,)
-        if self.dilation != (1, 1):
+        if self.dilation != (1,) * self._n:
             s += ", dilation=%s" % (self.dilation,)
         if self.groups != 1:
             s += ", groups=%s" % self.groups
@@ -104,3 +109,21 @@ class Conv2d(Module):
         if self.padding_mode != "zeros":
             s += ", padding_mode=%s" % self.padding_mode
         return s
+
+
+class Conv1d(_ConvNd):
+    """A 1-D convolution of (N, C_in, L) or (C_in, L) inputs."""
+
+    _n = 1
+
+
+class Conv2d(_ConvNd):
+    """A 2-D convolution of (N, C_in, H, W) or (C_in, H, W) inputs."""
+
+    _n = 2
+
+
+class Conv3d(_ConvNd):
+    """A 3-D convolution of (N, C_in, D, H, W) or (C_in, D, H, W) inputs."""
+
+    _n = 3
