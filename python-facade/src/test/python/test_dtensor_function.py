@@ -1,6 +1,6 @@
 """torch.autograd.Function on distributed tensors: custom forward/backward pairs in both styles, against the same
 computation differentiated by the tape, on sharded and replicated inputs; needs_input_grad, non-differentiable outputs,
-create_graph through a custom backward, and the errors torch gives for a wrong backward."""
+create_graph through a custom backward, and the errors torch gives for a wrong backward; post-accumulate-grad hooks."""
 
 import dtorch
 import torch
@@ -182,6 +182,31 @@ def test_a_wrong_backward_gets_torchs_errors_and_torch_tensors_are_refused():
     out = F.relu(ScaledProduct.apply(x, x, 1.0))
     out.sum().backward()
     close(x.grad, torch.full((4, 3), 2.0), "the runtime stays usable after the errors")
+
+
+def test_post_accumulate_grad_hooks_run_after_backward_accumulated_into_the_leaf():
+    w = dtorch.distribute_tensor(torch.ones(4, 2), MESH, [Shard(0)]).requires_grad_(True)
+    seen = []
+
+    def step(param):
+        assert param is w, "the hook gets the leaf itself"
+        seen.append(param.grad.full_tensor().sum().item())
+        with torch.no_grad():
+            param.add_(param.grad * -0.5)  # an optimizer step inside the backward, as optimizer-in-backward does
+        param.grad = None
+
+    handle = w.register_post_accumulate_grad_hook(step)
+    (w * 3).sum().backward()
+    assert seen == [24.0] and w.grad is None, (seen, w.grad)
+    close(w, torch.full((4, 2), -0.5), "stepped in the hook")
+    torch.autograd.grad((w * 2).sum(), [w])
+    assert seen == [24.0], "torch.autograd.grad accumulates nothing, so no hook runs"
+    handle.remove()
+    (w * 3).sum().backward()
+    assert seen == [24.0] and w.grad is not None
+    raises(RuntimeError, (w * 2).register_post_accumulate_grad_hook, step, contains="non-leaf tensors")
+    raises(RuntimeError, dtorch.distribute_tensor(torch.ones(4), MESH, [Shard(0)]).register_post_accumulate_grad_hook, step,
+           contains="doesn't require gradient")
 
 
 run(globals())

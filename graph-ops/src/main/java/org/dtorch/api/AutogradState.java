@@ -2,6 +2,7 @@ package org.dtorch.api;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.function.Consumer;
 import java.util.function.UnaryOperator;
 
 /**
@@ -26,6 +27,9 @@ final class AutogradState {
     boolean retainsGrad;
     /** The gradient hooks in registration order, by their handles; null until the first. */
     Map<GradTape.HookHandle, UnaryOperator<DTensor>> hooks;
+
+    /** The hooks that run after a backward pass accumulated into {@link #grad} (leaves only); null until the first. */
+    Map<GradTape.HookHandle, Consumer<DTensor>> postAccumulateHooks;
 
     Map<GradTape.HookHandle, UnaryOperator<DTensor>> hooks() {
         if (hooks == null) {

@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 import java.util.function.UnaryOperator;
 import org.bytedeco.pytorch.GradMode;
@@ -334,11 +335,38 @@ public final class GradTape {
 
         /** Takes the hook off; idempotent. */
         public void remove() {
-            Map<HookHandle, UnaryOperator<DTensor>> hooks = tensor.autograd().hooks;
-            if (hooks != null) {
-                hooks.remove(this);
+            AutogradState s = tensor.autograd();
+            if (s.hooks != null) {
+                s.hooks.remove(this);
+            }
+            if (s.postAccumulateHooks != null) {
+                s.postAccumulateHooks.remove(this);
             }
         }
+    }
+
+    /**
+     * Calls {@code hook} with the leaf {@code t} each time a backward pass has accumulated a gradient into its
+     * {@code grad} (PyTorch's {@code register_post_accumulate_grad_hook}: an optimizer can step the parameter there and
+     * free its gradient); {@link #grad} passes, which accumulate nothing, do not call it.
+     *
+     * @throws IllegalArgumentException for a tensor that is not a leaf or does not require grad
+     */
+    public HookHandle registerPostAccumulateGradHook(DTensor t, Consumer<DTensor> hook) {
+        Objects.requireNonNull(hook, "registerPostAccumulateGradHook: the hook is null");
+        AutogradState s = t.autograd();
+        if (s.gradFn != null) {
+            throw new IllegalArgumentException("post accumulate grad hooks cannot be registered on non-leaf tensors");
+        }
+        if (!s.requiresGrad) {
+            throw new IllegalArgumentException("cannot register a hook on a tensor that doesn't require gradient");
+        }
+        if (s.postAccumulateHooks == null) {
+            s.postAccumulateHooks = new LinkedHashMap<>();
+        }
+        HookHandle handle = new HookHandle(t);
+        s.postAccumulateHooks.put(handle, hook);
+        return handle;
     }
 
     /**
@@ -457,6 +485,14 @@ public final class GradTape {
         Map<DTensor, DTensor> leaves = run(roots, grads, retainGraph, createGraph, inputs.isEmpty() ? null : identitySet(inputs), retained);
         accumulate(leaves, createGraph);
         accumulate(retained, createGraph);
+        for (DTensor leaf : leaves.keySet()) {
+            Map<HookHandle, Consumer<DTensor>> hooks = leaf.autograd().postAccumulateHooks;
+            if (hooks != null) {
+                for (Consumer<DTensor> hook : List.copyOf(hooks.values())) {
+                    hook.accept(leaf);
+                }
+            }
+        }
     }
 
     private void accumulate(Map<DTensor, DTensor> grads, boolean createGraph) {

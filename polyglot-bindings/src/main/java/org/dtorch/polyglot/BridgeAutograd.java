@@ -124,6 +124,19 @@ public final class BridgeAutograd {
         });
     }
 
+    /**
+     * Registers {@code hook}, a Python callable of the leaf {@code t}, to run each time a backward pass has accumulated
+     * into {@code t}'s gradient ({@link GradTape#registerPostAccumulateGradHook}); the handle goes back to
+     * {@link #removeHook}.
+     */
+    @HostAccess.Export
+    public Object registerPostAccumulateGradHook(DTensor t, Value hook) {
+        if (hook == null || !hook.canExecute()) {
+            throw new IllegalArgumentException("register_post_accumulate_grad_hook: the hook must be callable, got " + hook);
+        }
+        return runtime.autograd().registerPostAccumulateGradHook(t, leaf -> hook.execute(leaf));
+    }
+
     /** Takes off the hook of a handle {@link #registerHook} returned; idempotent. */
     @HostAccess.Export
     public void removeHook(Object handle) {

@@ -498,6 +498,18 @@ class Tensor:
         from . import _autograd
         return _autograd.register_hook(self, hook)
 
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> Any:
+        """Calls hook(self) each time backward() has accumulated a gradient into this leaf's .grad (an optimizer can step
+        it there and free the gradient). Returns a handle whose remove() takes the hook off."""
+        from . import _autograd
+        if not callable(hook):
+            raise TypeError("register_post_accumulate_grad_hook: the hook must be callable, got %r" % (hook,))
+        try:
+            handle = _bridge.call(_b().autograd().registerPostAccumulateGradHook, self._java, lambda _leaf: hook(self))
+        except ValueError as e:  # a non-leaf, or a tensor that does not require grad: torch's RuntimeError
+            raise RuntimeError(str(e)) from None
+        return _autograd.RemovableHandle(handle)
+
     def retain_grad(self) -> None:
         """Keeps this tensor's gradient in .grad after backward although a recorded operator made it."""
         _bridge.call(_b().autograd().retainGrad, self._java)

@@ -198,6 +198,13 @@ final class EagerGraphExecutor {
             }
             graph.add(op);
         }
+        Throwable broken = fleet.brokenBy();
+        if (broken != null) {
+            // A node died while this operator was on its way here: the fleet's sweep of the pending operators may have
+            // run before the operator joined the graph, so it fails now, and no node is given it.
+            op.spec().abandon(broken);
+            return;
+        }
         List<Long> devices = op.devices();
         for (int i = 0, n = devices.size(); i < n; i++) {
             nodes[devices.get(i).intValue()].submit(op);
