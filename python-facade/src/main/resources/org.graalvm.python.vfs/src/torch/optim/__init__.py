@@ -1,7 +1,7 @@
-"""torch.optim: optimizers of torch tensors' gradients (SGD, Adam, AdamW) and learning-rate schedules
-(torch.optim.lr_scheduler), with PyTorch's names, arguments, update formulas and state-dict layout. A step runs ATen's
-multi-tensor and fused operators. Distributed tensors (dtorch.Tensor) have no gradients yet, so nothing here takes
-them."""
+"""torch.optim: optimizers (SGD, Adam, AdamW) and learning-rate schedules (torch.optim.lr_scheduler), with PyTorch's
+names, arguments, update formulas and state-dict layout, for torch tensors and distributed tensors (dtorch.Tensor)
+alike. A step runs ATen's multi-tensor and fused operators; on distributed parameters each device runs them over its
+own shards."""
 
 from . import lr_scheduler
 from .adam import Adam, AdamW
