@@ -209,4 +209,49 @@ def test_post_accumulate_grad_hooks_run_after_backward_accumulated_into_the_leaf
            contains="doesn't require gradient")
 
 
+def test_module_backward_hooks_see_and_replace_the_gradients_of_its_inputs_and_outputs():
+    import torch.nn as nn
+    torch.manual_seed(3)
+    plain = nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 2))
+    x = torch.randn(8, 4)
+    xt = x.clone().requires_grad_(True)
+    first = plain[0](xt)
+    first.retain_grad()
+    (plain[2](plain[1](first)) ** 2).sum().backward()
+    model = nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 2))
+    model.load_state_dict(plain.state_dict())
+    dtorch.distribute_module(model, MESH)
+    seen = {}
+
+    def hook(module, grad_input, grad_output):
+        seen["in"], seen["out"] = grad_input, grad_output
+
+    handle = model[0].register_full_backward_hook(hook)
+    dx = dtorch.distribute_tensor(x, MESH, [Shard(0)]).requires_grad_(True)
+    (model(dx) ** 2).sum().backward()
+    assert len(seen["in"]) == 1 and len(seen["out"]) == 1
+    close(seen["out"][0], first.grad, "grad_output: the gradient of the first layer's output")
+    close(seen["in"][0], xt.grad, "grad_input: the gradient of its input")
+    close(dx.grad, xt.grad, "the input's gradient, unchanged by a hook that returns None")
+    handle.remove()
+    doubling = model[0].register_full_backward_hook(lambda m, gi, go: (gi[0] * 2,))
+    dx.grad = None
+    (model(dx) ** 2).sum().backward()
+    close(dx.grad, xt.grad * 2, "a hook's grad_input replaces the input's gradient")
+    doubling.remove()
+    model.zero_grad()
+    dx.grad = None
+    model[2].register_full_backward_pre_hook(lambda m, go: (go[0] * 0,))
+    (model(dx) ** 2).sum().backward()
+    close(dx.grad, torch.zeros(8, 4), "a pre-hook's grad_output flows on")
+    close(model[0].weight.grad, torch.zeros(3, 4), "into every layer below")
+    calls = []
+    model[0].register_full_backward_hook(lambda m, gi, go: calls.append((gi, go)))
+    (model(dtorch.distribute_tensor(x, MESH, [Shard(0)])) ** 2).sum().backward()  # an input without grad
+    assert len(calls) == 1 and calls[0][0] == (None,) and calls[0][1][0] is not None, calls
+    local = nn.Linear(4, 3)
+    local.register_full_backward_hook(hook)
+    raises(RuntimeError, local, torch.ones(2, 4, requires_grad=True), contains="full backward hooks, which run on distributed")
+
+
 run(globals())

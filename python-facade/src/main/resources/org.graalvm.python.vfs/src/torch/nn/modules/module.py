@@ -88,6 +88,8 @@ class Module:
         setattr_(self, "_forward_hooks", hook_table())
         setattr_(self, "_forward_hooks_with_kwargs", hook_table())
         setattr_(self, "_forward_hooks_always_called", hook_table())
+        setattr_(self, "_backward_pre_hooks", hook_table())
+        setattr_(self, "_backward_hooks", hook_table())
 
     # ---- registration ----
     def register_parameter(self, name: str, param: Parameter | None) -> None:
@@ -493,8 +495,28 @@ class Module:
             self._forward_hooks_always_called[handle.id] = True
         return handle
 
+    def register_full_backward_pre_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """hook(module, grad_output) -> None or a new grad_output, when the gradients of the module's outputs are
+        computed (distributed tensors)."""
+        handle = RemovableHandle(self._backward_pre_hooks)
+        _put(self._backward_pre_hooks, handle.id, hook, prepend)
+        return handle
+
+    def register_full_backward_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """hook(module, grad_input, grad_output) -> None or a new grad_input, when the gradients of the module's
+        tensor arguments are computed (distributed tensors)."""
+        handle = RemovableHandle(self._backward_hooks)
+        _put(self._backward_hooks, handle.id, hook, prepend)
+        return handle
+
+    def _forward_call(self, args: tuple, kwargs: dict) -> Any:
+        if self._backward_hooks or self._backward_pre_hooks:
+            from ._backward_hooks import call_with_backward_hooks
+            return call_with_backward_hooks(self, self.forward, args, kwargs)
+        return self.forward(*args, **kwargs)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if not (self._forward_pre_hooks or self._forward_hooks):
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks):
             return self.forward(*args, **kwargs)
         for hook_id, hook in list(self._forward_pre_hooks.items()):
             if hook_id in self._forward_pre_hooks_with_kwargs:
@@ -510,7 +532,7 @@ class Module:
                     args = result if isinstance(result, tuple) else (result,)
         called = set()
         try:
-            result = self.forward(*args, **kwargs)
+            result = self._forward_call(args, kwargs)
             for hook_id, hook in list(self._forward_hooks.items()):
                 called.add(hook_id)
                 if hook_id in self._forward_hooks_with_kwargs:
