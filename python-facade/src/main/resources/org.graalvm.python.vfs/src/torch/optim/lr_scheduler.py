@@ -73,16 +73,20 @@ class LRScheduler:
         self.__dict__.update(state_dict)
 
 
+def _lambdas(lr_lambda: Callable[[int], float] | list, optimizer: Optimizer) -> list:
+    """One function for every group, or one per group."""
+    if isinstance(lr_lambda, (list, tuple)):
+        if len(lr_lambda) != len(optimizer.param_groups):
+            raise ValueError("Expected %d lr_lambdas, but got %d" % (len(optimizer.param_groups), len(lr_lambda)))
+        return list(lr_lambda)
+    return [lr_lambda] * len(optimizer.param_groups)
+
+
 class LambdaLR(LRScheduler):
     """lr = initial_lr * lr_lambda(epoch), with one function for every group or one per group."""
 
     def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | list, last_epoch: int = -1) -> None:
-        if isinstance(lr_lambda, (list, tuple)):
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError("Expected %d lr_lambdas, but got %d" % (len(optimizer.param_groups), len(lr_lambda)))
-            self.lr_lambdas = list(lr_lambda)
-        else:
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
+        self.lr_lambdas = _lambdas(lr_lambda, optimizer)
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list:
@@ -137,12 +141,7 @@ class MultiplicativeLR(LRScheduler):
     """Each step multiplies each group's lr by lr_lambda(epoch) (one function for every group, or one per group)."""
 
     def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | list, last_epoch: int = -1) -> None:
-        if isinstance(lr_lambda, (list, tuple)):
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError("Expected %d lr_lambdas, but got %d" % (len(optimizer.param_groups), len(lr_lambda)))
-            self.lr_lambdas = list(lr_lambda)
-        else:
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
+        self.lr_lambdas = _lambdas(lr_lambda, optimizer)
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list:
