@@ -25,11 +25,16 @@ class _State:
         self.grad_output: tuple | None = None
 
 
-class _Outputs(Function):
+class _Identity(Function):
+    """Views of its tensors, whose derivative (a subclass's backward) sees their gradients."""
+
     @staticmethod
-    def forward(ctx: Any, state: _State, *outputs: Any) -> Any:
+    def forward(ctx: Any, state: _State, *tensors: Any) -> Any:
         ctx.state = state
-        return tuple(o.view_as(o) for o in outputs)
+        return tuple(t.view_as(t) for t in tensors)
+
+
+class _Outputs(_Identity):
 
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
@@ -45,12 +50,7 @@ class _Outputs(Function):
         return (None,) + grads
 
 
-class _Inputs(Function):
-    @staticmethod
-    def forward(ctx: Any, state: _State, *inputs: Any) -> Any:
-        ctx.state = state
-        return tuple(x.view_as(x) for x in inputs)
-
+class _Inputs(_Identity):
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
         state = ctx.state

@@ -75,30 +75,34 @@ class Sigmoid(_Elementwise):
     _fn = "sigmoid"
 
 
-class Mish(_Elementwise):
-    """x * tanh(softplus(x)). inplace is accepted and recorded; the result is a new tensor."""
-
-    _fn = "mish"
+class _ElementwiseInplace(_Elementwise):
+    """An activation that takes inplace, accepted and recorded; the result is a new tensor."""
 
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
         self.inplace = inplace
 
 
-class Hardswish(Mish):
+class Mish(_ElementwiseInplace):
+    """x * tanh(softplus(x))."""
+
+    _fn = "mish"
+
+
+class Hardswish(_ElementwiseInplace):
     """x * relu6(x + 3) / 6."""
 
     _fn = "hardswish"
 
 
-class Hardsigmoid(Mish):
+class Hardsigmoid(_ElementwiseInplace):
     """relu6(x + 3) / 6."""
 
     _fn = "hardsigmoid"
 
 
-class Softmax(Module):
-    """softmax over dim (None: torch's legacy choice, 0 for 0-, 1- and 3-dimensional inputs, else 1)."""
+class _SoftmaxLike(Module):
+    """A softmax over dim (None: torch's legacy choice, 0 for 0-, 1- and 3-dimensional inputs, else 1)."""
 
     def __init__(self, dim: int | None = None) -> None:
         super().__init__()
@@ -111,14 +115,18 @@ class Softmax(Module):
                       "argument." % type(self).__name__.lower(), stacklevel=3)
         return 0 if len(input.shape) in (0, 1, 3) else 1
 
-    def forward(self, input: Any) -> Any:
-        return F.softmax(input, self._dim(input))
-
     def extra_repr(self) -> str:
         return "dim=%s" % (self.dim,)
 
 
-class LogSoftmax(Softmax):
+class Softmax(_SoftmaxLike):
+    """exp(x) / sum(exp(x)) over dim."""
+
+    def forward(self, input: Any) -> Any:
+        return F.softmax(input, self._dim(input))
+
+
+class LogSoftmax(_SoftmaxLike):
     """log(softmax(x)) over dim, computed as one operator."""
 
     def forward(self, input: Any) -> Any:

@@ -9,18 +9,25 @@ from .. import functional as F
 from .module import Module
 
 
-class _MaxPool(Module):
-    _fn = ""
+class _Window(Module):
+    """The settings every windowed pooling layer has: stride None is the kernel size, as in PyTorch."""
 
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
-                 return_indices: bool = False, ceil_mode: bool = False) -> None:
+    def __init__(self, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool) -> None:
         super().__init__()
         self.kernel_size = kernel_size
         self.stride = stride if stride is not None else kernel_size
         self.padding = padding
+        self.ceil_mode = ceil_mode
+
+
+class _MaxPool(_Window):
+    _fn = ""
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+                 return_indices: bool = False, ceil_mode: bool = False) -> None:
+        super().__init__(kernel_size, stride, padding, ceil_mode)
         self.dilation = dilation
         self.return_indices = return_indices
-        self.ceil_mode = ceil_mode
 
     def forward(self, input: Any) -> Any:
         return getattr(F, self._fn)(input, self.kernel_size, self.stride, self.padding, self.dilation,
@@ -43,44 +50,37 @@ class MaxPool2d(_MaxPool):
     _fn = "max_pool2d"
 
 
-class AvgPool1d(Module):
-    """The mean over windows of the last dimension of (N, C, L) or (C, L) inputs."""
-
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
-                 count_include_pad: bool = True) -> None:
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding = padding
-        self.ceil_mode = ceil_mode
+class _AvgPool(_Window):
+    def __init__(self, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool, count_include_pad: bool) -> None:
+        super().__init__(kernel_size, stride, padding, ceil_mode)
         self.count_include_pad = count_include_pad
-
-    def forward(self, input: Any) -> Any:
-        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
 
     def extra_repr(self) -> str:
         return "kernel_size=%s, stride=%s, padding=%s" % (self.kernel_size, self.stride, self.padding)
 
 
-class AvgPool2d(Module):
+class AvgPool1d(_AvgPool):
+    """The mean over windows of the last dimension of (N, C, L) or (C, L) inputs."""
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+                 count_include_pad: bool = True) -> None:
+        super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
+
+    def forward(self, input: Any) -> Any:
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
+
+
+class AvgPool2d(_AvgPool):
     """The mean over windows of the last two dimensions of (N, C, H, W) or (C, H, W) inputs."""
 
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                  count_include_pad: bool = True, divisor_override: int | None = None) -> None:
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding = padding
-        self.ceil_mode = ceil_mode
-        self.count_include_pad = count_include_pad
+        super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
         self.divisor_override = divisor_override
 
     def forward(self, input: Any) -> Any:
         return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
                             self.divisor_override)
-
-    def extra_repr(self) -> str:
-        return "kernel_size=%s, stride=%s, padding=%s" % (self.kernel_size, self.stride, self.padding)
 
 
 class _AdaptivePool(Module):
@@ -100,16 +100,18 @@ class _AdaptivePool(Module):
         return "output_size=%s" % (self.output_size,)
 
 
-class AdaptiveAvgPool1d(_AdaptivePool):
-    """The mean over output_size windows that tile the last dimension."""
-
-    _fn = "adaptive_avg_pool1d"
-
+class _AdaptiveAvgPool(_AdaptivePool):
     def __init__(self, output_size: Any) -> None:
         super().__init__(output_size)
 
 
-class AdaptiveAvgPool2d(AdaptiveAvgPool1d):
+class AdaptiveAvgPool1d(_AdaptiveAvgPool):
+    """The mean over output_size windows that tile the last dimension."""
+
+    _fn = "adaptive_avg_pool1d"
+
+
+class AdaptiveAvgPool2d(_AdaptiveAvgPool):
     """The mean over output_size windows that tile the last two dimensions (None keeps that size)."""
 
     _fn = "adaptive_avg_pool2d"

@@ -432,7 +432,7 @@ public final class ThreadGroup implements AutoCloseable {
         // Traced as the all-reduce it is, with its bytes, where it is issued; its completion as a wait of no bytes.
         Runnable completion = communicate(TRACED_SUM, CollectiveKind.ALL_REDUCE, tensors, () -> backend.allReduceSumInPlaceAsync(mine));
         String awaited = WAIT_SUM + " (" + op + " of " + tensors.length + " tensor(s), " + bytes + " bytes)";
-        return new ReductionWork(body -> awaitIssued(awaited, body), completion, what);
+        return new ReductionWork(body -> awaitIssued(awaited, WAIT_SUM, body), completion, what);
     }
 
     /**
@@ -440,10 +440,10 @@ public final class ThreadGroup implements AutoCloseable {
      * meanwhile (aborted, closed or broken), the completion still runs, so that it releases its buffers and c10d's work
      * (whose waits end once the backend is gone), and the group's refusal is what the caller gets.
      */
-    private void awaitIssued(String op, Runnable completion) {
+    private void awaitIssued(String op, String traced, Runnable completion) {
         boolean[] ran = new boolean[1];
         try {
-            communicate(op, null, () -> {
+            communicate(op, traced, null, null, () -> {
                 ran[0] = true;
                 completion.run();
                 return null;
@@ -588,18 +588,24 @@ public final class ThreadGroup implements AutoCloseable {
      * context and poisons the group.
      */
     private <T> T communicate(String op, CollectiveKind kind, Object input, Supplier<T> body) {
+        return communicate(op, op, kind, input, body);
+    }
+
+    /**
+     * {@link #communicate(String, CollectiveKind, Object, Supplier)} traced as {@code traced} rather than {@code op}: a
+     * wait's errors say what it waits for, its trace span only which collective.
+     */
+    private <T> T communicate(String op, String traced, CollectiveKind kind, Object input, Supplier<T> body) {
         inUse.lock();
         try {
             ensureUsable(op);
             if (kind != null) {
                 counter.record(kind);
             }
-            long traced = Tracer.now();
-            T result = traced != 0 && key.kind() == DeviceKind.CUDA ? runTracedOnCuda(op, traced, body) : runNamed(op, body);
-            if (traced != 0) {
-                // a wait's name in messages says what it waits for; in the trace, only which collective
-                String name = op.startsWith(WAIT_SUM) ? WAIT_SUM : op;
-                Tracer.collective(name, kind, backend.name(), contributedBytes(input), key.deviceIds(), traced);
+            long started = Tracer.now();
+            T result = started != 0 && key.kind() == DeviceKind.CUDA ? runTracedOnCuda(op, started, body) : runNamed(op, body);
+            if (started != 0) {
+                Tracer.collective(traced, kind, backend.name(), contributedBytes(input), key.deviceIds(), started);
             }
             return result;
         } finally {
