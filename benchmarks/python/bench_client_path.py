@@ -63,8 +63,30 @@ def cases():
     da4, db4 = dtorch.distribute_tensor(a, four, [Shard(0)]), dtorch.distribute_tensor(b, four, [Shard(0)])
     dbr4 = dtorch.distribute_tensor(b, four, [Replicate()])
     dx4, dw4 = dtorch.distribute_tensor(x, four, [Replicate()]), dtorch.distribute_tensor(w, four, [Shard(0)])
+    # A decode step's shape operators: a slice whose end moves every step (the KV cache's filled part), a one-position
+    # write into a cache, and a move that moves nothing (the parallel plan's on one device; the baseline is detach, the
+    # plain tensor's no-op). The 4-device tensors are sharded on the dimension the index leaves alone.
+    cache = torch.zeros(1, 4, 16, 8)
+    dc1 = dtorch.distribute_tensor(cache, one, r1)
+    dc4 = dtorch.distribute_tensor(cache, four, [Shard(1)])
+    row = torch.ones(1, 4, 8)
+    dr1, dr4 = dtorch.distribute_tensor(row, one, r1), dtorch.distribute_tensor(row, four, [Shard(1)])
+    ds1 = dtorch.distribute_tensor(a, one, [Shard(0)])
+    step = [0]
+
+    def ends(t):
+        step[0] = (step[0] + 1) % 16
+        return t[:, :, :step[0] + 1]
+
+    def write(t, v):
+        step[0] = (step[0] + 1) % 16
+        t[:, :, step[0]] = v
+
     return [
         ("a + b", lambda: a + b, lambda: da1 + db1, lambda: da4 + db4),
+        ("t[:, :, :p]", lambda: ends(cache), lambda: ends(dc1), lambda: ends(dc4)),
+        ("t[:, :, p] = v", lambda: write(cache, row), lambda: write(dc1, dr1), lambda: write(dc4, dr4)),
+        ("redistribute S(0)->R", lambda: a.detach(), lambda: ds1.redistribute(one, r1), lambda: da4.redistribute(four, [Shard(0)])),
         ("torch.mm(a, b)", lambda: torch.mm(a, b), lambda: torch.mm(da1, db1), lambda: torch.mm(da4, dbr4)),
         ("F.linear(x, w)", lambda: F.linear(x, w), lambda: F.linear(dx1, dw1), lambda: F.linear(dx4, dw4)),
     ]

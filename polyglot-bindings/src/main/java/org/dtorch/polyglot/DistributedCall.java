@@ -71,6 +71,18 @@ public final class DistributedCall {
         return run(new Value[] {first, second, third});
     }
 
+    /** {@link #callList} with four values (a slice's or a narrow's arguments, without a list to take apart). */
+    @HostAccess.Export
+    public Object call4(Value first, Value second, Value third, Value fourth) {
+        return run(new Value[] {first, second, third, fourth});
+    }
+
+    /** {@link #callList} with five values. */
+    @HostAccess.Export
+    public Object call5(Value first, Value second, Value third, Value fourth, Value fifth) {
+        return run(new Value[] {first, second, third, fourth, fifth});
+    }
+
     /**
      * Runs the overload on the call's values (positionals then keyword values, in the key's order), as
      * {@link PyBridge#aten} does.

@@ -128,6 +128,10 @@ def call(name: str, args: Any, kwargs: Any) -> Any:
             result = bound.call1(values[0])
         elif n == 3:
             result = bound.call3(values[0], values[1], values[2])
+        elif n == 5:
+            result = bound.call5(values[0], values[1], values[2], values[3], values[4])
+        elif n == 4:
+            result = bound.call4(values[0], values[1], values[2], values[3])
         else:
             result = bound.callList(values)
     except ForeignException as e:

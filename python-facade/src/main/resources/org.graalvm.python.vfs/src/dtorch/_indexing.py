@@ -11,6 +11,7 @@ import numbers
 
 import torch as _torch
 
+from . import _bridge
 from . import _tensor  # a circular import: _tensor's names are read at call time
 
 
@@ -43,23 +44,45 @@ def _is_mask(item):
     return isinstance(item, (_tensor.Tensor, _torch.Tensor)) and item.dtype.name == "bool"
 
 
-def _walk(t, index, on_int, on_slice, on_none, on_advanced):
-    """Walks `index` over t's dimensions, calling on_int(dim, i), on_slice(dim, slice), on_none(dim) and
-    on_advanced(dim, item) in order; each returns how many result dimensions its item leaves."""
+def getitem(t, index):
+    """t[index] as a new distributed tensor: one pass over the items, each int a select, each slice that is not whole a
+    slice, each None an unsqueeze, one long index an index_select (a decode step's few slices pay for no more than
+    that)."""
     if type(index) is not tuple:
+        if _is_mask(index):
+            return _getitem_mask(t, index)
         index = (index,)
-    ndim = t.ndim
-    used = builtins.sum(0 if i is None or i is Ellipsis else 1 for i in index)
+    elif len(index) == 1 and _is_mask(index[0]):
+        return _getitem_mask(t, index[0])
+    used = 0
+    ellipses = 0
+    for item in index:
+        if item is Ellipsis:
+            ellipses += 1
+        elif item is not None:
+            used += 1
+    shape = t.shape
+    ndim = len(shape)
     if used > ndim:
         raise IndexError("too many indices for tensor of dimension %d" % ndim)
-    if builtins.sum(1 for i in index if i is Ellipsis) > 1:
+    if ellipses > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
-    shape = list(t.shape)
+    result = t
     dim = 0  # the result's dimension the next item applies to
     source = 0  # t's dimension it applies to
+    advanced = False
     for item in index:
-        if item is None:
-            dim += on_none(dim)
+        if type(item) is slice:
+            step = item.step
+            if step is not None and step <= 0:
+                raise ValueError("step must be greater than zero")
+            if not _full_slice(item, shape[source]):
+                result = _aten("slice", result, dim, item.start, item.stop, 1 if step is None else step)
+            dim += 1
+            source += 1
+        elif item is None:
+            result = _aten("unsqueeze", result, dim)
+            dim += 1
         elif item is Ellipsis:
             dim += ndim - used
             source += ndim - used
@@ -68,53 +91,22 @@ def _walk(t, index, on_int, on_slice, on_none, on_advanced):
             size = shape[source]
             if not -size <= i < size:
                 raise IndexError("index %d is out of bounds for dimension %d with size %d" % (i, source, size))
-            dim += on_int(dim, i + size if i < 0 else i)
-            source += 1
-        elif type(item) is slice:
-            if item.step is not None and item.step <= 0:
-                raise ValueError("step must be greater than zero")
-            dim += 1 if _full_slice(item, shape[source]) else on_slice(dim, item)
+            result = _aten("select", result, dim, i + size if i < 0 else i)
             source += 1
         elif isinstance(item, (_tensor.Tensor, _torch.Tensor, list)) and not _is_mask(item):
-            dim += on_advanced(dim, item)
+            if advanced:
+                raise NotImplementedError("dtorch.Tensor indexing takes one tensor or list index; index with several in steps")
+            advanced = True
+            idx = _index_tensor(t, item)
+            idx_shape = list(idx.shape)
+            out = _aten("index_select", result, dim, idx.reshape(-1) if len(idx_shape) != 1 else idx)
+            result = _aten("unflatten", out, dim, idx_shape) if idx_shape else _aten("squeeze", out, dim)
+            dim += len(idx_shape)
             source += 1
         else:
             raise TypeError("dtorch.Tensor indices are ints, slices (`:`), ellipsis (`...`), None, one long tensor or list, "
                             "or (in an assignment) a bool mask of the tensor's shape; got %s" % type(item).__name__)
-
-
-def getitem(t, index):
-    """t[index] as a new distributed tensor."""
-    if type(index) is tuple and len(index) == 1:
-        index = index[0]
-    if _is_mask(index):
-        return _getitem_mask(t, index)
-    state = {"t": t, "advanced": 0}
-
-    def on_int(dim, i):
-        state["t"] = _aten("select", state["t"], dim, i)
-        return 0
-
-    def on_slice(dim, item):
-        state["t"] = _aten("slice", state["t"], dim, item.start, item.stop, 1 if item.step is None else item.step)
-        return 1
-
-    def on_none(dim):
-        state["t"] = _aten("unsqueeze", state["t"], dim)
-        return 1
-
-    def on_advanced(dim, item):
-        state["advanced"] += 1
-        if state["advanced"] > 1:
-            raise NotImplementedError("dtorch.Tensor indexing takes one tensor or list index; index with several in steps")
-        idx = _index_tensor(t, item)
-        shape = list(idx.shape)
-        out = _aten("index_select", state["t"], dim, idx.reshape(-1) if len(shape) != 1 else idx)
-        state["t"] = _aten("unflatten", out, dim, shape) if shape else _aten("squeeze", out, dim)
-        return len(shape)
-
-    _walk(t, index, on_int, on_slice, on_none, on_advanced)
-    return state["t"]
+    return result
 
 
 def _getitem_mask(t, mask):
@@ -141,9 +133,9 @@ def _getitem_mask(t, mask):
 
 def _value_tensor(t, value):
     """A value for an assignment into t: a dtorch.Tensor as it is, a torch.Tensor replicated on t's mesh."""
-    from ._tensor import _from_torch
-    from .distributed_spec import Replicate
     if isinstance(value, _torch.Tensor):
+        from ._tensor import _from_torch
+        from .distributed_spec import Replicate
         mesh = t.device_mesh
         return _from_torch(value, mesh, [Replicate()] * mesh.ndim)
     return value
@@ -153,14 +145,14 @@ def setitem(t, index, value):
     """t[index] = value, in place: t keeps its placements and every device writes the part of the indexed box in its own
     shard (a one-row write touches one row's bytes); views of t see the change. A bool mask of t's shape writes where it
     is true; one long index (a tensor or list) among basic items writes those positions (index_copy_)."""
-    from ._tensor import Tensor, _scalar, _b
-    from . import _bridge
+    Tensor = _tensor.Tensor
     value = _value_tensor(t, value)
-    if not isinstance(value, Tensor) and _scalar(value)[1] is None:
+    value_is_tensor = isinstance(value, Tensor)
+    if not value_is_tensor and _tensor._scalar(value)[1] is None:
         raise TypeError("a dtorch.Tensor takes a dtorch.Tensor, a torch.Tensor or a number in an assignment, got %r" % (value,))
-    if _is_mask(index):
+    if type(index) is not tuple and _is_mask(index):
         mask = _index_tensor(t, index)
-        if isinstance(value, Tensor):
+        if value_is_tensor:
             t.copy_(_aten("where", mask, value, t))
         else:
             t.masked_fill_(mask, value)
@@ -169,28 +161,30 @@ def setitem(t, index, value):
     spec = []
     advanced = []
     for position, item in enumerate(items):
-        if item is None:
+        if type(item) is slice:
+            step = item.step
+            if step is not None and step <= 0:
+                raise ValueError("step must be greater than zero")
+            start, stop = item.start, item.stop
+            spec.append(["slice", None if start is None else int(start), None if stop is None else int(stop),
+                         1 if step is None else int(step)])
+        elif item is None:
             spec.append(["none"])
         elif item is Ellipsis:
             spec.append(["ellipsis"])
         elif _is_int(item):
             spec.append(["at", int(item)])
-        elif type(item) is slice:
-            if item.step is not None and item.step <= 0:
-                raise ValueError("step must be greater than zero")
-            bounds = [None if b is None else int(b) for b in (item.start, item.stop)]
-            spec.append(["slice", bounds[0], bounds[1], 1 if item.step is None else int(item.step)])
-        elif isinstance(item, (_tensor.Tensor, _torch.Tensor, list)) and not _is_mask(item):
+        elif isinstance(item, (Tensor, _torch.Tensor, list)) and not _is_mask(item):
             advanced.append(position)
         else:
             raise TypeError("dtorch.Tensor indices are ints, slices (`:`), ellipsis (`...`), None, one long tensor or list, "
                             "or (in an assignment) a bool mask of the tensor's shape; got %s" % type(item).__name__)
     if not advanced:
-        if isinstance(value, Tensor):
-            _bridge.call(_b().setItem, t._java, spec, value._java, "tensor")
+        if value_is_tensor:
+            _bridge.call(_bridge.bridge().setItem, t._java, spec, value._java, "tensor")
         else:
-            number, kind = _scalar(value)
-            _bridge.call(_b().setItem, t._java, spec, number, kind)
+            number, kind = _tensor._scalar(value)
+            _bridge.call(_bridge.bridge().setItem, t._java, spec, number, kind)
         return
     if len(advanced) > 1:
         raise NotImplementedError("assignment through tensor or list indices takes one index on dtorch.Tensor")
@@ -207,7 +201,7 @@ def setitem(t, index, value):
         dim = position + (t.ndim - builtins.sum(1 for i in items if i is not None and i is not Ellipsis)) - 1
     shape = list(view.shape)
     shape[dim] = idx.shape[0]
-    if isinstance(value, Tensor):
+    if value_is_tensor:
         src = value if value.dtype == view.dtype else value.to(view.dtype)
         while src.ndim > len(shape) and src.shape[0] == 1:
             src = _aten("squeeze", src, 0)
