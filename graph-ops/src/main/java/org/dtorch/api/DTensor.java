@@ -8,7 +8,6 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.communication.promise.TensorFuture;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
-import org.dtorch.core.distributed.RedistributionPlanner;
 import org.dtorch.core.distributed.Shard;
 import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.graph.GraphConstructor;
@@ -537,11 +536,12 @@ public final class DTensor implements AutoCloseable {
         Sharding target = new Sharding(mesh, DTorch.placementsFor("redistribute", mesh, placements));
         ensureOpen();
         ChannelEdge edge = runtime.channelFor(mesh(), mesh);
-        DTensor moved = runtime.apply(new RedistributeSpec(target, edge == null ? null : edge.options()), this);
+        RedistributeSpec spec = new RedistributeSpec(target, edge == null ? null : edge.options());
+        DTensor moved = runtime.apply(spec, this);
         if (edge != null) {
             edge.countTransfer();
         }
-        if (edge == null && RedistributionPlanner.plan(meta().sharding(), target, shape()).isIdentity()) {
+        if (edge == null && spec.plan(meta()).isIdentity()) {
             moved.shareStorage(storage); // nothing moves: the result is this tensor's memory, as in PyTorch DTensor
         }
         return moved;

@@ -31,7 +31,13 @@ public final class RedistributeSpec implements OpSpec {
     /** The kernel of the last input a device asked for, planned once for every device of an operator. */
     private volatile Planned planned;
 
+    /** The plan of the last input this spec was asked about: one operator asks three times (inference, graph history, the identity test). */
+    private volatile PlanOf lastPlan;
+
     private record Planned(TensorMeta input, ConvertKernel kernel) {
+    }
+
+    private record PlanOf(TensorMeta input, RedistributionPlan plan) {
     }
 
     /** A move to {@code target}. */
@@ -82,7 +88,7 @@ public final class RedistributeSpec implements OpSpec {
     public List<TensorMeta> inferOutputs(List<TensorMeta> inputs) {
         Rules.arity(name(), inputs, 1);
         TensorMeta t = inputs.getFirst();
-        RedistributionPlanner.plan(t.sharding(), target, t.shape());
+        plan(t);
         if (channel != null) {
             ChannelTransferKernel.checkMeshes(t.sharding().mesh(), target.mesh(), channel);
         }
@@ -118,8 +124,22 @@ public final class RedistributeSpec implements OpSpec {
 
     @Override
     public List<RedistributionPlan> redistributions(Operator op) {
-        TensorMeta input = op.inputs().getFirst().meta();
-        return List.of(RedistributionPlanner.plan(input.sharding(), target, input.shape()));
+        return List.of(plan(op.inputs().getFirst().meta()));
+    }
+
+    /**
+     * The plan that moves {@code input} to the target (kept for the next question about the same input).
+     *
+     * @throws IllegalArgumentException if the move is invalid or unsupported
+     */
+    public RedistributionPlan plan(TensorMeta input) {
+        PlanOf last = lastPlan;
+        if (last != null && last.input() == input) {
+            return last.plan();
+        }
+        RedistributionPlan plan = RedistributionPlanner.plan(input.sharding(), target, input.shape());
+        lastPlan = new PlanOf(input, plan);
+        return plan;
     }
 
     public Sharding target() {

@@ -23,6 +23,8 @@ public final class DeviceMesh {
     private final long[] ids;
     private final List<Long> idList;
     private final List<String> dimNames;
+    /** Computed once: meshes are keys of the plan and strategy caches, hashed on every operator. */
+    private final int hash;
 
     private DeviceMesh(DeviceKind kind, int[] shape, long[] ids, List<String> dimNames) {
         this.kind = Objects.requireNonNull(kind, "kind");
@@ -58,6 +60,7 @@ public final class DeviceMesh {
         this.ids = ids.clone();
         this.idList = Arrays.stream(ids).boxed().toList();
         this.dimNames = names;
+        this.hash = Objects.hash(kind, Arrays.hashCode(this.shape), Arrays.hashCode(this.ids), names);
     }
 
     /** A mesh of the given shape whose ids are {@code 0..n-1} in row-major order. */
@@ -279,13 +282,13 @@ public final class DeviceMesh {
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof DeviceMesh m && m.kind == kind && Arrays.equals(m.shape, shape) && Arrays.equals(m.ids, ids)
+        return o == this || o instanceof DeviceMesh m && m.hash == hash && m.kind == kind && Arrays.equals(m.shape, shape) && Arrays.equals(m.ids, ids)
             && m.dimNames.equals(dimNames);
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(kind, Arrays.hashCode(shape), Arrays.hashCode(ids), dimNames);
+        return hash;
     }
 
     /** True when both meshes hold the same devices in the same arrangement, whatever their dimension names. */

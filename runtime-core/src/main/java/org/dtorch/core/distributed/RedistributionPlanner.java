@@ -61,7 +61,27 @@ public final class RedistributionPlanner {
     private RedistributionPlanner() {
     }
 
-    private record Key(Sharding source, Sharding target, List<Long> shape) {
+    /** A plan's inputs; the shape as the array it is, hashed once. */
+    private record Key(Sharding source, Sharding target, long[] shape, int hash) {
+        Key(Sharding source, Sharding target, long[] shape) {
+            this(source, target, shape, 31 * (31 * source.hashCode() + target.hashCode()) + Arrays.hashCode(shape));
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Key k && k.hash == hash && Arrays.equals(k.shape, shape) && k.source.equals(source)
+                && k.target.equals(target);
+        }
+
+        @Override
+        public int hashCode() {
+            return hash;
+        }
+
+        @Override
+        public String toString() {
+            return source + " -> " + target + " of " + Arrays.toString(shape);
+        }
     }
 
     /**
@@ -73,7 +93,7 @@ public final class RedistributionPlanner {
         Objects.requireNonNull(source, "source");
         Objects.requireNonNull(target, "target");
         Objects.requireNonNull(globalShape, "globalShape");
-        Key key = new Key(source, target, Arrays.stream(globalShape).boxed().toList());
+        Key key = new Key(source, target, globalShape); // the caller's array for the lookup, a copy in the cache
         RedistributionPlan cached = CACHE.get(key);
         if (cached != null) {
             return cached;
@@ -82,7 +102,7 @@ public final class RedistributionPlanner {
         if (CACHE.size() >= CACHE_LIMIT) {
             CACHE.clear();
         }
-        CACHE.put(key, plan);
+        CACHE.put(new Key(source, target, globalShape.clone(), key.hash()), plan);
         return plan;
     }
 
