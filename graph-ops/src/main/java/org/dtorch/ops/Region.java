@@ -1,8 +1,6 @@
 package org.dtorch.ops;
 
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.List;
 import java.util.Objects;
 
 /**
@@ -96,13 +94,14 @@ public record Region(long[] starts, long[] counts, long[] steps, boolean[] selec
 
     /** The shape of what the region selects: the counts of the dimensions not selected away. */
     public long[] shape() {
-        List<Long> out = new ArrayList<>();
+        long[] out = new long[starts.length];
+        int n = 0;
         for (int d = 0; d < starts.length; d++) {
             if (!selected[d]) {
-                out.add(counts[d]);
+                out[n++] = counts[d];
             }
         }
-        return out.stream().mapToLong(Long::longValue).toArray();
+        return Arrays.copyOf(out, n);
     }
 
     /** The tensor dimension of each dimension of {@link #shape()}. */

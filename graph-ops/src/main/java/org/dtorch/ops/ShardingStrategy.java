@@ -24,8 +24,18 @@ public interface ShardingStrategy {
     /** The placements the inputs need and the outputs get, one list of placements (one per mesh dimension) each. */
     record Decision(List<List<Placement>> inputs, List<List<Placement>> outputs) {
         public Decision {
-            inputs = inputs.stream().map(List::copyOf).toList();
-            outputs = outputs.stream().map(List::copyOf).toList();
+            inputs = frozen(inputs);
+            outputs = frozen(outputs);
+        }
+
+        /** Unmodifiable copies of the lists (a loop: every operator's strategy makes one or two). */
+        private static List<List<Placement>> frozen(List<List<Placement>> lists) {
+            @SuppressWarnings("unchecked")
+            List<Placement>[] out = new List[lists.size()];
+            for (int i = 0; i < out.length; i++) {
+                out[i] = List.copyOf(lists.get(i));
+            }
+            return List.of(out);
         }
     }
 

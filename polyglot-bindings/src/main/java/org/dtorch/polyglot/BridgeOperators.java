@@ -105,7 +105,7 @@ final class BridgeOperators {
     }
 
     /** {@link PyBridge#setItem}. */
-    void setItem(DTensor t, Value items, Value value, String valueKind) {
+    void setItem(DTensor t, String items, Value value, String valueKind) {
         Region region = Index.region(t.shape(), indexItems(items));
         if (value.isHostObject() && value.asHostObject() instanceof DTensor v) {
             runtime.setRegion(t, region, v);
@@ -119,23 +119,41 @@ final class BridgeOperators {
         }
     }
 
-    private static Index[] indexItems(Value items) {
-        Index[] out = new Index[Math.toIntExact(items.getArraySize())];
-        for (int i = 0; i < out.length; i++) {
-            Value item = items.getArrayElement(i);
-            String kind = item.getArrayElement(0).asString();
-            out[i] = switch (kind) {
-                case "at" -> Index.at(item.getArrayElement(1).asLong());
-                case "slice" -> Index.slice(bound(item.getArrayElement(1)), bound(item.getArrayElement(2)), item.getArrayElement(3).asLong());
-                case "none" -> Index.none();
-                case "ellipsis" -> Index.ellipsis();
-                default -> throw new IllegalArgumentException("setitem: unknown index item '" + kind + "'");
+    /**
+     * The index items written as Python's setitem writes them, one string (read in one call, where a nested list would
+     * take a call per number): items separated by {@code ;}, each {@code a<i>} (an int), {@code s<start>,<stop>,<step>}
+     * (a slice, an empty bound for None), {@code n} (None) or {@code e} (Ellipsis).
+     */
+    static Index[] indexItems(String items) {
+        if (items.isEmpty()) {
+            return new Index[0];
+        }
+        String[] parts = items.split(";", -1);
+        Index[] out = new Index[parts.length];
+        for (int i = 0; i < parts.length; i++) {
+            String item = parts[i];
+            out[i] = switch (item.isEmpty() ? ' ' : item.charAt(0)) {
+                case 'a' -> Index.at(Long.parseLong(item, 1, item.length(), 10));
+                case 's' -> slice(item);
+                case 'n' -> Index.none();
+                case 'e' -> Index.ellipsis();
+                default -> throw new IllegalArgumentException("setitem: unknown index item '" + item + "'");
             };
         }
         return out;
     }
 
-    private static Long bound(Value v) {
-        return v.isNull() ? null : v.asLong();
+    private static Index slice(String item) {
+        int first = item.indexOf(',');
+        int second = item.indexOf(',', first + 1);
+        if (first < 0 || second < 0) {
+            throw new IllegalArgumentException("setitem: unknown index item '" + item + "'");
+        }
+        return Index.slice(bound(item, 1, first), bound(item, first + 1, second),
+            Long.parseLong(item, second + 1, item.length(), 10));
+    }
+
+    private static Long bound(String item, int from, int to) {
+        return from == to ? null : Long.parseLong(item, from, to, 10);
     }
 }

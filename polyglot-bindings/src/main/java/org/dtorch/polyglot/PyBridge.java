@@ -345,12 +345,12 @@ public final class PyBridge {
     }
 
     /**
-     * {@code t[index] = value} in place, for a basic index: {@code items} holds one entry per index item, a list
-     * {@code ["at", i]}, {@code ["slice", start, stop, step]} (None bounds), {@code ["none"]} or {@code ["ellipsis"]};
-     * {@code value} is a {@link DTensor} or a number of {@code valueKind} ({@code bool}, {@code int}, {@code float}).
+     * {@code t[index] = value} in place, for a basic index: {@code items} holds the index items, separated by {@code ;},
+     * each {@code a<i>}, {@code s<start>,<stop>,<step>} (an empty bound for None), {@code n} (None) or {@code e}
+     * (Ellipsis); {@code value} is a {@link DTensor} or a number of {@code valueKind} ({@code bool}, {@code int}, {@code float}).
      */
     @HostAccess.Export
-    public void setItem(DTensor t, Value items, Value value, String valueKind) {
+    public void setItem(DTensor t, String items, Value value, String valueKind) {
         operators.setItem(t, items, value, valueKind);
     }
 

@@ -166,25 +166,26 @@ def setitem(t, index, value):
             if step is not None and step <= 0:
                 raise ValueError("step must be greater than zero")
             start, stop = item.start, item.stop
-            spec.append(["slice", None if start is None else int(start), None if stop is None else int(stop),
-                         1 if step is None else int(step)])
+            spec.append("s%s,%s,%d" % ("" if start is None else int(start), "" if stop is None else int(stop),
+                                        1 if step is None else int(step)))
         elif item is None:
-            spec.append(["none"])
+            spec.append("n")
         elif item is Ellipsis:
-            spec.append(["ellipsis"])
+            spec.append("e")
         elif _is_int(item):
-            spec.append(["at", int(item)])
+            spec.append("a%d" % int(item))
         elif isinstance(item, (Tensor, _torch.Tensor, list)) and not _is_mask(item):
             advanced.append(position)
         else:
             raise TypeError("dtorch.Tensor indices are ints, slices (`:`), ellipsis (`...`), None, one long tensor or list, "
                             "or (in an assignment) a bool mask of the tensor's shape; got %s" % type(item).__name__)
     if not advanced:
+        # One string for Java to read in one call (PyBridge.setItem says how it is written).
         if value_is_tensor:
-            _bridge.call(_bridge.bridge().setItem, t._java, spec, value._java, "tensor")
+            _bridge.call(_bridge.bridge().setItem, t._java, ";".join(spec), value._java, "tensor")
         else:
             number, kind = _tensor._scalar(value)
-            _bridge.call(_bridge.bridge().setItem, t._java, spec, number, kind)
+            _bridge.call(_bridge.bridge().setItem, t._java, ";".join(spec), number, kind)
         return
     if len(advanced) > 1:
         raise NotImplementedError("assignment through tensor or list indices takes one index on dtorch.Tensor")
