@@ -34,12 +34,14 @@ import org.dtorch.ops.aten.AtenCall;
  * each worker finds the overload in its own dispatcher and takes the strategy from the {@link StrategyTable} again, as
  * the public constructor does.
  *
- * <p>Immutable; one kernel serves every device. Thread-safe.
+ * <p>Immutable but for its last decision; one kernel serves every device. Thread-safe.
  */
 public final class AtenSpec implements OpSpec, PlacementChoice {
     private final AtenCall call;
     private final ShardingStrategy strategy;
     private final DeviceKernel kernel;
+    /** The implicit moves' fit and the inference both ask for the decision. */
+    private final LastDecision lastDecision = new LastDecision();
 
     /** The call with its strategy from the {@link StrategyTable}. */
     public AtenSpec(AtenCall call) {
@@ -119,7 +121,7 @@ public final class AtenSpec implements OpSpec, PlacementChoice {
     /** {@link #decide}: the strategy's cheapest placements. */
     @Override
     public ShardingStrategy.Decision choose(List<TensorMeta> inputs) {
-        return decide(inputs);
+        return lastDecision.of(inputs, this::decide);
     }
 
     /** True for operators in no family, which run on replicated inputs. */
@@ -130,7 +132,7 @@ public final class AtenSpec implements OpSpec, PlacementChoice {
 
     @Override
     public List<TensorMeta> inferOutputs(List<TensorMeta> inputs) {
-        ShardingStrategy.Decision decision = decide(inputs);
+        ShardingStrategy.Decision decision = choose(inputs);
         DeviceMesh mesh = inputs.getFirst().sharding().mesh();
         for (int i = 0; i < inputs.size(); i++) {
             if (!inputs.get(i).placements().equals(decision.inputs().get(i))) {

@@ -46,22 +46,8 @@ public final class RegionWriteSpec implements OpSpec, PlacementChoice {
     private final Region region;
     /** The number written, or null when the value is the second input. */
     private final ScalarValue scalar;
-    /** The last decision and the inputs it was made for: the implicit moves' fit and the inference both ask. */
-    private volatile Chosen lastChoice;
-
-    private record Chosen(List<TensorMeta> inputs, ShardingStrategy.Decision decision) {
-        boolean isFor(List<TensorMeta> metas) {
-            if (metas.size() != inputs.size()) {
-                return false;
-            }
-            for (int i = 0; i < metas.size(); i++) {
-                if (metas.get(i) != inputs.get(i)) {
-                    return false;
-                }
-            }
-            return true;
-        }
-    }
+    /** The implicit moves' fit and the inference both ask for the decision. */
+    private final LastDecision lastDecision = new LastDecision();
 
     private RegionWriteSpec(Region region, ScalarValue scalar) {
         this.region = Objects.requireNonNull(region, "region");
@@ -117,13 +103,7 @@ public final class RegionWriteSpec implements OpSpec, PlacementChoice {
     /** {@code x} as it is, the value where each device finds its part of it (see the class comment). */
     @Override
     public ShardingStrategy.Decision choose(List<TensorMeta> inputs) {
-        Chosen last = lastChoice;
-        if (last != null && last.isFor(inputs)) {
-            return last.decision();
-        }
-        ShardingStrategy.Decision decision = decide(inputs);
-        lastChoice = new Chosen(List.copyOf(inputs), decision);
-        return decision;
+        return lastDecision.of(inputs, this::decide);
     }
 
     private ShardingStrategy.Decision decide(List<TensorMeta> inputs) {
