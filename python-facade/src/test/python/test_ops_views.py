@@ -174,6 +174,13 @@ def test_bad_indices_raise_python_errors():
         dx[torch.tensor([[0], [1]])] = 1.0
     raises(NotImplementedError, assign_by_2d_index)
 
+    def assign_beyond_int64():
+        dx[2 ** 70:] = 1.0
+    raises(ValueError, assign_beyond_int64, contains="beyond int64")
+    torch.testing.assert_close(dx.to_torch().shape, torch.Size([4, 3]))  # nothing was written or broken
+    dx[1:3, -1] = 2.0
+    assert dx.to_torch()[1:3, 2].tolist() == [2.0, 2.0]
+
 
 if __name__ == "__main__":
     run(globals())

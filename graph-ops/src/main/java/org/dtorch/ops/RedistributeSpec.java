@@ -20,7 +20,7 @@ import org.dtorch.core.kernel.ConvertKernel;
  * the operator is created, so a bad request fails in the client's thread). Onto the destination of a declared
  * channel ({@code DTorch.channel}) it runs {@link ChannelTransferKernel} through that channel instead.
  *
- * <p>Thread-safe: immutable but for the kernel it keeps once planned, which every device may read.
+ * <p>Thread-safe: immutable but for the plan and the kernel it keeps for its input, which every device may read.
  */
 public final class RedistributeSpec implements OpSpec {
     private final Sharding target;

@@ -132,13 +132,17 @@ final class BridgeOperators {
         Index[] out = new Index[parts.length];
         for (int i = 0; i < parts.length; i++) {
             String item = parts[i];
-            out[i] = switch (item.isEmpty() ? ' ' : item.charAt(0)) {
-                case 'a' -> Index.at(Long.parseLong(item, 1, item.length(), 10));
-                case 's' -> slice(item);
-                case 'n' -> Index.none();
-                case 'e' -> Index.ellipsis();
-                default -> throw new IllegalArgumentException("setitem: unknown index item '" + item + "'");
-            };
+            try {
+                out[i] = switch (item.isEmpty() ? ' ' : item.charAt(0)) {
+                    case 'a' -> Index.at(Long.parseLong(item, 1, item.length(), 10));
+                    case 's' -> slice(item);
+                    case 'n' -> Index.none();
+                    case 'e' -> Index.ellipsis();
+                    default -> throw new IllegalArgumentException("setitem: unknown index item '" + item + "'");
+                };
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("setitem: index item " + i + " (" + item + ") holds a number beyond int64", e);
+            }
         }
         return out;
     }
