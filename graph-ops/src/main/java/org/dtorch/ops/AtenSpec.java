@@ -41,7 +41,7 @@ public final class AtenSpec implements OpSpec, PlacementChoice {
     private final ShardingStrategy strategy;
     private final DeviceKernel kernel;
     /** The implicit moves' fit and the inference both ask for the decision. */
-    private final LastDecision lastDecision = new LastDecision();
+    private final LastResult<ShardingStrategy.Decision> lastDecision = new LastResult<>();
 
     /** The call with its strategy from the {@link StrategyTable}. */
     public AtenSpec(AtenCall call) {

@@ -28,17 +28,10 @@ public final class RedistributeSpec implements OpSpec {
     private final ChannelOptions channel;
     /** The operator an implicit move prepares the input of, or null for a move the program asked for. */
     private final String implicitFor;
-    /** The kernel of the last input a device asked for, planned once for every device of an operator. */
-    private volatile Planned planned;
-
-    /** The plan of the last input this spec was asked about: one operator asks three times (inference, graph history, the identity test). */
-    private volatile PlanOf lastPlan;
-
-    private record Planned(TensorMeta input, ConvertKernel kernel) {
-    }
-
-    private record PlanOf(TensorMeta input, RedistributionPlan plan) {
-    }
+    /** The plan of the last input asked about: inference, the graph history and the identity test all ask. */
+    private final LastResult<RedistributionPlan> lastPlan = new LastResult<>();
+    /** The kernel of the last input a device asked for, built once for every device of an operator. */
+    private final LastResult<ConvertKernel> lastKernel = new LastResult<>();
 
     /** A move to {@code target}. */
     public RedistributeSpec(Sharding target) {
@@ -111,14 +104,7 @@ public final class RedistributeSpec implements OpSpec {
             ChannelTransferKernel move = ChannelTransferKernel.of(input.sharding(), target, input.shape(), channel);
             return (ctx, inputs) -> Collections.singletonList(move.run(ctx, inputs.getFirst()));
         }
-        Planned planned = this.planned;
-        // The same for every device of the operator: planned once (a race plans it twice, harmlessly), and planned again
-        // should the spec serve another input.
-        if (planned == null || planned.input() != input) {
-            planned = new Planned(input, ConvertKernel.of(input.sharding(), target, input.shape()));
-            this.planned = planned;
-        }
-        ConvertKernel move = planned.kernel();
+        ConvertKernel move = lastKernel.of(List.of(input), inputs -> new ConvertKernel(plan(input)));
         return (ctx, inputs) -> Collections.singletonList(move.run(ctx, inputs.getFirst()));
     }
 
@@ -133,13 +119,7 @@ public final class RedistributeSpec implements OpSpec {
      * @throws IllegalArgumentException if the move is invalid or unsupported
      */
     public RedistributionPlan plan(TensorMeta input) {
-        PlanOf last = lastPlan;
-        if (last != null && last.input() == input) {
-            return last.plan();
-        }
-        RedistributionPlan plan = RedistributionPlanner.plan(input.sharding(), target, input.shape());
-        lastPlan = new PlanOf(input, plan);
-        return plan;
+        return lastPlan.of(List.of(input), inputs -> RedistributionPlanner.plan(input.sharding(), target, input.shape()));
     }
 
     public Sharding target() {

@@ -47,7 +47,7 @@ public final class RegionWriteSpec implements OpSpec, PlacementChoice {
     /** The number written, or null when the value is the second input. */
     private final ScalarValue scalar;
     /** The implicit moves' fit and the inference both ask for the decision. */
-    private final LastDecision lastDecision = new LastDecision();
+    private final LastResult<ShardingStrategy.Decision> lastDecision = new LastResult<>();
 
     private RegionWriteSpec(Region region, ScalarValue scalar) {
         this.region = Objects.requireNonNull(region, "region");

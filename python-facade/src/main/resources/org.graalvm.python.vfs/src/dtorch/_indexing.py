@@ -148,7 +148,8 @@ def setitem(t, index, value):
     Tensor = _tensor.Tensor
     value = _value_tensor(t, value)
     value_is_tensor = isinstance(value, Tensor)
-    if not value_is_tensor and _tensor._scalar(value)[1] is None:
+    number, kind = (None, "tensor") if value_is_tensor else _tensor._scalar(value)
+    if kind is None:
         raise TypeError("a dtorch.Tensor takes a dtorch.Tensor, a torch.Tensor or a number in an assignment, got %r" % (value,))
     if type(index) is not tuple and _is_mask(index):
         mask = _index_tensor(t, index)
@@ -181,11 +182,7 @@ def setitem(t, index, value):
                             "or (in an assignment) a bool mask of the tensor's shape; got %s" % type(item).__name__)
     if not advanced:
         # One string for Java to read in one call (PyBridge.setItem says how it is written).
-        if value_is_tensor:
-            _bridge.call(_bridge.bridge().setItem, t._java, ";".join(spec), value._java, "tensor")
-        else:
-            number, kind = _tensor._scalar(value)
-            _bridge.call(_bridge.bridge().setItem, t._java, ";".join(spec), number, kind)
+        _bridge.call(_bridge.bridge().setItem, t._java, ";".join(spec), value._java if value_is_tensor else number, kind)
         return
     if len(advanced) > 1:
         raise NotImplementedError("assignment through tensor or list indices takes one index on dtorch.Tensor")

@@ -90,19 +90,20 @@ def call_with_backward_hooks(module: Any, forward: Any, args: tuple, kwargs: dic
     positions = [tensor_args[k] for k in requiring]
     state = _State(module, len(tensor_args), requiring)
     if positions:
-        wrapped = _Inputs.apply(state, *(args[i] for i in positions))
-        args = list(args)
-        for i, w in zip(positions, wrapped):
-            args[i] = w
-        args = tuple(args)
+        args = _through(_Inputs, state, args, positions)
     result = forward(*args, **kwargs)
     single = not isinstance(result, tuple)
     outputs = (result,) if single else result
     tensor_positions = [i for i, o in enumerate(outputs) if is_distributed(o) and o.requires_grad]
     if not tensor_positions:
         return result
-    wrapped = _Outputs.apply(state, *(outputs[i] for i in tensor_positions))
-    outputs = list(outputs)
-    for i, w in zip(tensor_positions, wrapped):
-        outputs[i] = w
-    return outputs[0] if single else tuple(outputs)
+    outputs = _through(_Outputs, state, outputs, tensor_positions)
+    return outputs[0] if single else outputs
+
+
+def _through(identity: Any, state: _State, values: tuple, positions: list) -> tuple:
+    """`values` with those at `positions` passed through the identity function `identity` together."""
+    out = list(values)
+    for i, w in zip(positions, identity.apply(state, *(values[i] for i in positions))):
+        out[i] = w
+    return tuple(out)
