@@ -40,8 +40,8 @@ public final class AtenSpec implements OpSpec, PlacementChoice {
     private final AtenCall call;
     private final ShardingStrategy strategy;
     private final DeviceKernel kernel;
-    /** The implicit moves' fit and the inference both ask for the decision. */
-    private final LastResult<ShardingStrategy.Decision> lastDecision = new LastResult<>();
+    /** The implicit moves' fit and the inference both ask for the decision; the inference then for the outputs. */
+    private final LastResult<Known> lastKnown = new LastResult<>();
 
     /** The call with its strategy from the {@link StrategyTable}. */
     public AtenSpec(AtenCall call) {
@@ -79,10 +79,15 @@ public final class AtenSpec implements OpSpec, PlacementChoice {
      * without them: the number of inputs, one mesh, tensor returns.
      */
     public ShardingStrategy.Decision decide(List<TensorMeta> inputs) {
+        return known(inputs).decision();
+    }
+
+    /** {@link #decide}'s answer for {@code inputs}, kept with the outputs' metadata once inferred. */
+    private Known known(List<TensorMeta> inputs) {
         // The checks below depend on the call and the inputs' metadata alone, as the key does: a decision found was
         // made for inputs that passed them, so a repeated call skips them.
         DecisionKey key = new DecisionKey(call, inputs);
-        ShardingStrategy.Decision known = DECISIONS.get(key);
+        Known known = KNOWN.get(key);
         if (known != null) {
             return known;
         }
@@ -99,29 +104,47 @@ public final class AtenSpec implements OpSpec, PlacementChoice {
         }
         // A tensor list's length depends on the shapes (split, chunk, unbind): the call on meta tensors counts it.
         int returns = lists > 0 ? MetaInference.infer(call, inputs, strategy).size() : types.size();
-        ShardingStrategy.Decision decision = strategy.decide(call, inputs, returns);
-        if (DECISIONS.size() >= DECISIONS_KEPT) {
-            DECISIONS.clear();
+        known = new Known(strategy.decide(call, inputs, returns));
+        if (KNOWN.size() >= KNOWN_KEPT) {
+            KNOWN.clear();
         }
-        DECISIONS.put(key, decision);
-        return decision;
+        KNOWN.put(key, known);
+        return known;
     }
 
-    /** A call and its inputs' shapes, dtypes and shardings: all a strategy's decision depends on. */
+    /** A call and its inputs' shapes, dtypes and shardings: all a strategy's decision and the outputs depend on. */
     private record DecisionKey(AtenCall call, List<TensorMeta> inputs) {
     }
 
     /**
-     * Decisions already made: an operator issued again on inputs of the same metadata (every step of a loop) takes its
-     * placements from here instead of searching them again. Cleared when full.
+     * A decision and, once inferred, the outputs' metadata: both are pure functions of the {@link DecisionKey}.
+     * Thread-safe: the outputs are published once through a volatile field; two threads that race infer equal lists.
      */
-    private static final Map<DecisionKey, ShardingStrategy.Decision> DECISIONS = new ConcurrentHashMap<>();
-    private static final int DECISIONS_KEPT = 4096;
+    private static final class Known {
+        private final ShardingStrategy.Decision decision;
+        private volatile List<TensorMeta> outputs;
+
+        Known(ShardingStrategy.Decision decision) {
+            this.decision = decision;
+        }
+
+        ShardingStrategy.Decision decision() {
+            return decision;
+        }
+    }
+
+    /**
+     * Decisions already made, and the outputs they gave: an operator issued again on inputs of the same metadata (every
+     * step of a loop) takes its placements and its outputs' metadata from here instead of working them out again.
+     * Cleared when full.
+     */
+    private static final Map<DecisionKey, Known> KNOWN = new ConcurrentHashMap<>();
+    private static final int KNOWN_KEPT = 4096;
 
     /** {@link #decide}: the strategy's cheapest placements. */
     @Override
     public ShardingStrategy.Decision choose(List<TensorMeta> inputs) {
-        return lastDecision.of(inputs, this::decide);
+        return lastKnown.of(inputs, this::known).decision();
     }
 
     /** True for operators in no family, which run on replicated inputs. */
@@ -132,7 +155,16 @@ public final class AtenSpec implements OpSpec, PlacementChoice {
 
     @Override
     public List<TensorMeta> inferOutputs(List<TensorMeta> inputs) {
-        ShardingStrategy.Decision decision = choose(inputs);
+        Known known = lastKnown.of(inputs, this::known);
+        List<TensorMeta> outputs = known.outputs;
+        if (outputs == null) {
+            outputs = List.copyOf(infer(inputs, known.decision()));
+            known.outputs = outputs;
+        }
+        return outputs;
+    }
+
+    private List<TensorMeta> infer(List<TensorMeta> inputs, ShardingStrategy.Decision decision) {
         DeviceMesh mesh = inputs.getFirst().sharding().mesh();
         for (int i = 0; i < inputs.size(); i++) {
             if (!inputs.get(i).placements().equals(decision.inputs().get(i))) {

@@ -32,11 +32,14 @@ public final class BinarySpec implements OpSpec, PlacementChoice {
     public static final BinarySpec DIV = new BinarySpec(Kind.DIV);
 
     private final Kind kind;
+    /** The operator's name, as every trace span and profile row of it reads it. */
+    private final String name;
     /** The kernel of every operator of this kind on every device: it keeps nothing between calls. */
     private final DeviceKernel kernel;
 
     private BinarySpec(Kind kind) {
         this.kind = kind;
+        this.name = kind.name().toLowerCase(java.util.Locale.ROOT);
         this.kernel = new LocalKernel(in -> {
             Tensor a = in.get(0);
             Tensor b = in.get(1);
@@ -51,7 +54,7 @@ public final class BinarySpec implements OpSpec, PlacementChoice {
 
     @Override
     public String name() {
-        return kind.name().toLowerCase(java.util.Locale.ROOT);
+        return name;
     }
 
     @Override

@@ -1,12 +1,7 @@
 package org.dtorch.ops;
 
-import java.util.Map;
-import java.util.Objects;
-import java.util.concurrent.ConcurrentHashMap;
 import org.dtorch.ops.aten.ArgKind;
 import org.dtorch.ops.aten.AtenCall;
-import org.dtorch.ops.aten.AtenOps;
-import org.dtorch.ops.aten.CallPlan;
 
 /**
  * The ATen calls behind {@link org.dtorch.api.DTensor}'s comparison, logical and bitwise operators, {@code maskedFill}
@@ -18,11 +13,9 @@ import org.dtorch.ops.aten.CallPlan;
  * <p>A {@code long} scalar goes as an integral {@code Scalar} (the key {@code i}), a {@code double} as a floating one
  * ({@code f}), exactly as Python's {@code int} and {@code float} do in the {@code torch} module.
  *
- * <p>Thread-safe: the overloads a key selects are cached in a concurrent map; calls are immutable values.
+ * <p>Thread-safe: the overloads a key selects are cached ({@link AtenCall#plan}); calls are immutable values.
  */
 public final class CompareCalls {
-    private static final Map<String, CallPlan> PLANS = new ConcurrentHashMap<>();
-
     private CompareCalls() {
     }
 
@@ -34,16 +27,7 @@ public final class CompareCalls {
      * @throws IllegalArgumentException when no overload of {@code name} takes {@code key}
      */
     public static AtenCall of(String name, String key, Object... values) {
-        CallPlan plan = PLANS.computeIfAbsent(name + "(" + key + ")", unused -> {
-            CallPlan found = AtenOps.bestPlan(Objects.requireNonNull(AtenOps.overloads(name), () -> "no operator aten::" + name),
-                ArgKind.Signature.parse(key));
-            if (found == null) {
-                throw new IllegalArgumentException("no overload of aten::" + name + " takes " + key + ": "
-                    + AtenOps.describe(AtenOps.overloads(name)));
-            }
-            return found;
-        });
-        return AtenCall.of(plan, values);
+        return AtenCall.of(name, key, values);
     }
 
     /** {@code aten::<name>(self, other)} on two tensors ({@code gt}, {@code logical_and}, {@code bitwise_or}, ...). */

@@ -36,19 +36,22 @@ public final class ReduceSpec implements OpSpec, ShardsPassThrough {
     public enum Kind { SUM, MEAN, MAX }
 
     private final Kind kind;
+    /** The operator's name, as every trace span and profile row of it reads it. */
+    private final String name;
     private final int[] dims;
     private final boolean keepdim;
 
     /** A reduction over {@code dims} (all if empty). */
     public ReduceSpec(Kind kind, int[] dims, boolean keepdim) {
         this.kind = Objects.requireNonNull(kind, "kind");
+        this.name = kind.name().toLowerCase(java.util.Locale.ROOT);
         this.dims = Objects.requireNonNull(dims, () -> kind.name().toLowerCase(java.util.Locale.ROOT) + ": dims is null").clone();
         this.keepdim = keepdim;
     }
 
     @Override
     public String name() {
-        return kind.name().toLowerCase(java.util.Locale.ROOT);
+        return name;
     }
 
     private long[] reducedDims(int ndim) {

@@ -43,6 +43,12 @@ public final class StrategyTable {
         "linalg_vector_norm", "logsumexp", "count_nonzero", "all", "any", "max", "min");
     /** The strategies of the overloads seen, whose choice depends on the overload alone; a refusal is not kept. */
     private static final Map<Overload, ShardingStrategy> BY_OVERLOAD = new ConcurrentHashMap<>();
+    /**
+     * A view overload's strategy by its number of tensor inputs (a view is one of its family only with the inputs its
+     * form takes). Views are a third of a decode step's operators, so they are not chosen again each time. An entry is
+     * written once; two threads that race write the same strategy.
+     */
+    private static final Map<Overload, ShardingStrategy[]> VIEWS_BY_INPUTS = new ConcurrentHashMap<>();
     /** Names in both tables: these overloads are element-wise, the others reductions. */
     private static final Set<String> POINTWISE_OVERLOADS = Set.of("aten::max.other", "aten::min.other");
     /** Operators that draw random numbers: each device would draw its own, so replicas would differ. */
@@ -64,10 +70,27 @@ public final class StrategyTable {
         if (known != null) {
             return known;
         }
+        if (ViewStrategy.NAMES.contains(o.name())) {
+            return viewStrategy(call);
+        }
         ShardingStrategy found = choose(call);
-        // Dropout's strategy depends on its train flag and a view's on its number of inputs: those are chosen per call.
-        if (!DropoutStrategy.NAMES.contains(o.name()) && !ViewStrategy.NAMES.contains(o.name())) {
+        // Dropout's strategy depends on its train flag: it is chosen per call.
+        if (!DropoutStrategy.NAMES.contains(o.name())) {
             BY_OVERLOAD.put(o, found);
+        }
+        return found;
+    }
+
+    private static ShardingStrategy viewStrategy(AtenCall call) {
+        ShardingStrategy[] byInputs = VIEWS_BY_INPUTS.computeIfAbsent(call.overload(), o -> new ShardingStrategy[o.params().size() + 1]);
+        int inputs = call.inputCount();
+        if (inputs >= byInputs.length) {
+            return choose(call);
+        }
+        ShardingStrategy found = byInputs[inputs];
+        if (found == null) {
+            found = choose(call);
+            byInputs[inputs] = found;
         }
         return found;
     }

@@ -23,6 +23,8 @@ public final class UnarySpec implements OpSpec, ShardsPassThrough {
     public enum Kind { NEG, RELU, SILU, GELU, EXP, TANH, SIGMOID }
 
     private final Kind kind;
+    /** The operator's name, as every trace span and profile row of it reads it. */
+    private final String name;
 
     /** The spec of {@code kind}. */
     public static UnarySpec of(Kind kind) {
@@ -36,12 +38,13 @@ public final class UnarySpec implements OpSpec, ShardsPassThrough {
 
     private UnarySpec(Kind kind) {
         this.kind = kind;
+        this.name = kind.name().toLowerCase(java.util.Locale.ROOT);
         this.kernel = newKernel();
     }
 
     @Override
     public String name() {
-        return kind.name().toLowerCase(java.util.Locale.ROOT);
+        return name;
     }
 
     private boolean floatingResult() {

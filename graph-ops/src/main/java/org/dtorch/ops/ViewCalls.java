@@ -4,8 +4,6 @@ import java.util.Arrays;
 import java.util.Objects;
 import org.dtorch.ops.aten.ArgKind;
 import org.dtorch.ops.aten.AtenCall;
-import org.dtorch.ops.aten.AtenOps;
-import org.dtorch.ops.aten.CallPlan;
 
 /**
  * The ATen calls of {@link org.dtorch.api.DTensor}'s shape methods, which run through the generic operator and its
@@ -25,12 +23,7 @@ public final class ViewCalls {
      * @throws IllegalArgumentException when no overload takes those kinds
      */
     public static AtenCall of(String name, String key, Object... values) {
-        CallPlan plan = AtenOps.bestPlan(Objects.requireNonNull(AtenOps.overloads(name), () -> "no operator aten::" + name),
-            ArgKind.Signature.parse(key));
-        if (plan == null) {
-            throw new IllegalArgumentException("no overload of aten::" + name + " takes " + key);
-        }
-        return AtenCall.of(plan, values);
+        return AtenCall.of(name, key, values);
     }
 
     /**

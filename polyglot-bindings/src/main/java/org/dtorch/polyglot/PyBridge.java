@@ -1,7 +1,9 @@
 package org.dtorch.polyglot;
 
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
 import org.dtorch.api.ChannelEdge;
 import org.dtorch.api.DTensor;
 import org.dtorch.api.DTorch;
@@ -33,6 +35,10 @@ import org.graalvm.polyglot.Value;
  * futures may be read from any thread.
  */
 public final class PyBridge {
+    /** {@link #placementsLabel}'s labels. */
+    private static final Map<List<Placement>, String> PLACEMENT_LABELS = new ConcurrentHashMap<>();
+    private static final int PLACEMENT_LABELS_KEPT = 1024;
+
     private final DTorch runtime;
     private final BridgeMeshes meshes;
     private final BridgeFactories factories;
@@ -196,7 +202,27 @@ public final class PyBridge {
     @HostAccess.Export
     public Object[] describe(DTensor t) {
         DeviceMesh mesh = t.mesh();
-        return new Object[] {t.shape(), mesh, meshDeviceType(mesh), String.join(",", placements(t))};
+        return new Object[] {t.shape(), mesh, meshDeviceType(mesh), placementsLabel(t.placements())};
+    }
+
+    /**
+     * Placements printed and joined, {@code "S(0),R"}: every tensor Python reads the metadata of asks, and a program has
+     * few distinct placement lists, so each is printed once. Cleared when full.
+     */
+    private static String placementsLabel(List<Placement> placements) {
+        String label = PLACEMENT_LABELS.get(placements);
+        if (label == null) {
+            StringBuilder joined = new StringBuilder();
+            for (Placement p : placements) {
+                joined.append(joined.isEmpty() ? "" : ",").append(p);
+            }
+            label = joined.toString();
+            if (PLACEMENT_LABELS.size() >= PLACEMENT_LABELS_KEPT) {
+                PLACEMENT_LABELS.clear();
+            }
+            PLACEMENT_LABELS.put(List.copyOf(placements), label);
+        }
+        return label;
     }
 
     /** Releases the tensor on the workers. Idempotent. */

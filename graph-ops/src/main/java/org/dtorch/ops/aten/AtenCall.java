@@ -3,7 +3,9 @@ package org.dtorch.ops.aten;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
 import org.bytedeco.pytorch.GenericList;
 import org.bytedeco.pytorch.IValue;
 import org.bytedeco.pytorch.IValueVector;
@@ -62,6 +64,8 @@ public final class AtenCall {
     }
 
     private static final Default DEFAULT = new Default();
+    /** {@link #plan}'s plans, by operator name and then argument kinds; only valid pairs are kept. */
+    private static final Map<String, Map<String, CallPlan>> PLANS = new ConcurrentHashMap<>();
 
     private final Overload overload;
     private final List<Arg> args;
@@ -184,11 +188,32 @@ public final class AtenCall {
      * @throws IllegalArgumentException when no overload of {@code name} takes {@code key}
      */
     public static AtenCall of(String name, String key, Object... values) {
-        CallPlan plan = AtenOps.bestPlan(AtenOps.overloads(name), ArgKind.Signature.parse(key));
-        if (plan == null) {
-            throw new IllegalArgumentException("no overload of aten::" + name + " takes " + key + ": " + AtenOps.describe(AtenOps.overloads(name)));
+        return of(plan(name, key), values);
+    }
+
+    /**
+     * The plan of operator {@code name} for values of the kinds {@code key}, as {@link #of(String, String, Object...)}
+     * chooses it. The Java callers of the generic path (views, comparisons, the derivatives' operators) ask for the same
+     * few plans on every operator, so each is chosen once.
+     *
+     * @throws IllegalArgumentException when there is no operator {@code name}, or no overload of it takes {@code key}
+     */
+    public static CallPlan plan(String name, String key) {
+        Map<String, CallPlan> byKey = PLANS.get(name);
+        CallPlan plan = byKey == null ? null : byKey.get(key);
+        if (plan != null) {
+            return plan;
         }
-        return of(plan, values);
+        List<Overload> overloads = AtenOps.overloads(name);
+        if (overloads == null) {
+            throw new IllegalArgumentException("no operator aten::" + name);
+        }
+        plan = AtenOps.bestPlan(overloads, ArgKind.Signature.parse(key));
+        if (plan == null) {
+            throw new IllegalArgumentException("no overload of aten::" + name + " takes " + key + ": " + AtenOps.describe(overloads));
+        }
+        PLANS.computeIfAbsent(name, unused -> new ConcurrentHashMap<>()).put(key, plan);
+        return plan;
     }
 
     private static Object constant(Overload.Param param, String kind, Object value) {
@@ -204,8 +229,20 @@ public final class AtenCall {
             }
             List<?> list = elements(value);
             return switch (type.base()) {
-                case INT -> list.stream().mapToLong(v -> ((Number) v).longValue()).toArray();
-                case FLOAT -> list.stream().mapToDouble(v -> ((Number) v).doubleValue()).toArray();
+                case INT -> {
+                    long[] out = new long[list.size()];
+                    for (int k = 0; k < out.length; k++) {
+                        out[k] = ((Number) list.get(k)).longValue();
+                    }
+                    yield out;
+                }
+                case FLOAT -> {
+                    double[] out = new double[list.size()];
+                    for (int k = 0; k < out.length; k++) {
+                        out[k] = ((Number) list.get(k)).doubleValue();
+                    }
+                    yield out;
+                }
                 case BOOL -> {
                     boolean[] out = new boolean[list.size()];
                     for (int k = 0; k < out.length; k++) {
@@ -328,7 +365,12 @@ public final class AtenCall {
 
     /** True when the schema has a parameter named {@code name}. */
     public boolean hasParam(String name) {
-        return overload.params().stream().anyMatch(p -> p.name().equals(name));
+        for (Overload.Param p : overload.params()) {
+            if (p.name().equals(name)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     static Object javaValue(IValue v) {

@@ -7,12 +7,18 @@ package org.dtorch.core.device;
  */
 public enum DeviceKind {
     /** The host CPU. Several logical CPU devices may share the physical CPU. */
-    CPU,
+    CPU("cpu"),
     /** A CUDA GPU, through libtorch's CUDA build (see {@link Cuda}). */
-    CUDA;
+    CUDA("cuda");
+
+    private final String shortName;
+
+    DeviceKind(String shortName) {
+        this.shortName = shortName;
+    }
 
     /** The lower-case name used in paths, keys and torch device strings: {@code cpu} or {@code cuda}. */
     public String shortName() {
-        return name().toLowerCase(java.util.Locale.ROOT);
+        return shortName;
     }
 }

@@ -42,7 +42,12 @@ public record Sharding(DeviceMesh mesh, List<Placement> placements) {
 
     /** True when some mesh dimension holds partial values. */
     public boolean hasPartial() {
-        return placements.stream().anyMatch(Placement::isPartial);
+        for (Placement p : placements) {
+            if (p.isPartial()) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** The same placements on the same devices of {@code kind} ({@link DeviceMesh#withKind}). */
