@@ -13,6 +13,10 @@
 #   tools/gpu-session.sh java MAIN [ARGS...]          any main class on the class path
 #   tools/gpu-session.sh python [LAUNCHER ARGS...]    the launcher as ./dtorch runs it, GraalPy's JIT on (run --devices ...);
 #                                                     SAMPLER_OPTS="-Dsampler.out=F ..." runs it under StackSampler
+#   tools/gpu-session.sh models [tiny|1b]             the Models and Training rows of docs/benchmarks.md, each case ours on one
+#                                                     rank and then PyTorch eager in the machine's Python (tiny: the decode
+#                                                     and the training step, warm and cold, about 6 minutes; 1b: the decode,
+#                                                     about 5 minutes)
 # Writes JUnit's XML and the benchmark's report under $OUT when OUT is set.
 # DTORCH_STAGE names another folder than /tmp/stage for the parts (when something else stages there too).
 set -uo pipefail
@@ -56,5 +60,30 @@ case "$what" in
       --sun-misc-unsafe-memory-access=allow --add-exports=java.base/jdk.internal.misc=ALL-UNNAMED \
       -Dorg.bytedeco.javacpp.maxPhysicalBytes=0 -Djava.io.tmpdir=/tmp/jtmp ${SAMPLER_OPTS:-} -cp "$rest" \
       ${SAMPLER_OPTS:+org.dtorch.benchmarks.StackSampler} org.dtorch.python.Launcher "$@" ;;
-  *) echo "gpu-session: tests | bench | multigpu | java MAIN | python ARGS" >&2; exit 2 ;;
+  models)
+    # GraalPy's JIT compiles a step's Python over its first few hundred steps (CPython has nothing to warm): the decode
+    # repeats its generation and the training step warms up first, and the cold training figure is printed beside.
+    self="$(dirname "$0")/gpu-session.sh"
+    export PYTHONUNBUFFERED=1 DTORCH_SERVER=off
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    case "${1:-tiny}" in
+      tiny)
+        echo "== decode, ours"
+        timeout 200 "$self" python run --devices cuda:1 examples/python/llama.py --weights /tmp/tiny.safetensors --repeat 60 --no-reference
+        echo "== decode, PyTorch eager"
+        timeout 60 python3 benchmarks/python/bench_llama_torch.py /tmp/tiny.safetensors --repeat 9
+        echo "== training step, warm, ours and the torch module"
+        timeout 250 "$self" python run --devices cuda:1 benchmarks/python/bench_train.py --warmup 400 --steps 250 --rounds 5 --device cuda:0
+        echo "== training step, warm, PyTorch eager"
+        timeout 60 python3 benchmarks/python/bench_train.py --device cuda:0 --warmup 400 --steps 250 --rounds 5
+        echo "== training step, cold (3 warm-up steps), PyTorch eager"
+        timeout 60 python3 benchmarks/python/bench_train.py --device cuda:0 --steps 15 --rounds 5 ;;
+      1b)
+        echo "== decode 1b, ours"
+        timeout 330 "$self" python run --devices cuda:1 examples/python/llama.py --size 1b --weights /tmp/1b.safetensors --repeat 16 --no-reference
+        echo "== decode 1b, PyTorch eager"
+        timeout 120 python3 benchmarks/python/bench_llama_torch.py /tmp/1b.safetensors --repeat 5 ;;
+      *) echo "gpu-session: models tiny | models 1b" >&2; exit 2 ;;
+    esac ;;
+  *) echo "gpu-session: tests | bench | multigpu | java MAIN | python ARGS | models [tiny|1b]" >&2; exit 2 ;;
 esac
