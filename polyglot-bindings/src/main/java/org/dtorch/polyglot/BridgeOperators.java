@@ -18,6 +18,7 @@ import org.dtorch.ops.Region;
 import org.dtorch.ops.RingAttentionSpec;
 import org.dtorch.ops.ScalarSpec;
 import org.dtorch.ops.UnarySpec;
+import org.dtorch.ops.aten.ArgKind;
 import org.dtorch.polyglot.torch.AtenOperator;
 import org.dtorch.polyglot.torch.TorchModule;
 import org.graalvm.polyglot.Value;
@@ -93,7 +94,7 @@ final class BridgeOperators {
             if (op == null) {
                 throw new IllegalArgumentException("libtorch has no operator aten::" + name);
             }
-            call = new DistributedCall(runtime, name, op.resolve(key).plan());
+            call = new DistributedCall(runtime, name, op.resolve(key).plan(), ArgKind.Signature.parse(key));
             byKey.put(key, call);
         }
         return call;

@@ -31,11 +31,16 @@ public final class DistributedCall {
     private final String[] returnNames;
     private final boolean[] returnIsList;
     private final boolean oneTensor;
+    /** Each value's kind in the key the call was bound for, positionals then keywords ({@link ArgKind}). */
+    private final String[] valueKinds;
 
-    DistributedCall(DTorch runtime, String name, CallPlan plan) {
+    DistributedCall(DTorch runtime, String name, CallPlan plan, ArgKind.Signature signature) {
         this.runtime = runtime;
         this.name = name;
         this.plan = plan;
+        List<String> kinds = new ArrayList<>(signature.positional());
+        kinds.addAll(signature.keywordKinds());
+        this.valueKinds = kinds.toArray(String[]::new);
         this.params = plan.overload().params().toArray(Overload.Param[]::new);
         this.sources = plan.sources().clone();
         this.returnNames = plan.overload().returnNames().toArray(String[]::new);
@@ -112,8 +117,7 @@ public final class DistributedCall {
     private List<DTensor> outputs(Value[] values) {
         Object[] plain = new Object[values.length];
         for (int i = 0; i < values.length; i++) {
-            Value v = values[i];
-            plain[i] = v.isHostObject() && v.asHostObject() instanceof DTensor ? null : BridgeArguments.plainValue(v);
+            plain[i] = plainValue(i, values[i]);
         }
         List<DTensor> tensors = new ArrayList<>(4);
         for (int i = 0; i < params.length; i++) {
@@ -133,6 +137,34 @@ public final class DistributedCall {
             }
         }
         return runtime.aten(AtenCall.of(plan, plain), tensors.toArray(DTensor[]::new));
+    }
+
+    /**
+     * Value {@code i} as a plain Java value (null for a tensor, which the parameters take below), read as the kind its key
+     * gave it: the caller built the key from the values' types, so an int is read as a long without asking Python what it
+     * is. Other kinds take {@link BridgeArguments#plainValue}.
+     */
+    private Object plainValue(int i, Value v) {
+        String kind = i < valueKinds.length ? valueKinds[i] : "";
+        switch (kind) {
+            case ArgKind.INT:
+                return v.asLong();
+            case ArgKind.FLOAT:
+                return v.asDouble();
+            case ArgKind.BOOL:
+                return v.asBoolean();
+            case ArgKind.NONE:
+                return null;
+            case "[" + ArgKind.INT + "]":
+                int n = Math.toIntExact(v.getArraySize());
+                List<Object> longs = new ArrayList<>(n);
+                for (int k = 0; k < n; k++) {
+                    longs.add(v.getArrayElement(k).asLong());
+                }
+                return longs;
+            default:
+                return v.isHostObject() && v.asHostObject() instanceof DTensor ? null : BridgeArguments.plainValue(v);
+        }
     }
 
     private Object[] arrayOf(List<DTensor> outputs) {
