@@ -28,7 +28,12 @@ def _module_types():
 
 def same_placements(a: Sequence[Placement], b: Sequence[Placement], ndim: int) -> bool:
     """Whether two placement lists say the same for a tensor of `ndim` dimensions (Shard(-1) is Shard(ndim - 1))."""
-    return len(a) == len(b) and _specs(list(a), ndim) == _specs(list(b), ndim)
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if not x == y:  # equal placements say the same for any ndim; others may, once a negative dimension is read
+            return _specs(list(a), ndim) == _specs(list(b), ndim)
+    return True
 
 
 def distributed_parameter(param: Any, mesh: DeviceMesh, placements: Sequence[Placement]) -> Any:

@@ -20,10 +20,14 @@ TP_DIM_NAME = "tp"
 
 def tp_dim(mesh: DeviceMesh) -> int:
     """The mesh dimension a style applies along: the one named "tp", else the last."""
+    try:
+        return mesh._tp_dim  # a mesh never changes, and its styles ask on every module call
+    except AttributeError:
+        pass
     names = mesh.mesh_dim_names
-    if names and TP_DIM_NAME in names:
-        return names.index(TP_DIM_NAME)
-    return mesh.ndim - 1
+    found = names.index(TP_DIM_NAME) if names and TP_DIM_NAME in names else mesh.ndim - 1
+    mesh._tp_dim = found
+    return found
 
 
 def along(mesh: DeviceMesh, placement: Placement, base: Any = None) -> list[Placement]:
