@@ -524,7 +524,7 @@ class Tensor:
         mesh = self.device_mesh if device_mesh is None else _mesh(device_mesh)
         if placements is None:
             placements = [Replicate()] * mesh.ndim
-        return Tensor(_bridge.call(_b().redistribute, self._java, mesh._java, ",".join(_specs(placements, self.ndim))))
+        return _fastpath.wrap(_bridge.call(_b().redistribute, self._java, mesh._java, ",".join(_specs(placements, self.ndim))))
 
     def redistribute_like(self, other: Tensor) -> Tensor:
         """Moves the tensor to `other`'s mesh and placements."""
