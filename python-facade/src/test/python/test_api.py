@@ -39,6 +39,17 @@ def test_placements():
     assert Shard(-1).dim == -1 and repr(Shard(-1)) == "Shard(dim=-1)"
     raises(TypeError, Shard, 1.5)
     raises(ValueError, Partial, "mode")
+    assert Replicate() == Replicate() and Shard(0) != Replicate() and Replicate() != Shard(0) and Shard(0) != "S(0)"
+    assert Partial() == Partial("sum") and Partial("sum") != Partial("max") and Partial() != Replicate()
+    assert len({Shard(1), Shard(1), Replicate(), Replicate(), Partial()}) == 3
+
+
+def test_placement_lists_compare_as_a_tensor_of_some_dimensions_reads_them():
+    from dtorch._distribute_module import same_placements
+    assert same_placements([Shard(-1), Replicate()], [Shard(2), Replicate()], 3)
+    assert same_placements((Shard(1),), [Shard(1)], 3) and not same_placements([Shard(-1)], [Shard(1)], 3)
+    assert not same_placements([Replicate()], [Replicate(), Replicate()], 3)
+    raises(ValueError, same_placements, [Shard(-4)], [Shard(0)], 3, contains="out of range")
 
 
 def test_factories_with_varargs_tuples_and_keywords():
