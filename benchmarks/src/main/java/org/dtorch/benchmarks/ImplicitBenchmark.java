@@ -8,7 +8,6 @@ import org.dtorch.api.DTorchOptions;
 import org.dtorch.api.Index;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
-import org.dtorch.ops.ViewCalls;
 import org.dtorch.ops.aten.AtenCall;
 
 /**
@@ -52,7 +51,7 @@ final class ImplicitBenchmark {
         Comparison generic = new Comparison("fits already: DTorch.aten add, [S(0)] + [S(0)]", Goal.ratioAtLeast(0.98));
         Comparison rowsSharded = new Comparison("one-row write into a [S(0)] cache", Goal.context("context"));
         Comparison columnsSharded = new Comparison("one-row write into a [S(1)] cache", Goal.context("context"));
-        AtenCall add = ViewCalls.of("add", "T,T", null, null);
+        AtenCall add = AtenCall.of("add", "T,T", null, null);
         try (DTorch dt = DTorch.init(DTorchOptions.builder().devices(4).build())) {
             DeviceMesh mesh = dt.defaultMesh();
             for (int run = 0; run < options.runs(); run++) {

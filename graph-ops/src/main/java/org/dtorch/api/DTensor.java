@@ -418,12 +418,12 @@ public final class DTensor implements AutoCloseable {
 
     /** This tensor with {@code value} where {@code mask} (bool, broadcast to this shape) is true; this dtype. */
     public DTensor maskedFill(DTensor mask, double value) {
-        return elementwise(CompareCalls.of("masked_fill", "T,T,f", null, null, value), nonNull(mask, "maskedFill", "mask"));
+        return elementwise(AtenCall.of("masked_fill", "T,T,f", null, null, value), nonNull(mask, "maskedFill", "mask"));
     }
 
     /** This tensor with the exact integer {@code value} where {@code mask} is true; this dtype. */
     public DTensor maskedFill(DTensor mask, long value) {
-        return elementwise(CompareCalls.of("masked_fill", "T,T,i", null, null, value), nonNull(mask, "maskedFill", "mask"));
+        return elementwise(AtenCall.of("masked_fill", "T,T,i", null, null, value), nonNull(mask, "maskedFill", "mask"));
     }
 
     /**
@@ -558,7 +558,7 @@ public final class DTensor implements AutoCloseable {
         if (!java.util.Arrays.equals(shape(), source.shape())) {
             // torch's copy_ broadcasts the source to the destination's shape (expand refuses one that does not broadcast).
             List<Long> to = java.util.Arrays.stream(shape()).boxed().toList();
-            try (DTensor expanded = runtime.aten(ViewCalls.of("expand", "T,[i]", null, to), source).getFirst()) {
+            try (DTensor expanded = runtime.aten(AtenCall.of("expand", "T,[i]", null, to), source).getFirst()) {
                 runtime.write(CopySpec.INSTANCE, this, expanded);
             }
             return this;
@@ -575,62 +575,62 @@ public final class DTensor implements AutoCloseable {
      * Returns this tensor. Views of it see the change, as torch's do.
      */
     public DTensor add_(DTensor other) {
-        return inPlace(ViewCalls.of("add_", "T,T", null, null), nonNull(other, "add_", "other"));
+        return inPlace(AtenCall.of("add_", "T,T", null, null), nonNull(other, "add_", "other"));
     }
 
     /** {@code this += value} in place. */
     public DTensor add_(double value) {
-        return inPlace(ViewCalls.of("add_", "T,f", null, value));
+        return inPlace(AtenCall.of("add_", "T,f", null, value));
     }
 
     /** {@code this += value} in place, an exact integer. */
     public DTensor add_(long value) {
-        return inPlace(ViewCalls.of("add_", "T,i", null, value));
+        return inPlace(AtenCall.of("add_", "T,i", null, value));
     }
 
     /** {@code this -= other} in place, broadcasting. */
     public DTensor sub_(DTensor other) {
-        return inPlace(ViewCalls.of("sub_", "T,T", null, null), nonNull(other, "sub_", "other"));
+        return inPlace(AtenCall.of("sub_", "T,T", null, null), nonNull(other, "sub_", "other"));
     }
 
     /** {@code this -= value} in place. */
     public DTensor sub_(double value) {
-        return inPlace(ViewCalls.of("sub_", "T,f", null, value));
+        return inPlace(AtenCall.of("sub_", "T,f", null, value));
     }
 
     /** {@code this *= other} in place, broadcasting. */
     public DTensor mul_(DTensor other) {
-        return inPlace(ViewCalls.of("mul_", "T,T", null, null), nonNull(other, "mul_", "other"));
+        return inPlace(AtenCall.of("mul_", "T,T", null, null), nonNull(other, "mul_", "other"));
     }
 
     /** {@code this *= value} in place. */
     public DTensor mul_(double value) {
-        return inPlace(ViewCalls.of("mul_", "T,f", null, value));
+        return inPlace(AtenCall.of("mul_", "T,f", null, value));
     }
 
     /** {@code this /= other} in place, broadcasting (true division: a floating-point tensor). */
     public DTensor div_(DTensor other) {
-        return inPlace(ViewCalls.of("div_", "T,T", null, null), nonNull(other, "div_", "other"));
+        return inPlace(AtenCall.of("div_", "T,T", null, null), nonNull(other, "div_", "other"));
     }
 
     /** {@code this /= value} in place. */
     public DTensor div_(double value) {
-        return inPlace(ViewCalls.of("div_", "T,f", null, value));
+        return inPlace(AtenCall.of("div_", "T,f", null, value));
     }
 
     /** {@code value} where {@code mask} (bool, broadcasting) is true, in place. */
     public DTensor maskedFill_(DTensor mask, double value) {
-        return inPlace(ViewCalls.of("masked_fill_", "T,T,f", null, null, value), nonNull(mask, "masked_fill_", "mask"));
+        return inPlace(AtenCall.of("masked_fill_", "T,T,f", null, null, value), nonNull(mask, "masked_fill_", "mask"));
     }
 
     /** Every element {@code value}, in place. */
     public DTensor fill_(double value) {
-        return inPlace(ViewCalls.of("fill_", "T,f", null, value));
+        return inPlace(AtenCall.of("fill_", "T,f", null, value));
     }
 
     /** Every element 0, in place. */
     public DTensor zero_() {
-        return inPlace(ViewCalls.of("zero_", "T", (Object) null));
+        return inPlace(AtenCall.of("zero_", "T", (Object) null));
     }
 
     private DTensor inPlace(AtenCall call, DTensor... others) {
@@ -682,10 +682,10 @@ public final class DTensor implements AutoCloseable {
         {
             for (Index item : items) {
                 DTensor next = switch (item) {
-                    case Index.NewAxis n -> runtime.aten(ViewCalls.of("unsqueeze", "T,i", null, (long) d++), view).getFirst();
+                    case Index.NewAxis n -> runtime.aten(AtenCall.of("unsqueeze", "T,i", null, (long) d++), view).getFirst();
                     case Index.At at -> {
                         Region r = Index.region(new long[] {view.size(d)}, at);
-                        yield runtime.aten(ViewCalls.of("select", "T,i,i", null, (long) d, r.starts()[0]), view).getFirst();
+                        yield runtime.aten(AtenCall.of("select", "T,i,i", null, (long) d, r.starts()[0]), view).getFirst();
                     }
                     case Index.Slice sl -> {
                         Region r = Index.region(new long[] {view.size(d)}, sl);
@@ -695,13 +695,13 @@ public final class DTensor implements AutoCloseable {
                         if (start == 0 && end == view.size(d - 1) && sl.step() == 1) {
                             yield view;
                         }
-                        yield runtime.aten(ViewCalls.of("slice", "T,i,i,i,i", null, (long) (d - 1), start, end, sl.step()), view).getFirst();
+                        yield runtime.aten(AtenCall.of("slice", "T,i,i,i,i", null, (long) (d - 1), start, end, sl.step()), view).getFirst();
                     }
                     case Index.Ellipsis e -> throw new IllegalStateException("expanded away");
                 };
                 view = next;
             }
-            return view == this ? runtime.aten(ViewCalls.of("alias", "T", (Object) null), this).getFirst() : view;
+            return view == this ? runtime.aten(AtenCall.of("alias", "T", (Object) null), this).getFirst() : view;
         }
     }
 

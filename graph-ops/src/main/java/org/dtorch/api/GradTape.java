@@ -23,6 +23,7 @@ import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.graph.OpSpec;
 import org.dtorch.ops.RedistributeAllSpec;
 import org.dtorch.ops.RedistributeSpec;
+import org.dtorch.ops.aten.AtenCall;
 
 /**
  * Reverse-mode autograd of distributed tensors: the tape of one runtime. Every operator the program issues through
@@ -459,7 +460,7 @@ public final class GradTape {
 
     /** A tensor of {@code t}'s values and memory that no recorded operation made and that does not require grad. */
     DTensor detach(DTensor t) {
-        return untracked(() -> runtime.aten(org.dtorch.ops.ViewCalls.of("alias", "T", (Object) null), t).getFirst());
+        return untracked(() -> runtime.aten(AtenCall.of("alias", "T", (Object) null), t).getFirst());
     }
 
     // ---- backward ------------------------------------------------------------------------------------------------
@@ -656,7 +657,7 @@ public final class GradTape {
             leafGrads.put(t, out);
         }
         if (retained != null && t.autograd().retainsGrad) {
-            retained.put(t, runtime.aten(org.dtorch.ops.ViewCalls.of("clone", "T", (Object) null), out).getFirst());
+            retained.put(t, runtime.aten(AtenCall.of("clone", "T", (Object) null), out).getFirst());
         }
         return out;
     }
@@ -795,7 +796,7 @@ public final class GradTape {
         for (Map.Entry<DTensor, DTensor> e : grads.entrySet()) {
             DTensor g = e.getValue();
             boolean shared = !ours.contains(g) || g.storage().derivation() != null || uses.get(g.storage()) > 1 || !taken.add(g);
-            out.put(e.getKey(), shared ? runtime.aten(org.dtorch.ops.ViewCalls.of("clone", "T", (Object) null), g).getFirst() : g);
+            out.put(e.getKey(), shared ? runtime.aten(AtenCall.of("clone", "T", (Object) null), g).getFirst() : g);
         }
         return out;
     }

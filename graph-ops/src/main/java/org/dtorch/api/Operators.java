@@ -5,7 +5,6 @@ import java.util.List;
 import java.util.Objects;
 import org.dtorch.core.graph.OpSpec;
 import org.dtorch.core.graph.Operand;
-import org.dtorch.ops.CompareCalls;
 import org.dtorch.ops.ProductCalls;
 import org.dtorch.ops.aten.AtenCall;
 import org.dtorch.ops.aten.AtenOps;
@@ -95,7 +94,7 @@ final class Operators {
     /** {@code where} with two scalar branches: a tensor of the condition's shape and placements. */
     DTensor where(DTensor condition, String key, Object a, Object b) {
         Objects.requireNonNull(condition, "where: condition is null");
-        return runtime.aten(CompareCalls.of("where", key, null, a, b), condition).getFirst();
+        return runtime.aten(AtenCall.of("where", key, null, a, b), condition).getFirst();
     }
 
     /** {@code where} with one scalar branch ({@code scalar}, at the key's {@code f} or {@code i}) or none (null). */
@@ -105,6 +104,6 @@ final class Operators {
         }
         boolean scalarLast = key.charAt(2) == 'T'; // "T,T,f": the condition and a tensor a, then the number b
         Object[] values = scalar == null ? new Object[3] : scalarLast ? new Object[] {null, null, scalar} : new Object[] {null, scalar, null};
-        return runtime.aten(CompareCalls.of("where", key, values), tensors).getFirst();
+        return runtime.aten(AtenCall.of("where", key, values), tensors).getFirst();
     }
 }

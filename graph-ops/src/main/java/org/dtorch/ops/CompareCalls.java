@@ -1,6 +1,5 @@
 package org.dtorch.ops;
 
-import org.dtorch.ops.aten.ArgKind;
 import org.dtorch.ops.aten.AtenCall;
 
 /**
@@ -19,34 +18,23 @@ public final class CompareCalls {
     private CompareCalls() {
     }
 
-    /**
-     * The call of {@code aten::<name>} with values of the kinds {@code key} ({@link ArgKind}: {@code T} for a tensor input,
-     * whose value is a placeholder, {@code i} for a {@code Long}, {@code f} for a {@code Double}), with the overload the
-     * {@code torch} module chooses for those kinds.
-     *
-     * @throws IllegalArgumentException when no overload of {@code name} takes {@code key}
-     */
-    public static AtenCall of(String name, String key, Object... values) {
-        return AtenCall.of(name, key, values);
-    }
-
     /** {@code aten::<name>(self, other)} on two tensors ({@code gt}, {@code logical_and}, {@code bitwise_or}, ...). */
     public static AtenCall tensors(String name) {
-        return of(name, "T,T", null, null);
+        return AtenCall.of(name, "T,T", null, null);
     }
 
     /** {@code aten::<name>(self)} on one tensor ({@code logical_not}, {@code bitwise_not}). */
     public static AtenCall unary(String name) {
-        return of(name, "T", (Object) null);
+        return AtenCall.of(name, "T", (Object) null);
     }
 
     /** {@code aten::<name>(self, value)} with a floating-point scalar. */
     public static AtenCall scalar(String name, double value) {
-        return of(name, "T,f", null, value);
+        return AtenCall.of(name, "T,f", null, value);
     }
 
     /** {@code aten::<name>(self, value)} with an exact integral scalar. */
     public static AtenCall scalar(String name, long value) {
-        return of(name, "T,i", null, value);
+        return AtenCall.of(name, "T,i", null, value);
     }
 }

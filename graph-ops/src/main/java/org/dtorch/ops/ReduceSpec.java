@@ -45,7 +45,7 @@ public final class ReduceSpec implements OpSpec, ShardsPassThrough {
     public ReduceSpec(Kind kind, int[] dims, boolean keepdim) {
         this.kind = Objects.requireNonNull(kind, "kind");
         this.name = kind.name().toLowerCase(java.util.Locale.ROOT);
-        this.dims = Objects.requireNonNull(dims, () -> kind.name().toLowerCase(java.util.Locale.ROOT) + ": dims is null").clone();
+        this.dims = Objects.requireNonNull(dims, () -> name + ": dims is null").clone();
         this.keepdim = keepdim;
     }
 

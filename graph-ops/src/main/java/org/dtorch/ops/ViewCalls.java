@@ -2,7 +2,6 @@ package org.dtorch.ops;
 
 import java.util.Arrays;
 import java.util.Objects;
-import org.dtorch.ops.aten.ArgKind;
 import org.dtorch.ops.aten.AtenCall;
 
 /**
@@ -17,16 +16,6 @@ public final class ViewCalls {
     }
 
     /**
-     * The call {@code aten::<name>} makes of {@code values} of the kinds {@code key} ({@link ArgKind}; a tensor's value is
-     * a placeholder, null), with the overload the {@code torch} module would choose.
-     *
-     * @throws IllegalArgumentException when no overload takes those kinds
-     */
-    public static AtenCall of(String name, String key, Object... values) {
-        return AtenCall.of(name, key, values);
-    }
-
-    /**
      * For each output dimension of {@code call}, an operator that only reorders dimensions ({@code transpose},
      * {@code permute}, {@code t}, {@code movedim}, {@code mT}, ...), the input dimension it is.
      */
@@ -36,7 +25,7 @@ public final class ViewCalls {
 
     /** {@code transpose(a, b)} of a tensor of {@code ndim} dimensions. */
     public static AtenCall transpose(int ndim, int a, int b) {
-        return of("transpose", "T,i,i", null, (long) Shapes.normalizeDim("transpose", a, ndim),
+        return AtenCall.of("transpose", "T,i,i", null, (long) Shapes.normalizeDim("transpose", a, ndim),
             (long) Shapes.normalizeDim("transpose", b, ndim));
     }
 
@@ -50,7 +39,7 @@ public final class ViewCalls {
         if (dims.length != ndim || Arrays.stream(order).distinct().count() != ndim) {
             throw new IllegalArgumentException("permute: " + Arrays.toString(dims) + " is not a permutation of " + ndim + " dimensions");
         }
-        return of("permute", "T,[i]", null, Arrays.stream(order).boxed().toList());
+        return AtenCall.of("permute", "T,[i]", null, Arrays.stream(order).boxed().toList());
     }
 
     /** {@code reshape(shape)}, or {@code view(shape)} when {@code asView}; one size may be -1. */
@@ -58,7 +47,7 @@ public final class ViewCalls {
         String name = asView ? "view" : "reshape";
         Objects.requireNonNull(shape, () -> name + ": shape is null");
         Shapes.numel(name, Arrays.stream(shape).filter(s -> s != -1).toArray());
-        return of(name, "T,[i]", null, Arrays.stream(shape).boxed().toList());
+        return AtenCall.of(name, "T,[i]", null, Arrays.stream(shape).boxed().toList());
     }
 
     /** {@code narrow(dim, start, length)} of a tensor of shape {@code shape}; a negative dim or start counts from the end. */
@@ -74,6 +63,6 @@ public final class ViewCalls {
             throw new IllegalArgumentException("narrow: start " + start + " and length " + length + " do not fit dimension " + d
                 + " of size " + size);
         }
-        return of("narrow", "T,i,i,i", null, (long) d, first, length);
+        return AtenCall.of("narrow", "T,i,i,i", null, (long) d, first, length);
     }
 }

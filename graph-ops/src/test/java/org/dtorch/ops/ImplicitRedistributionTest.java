@@ -19,6 +19,7 @@ import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.graph.ShardingException;
 import org.dtorch.core.testing.TestTensors;
 import org.dtorch.core.trace.Trace;
+import org.dtorch.ops.aten.AtenCall;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -116,7 +117,7 @@ class ImplicitRedistributionTest extends FourDeviceRuntime {
             }
             DTensor da = dt.tensor(a, grid, R, R).redistribute(P, product);
             DTensor db = dt.tensor(b, grid, R, R).redistribute(product, P);
-            assertValue(want, dt.aten(ViewCalls.of("bmm", "T,T", null, null), da, db).getFirst(), "bmm of mixed partial inputs");
+            assertValue(want, dt.aten(AtenCall.of("bmm", "T,T", null, null), da, db).getFirst(), "bmm of mixed partial inputs");
         }
     }
 
@@ -130,7 +131,7 @@ class ImplicitRedistributionTest extends FourDeviceRuntime {
             ShardingException add = assertThrows(ShardingException.class, () -> rows.add(columns));
             assertTrue(add.getMessage().startsWith("add: cannot take inputs with placements [S(0)] and [S(1)]"), add.getMessage());
             ShardingException generic = assertThrows(ShardingException.class,
-                () -> strict.aten(ViewCalls.of("add", "T,T", null, null), rows, columns));
+                () -> strict.aten(AtenCall.of("add", "T,T", null, null), rows, columns));
             assertTrue(generic.getMessage().contains("implicit redistribution is off (strict mode)"), generic.getMessage());
             DTensor fits = rows.add(strict.ones(new long[] {8, 8}, line, S0));
             assertEquals(List.of(S0), fits.placements(), "inputs that fit run");

@@ -20,6 +20,7 @@ import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.graph.ShardingException;
 import org.dtorch.core.testing.TestTensors;
+import org.dtorch.ops.aten.AtenCall;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -118,13 +119,13 @@ class InPlaceWritesTest extends FourDeviceRuntime {
         DeviceMesh line = dt.initDeviceMesh(new int[] {4});
         try (Tensor a = base(8, 3)) {
             DTensor partial = make(a, line, P);
-            dt.aten(ViewCalls.of("relu_", "T", (Object) null), partial);
+            dt.aten(AtenCall.of("relu_", "T", (Object) null), partial);
             assertEquals(List.of(P), partial.placements(), "the tensor keeps its placements");
             try (Tensor want = a.relu()) {
                 assertValue(want, partial, "relu_ of a partial sum");
             }
             ShardingException strict = Strict.refuses(dt, ShardingException.class,
-                () -> dt.aten(ViewCalls.of("relu_", "T", (Object) null), make(a, line, P)));
+                () -> dt.aten(AtenCall.of("relu_", "T", (Object) null), make(a, line, P)));
             assertTrue(strict.getMessage().contains("relu_") && strict.getMessage().contains("P(sum)"), strict.getMessage());
             IllegalArgumentException dtype = assertThrows(IllegalArgumentException.class,
                 () -> dt.arange(0, 8, 1, ScalarType.Long, line, S0).add_(0.5));
@@ -346,11 +347,11 @@ class InPlaceWritesTest extends FourDeviceRuntime {
         DeviceMesh line = dt.initDeviceMesh(new int[] {4});
         try (Tensor a = base(8, 6); Tensor b = TestTensors.pattern(new long[] {8, 6}, ScalarType.Float, 2, 7, 0); Tensor want = a.add(b)) {
             DTensor out = dt.zeros(new long[] {8, 6}, line, S1);
-            List<DTensor> got = dt.aten(ViewCalls.of("add", "T,T|out=T", null, null, null), dt.tensor(a, line, S0), dt.tensor(b, line, R), out);
+            List<DTensor> got = dt.aten(AtenCall.of("add", "T,T|out=T", null, null, null), dt.tensor(a, line, S0), dt.tensor(b, line, R), out);
             assertSame(out, got.getFirst());
             assertEquals(List.of(S1), out.placements());
             assertValue(want, out, "add(..., out=)");
-            IllegalArgumentException shape = assertThrows(IllegalArgumentException.class, () -> dt.aten(ViewCalls.of("add", "T,T|out=T", null,
+            IllegalArgumentException shape = assertThrows(IllegalArgumentException.class, () -> dt.aten(AtenCall.of("add", "T,T|out=T", null,
                 null, null), dt.tensor(a, line, S0), dt.tensor(b, line, R), dt.zeros(new long[] {3}, line, R)));
             assertTrue(shape.getMessage().contains("not resized"), shape.getMessage());
         }
