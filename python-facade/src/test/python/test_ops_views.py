@@ -108,7 +108,10 @@ def index_cases(t):
     n0, n1, n2 = t.shape
     return [1, -1, slice(1, 5), slice(None, None, 2), (slice(1, None), 2), (Ellipsis, 1), (None, 0), (0, None, slice(1, 3)),
             (slice(None), slice(1, n1, 2), slice(None, -1)), (Ellipsis, None), ([0, n0 - 1, 1],), (slice(None), [1, 0, 1]),
-            (slice(None), torch.tensor([[0, 1], [1, 0]]))]
+            (slice(None), torch.tensor([[0, 1], [1, 0]])),
+            # several long indices: adjacent ones put their broadcast dimensions in place, separated ones in front
+            ([0, n0 - 1, -2], [1, 0, n1 - 1]), (slice(None), [2, 0], torch.tensor([[1], [0]])), ([1, 0], slice(1, None), [0, 1]),
+            (Ellipsis, [1, 1], [0, 1]), (None, [2, 1], 0, [1, 0]), (1, [0, 2], [1, 0])]
 
 
 def test_getitem_matches_torch():
@@ -122,13 +125,30 @@ def test_getitem_matches_torch():
     idx = dtorch.Tensor(torch.tensor([2, 0]), device_mesh=mesh, placements=[Replicate()] * mesh.ndim)
     dx = wrap(x, mesh, [Shard(1), Shard(0)])
     same(dx[:, idx].to_torch(), x[:, torch.tensor([2, 0])], (mesh, dx.placements))
+    # Indices held on the devices, several: combined there.
+    other = dtorch.Tensor(torch.tensor([[1], [0]]), device_mesh=mesh, placements=[Replicate()] * mesh.ndim)
+    same(dx[idx, other].to_torch(), x[torch.tensor([2, 0]), torch.tensor([[1], [0]])], (mesh, dx.placements))
+    same(dx[:, idx, [1, 0]].to_torch(), x[:, torch.tensor([2, 0]), torch.tensor([1, 0])], (mesh, dx.placements))
+    dy = wrap(x, mesh, [Shard(2), Replicate()])
+    picked = dy[idx, other]
+    assert picked.placements == (Shard(2), Replicate()), picked.placements  # a dimension not indexed keeps its shards
+    # The derivative of several indices is index_select's: the gradient lands on the picked positions, summed where an
+    # index repeats, with the tensor's placements.
+    leaf = wrap(torch.rand(4, 5, 6), mesh, [Shard(1), Replicate()]).requires_grad_(True)
+    local = leaf.to_torch().clone().requires_grad_(True)
+    leaf[[0, 2, 2], :, [1, 3, 1]].pow(2).sum().backward()
+    local[[0, 2, 2], :, [1, 3, 1]].pow(2).sum().backward()
+    same(leaf.grad.to_torch(), local.grad, "gradient through several indices")
+    assert leaf.grad.placements == leaf.placements
 
 
 def test_setitem_matches_torch_in_place():
     rng = random.Random(8)
     torch.manual_seed(8)
     indices = [1, slice(1, 4), (slice(None), slice(0, None, 2)), (Ellipsis, -1), (slice(1, 3), 0, slice(1, None)), slice(None),
-               (None, -2), (slice(None), 1, slice(None, None, 2)), (slice(None), [2, 0]), (1, slice(None), torch.tensor([1, 0]))]
+               (None, -2), (slice(None), 1, slice(None, None, 2)), (slice(None), [2, 0]), (1, slice(None), torch.tensor([1, 0])),
+               ([0, 2], [1, 0]), (slice(None), [1, 0], [0, 1]), ([2, 1], slice(None), [1, 0]), (torch.tensor([[0], [1]]),),
+               (Ellipsis, [0, 1], torch.tensor([1, 0]))]
     for mesh, index in on_meshes(indices):
         x = source(rng, integer=False)
         dx = wrap(x, mesh, placements_for(mesh, x.shape, rng))
@@ -170,9 +190,13 @@ def test_bad_indices_raise_python_errors():
     raises(TypeError, lambda: dx["a"])
     raises(IndexError, lambda: dx[dx[0].gt(0.5)], contains="does not match the shape of the indexed tensor")
 
-    def assign_by_2d_index():
-        dx[torch.tensor([[0], [1]])] = 1.0
-    raises(NotImplementedError, assign_by_2d_index)
+    raises(IndexError, lambda: dx[[0, 1], [0, 3]], contains="index 3 is out of bounds for dimension 1 with size 3")
+    raises(IndexError, lambda: dx[[0, 1, 2], [0, 1]], contains="shape mismatch")
+    raises(IndexError, lambda: dx[[0.5], [1]], contains="tensors used as indices must be long")
+    raises(IndexError, lambda: dx[[0.5]], contains="tensors used as indices must be long")
+    same(dx[[True, False, False, True]].to_torch(), dx.to_torch()[torch.tensor([True, False, False, True])], "a list of bools")
+    held = dtorch.Tensor(torch.tensor([0, 5]), device_mesh=mesh, placements=[Replicate()])
+    raises(Exception, lambda: dx[held, held].to_torch(), contains="index out of range")
 
     def assign_beyond_int64():
         dx[2 ** 70:] = 1.0
