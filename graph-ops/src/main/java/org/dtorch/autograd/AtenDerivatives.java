@@ -10,6 +10,7 @@ import java.util.Arrays;
 import java.util.List;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.api.DTensor;
+import org.dtorch.core.device.DeviceKind;
 import org.dtorch.ops.aten.AtenCall;
 
 /**
@@ -19,13 +20,16 @@ import org.dtorch.ops.aten.AtenCall;
  * {@code slice_backward} for strided slices), and compositions of distributed operators for the rest (products
  * with transposes, sums that undo broadcasting, the inverse of a view). A distributed operator needs a meta kernel to
  * infer its outputs, which {@code native_layer_norm_backward}, {@code embedding_dense_backward} and
- * {@code mse_loss_backward} lack in libtorch: their formulas are compositions here. Composite operators whose backward
- * ATen does not provide as one operator (RMS norm, scaled dot product attention) recompute what they need from the
- * saved inputs.
+ * {@code mse_loss_backward} lack in libtorch: their formulas are compositions here ({@code _fused_rms_norm_backward}
+ * lacks one too, and has a shape rule of its own). Composite operators whose backward ATen does not provide as one
+ * operator (RMS norm without a weight, scaled dot product attention) recompute what they need from the saved inputs.
  *
  * <p>Thread-safe: stateless.
  */
 final class AtenDerivatives {
+    /** {@code output_mask} asking for both gradients. */
+    private static final List<Boolean> BOTH = List.of(true, true);
+
     private AtenDerivatives() {
     }
 
@@ -367,42 +371,43 @@ final class AtenDerivatives {
     }
 
     /**
-     * {@code rms_norm(x) = x * rsqrt(mean(x^2) + eps) * w} over the normalized dimensions; ATen has no backward operator
-     * of its own for it, so: {@code gw = sum(g * xhat)}, {@code gx = r * (gx' - xhat * mean(gx' * xhat))} with
-     * {@code gx' = g * w}.
+     * {@code rms_norm(x) = x * rsqrt(mean(x^2) + eps) * w} over the normalized dimensions. The forward's {@code rms_norm}
+     * does not return {@code rstd = rsqrt(mean(x^2) + eps)}: {@code _fused_rms_norm} on the saved input gives it in one
+     * kernel (eps passed as the forward got it, so a missing one takes the same default). On CUDA, with a weight of the
+     * input's dtype, ATen's {@code _fused_rms_norm_backward} then gives both gradients in one more kernel (libtorch has it
+     * for CUDA, not for CPU); otherwise the formula: {@code gw = sum(g * xhat)},
+     * {@code gx = rstd * (gx' - xhat * mean(gx' * xhat))} with {@code xhat = x * rstd} and {@code gx' = g * w}.
      */
     private static Derivative rmsNorm(AtenCall call, List<String> names) {
-        long[] normalized = (long[]) call.constant("normalized_shape");
-        Object epsValue = call.constant("eps");
-        boolean hasWeight = names.contains("weight");
+        List<Long> shape = list((long[]) call.constant("normalized_shape"));
+        Object eps = call.constant("eps");
+        String key = "T,[i],n," + (eps == null ? "n" : "f");
+        int weight = names.indexOf("weight");
         return (in, out, g, n) -> {
             DTensor x = in[0];
-            int[] dims = lastDims(x.ndim(), normalized.length);
-            double eps = epsValue instanceof Number e ? e.doubleValue() : machineEpsilon(x.dtype());
-            DTensor r = aten("rsqrt", "T", v((Object) null), x.mul(x).mean(dims, true).add(eps));
-            DTensor xhat = x.mul(r);
+            DTensor rstd = Grads.all("_fused_rms_norm", key, v(null, shape, null, eps), x).get(1);
             DTensor[] result = new DTensor[in.length];
+            DTensor w = weight < 0 ? null : in[weight];
+            if (w != null && x.mesh().kind() == DeviceKind.CUDA && w.dtype() == x.dtype()) {
+                List<DTensor> grads = Grads.all("_fused_rms_norm_backward", "T,T,[i],T,T,[b]",
+                    v(null, null, shape, null, null, BOTH), g[0], x, rstd, w);
+                result[0] = n[0] ? grads.get(0) : null;
+                result[weight] = n[weight] ? grads.get(1) : null;
+                return result;
+            }
+            int[] dims = lastDims(x.ndim(), shape.size());
+            DTensor xhat = x.mul(rstd);
             DTensor gxhat = g[0];
-            if (hasWeight) {
-                DTensor w = in[names.indexOf("weight")];
-                if (n[names.indexOf("weight")]) {
-                    result[names.indexOf("weight")] = sumTo(g[0].mul(xhat), w.shape());
+            if (w != null) {
+                if (n[weight]) {
+                    result[weight] = sumTo(g[0].mul(xhat), w.shape());
                 }
                 gxhat = g[0].mul(w);
             }
             if (n[0]) {
-                result[0] = r.mul(gxhat.sub(xhat.mul(gxhat.mul(xhat).mean(dims, true))));
+                result[0] = rstd.mul(gxhat.sub(xhat.mul(gxhat.mul(xhat).mean(dims, true))));
             }
             return result;
-        };
-    }
-
-    private static double machineEpsilon(ScalarType dtype) {
-        return switch (dtype) {
-            case Double -> Math.ulp(1.0);
-            case Half -> 0.0009765625;
-            case BFloat16 -> 0.0078125;
-            default -> Math.ulp(1.0f);
         };
     }
 

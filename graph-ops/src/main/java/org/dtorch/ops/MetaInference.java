@@ -28,8 +28,10 @@ import org.dtorch.ops.aten.AtenCall;
  * on dtypes and on whether a tensor has zero dimensions, never on sizes). That run also has libtorch check the call.
  * The result's number of dimensions is checked against the rule's. Convolutions (libtorch picks the
  * {@code convolution_overrideable} backend for meta tensors), adaptive average pooling, 3-d max pooling and attention
- * have no meta kernel either; their strategies give the shape by formula. Other operators without a meta kernel are
- * refused, naming the operator.
+ * have no meta kernel either; their strategies give the shape by formula. An operator whose outputs differ in shape
+ * gets one shape each ({@link ShardingStrategy#outputShapes}: RMS norm's fused derivative, which has no CPU kernel to
+ * probe either, so its strategy gives the dtype too). Other operators without a meta kernel are refused, naming the
+ * operator.
  *
  * <p>Thread-safe: every inference makes and closes its own tensors; the cache of answers is guarded by itself.
  */
@@ -112,10 +114,14 @@ final class MetaInference {
             if (!noMetaKernel) {
                 throw refused(call, inputs, e);
             }
-            if (strategy.outputShape(call, inputs) == null) {
+            if (strategy.outputShape(call, inputs) == null && strategy.outputShapes(call, inputs) == null) {
                 throw new UnsupportedOperationException(call.qualifiedName() + " has no meta kernel in libtorch, so its output shapes "
                     + "cannot be inferred exactly; it is not supported on distributed tensors yet");
             }
+        }
+        long[][] shapes = strategy.outputShapes(call, inputs);
+        if (shapes != null) {
+            return byShapes(call, inputs, strategy, shapes);
         }
         long[] shape = strategy.outputShape(call, inputs);
         ScalarType dtype = strategy.outputDtype(call, inputs);
@@ -135,6 +141,37 @@ final class MetaInference {
                     + " dimensions for inputs of the broadcast shape " + Arrays.toString(shape));
             }
             out.add(new Out(shape, o.dtype()));
+        }
+        return out;
+    }
+
+    /** Outputs of the given shapes, with the strategy's dtype, or else the dtypes of a run on its probe shapes. */
+    private static List<Out> byShapes(AtenCall call, List<TensorMeta> inputs, ShardingStrategy strategy, long[][] shapes) {
+        ScalarType dtype = strategy.outputDtype(call, inputs);
+        if (dtype != null) {
+            List<Out> out = new ArrayList<>(shapes.length);
+            for (long[] shape : shapes) {
+                out.add(new Out(shape, dtype));
+            }
+            return out;
+        }
+        List<Out> ones;
+        try {
+            ones = run(call, inputs, "cpu", strategy.probeShapes(call, inputs));
+        } catch (RuntimeException e) {
+            throw refused(call, inputs, e);
+        }
+        if (ones.size() != shapes.length) {
+            throw new IllegalStateException(call.qualifiedName() + " gives " + ones.size() + " outputs, its " + strategy.family()
+                + " rule " + shapes.length);
+        }
+        List<Out> out = new ArrayList<>(shapes.length);
+        for (int i = 0; i < shapes.length; i++) {
+            if (ones.get(i).shape().length != shapes[i].length) {
+                throw new IllegalStateException(call.qualifiedName() + "'s output " + i + " has " + ones.get(i).shape().length
+                    + " dimensions, its " + strategy.family() + " rule " + Arrays.toString(shapes[i]));
+            }
+            out.add(new Out(shapes[i], ones.get(i).dtype()));
         }
         return out;
     }

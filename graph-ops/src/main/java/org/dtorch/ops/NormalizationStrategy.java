@@ -22,7 +22,8 @@ import org.dtorch.ops.aten.AtenCall;
  *       operators is linear);</li>
  *   <li>the other tensor inputs (weight and bias, shaped like the normalized dimensions) are {@code R}.</li>
  * </ul>
- * ({@code native_layer_norm}, whose mean and rstd have other shapes and no meta kernel in libtorch's C++ build, is not
+ * {@code _fused_rms_norm} also gives {@code rstd}, of the input's rank with the normalized dimensions of size one: sharded
+ * as the output is. ({@code native_layer_norm}, whose mean and rstd have other shapes and no meta kernel in libtorch's C++ build, is not
  * in the family.)
  *
  * <p>Stateless. Thread-safe.
@@ -35,7 +36,7 @@ final class NormalizationStrategy implements ShardingStrategy {
         // their derivatives (gradient and output, of one shape) normalize along the same dim
         "_softmax_backward_data", "_log_softmax_backward_data");
     /** Normalized along the trailing {@code normalized_shape}. */
-    private static final Set<String> TRAILING = Set.of("layer_norm", "rms_norm");
+    private static final Set<String> TRAILING = Set.of("layer_norm", "rms_norm", "_fused_rms_norm");
     /** Normalized along everything but dimension 0. */
     private static final Set<String> PER_SAMPLE = Set.of("group_norm");
 
@@ -63,7 +64,7 @@ final class NormalizationStrategy implements ShardingStrategy {
     @Override
     public String legal() {
         return "per mesh dimension: R; or S(d) of the input on a dimension it does not normalize (softmax and its derivatives: any but dim; "
-            + "layer_norm, rms_norm: any before normalized_shape; group_norm: the batch dimension 0), with every other "
+            + "layer_norm, rms_norm, _fused_rms_norm: any before normalized_shape; group_norm: the batch dimension 0), with every other "
             + "tensor input (weight, bias) R";
     }
 

@@ -67,6 +67,14 @@ public interface ShardingStrategy {
     }
 
     /**
+     * The global shape of each output, for operators libtorch has no meta kernel for whose outputs differ in shape (a
+     * derivative giving an input's gradient and a weight's); null when {@link #outputShape} answers for all, or none does.
+     */
+    default long[][] outputShapes(AtenCall call, List<TensorMeta> inputs) {
+        return null;
+    }
+
+    /**
      * The outputs' dtype by the family's own rule, where {@link #outputShape} answers and a run on one-element tensors
      * cannot ({@link MetaInference}: an index of value 1 is out of range there); null to run the call on them.
      */

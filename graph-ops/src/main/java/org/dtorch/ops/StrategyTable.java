@@ -126,6 +126,9 @@ public final class StrategyTable {
         if (name.equals("batch_norm")) {
             return BatchNormStrategy.INSTANCE;
         }
+        if (name.equals(RmsNormBackwardStrategy.NAME)) {
+            return RmsNormBackwardStrategy.INSTANCE;
+        }
         if (name.equals("embedding")) {
             return EmbeddingStrategy.INSTANCE;
         }
