@@ -122,6 +122,8 @@ SECOND_ORDER = {
     "max(dim), amax, index_select": (lambda x: x.max(1)[0].square().sum() + x.amax(0).square().sum()
                                      + x.index_select(0, index_of(x, [1, 1, 4])).square().sum(), (6, 5)),
     "conv_transpose1d": (lambda x: F.conv_transpose1d(x.reshape(2, 3, 5), x.reshape(3, 2, 5)[:, :, :2], stride=2).square(), (6, 5)),
+    # a pass computes RMS norm's gradients with fused kernels, a pass that records its graph with the formula
+    "rms_norm": (lambda x: F.rms_norm(x, [5], x[0] + 2.0).square(), (6, 5)),
 }
 
 
@@ -142,6 +144,27 @@ def test_second_derivatives_match_one_device_autograd():
         (dg,) = torch.autograd.grad(f(d).sum(), [d], create_graph=True)
         (got,) = torch.autograd.grad((dg * dg).sum(), [d])
         close(got, want, "second derivative through " + name)
+
+
+def test_second_derivative_of_attention_matches_its_formula():
+    # libtorch's CPU attention kernels have no second derivative, so one device differentiates the formula twice; the
+    # distributed pass that records its graph uses the formula too (the fused gradient operator has no derivative).
+    def formula(q, k, v):
+        scores = q.matmul(k.transpose(-2, -1)) / (q.shape[-1] ** 0.5)
+        allowed = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
+        return scores.masked_fill(allowed.logical_not(), float("-inf")).softmax(-1).matmul(v)
+
+    torch.manual_seed(6)
+    x = torch.randn(4, 6, 5, requires_grad=True)
+    q = x.reshape(2, 2, 6, 5)
+    (g,) = torch.autograd.grad(formula(q, q * 0.5, q).square().sum(), [x], create_graph=True)
+    (want,) = torch.autograd.grad((g * g).sum(), [x])
+    d = dtorch.distribute_tensor(x.detach(), LINE, [Shard(0)]).requires_grad_()
+    dq = d.reshape(2, 2, 6, 5)
+    out = F.scaled_dot_product_attention(dq, dq * 0.5, dq, is_causal=True)
+    (dg,) = torch.autograd.grad(out.square().sum(), [d], create_graph=True)
+    (got,) = torch.autograd.grad((dg * dg).sum(), [d])
+    close(got, want, "second derivative through attention")
 
 
 def test_dropout_in_training_passes_its_gradient_through_the_mask():

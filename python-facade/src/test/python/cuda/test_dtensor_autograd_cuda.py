@@ -1,5 +1,6 @@
 """Autograd through distributed tensors on CUDA meshes, where derivatives take kernels libtorch has only for CUDA (RMS
-norm's fused derivative); compared with the shim's autograd on the host."""
+norm's fused derivative) or chooses by device (attention's, libtorch's own derivative on every device); compared with
+the shim's autograd on the host."""
 
 import os
 import sys
@@ -32,6 +33,33 @@ def test_rms_norm_gradients_on_any_placement():
             assert dx.grad.placements == (placement,) and dw.grad.placements == (Replicate(),), (what, dx.grad.placements)
             assert torch.allclose(dx.grad.full_tensor().cpu(), lx.grad, atol=1e-5, rtol=1e-4), what
             assert torch.allclose(dw.grad.full_tensor().cpu(), lw.grad, atol=1e-5, rtol=1e-4), what
+
+
+
+def test_attention_gradients_on_any_placement():
+    mesh = dtorch.init_device_mesh(dtorch.device_type(), (4,))
+    torch.manual_seed(6)
+    q = torch.randn(4, 4, 6, 8)
+    cases = [(dict(is_causal=True), 4), (dict(enable_gqa=True), 2), (dict(attn_mask=torch.randn(6, 6), scale=0.3), 4)]
+    for kwargs, kv_heads in cases:
+        k = torch.randn(4, kv_heads, 6, 8)
+        v = torch.randn(4, kv_heads, 6, 8)
+        g = torch.randn(4, 4, 6, 8)
+        leaves = [t.clone().requires_grad_(True) for t in (q, k, v)]
+        F.scaled_dot_product_attention(*leaves, **kwargs).backward(g)
+        for placement in (Replicate(), Shard(0), Shard(1), Shard(2)):
+            if kv_heads != 4 and placement == Shard(1):
+                continue  # two key heads over four devices: gathered, as Replicate() checks
+            ds = [dtorch.distribute_tensor(t, mesh, [placement]).requires_grad_(True) for t in (q, k, v)]
+            dk = dict(kwargs)
+            if "attn_mask" in dk:
+                dk["attn_mask"] = dtorch.distribute_tensor(dk["attn_mask"], mesh, [Replicate()])
+            out = F.scaled_dot_product_attention(*ds, **dk)
+            out.backward(dtorch.distribute_tensor(g, mesh, list(out.placements)))
+            for name, d, want in zip("qkv", ds, leaves):
+                what = (sorted(kwargs), placement, name)
+                assert d.grad.placements == (placement,), (what, d.grad.placements)
+                assert torch.allclose(d.grad.full_tensor().cpu(), want.grad, atol=1e-4, rtol=1e-4), what
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import static org.dtorch.autograd.Grads.v;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import org.bytedeco.pytorch.GradMode;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.api.DTensor;
 import org.dtorch.core.device.DeviceKind;
@@ -373,7 +374,8 @@ final class AtenDerivatives {
     /**
      * {@code rms_norm(x) = x * rsqrt(mean(x^2) + eps) * w} over the normalized dimensions. The forward's {@code rms_norm}
      * does not return {@code rstd = rsqrt(mean(x^2) + eps)}: {@code _fused_rms_norm} on the saved input gives it in one
-     * kernel (eps passed as the forward got it, so a missing one takes the same default). On CUDA, with a weight of the
+     * kernel (eps passed as the forward got it, so a missing one takes the same default), except in a pass that records
+     * its own graph. On CUDA, with a weight of the
      * input's dtype, ATen's {@code _fused_rms_norm_backward} then gives both gradients in one more kernel (libtorch has it
      * for CUDA, not for CPU); otherwise the formula: {@code gw = sum(g * xhat)},
      * {@code gx = rstd * (gx' - xhat * mean(gx' * xhat))} with {@code xhat = x * rstd} and {@code gx' = g * w}.
@@ -385,17 +387,23 @@ final class AtenDerivatives {
         int weight = names.indexOf("weight");
         return (in, out, g, n) -> {
             DTensor x = in[0];
-            DTensor rstd = Grads.all("_fused_rms_norm", key, v(null, shape, null, eps), x).get(1);
+            int[] dims = lastDims(x.ndim(), shape.size());
+            // A pass that records its gradients' graph (create_graph) differentiates these operators in turn: the
+            // fused ones have no derivative here, so it takes the formula from x alone.
+            boolean graphed = GradMode.is_enabled();
+            DTensor rstd = graphed
+                ? aten("rsqrt", "T", v((Object) null), x.mul(x).mean(dims, true).add(eps instanceof Number e ? e.doubleValue()
+                    : machineEpsilon(x.dtype())))
+                : Grads.all("_fused_rms_norm", key, v(null, shape, null, eps), x).get(1);
             DTensor[] result = new DTensor[in.length];
             DTensor w = weight < 0 ? null : in[weight];
-            if (w != null && x.mesh().kind() == DeviceKind.CUDA && w.dtype() == x.dtype()) {
+            if (!graphed && w != null && x.mesh().kind() == DeviceKind.CUDA && w.dtype() == x.dtype()) {
                 List<DTensor> grads = Grads.all("_fused_rms_norm_backward", "T,T,[i],T,T,[b]",
                     v(null, null, shape, null, null, BOTH), g[0], x, rstd, w);
                 result[0] = n[0] ? grads.get(0) : null;
                 result[weight] = n[weight] ? grads.get(1) : null;
                 return result;
             }
-            int[] dims = lastDims(x.ndim(), shape.size());
             DTensor xhat = x.mul(rstd);
             DTensor gxhat = g[0];
             if (w != null) {
@@ -408,6 +416,16 @@ final class AtenDerivatives {
                 result[0] = rstd.mul(gxhat.sub(xhat.mul(gxhat.mul(xhat).mean(dims, true))));
             }
             return result;
+        };
+    }
+
+    /** torch's default eps of RMS norm: the machine epsilon of the input's dtype. */
+    private static double machineEpsilon(ScalarType dtype) {
+        return switch (dtype) {
+            case Double -> Math.ulp(1.0);
+            case Half -> 0.0009765625;
+            case BFloat16 -> 0.0078125;
+            default -> Math.ulp(1.0f);
         };
     }
 

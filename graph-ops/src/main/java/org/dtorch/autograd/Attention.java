@@ -4,15 +4,19 @@ import static org.dtorch.autograd.Grads.aten;
 import static org.dtorch.autograd.Grads.v;
 
 import java.util.List;
+import org.bytedeco.pytorch.GradMode;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.api.DTensor;
 import org.dtorch.core.distributed.Placement;
+import org.dtorch.ops.AttentionBackwardSpec;
 import org.dtorch.ops.aten.AtenCall;
 
 /**
- * The derivative of {@code scaled_dot_product_attention} without dropout, by its decomposition: the attention weights
- * {@code p = softmax(q k^T * scale + mask)} are recomputed from the saved inputs, then {@code gv = p^T g},
- * {@code gs = _softmax_backward_data(g v^T, p) * scale}, {@code gq = gs k}, {@code gk = gs^T q}. Grouped-query attention
+ * The derivative of {@code scaled_dot_product_attention} without dropout. A pass that only computes gradients takes them
+ * from one operator, {@link AttentionBackwardSpec}, which runs libtorch's derivative of the call on every device. A pass
+ * that records its gradients' graph (create_graph) needs operators with derivatives of their own, so it uses the
+ * decomposition: the attention weights {@code p = softmax(q k^T * scale + mask)} are recomputed from the saved inputs,
+ * then {@code gv = p^T g}, {@code gs = p * (gp - sum(gp * p, -1)) * scale} with {@code gp = g v^T}, {@code gq = gs k}, {@code gk = gs^T q}. Grouped-query attention
  * repeats each key and value head for its group of query heads, and sums the group's gradients back.
  *
  * <p>Thread-safe: stateless.
@@ -30,6 +34,9 @@ final class Attention {
         Object scaleValue = call.constant("scale");
         boolean hasMask = names.contains("attn_mask");
         return (in, out, g, n) -> {
+            if (!GradMode.is_enabled()) {
+                return fused(call, in, g[0], n);
+            }
             DTensor q = in[0];
             DTensor k = in[1];
             DTensor v = in[2];
@@ -61,7 +68,8 @@ final class Attention {
             }
             if (n[0] || n[1]) {
                 DTensor gp = g[0].matmul(Grads.transposeLast(vr));
-                DTensor gs = aten("_softmax_backward_data", "T,T,i,d", v(null, null, -1L, p.dtype()), gp, p).mul(scale);
+                // softmax's derivative as a formula of operators with derivatives of their own (this pass is differentiated)
+                DTensor gs = p.mul(gp.sub(gp.mul(p).sum(new int[] {-1}, true))).mul(scale);
                 if (n[0]) {
                     result[0] = gs.matmul(kr);
                 }
@@ -71,6 +79,19 @@ final class Attention {
             }
             return result;
         };
+    }
+
+    /**
+     * The gradients from one operator that runs libtorch's own derivative of the call on every device's shards
+     * ({@link AttentionBackwardSpec}): what PyTorch eager runs, instead of a dozen or more operators.
+     */
+    private static DTensor[] fused(AtenCall call, DTensor[] in, DTensor g, boolean[] needs) {
+        List<DTensor> grads = AttentionBackwardSpec.gradients(call, g, in);
+        DTensor[] result = new DTensor[in.length];
+        for (int i = 0; i < 3; i++) {
+            result[i] = needs[i] ? grads.get(i) : null;
+        }
+        return result;
     }
 
     /** Each head of {@code t} (dimension -3) repeated {@code groups} times in place: {@code repeat_interleave}'s layout. */

@@ -151,6 +151,8 @@ public final class OpsCodecs implements OpSpecCodecProvider {
                 (s, out) -> out.wire().putBoolean(s.causal()).putDouble(s.scale()).putBoolean(s.enableGqa()),
                 in -> new RingAttentionSpec(in.wire().getBoolean("ring attention causal"), in.wire().getDouble("ring attention scale"),
                     in.wire().getBoolean("ring attention enable_gqa"))),
+            new Codec<>(AttentionBackwardSpec.class, "ops.attention_backward", (s, out) -> AtenCallCodec.write(s.forward(), out.wire()),
+                in -> new AttentionBackwardSpec(AtenCallCodec.read(in.wire()))),
             new Codec<>(AtenSpec.class, "ops.aten", (s, out) -> AtenCallCodec.write(s.call(), out.wire()),
                 in -> new AtenSpec(AtenCallCodec.read(in.wire()))),
             new Codec<>(InPlaceSpec.class, "ops.inplace", (s, out) -> AtenCallCodec.write(s.call(), out.wire()),
