@@ -16,8 +16,9 @@ import org.dtorch.ops.aten.AtenCall;
  * from one operator, {@link AttentionBackwardSpec}, which runs libtorch's derivative of the call on every device. A pass
  * that records its gradients' graph (create_graph) needs operators with derivatives of their own, so it uses the
  * decomposition: the attention weights {@code p = softmax(q k^T * scale + mask)} are recomputed from the saved inputs,
- * then {@code gv = p^T g}, {@code gs = p * (gp - sum(gp * p, -1)) * scale} with {@code gp = g v^T}, {@code gq = gs k}, {@code gk = gs^T q}. Grouped-query attention
- * repeats each key and value head for its group of query heads, and sums the group's gradients back.
+ * then {@code gv = p^T g}, {@code gs = p * (gp - sum(gp * p, -1)) * scale} with {@code gp = g v^T}, {@code gq = gs k},
+ * {@code gk = gs^T q}. Grouped-query attention repeats each key and value head for its group of query heads, and sums
+ * the group's gradients back.
  *
  * <p>Thread-safe: stateless.
  */
