@@ -72,14 +72,17 @@ class NormOpsTest extends FourDeviceRuntime {
                     List.of(torch.randn(n, c, l))));
                 case "_softmax", "_log_softmax" -> out.add(new Case(GenericOpsTest.call(name, "T,i,b", null, (long) RANDOM.nextInt(3), false),
                     List.of(torch.randn(n, c, l))));
-                case "layer_norm", "rms_norm" -> {
+                case "layer_norm", "rms_norm", "_fused_rms_norm" -> {
                     boolean two = RANDOM.nextBoolean();
                     List<Long> normalized = two ? List.of(c, l) : List.of(l);
                     long[] shape = two ? new long[] {c, l} : new long[] {l};
-                    AtenCall call = name.equals("layer_norm") ? GenericOpsTest.call(name, "T,[i],T,T", null, normalized, null, null)
-                        : GenericOpsTest.call(name, "T,[i],T", null, normalized, null);
+                    AtenCall call = switch (name) {
+                        case "layer_norm" -> GenericOpsTest.call(name, "T,[i],T,T", null, normalized, null, null);
+                        case "rms_norm" -> GenericOpsTest.call(name, "T,[i],T", null, normalized, null);
+                        default -> GenericOpsTest.call(name, "T,[i],T,f", null, normalized, null, 1e-5); // the output and rstd
+                    };
                     List<Tensor> in = new ArrayList<>(List.of(torch.randn(n, c, l), torch.randn(shape)));
-                    if (!name.equals("rms_norm")) {
+                    if (name.equals("layer_norm")) {
                         in.add(torch.randn(shape));
                     }
                     out.add(new Case(call, in));
