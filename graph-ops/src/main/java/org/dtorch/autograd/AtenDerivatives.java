@@ -86,6 +86,7 @@ final class AtenDerivatives {
             case "expand", "expand_as" -> (in, out, g, n) -> new DTensor[] {sumTo(g[0], in[0].shape()), null};
             case "slice" -> slice(call);
             case "narrow" -> narrow(call);
+            case "constant_pad_nd" -> constantPad(call);
             case "select" -> select(call);
             case "cat" -> cat(call);
             case "split", "split_with_sizes", "chunk", "unbind" -> split(call, name.equals("unbind"));
@@ -229,6 +230,28 @@ final class AtenDerivatives {
         };
     }
 
+    /**
+     * {@code constant_pad_nd(x, pad, value)} with pads of zero or more: the gradient is {@code g} cut back to {@code x}'s
+     * extent on every padded dimension (cropping pads, below zero, have none here).
+     */
+    private static Derivative constantPad(AtenCall call) {
+        long[] pad = (long[]) call.constant("pad");
+        if (pad == null || Arrays.stream(pad).anyMatch(p -> p < 0)) {
+            return null;
+        }
+        return (in, out, g, n) -> {
+            long[] shape = in[0].shape();
+            DTensor grad = g[0];
+            for (int k = 0; k < pad.length / 2; k++) {
+                int dim = shape.length - 1 - k;
+                if (pad[2 * k] != 0 || pad[2 * k + 1] != 0) {
+                    grad = grad.narrow(dim, pad[2 * k], shape[dim]);
+                }
+            }
+            return new DTensor[] {grad};
+        };
+    }
+
     private static Derivative select(AtenCall call) {
         long dimGiven = (Long) call.constant("dim");
         long index = (Long) call.constant("index");
@@ -310,17 +333,27 @@ final class AtenDerivatives {
                 out[0] = g.matmul(w);
             }
             if (n[1]) {
-                long outFeatures = w.size(0);
-                long inFeatures = w.size(1);
-                DTensor g2 = g.reshape(-1, outFeatures);
-                DTensor x2 = x.reshape(-1, inFeatures);
-                out[1] = g2.transpose(0, 1).matmul(x2);
+                out[1] = weightGradient(g, x);
             }
         }
         if (in.length > 2 && n[2]) {
             out[2] = sumTo(g, in[2].shape());
         }
         return out;
+    }
+
+    /**
+     * {@code g^T x} summed over every leading dimension, as one operator: {@code einsum("ABo,ABi->oi", g, x)} with the
+     * leading dimensions spelled out (one upper-case label each), where flattening both, transposing and multiplying
+     * took four. A leading dimension sharded on both gives a partial sum, as the product of the flattened ones does.
+     */
+    private static DTensor weightGradient(DTensor g, DTensor x) {
+        StringBuilder leading = new StringBuilder();
+        for (int d = 0; d < x.ndim() - 1; d++) {
+            leading.append((char) ('A' + d));
+        }
+        String equation = leading + "o," + leading + "i->oi";
+        return aten("einsum", "s,[T]", v(equation, Arrays.asList(null, null)), g, x);
     }
 
     /**

@@ -2,6 +2,7 @@ package org.dtorch.autograd;
 
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 import java.util.TreeSet;
 import org.dtorch.api.DTensor;
@@ -112,30 +113,19 @@ final class Grads {
 
     /**
      * {@code g} placed at {@code [start, end)} of dimension {@code dim} in zeros of {@code shape}: the gradient of a slice
-     * (and, with {@code g} unsqueezed, of a select). A concatenation with zeros on {@code g}'s placements, so that shards of
-     * the other dimensions stay where they are (ATen's {@code slice_backward} takes the global sizes, which a shard's call
-     * cannot use).
+     * (and, with {@code g} unsqueezed, of a select). One {@code constant_pad_nd} with zeros, whose strategy keeps the shards
+     * of the other dimensions where they are and a partial sum partial (ATen's {@code slice_backward} takes the global
+     * sizes, which a shard's call cannot use).
      */
     static DTensor pad(DTensor g, long[] shape, int dim, long start, long end) {
-        List<DTensor> parts = new ArrayList<>(3);
-        if (start > 0) {
-            parts.add(zerosLike(g, dim, start));
+        if (start == 0 && end == shape[dim]) {
+            return g;
         }
-        parts.add(g);
-        if (end < shape[dim]) {
-            parts.add(zerosLike(g, dim, shape[dim] - end));
-        }
-        return parts.size() == 1 ? g : g.runtime().cat(parts, dim);
-    }
-
-    /** Zeros of {@code g}'s shape but {@code size} along {@code dim}, on {@code g}'s mesh and placements (partial as R). */
-    private static DTensor zerosLike(DTensor g, int dim, long size) {
-        long[] shape = g.shape();
-        shape[dim] = size;
-        org.dtorch.core.distributed.Placement[] placements = g.placements().stream()
-            .map(p -> p.isPartial() ? org.dtorch.core.distributed.Placement.replicate() : p)
-            .toArray(org.dtorch.core.distributed.Placement[]::new);
-        return g.runtime().zeros(shape, g.dtype(), g.mesh(), placements);
+        // constant_pad_nd's pairs run from the last dimension backwards: (before, after) of dimension `dim` is the last pair.
+        List<Long> pairs = new ArrayList<>(Collections.nCopies(2 * (shape.length - dim), 0L));
+        pairs.set(pairs.size() - 2, start);
+        pairs.set(pairs.size() - 1, shape[dim] - end);
+        return aten("constant_pad_nd", "T,[i],i", v(null, pairs, 0L), g);
     }
 
     static DTensor transposeLast(DTensor t) {

@@ -146,6 +146,7 @@ class AutogradOpsTest extends FourDeviceRuntime {
             f(2, 4, 5, 8), f(2, 2, 6, 8), f(2, 2, 6, 8)));
         cs.add(aten("sdpa additive mask, scale", call("scaled_dot_product_attention", "T,T,T,T|scale=f", null, null, null, null, 0.5),
             f(2, 4, 5, 8), f(2, 4, 6, 8), f(2, 4, 6, 3), weights(5, 6)));
+        cs.add(aten("constant_pad_nd", call("constant_pad_nd", "T,[i],f", null, List.of(1L, 2L, 0L, 3L), 0.5), f(3, 5, 7)));
         cs.add(aten("transpose", call("transpose", "T,i,i", null, 0L, 2L), f(3, 5, 7)));
         cs.add(aten("permute", call("permute", "T,[i]", null, List.of(2L, 0L, 1L)), f(3, 5, 7)));
         cs.add(aten("reshape", call("reshape", "T,[i]", null, List.of(15L, 7L)), f(3, 5, 7)));
