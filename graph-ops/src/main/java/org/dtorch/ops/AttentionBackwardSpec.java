@@ -101,11 +101,7 @@ public final class AttentionBackwardSpec implements OpSpec {
             throw new ShardingException(name(), inputs, "the gradient must have the output's placements " + d.outputs().getFirst(),
                 AttentionStrategy.INSTANCE.legal());
         }
-        List<TensorMeta> grads = new ArrayList<>(3);
-        for (int i = 0; i < 3; i++) {
-            grads.add(call.get(i));
-        }
-        return grads;
+        return List.copyOf(call.subList(0, 3)); // query's, key's and value's gradients are shaped and placed as they are
     }
 
     @Override

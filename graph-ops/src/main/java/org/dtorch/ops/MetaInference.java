@@ -114,19 +114,20 @@ final class MetaInference {
             if (!noMetaKernel) {
                 throw refused(call, inputs, e);
             }
-            if (strategy.outputShape(call, inputs) == null && strategy.outputShapes(call, inputs) == null) {
-                throw new UnsupportedOperationException(call.qualifiedName() + " has no meta kernel in libtorch, so its output shapes "
-                    + "cannot be inferred exactly; it is not supported on distributed tensors yet");
-            }
         }
+        // The family's rule: one shape per output, or one shape for them all.
         long[][] shapes = strategy.outputShapes(call, inputs);
-        if (shapes != null) {
-            return byShapes(call, inputs, strategy, shapes);
+        long[] shape = shapes == null ? strategy.outputShape(call, inputs) : null;
+        if (shapes == null && shape == null) {
+            throw new UnsupportedOperationException(call.qualifiedName() + " has no meta kernel in libtorch, so its output shapes "
+                + "cannot be inferred exactly; it is not supported on distributed tensors yet");
         }
-        long[] shape = strategy.outputShape(call, inputs);
         ScalarType dtype = strategy.outputDtype(call, inputs);
         if (dtype != null) {
-            return List.of(new Out(shape, dtype));
+            if (shapes == null) {
+                return List.of(new Out(shape, dtype));
+            }
+            return Arrays.stream(shapes).map(s -> new Out(s, dtype)).toList();
         }
         List<Out> ones;
         try {
@@ -134,44 +135,18 @@ final class MetaInference {
         } catch (RuntimeException e) {
             throw refused(call, inputs, e);
         }
-        List<Out> out = new ArrayList<>();
-        for (Out o : ones) {
-            if (o.shape().length != shape.length) {
-                throw new IllegalStateException(call.qualifiedName() + " is listed as " + strategy.family() + " but gives " + o.shape().length
-                    + " dimensions for inputs of the broadcast shape " + Arrays.toString(shape));
-            }
-            out.add(new Out(shape, o.dtype()));
-        }
-        return out;
-    }
-
-    /** Outputs of the given shapes, with the strategy's dtype, or else the dtypes of a run on its probe shapes. */
-    private static List<Out> byShapes(AtenCall call, List<TensorMeta> inputs, ShardingStrategy strategy, long[][] shapes) {
-        ScalarType dtype = strategy.outputDtype(call, inputs);
-        if (dtype != null) {
-            List<Out> out = new ArrayList<>(shapes.length);
-            for (long[] shape : shapes) {
-                out.add(new Out(shape, dtype));
-            }
-            return out;
-        }
-        List<Out> ones;
-        try {
-            ones = run(call, inputs, "cpu", strategy.probeShapes(call, inputs));
-        } catch (RuntimeException e) {
-            throw refused(call, inputs, e);
-        }
-        if (ones.size() != shapes.length) {
+        if (shapes != null && ones.size() != shapes.length) {
             throw new IllegalStateException(call.qualifiedName() + " gives " + ones.size() + " outputs, its " + strategy.family()
                 + " rule " + shapes.length);
         }
-        List<Out> out = new ArrayList<>(shapes.length);
-        for (int i = 0; i < shapes.length; i++) {
-            if (ones.get(i).shape().length != shapes[i].length) {
-                throw new IllegalStateException(call.qualifiedName() + "'s output " + i + " has " + ones.get(i).shape().length
-                    + " dimensions, its " + strategy.family() + " rule " + Arrays.toString(shapes[i]));
+        List<Out> out = new ArrayList<>(ones.size());
+        for (int i = 0; i < ones.size(); i++) {
+            long[] rule = shapes == null ? shape : shapes[i];
+            if (ones.get(i).shape().length != rule.length) {
+                throw new IllegalStateException(call.qualifiedName() + " is listed as " + strategy.family() + " but gives "
+                    + ones.get(i).shape().length + " dimensions where its rule gives " + Arrays.toString(rule));
             }
-            out.add(new Out(shapes[i], ones.get(i).dtype()));
+            out.add(new Out(rule, ones.get(i).dtype()));
         }
         return out;
     }

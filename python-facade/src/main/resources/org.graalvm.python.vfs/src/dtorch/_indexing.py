@@ -145,13 +145,9 @@ def _index_many(t, result, advanced):
     that dimension, and the rows picked with index_select: dimensions that are not indexed keep their shards, and the
     derivative is index_select's. Indices given as torch tensors or lists are checked and combined in the client, as torch
     checks them; indices held on the devices are combined there, and one out of range makes index_select fail."""
-    dims = [d for d, _, _ in advanced]
-    sizes = [result.shape[d] for d in dims]
-    k = len(dims)
-    rest = [d for d in range(result.ndim) if d not in dims]
-    if dims != list(range(k)):
-        result = result.permute(dims + rest)
-    flat = _aten("flatten", result, 0, k - 1)
+    sizes = [result.shape[d] for d, _, _ in advanced]
+    moved, after = _indexed_first(result, advanced)
+    flat = _aten("flatten", moved, 0, len(advanced) - 1)
     items = [item for _, _, item in advanced]
     if any(isinstance(item, _tensor.Tensor) for item in items):
         linear = _linear_on_devices(t, items, sizes)
@@ -160,12 +156,22 @@ def _index_many(t, result, advanced):
     shape = list(linear.shape)
     out = _aten("index_select", flat, 0, linear.reshape(-1) if len(shape) != 1 else linear)
     out = _aten("unflatten", out, 0, shape) if shape else _aten("squeeze", out, 0)
-    first = dims[0]
-    if dims == list(range(first, first + k)) and first > 0:
+    if after:
         # Adjacent indices: B goes where the indexed dimensions were, after the first dimensions that are not indexed.
         b = len(shape)
-        out = out.permute(list(range(b, b + first)) + list(range(b)) + list(range(b + first, out.ndim)))
+        out = out.permute(list(range(b, b + after)) + list(range(b)) + list(range(b + after, out.ndim)))
     return out
+
+
+def _indexed_first(view, advanced):
+    """view with the dimensions of its tensor or list indices moved to the front (in their order), and the number of
+    dimensions torch's result has before the indices' broadcast dimensions: those before the indexed ones where the
+    indices are adjacent, none where a slice or None separates them (the broadcast dimensions lead then)."""
+    dims = [d for d, _, _ in advanced]
+    k = len(dims)
+    moved = view if dims == list(range(k)) else view.permute(dims + [d for d in range(view.ndim) if d not in dims])
+    adjacent = dims == list(range(dims[0], dims[0] + k))
+    return moved, dims[0] if adjacent else 0
 
 
 def _linear_local(items, sizes, sources):
@@ -260,8 +266,8 @@ def setitem(t, index, value):
         return
     items = index if type(index) is tuple else (index,)
     spec = []
-    advanced = []
-    for position, item in enumerate(items):
+    advanced = False
+    for item in items:
         if type(item) is slice:
             step = item.step
             if step is not None and step <= 0:
@@ -276,7 +282,7 @@ def setitem(t, index, value):
         elif _is_int(item):
             spec.append("a%d" % int(item))
         elif isinstance(item, (Tensor, _torch.Tensor, list)) and not _is_mask(item):
-            advanced.append(position)  # found again, with its dimension, by _basic below
+            advanced = True  # found again, with its dimension, by _basic below
         else:
             raise TypeError("dtorch.Tensor indices are ints, slices (`:`), ellipsis (`...`), None, long tensors or lists, "
                             "or a bool mask of the tensor's shape; got %s" % type(item).__name__)
@@ -325,31 +331,25 @@ def _put_many(t, view, advanced, value, number):
     """view[indices] = value (or the number) for tensor or list indices on dimensions of view, a view of t: index_put_ on
     the view with the indexed dimensions moved to the front, and the value moved alike from where t[index] puts the
     indices' dimensions."""
-    dims = [d for d, _, _ in advanced]
-    k = len(dims)
-    rest = [d for d in range(view.ndim) if d not in dims]
     indices = []
     for _, _, item in advanced:
         idx = _index_tensor(t, item)
         indices.append(idx if idx.dtype.name in ("int64", "int32") else idx.to(_torch.int64))
     broadcast = _broadcast_shape([list(i.shape) for i in indices])
-    moved = view.permute(dims + rest) if dims != list(range(k)) else view
-    first = dims[0]
+    moved, after = _indexed_first(view, advanced)
     if value is None:
-        from ._tensor import _from_torch
-        from .distributed_spec import Replicate
-        mesh = t.device_mesh
-        src = _from_torch(_torch.tensor(number, dtype=view.dtype), mesh, [Replicate()] * mesh.ndim)
+        src = _value_tensor(t, _torch.tensor(number, dtype=view.dtype))
     else:
         src = value if value.dtype == view.dtype else value.to(view.dtype)
-        if first > 0 and dims == list(range(first, first + k)):
-            # Adjacent indices: t[index] has the indices' dimensions after the first `first` ones; index_put_ on the
+        if after:
+            # Adjacent indices: t[index] has the indices' dimensions after the first `after` ones; index_put_ on the
             # moved view wants them in front.
             b = len(broadcast)
-            laid = [view.shape[d] for d in rest[:first]] + broadcast + [view.shape[d] for d in rest[first:]]
+            rest = list(moved.shape)[len(advanced):]
+            laid = rest[:after] + broadcast + rest[after:]
             while src.ndim > len(laid) and src.shape[0] == 1:
                 src = _aten("squeeze", src, 0)
             if list(src.shape) != laid:
                 src = _aten("expand", src, laid)
-            src = src.permute(list(range(first, first + b)) + list(range(first)) + list(range(first + b, len(laid))))
+            src = src.permute(list(range(after, after + b)) + list(range(after)) + list(range(after + b, len(laid))))
     _tensor.aten("index_put_", (moved, indices, src))
