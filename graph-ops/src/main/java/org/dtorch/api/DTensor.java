@@ -537,14 +537,38 @@ public final class DTensor implements AutoCloseable {
         ensureOpen();
         ChannelEdge edge = runtime.channelFor(mesh(), mesh);
         RedistributeSpec spec = new RedistributeSpec(target, edge == null ? null : edge.options());
+        boolean identity = edge == null && spec.plan(meta()).isIdentity();
+        if (identity && sameLocalTensors(target)) {
+            // Nothing moves and every device's tensor stays what it is: a handle of this tensor's memory under the new
+            // placements, as in PyTorch DTensor, with no operator for the devices to run.
+            return runtime.alias(spec, this);
+        }
         DTensor moved = runtime.apply(spec, this);
         if (edge != null) {
             edge.countTransfer();
         }
-        if (edge == null && spec.plan(meta()).isIdentity()) {
+        if (identity) {
             moved.shareStorage(storage); // nothing moves: the result is this tensor's memory, as in PyTorch DTensor
         }
         return moved;
+    }
+
+    /**
+     * True when {@code target} is on this tensor's mesh and differs from its placements only on mesh dimensions of one
+     * device, where no placement splits or sums anything: every device's local tensor is the same under both.
+     */
+    private boolean sameLocalTensors(Sharding target) {
+        TensorMeta meta = operand.meta();
+        DeviceMesh mesh = meta.sharding().mesh();
+        if (!mesh.equals(target.mesh())) {
+            return false;
+        }
+        for (int i = 0; i < mesh.ndim(); i++) {
+            if (mesh.size(i) != 1 && !meta.placement(i).equals(target.placement(i))) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** Moved to {@code placements} on the same mesh. */

@@ -16,6 +16,7 @@ import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.graph.GraphConstructor;
 import org.dtorch.core.graph.GraphHistory;
 import org.dtorch.core.graph.OpSpec;
+import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.core.runtime.EagerRuntime;
 import org.dtorch.core.runtime.MemoryStats;
 import org.dtorch.core.trace.Profiler;
@@ -24,6 +25,7 @@ import org.dtorch.ops.FactorySpec;
 import org.dtorch.ops.FallbackWarnings;
 import org.dtorch.ops.InPlaceSpec;
 import org.dtorch.ops.LocalForeachSpec;
+import org.dtorch.ops.RedistributeSpec;
 import org.dtorch.ops.Region;
 import org.dtorch.ops.RegionWriteSpec;
 import org.dtorch.ops.ShardingStrategy;
@@ -569,6 +571,17 @@ public final class DTorch implements AutoCloseable {
     /** Adds an operator and returns handles of all its outputs, its inputs fitted as {@link #apply} fits them. */
     public List<DTensor> applyMulti(OpSpec spec, DTensor... inputs) {
         return tape.recorded(spec, inputs, () -> operators.applyMulti(spec, inputs));
+    }
+
+    /**
+     * {@code source} moved by {@code spec} where the move changes no device's tensor: a handle of the same device
+     * tensors under the target's placements ({@link GraphConstructor#alias}), recorded for autograd as the move.
+     */
+    DTensor alias(RedistributeSpec spec, DTensor source) {
+        TensorMeta meta = spec.inferOutputs(List.of(source.meta())).getFirst();
+        DTensor[] inputs = {source};
+        return tape.recorded(spec, inputs, () -> List.of(new DTensor(this, graph().alias(source.operand(), meta), source.storage())))
+            .getFirst();
     }
 
     /**

@@ -105,10 +105,32 @@ public final class GraphConstructor {
         return history;
     }
 
-    /** The client dropped its handle of {@code operand}. Ignored after {@link #close}. */
+    /**
+     * An operand that views {@code source}'s device tensors under {@code meta}, made without an operator: the caller
+     * vouches that every device's local tensor under {@code meta} is the one it holds under {@code source}'s metadata
+     * (a move between placements that differ only on mesh dimensions of one device). Released as any client handle
+     * ({@link #release}); the tensors stay until the source and all its aliases are released.
+     *
+     * @throws IllegalStateException after {@link #close}
+     * @throws IllegalArgumentException when {@code meta} has another shape, dtype or mesh than {@code source}
+     */
+    public Operand alias(Operand source, TensorMeta meta) {
+        ensureOpen("alias");
+        TensorMeta from = source.meta();
+        if (!java.util.Arrays.equals(from.shape(), meta.shape()) || from.dtype() != meta.dtype()
+            || !from.sharding().mesh().equals(meta.sharding().mesh())) {
+            throw new IllegalArgumentException("alias: " + meta + " is not a view of " + source);
+        }
+        return Operand.alias(meta, source.root());
+    }
+
+    /**
+     * The client dropped its handle of {@code operand} (an alias's handle is one of its root's). Ignored after
+     * {@link #close}.
+     */
     public void release(Operand operand) {
-        if (closedBecause == null) {
-            controller.accept(new GraphMessage.ReleaseOperand(operand));
+        if (closedBecause == null && operand.releaseHandle()) {
+            controller.accept(new GraphMessage.ReleaseOperand(operand.root()));
         }
     }
 

@@ -9,14 +9,22 @@ import java.util.Objects;
  * writes it, and nothing else hold it; each holder counts in {@link #uses}, and when the count reaches
  * zero the runtime forgets the operand entirely.
  *
- * <p>Thread-safe: the id and metadata are immutable; the use count is atomic.
+ * <p>An <em>alias</em> ({@link GraphConstructor#alias}) is another operand, its root, under other metadata whose local
+ * tensors are the root's on every device (placements that differ only on mesh dimensions of one device): no operator
+ * makes it. It has the root's id, so devices find the root's tensors and failures under it, and the root's counts: an
+ * operator that reads it holds the root, and the root's tensors live until the root's client handle and every alias's
+ * are released ({@link #handles}). Operators that read it see its metadata, as the client inferred them with.
+ *
+ * <p>Thread-safe: the id, metadata and root are immutable; the counts are atomic.
  */
 public final class Operand {
     private static final VarHandle USES;
+    private static final VarHandle HANDLES;
 
     static {
         try {
             USES = MethodHandles.lookup().findVarHandle(Operand.class, "uses", int.class);
+            HANDLES = MethodHandles.lookup().findVarHandle(Operand.class, "handles", int.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -31,10 +39,31 @@ public final class Operand {
      */
     @SuppressWarnings("unused")
     private volatile int uses = 1;
+    /** The operand whose device tensors these are: this one, or the operand an alias views. */
+    private final Operand root;
+    /**
+     * A root's client handles not yet released: its own and one per alias of it; changed atomically through
+     * {@link #HANDLES}. The client's use ({@link #uses}) is released when it reaches zero.
+     */
+    @SuppressWarnings("unused")
+    private volatile int handles = 1;
 
     Operand(long id, TensorMeta meta) {
         this.id = id;
         this.meta = Objects.requireNonNull(meta, "meta");
+        this.root = this;
+    }
+
+    private Operand(TensorMeta meta, Operand root) {
+        this.id = root.id;
+        this.meta = Objects.requireNonNull(meta, "meta");
+        this.root = root;
+    }
+
+    /** An alias of {@code root}'s tensors under {@code meta}, holding one more client handle of the root. */
+    static Operand alias(TensorMeta meta, Operand root) {
+        HANDLES.getAndAdd(root, 1);
+        return new Operand(meta, root);
     }
 
     /** An operand rebuilt in a worker process from its id and metadata; only the per-device-process runtime calls it. */
@@ -47,18 +76,28 @@ public final class Operand {
         return id;
     }
 
+    /** The operand whose device tensors this one's are: itself unless it is an alias. */
+    public Operand root() {
+        return root;
+    }
+
+    /** Drops one client handle of the root; true when it was the last, and the client's use goes. */
+    boolean releaseHandle() {
+        return (int) HANDLES.getAndAdd(root, -1) == 1;
+    }
+
     /** Shape, dtype and sharding. */
     public TensorMeta meta() {
         return meta;
     }
 
     void retain() {
-        USES.getAndAdd(this, 1);
+        USES.getAndAdd(root, 1);
     }
 
-    /** Drops one use; true when it was the last. */
+    /** Drops one use (of the root); true when it was the last. */
     boolean releaseUse() {
-        return (int) USES.getAndAdd(this, -1) == 1;
+        return (int) USES.getAndAdd(root, -1) == 1;
     }
 
     @Override
