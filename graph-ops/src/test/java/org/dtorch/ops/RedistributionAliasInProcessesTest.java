@@ -15,9 +15,4 @@ class RedistributionAliasInProcessesTest extends RedistributionAliasTest {
         dt.close();
         dt = SharedWorkerProcesses.runtime();
     }
-
-    @Override
-    boolean countsOwnTensorsOnly() {
-        return false;
-    }
 }
