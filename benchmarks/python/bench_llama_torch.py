@@ -45,6 +45,9 @@ def main():
     parser.add_argument("--new-tokens", type=int, default=32)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--device", default="cuda:0" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--profile", action="store_true",
+                        help="after the timed runs, one more generation under torch.profiler: its operators' host and "
+                             "device times (the table of key_averages, by self CPU time)")
     args = parser.parse_args()
     tensors, metadata = read_safetensors(args.weights)
     config = LlamaConfig(**json.loads(metadata["config"]))
@@ -64,6 +67,8 @@ def main():
             generated, _, prefill, decode = generate(model, prompt, args.new_tokens, caches, wait=lambda t: sync(),
                                                      issued=issued)
             decodes.append(decode)
+    if args.profile:
+        profile(model, prompt, args, caches_shape=shape, sync=sync)
     batch, prompt_len = prompt.shape
     print("generated:", [t[0, 0].item() for t in generated])
     print(json.dumps({"device": args.device, "torch": torch.__version__, "layers": config.n_layers, "dim": config.dim,
@@ -71,6 +76,17 @@ def main():
                       "decode_tokens_per_s": batch * (args.new_tokens - 1) / decode,
                       "decode_issued_fraction": issued[-1] / decode,
                       "decode_tokens_per_s_each_run": [batch * (args.new_tokens - 1) / d for d in decodes]}))
+
+
+def profile(model, prompt, args, caches_shape, sync):
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as profiled
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device.startswith("cuda") else [])
+    caches = [(torch.zeros(caches_shape, device=args.device), torch.zeros(caches_shape, device=args.device))
+              for _ in range(model.config.n_layers)]
+    with torch.no_grad(), profiled(activities=activities) as prof:
+        generate(model, prompt, args.new_tokens, caches, wait=lambda t: sync())
+    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=30))
 
 
 if __name__ == "__main__":

@@ -34,6 +34,9 @@ public final class DirectCallsBenchmark {
         int calls = args.length > 1 ? Integer.parseInt(args[1]) : 20_000;
         int rounds = args.length > 2 ? Integer.parseInt(args[2]) : 7;
         Device device = cuda ? Device.cuda(0) : Device.cpu(0);
+        if (cuda) {
+            org.dtorch.core.device.Cuda.loadNatives();
+        }
         List<Tensor> owned = new ArrayList<>();
         try (TensorOptions options = TorchTensors.options(ScalarType.Float, device)) {
             Tensor x = keep(owned, torch.randn(new long[] {1, 1, 128}, options));

@@ -123,7 +123,40 @@ final class DirectCalls {
         }
         try (TensorOptional mask = t.size() == 4 ? new TensorOptional(t.get(3)) : new TensorOptional();
              DoubleOptional s = scale == null ? new DoubleOptional() : new DoubleOptional((Double) scale)) {
+            if (enableGqa && t.size() == 3 && !isCausal && p == 0) {
+                Tensor grouped = groupedQueryAttention(t.get(0), t.get(1), t.get(2), mask, s);
+                if (grouped != null) {
+                    return grouped;
+                }
+            }
             return torch.scaled_dot_product_attention(t.get(0), t.get(1), t.get(2), mask, p, isCausal, s, enableGqa);
+        }
+    }
+
+    /**
+     * Grouped-query attention without a mask, causality or dropout, as attention of one key/value head per group: every
+     * query of a group's heads attends to the same keys independently, so {@code q [b, hq, L, e]} is read as
+     * {@code [b, hkv, hq / hkv * L, e]} (a group's heads one after another, as {@code enable_gqa} pairs them) and the
+     * result read back as {@code [b, hq, L, ev]}. The same values as libtorch's grouped call, which runs its math
+     * backend (a copy of the keys and values per query head, then several kernels); the plain call takes a fused kernel
+     * where the device has one (a decode step's attention on CUDA: one kernel instead of about ten). Null where the
+     * shapes are not the plain 4-d ones this needs.
+     */
+    static Tensor groupedQueryAttention(Tensor q, Tensor k, Tensor v, TensorOptional noMask, DoubleOptional scale) {
+        if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4) {
+            return null;
+        }
+        long heads = q.size(1);
+        long kvHeads = k.size(1);
+        if (kvHeads == heads || kvHeads == 0 || heads % kvHeads != 0 || v.size(1) != kvHeads || k.size(0) != q.size(0)
+            || v.size(0) != q.size(0)) {
+            return null;
+        }
+        long batch = q.size(0);
+        long tokens = q.size(2);
+        try (Tensor groups = q.reshape(batch, kvHeads, heads / kvHeads * tokens, q.size(3));
+             Tensor out = torch.scaled_dot_product_attention(groups, k, v, noMask, 0, false, scale, false)) {
+            return out.reshape(batch, heads, tokens, out.size(3));
         }
     }
 }

@@ -8,8 +8,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import org.bytedeco.pytorch.DoubleOptional;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptional;
+import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.tensor.TorchTensors;
 import org.dtorch.core.testing.TestTensors;
@@ -93,6 +96,43 @@ class DirectCallsTest {
                     c.what() + ": the same strides");
                 assertEquals(boxed.getFirst().is_alias_of(c.inputs().getFirst()), direct.getFirst().is_alias_of(c.inputs().getFirst()),
                     c.what() + ": a view where the boxed call makes one");
+            }
+        } finally {
+            all.forEach(Tensor::close);
+        }
+    }
+
+    /**
+     * Grouped-query attention without a mask or causality runs as attention of one key/value head per group: libtorch's
+     * grouped call's values (to rounding: another kernel sums them), for one query position and several, and for queries
+     * that are a transposed view, as a model's are.
+     */
+    @Test
+    void shouldAttendGroupedQueriesAsOneHeadPerGroup() {
+        List<Tensor> all = new ArrayList<>();
+        try {
+            for (long tokens : new long[] {1, 3}) {
+                Tensor q = t(1, tokens, 6, 8);
+                Tensor qHeads = q.transpose(1, 2);
+                Tensor k = t(1, 2, 5, 8);
+                Tensor v = t(1, 2, 5, 4);
+                all.addAll(List.of(q, qHeads, k, v));
+                try (TensorOptional noMask = new TensorOptional(); DoubleOptional defaultScale = new DoubleOptional();
+                     Tensor grouped = DirectCalls.groupedQueryAttention(qHeads, k, v, noMask, defaultScale)) {
+                    assertNotNull(grouped, "these shapes take the grouped way");
+                }
+                for (Object scale : new Object[] {null, 0.3}) {
+                    AtenCall call = scale == null
+                        ? AtenCall.of("scaled_dot_product_attention", "T,T,T|enable_gqa=b", null, null, null, true)
+                        : AtenCall.of("scaled_dot_product_attention", "T,T,T|scale=f|enable_gqa=b", null, null, null, scale, true);
+                    List<Tensor> direct = call.call(List.of(qHeads, k, v));
+                    List<Tensor> boxed = call.callBoxed(List.of(qHeads, k, v));
+                    all.addAll(direct);
+                    all.addAll(boxed);
+                    String what = tokens + " query positions, scale " + scale;
+                    assertEquals("[1, 6, " + tokens + ", 4]", Arrays.toString(TorchTensors.shape(direct.getFirst())), what);
+                    assertTrue(torch.allclose(direct.getFirst(), boxed.getFirst(), 1e-5, 1e-6, false), what + ": the grouped call's values");
+                }
             }
         } finally {
             all.forEach(Tensor::close);
