@@ -5,7 +5,6 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.atomic.LongAdder;
-import org.bytedeco.pytorch.LongOptional;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
 import org.dtorch.core.communication.ReduceOpType;
@@ -20,6 +19,8 @@ import org.dtorch.core.graph.ShardingException;
 import org.dtorch.core.graph.TensorMeta;
 import org.dtorch.core.kernel.KernelContext;
 import org.dtorch.core.kernel.PartialValues;
+import org.dtorch.core.tensor.TorchTensors;
+import org.dtorch.ops.aten.ThreadOptionals;
 
 /**
  * {@code x[region] = value} in place ({@code x[2:5] = v}, {@code x[..., i, :] = 0}): every device writes the part of the
@@ -237,8 +238,13 @@ public final class RegionWriteSpec implements OpSpec, PlacementChoice {
                     Tensor view = inputs.getFirst();
                     for (int d = n - 1; d >= 0; d--) {
                         long start = region.starts()[d] + first[d] * region.steps()[d] - offsets[d];
+                        long step = region.steps()[d];
+                        if (!region.selected()[d] && start == 0 && step == 1 && count[d] == local[d]) {
+                            continue; // the whole of this dimension: nothing to cut
+                        }
                         Tensor next = region.selected()[d] ? view.select(d, start)
-                            : view.slice(d, new LongOptional(start), new LongOptional(start + (count[d] - 1) * region.steps()[d] + 1), region.steps()[d]);
+                            : step == 1 ? view.narrow(d, start, count[d])
+                            : view.slice(d, ThreadOptionals.get().start(start), ThreadOptionals.get().end(start + (count[d] - 1) * step + 1), step);
                         views.add(next);
                         view = next;
                     }
@@ -248,7 +254,7 @@ public final class RegionWriteSpec implements OpSpec, PlacementChoice {
                         }
                     } else {
                         Tensor src = inputs.get(1);
-                        int lead = leadingOnes(src.sizes().vec().get(), target);
+                        int lead = leadingOnes(TorchTensors.shape(src), target);
                         int[] kept = region.keptDims();
                         for (int k = 0; k < lead; k++) {
                             src = src.select(0, 0);

@@ -2,7 +2,6 @@ package org.dtorch.ops.aten;
 
 import java.util.List;
 import org.bytedeco.pytorch.DoubleOptional;
-import org.bytedeco.pytorch.LongOptional;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptional;
 import org.bytedeco.pytorch.TensorVector;
@@ -92,10 +91,8 @@ final class DirectCalls {
         if (!(dim instanceof Long d && step instanceof Long s && (start == null || start instanceof Long) && (end == null || end instanceof Long))) {
             return null;
         }
-        try (LongOptional from = start == null ? new LongOptional() : new LongOptional((Long) start);
-             LongOptional to = end == null ? new LongOptional() : new LongOptional((Long) end)) {
-            return t.getFirst().slice(d, from, to, s);
-        }
+        ThreadOptionals optional = ThreadOptionals.get();
+        return t.getFirst().slice(d, optional.start((Long) start), optional.end((Long) end), s);
     }
 
     /** {@code rms_norm(input, normalized_shape, weight=None, eps=None)}. */
@@ -105,9 +102,11 @@ final class DirectCalls {
         if (!(shape instanceof long[] normalized) || !(eps == null || eps instanceof Double) || t.size() > 2) {
             return null;
         }
-        try (TensorOptional weight = t.size() == 2 ? new TensorOptional(t.get(1)) : new TensorOptional();
-             DoubleOptional epsilon = eps == null ? new DoubleOptional() : new DoubleOptional((Double) eps)) {
-            return torch.rms_norm(t.getFirst(), normalized, weight, epsilon);
+        ThreadOptionals optional = ThreadOptionals.get();
+        try {
+            return torch.rms_norm(t.getFirst(), normalized, optional.tensor(t.size() == 2 ? t.get(1) : null), optional.number((Double) eps));
+        } finally {
+            optional.clearTensor();
         }
     }
 
@@ -121,8 +120,10 @@ final class DirectCalls {
             && (scale == null || scale instanceof Double)) || t.size() > 4) {
             return null;
         }
-        try (TensorOptional mask = t.size() == 4 ? new TensorOptional(t.get(3)) : new TensorOptional();
-             DoubleOptional s = scale == null ? new DoubleOptional() : new DoubleOptional((Double) scale)) {
+        ThreadOptionals optional = ThreadOptionals.get();
+        TensorOptional mask = optional.tensor(t.size() == 4 ? t.get(3) : null);
+        DoubleOptional s = optional.number((Double) scale);
+        try {
             if (enableGqa && t.size() == 3 && !isCausal && p == 0) {
                 Tensor grouped = groupedQueryAttention(t.get(0), t.get(1), t.get(2), mask, s);
                 if (grouped != null) {
@@ -130,6 +131,8 @@ final class DirectCalls {
                 }
             }
             return torch.scaled_dot_product_attention(t.get(0), t.get(1), t.get(2), mask, p, isCausal, s, enableGqa);
+        } finally {
+            optional.clearTensor();
         }
     }
 
