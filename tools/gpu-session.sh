@@ -30,6 +30,9 @@ CLASSES="$CLASSES:benchmarks/target/classes:polyglot-bindings/target/classes:pyt
 CLASSES="$CLASSES:python-facade/target/classes:examples/target/test-classes:examples/target/classes"
 export CP="$CLASSES:$CP"
 export THP_MEM_ALLOC_ENABLE=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+# glibc's heap settings as ./dtorch sets them (see there)
+export MALLOC_TRIM_THRESHOLD_="${MALLOC_TRIM_THRESHOLD_:-4294967296}" MALLOC_TOP_PAD_="${MALLOC_TOP_PAD_:-67108864}" \
+  MALLOC_MMAP_THRESHOLD_="${MALLOC_MMAP_THRESHOLD_:-33554432}"
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT" /tmp/jtmp
 JVM=("$JAVA" --enable-native-access=ALL-UNNAMED --add-exports=java.base/jdk.internal.misc=ALL-UNNAMED -Dorg.bytedeco.javacpp.maxPhysicalBytes=0 -Djava.io.tmpdir=/tmp/jtmp -cp "$CP")
 what="${1:-tests}"; shift || true

@@ -122,7 +122,13 @@ public final class JvmCommand {
     /** A process builder for the command; the caller decides what happens to its output. */
     public ProcessBuilder processBuilder() {
         ProcessBuilder builder = new ProcessBuilder(command);
-        builder.environment().putIfAbsent("THP_MEM_ALLOC_ENABLE", "1");
+        Map<String, String> env = builder.environment();
+        env.putIfAbsent("THP_MEM_ALLOC_ENABLE", "1");
+        // glibc's heap settings of ./dtorch (docs/configuration.md): a worker's thread keeps the heap memory it freed
+        // instead of mapping it again, page by page, at the CUDA driver's next allocations.
+        env.putIfAbsent("MALLOC_TRIM_THRESHOLD_", "4294967296");
+        env.putIfAbsent("MALLOC_TOP_PAD_", "67108864");
+        env.putIfAbsent("MALLOC_MMAP_THRESHOLD_", "33554432");
         return builder;
     }
 }
