@@ -124,8 +124,8 @@ final class DirectCalls {
         TensorOptional mask = optional.tensor(t.size() == 4 ? t.get(3) : null);
         DoubleOptional s = optional.number((Double) scale);
         try {
-            if (enableGqa && t.size() == 3 && !isCausal && p == 0) {
-                Tensor grouped = groupedQueryAttention(t.get(0), t.get(1), t.get(2), mask, s);
+            if (enableGqa && t.size() == 3 && p == 0) {
+                Tensor grouped = groupedQueryAttention(t.get(0), t.get(1), t.get(2), mask, isCausal, s);
                 if (grouped != null) {
                     return grouped;
                 }
@@ -137,15 +137,17 @@ final class DirectCalls {
     }
 
     /**
-     * Grouped-query attention without a mask, causality or dropout, as attention of one key/value head per group: every
+     * Grouped-query attention without a mask or dropout through libtorch's plain call, which takes a fused kernel where
+     * the device has one; libtorch's grouped call runs its math backend instead (a copy of the keys and values per query
+     * head, then about ten kernels: 125 us of host time a call on an H100, in PyTorch eager too). Without causality every
      * query of a group's heads attends to the same keys independently, so {@code q [b, hq, L, e]} is read as
      * {@code [b, hkv, hq / hkv * L, e]} (a group's heads one after another, as {@code enable_gqa} pairs them) and the
-     * result read back as {@code [b, hq, L, ev]}. The same values as libtorch's grouped call, which runs its math
-     * backend (a copy of the keys and values per query head, then several kernels); the plain call takes a fused kernel
-     * where the device has one (a decode step's attention on CUDA: one kernel instead of about ten). Null where the
-     * shapes are not the plain 4-d ones this needs.
+     * result read back as {@code [b, hq, L, ev]}: no copy at all for a decode step. With causality, where a query's
+     * position matters, the keys and values are repeated per query head ({@code [b, hkv, S, e]} to {@code [b, hq, S, e]},
+     * head {@code i} reading key/value head {@code i / (hq / hkv)}). The same values as the grouped call, to rounding.
+     * Null where the shapes are not the plain 4-d ones this needs.
      */
-    static Tensor groupedQueryAttention(Tensor q, Tensor k, Tensor v, TensorOptional noMask, DoubleOptional scale) {
+    static Tensor groupedQueryAttention(Tensor q, Tensor k, Tensor v, TensorOptional noMask, boolean causal, DoubleOptional scale) {
         if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4) {
             return null;
         }
@@ -157,9 +159,22 @@ final class DirectCalls {
         }
         long batch = q.size(0);
         long tokens = q.size(2);
+        if (causal) {
+            try (Tensor keys = repeatHeads(k, heads / kvHeads); Tensor values = repeatHeads(v, heads / kvHeads)) {
+                return torch.scaled_dot_product_attention(q, keys, values, noMask, 0, true, scale, false);
+            }
+        }
         try (Tensor groups = q.reshape(batch, kvHeads, heads / kvHeads * tokens, q.size(3));
              Tensor out = torch.scaled_dot_product_attention(groups, k, v, noMask, 0, false, scale, false)) {
             return out.reshape(batch, heads, tokens, out.size(3));
+        }
+    }
+
+    /** {@code t [b, h, s, e]} with each head repeated {@code times} times in a row: {@code [b, h * times, s, e]}. */
+    private static Tensor repeatHeads(Tensor t, long times) {
+        long[] wide = {t.size(0), t.size(1), times, t.size(2), t.size(3)};
+        try (Tensor one = t.unsqueeze(2); Tensor repeated = one.expand(wide, false)) {
+            return repeated.reshape(t.size(0), t.size(1) * times, t.size(2), t.size(3));
         }
     }
 }

@@ -103,9 +103,10 @@ class DirectCallsTest {
     }
 
     /**
-     * Grouped-query attention without a mask or causality runs as attention of one key/value head per group: libtorch's
-     * grouped call's values (to rounding: another kernel sums them), for one query position and several, and for queries
-     * that are a transposed view, as a model's are.
+     * Grouped-query attention without a mask runs through libtorch's plain call (the query heads of a group as more
+     * positions of one key/value head, or with causality the keys and values repeated per query head): libtorch's grouped
+     * call's values (to rounding: another kernel sums them), for one query position and several, with and without
+     * causality, and for queries that are a transposed view, as a model's are.
      */
     @Test
     void shouldAttendGroupedQueriesAsOneHeadPerGroup() {
@@ -117,19 +118,24 @@ class DirectCallsTest {
                 Tensor k = t(1, 2, 5, 8);
                 Tensor v = t(1, 2, 5, 4);
                 all.addAll(List.of(q, qHeads, k, v));
-                try (TensorOptional noMask = new TensorOptional(); DoubleOptional defaultScale = new DoubleOptional();
-                     Tensor grouped = DirectCalls.groupedQueryAttention(qHeads, k, v, noMask, defaultScale)) {
-                    assertNotNull(grouped, "these shapes take the grouped way");
+                for (boolean causal : new boolean[] {false, true}) {
+                    try (TensorOptional noMask = new TensorOptional(); DoubleOptional defaultScale = new DoubleOptional();
+                         Tensor grouped = DirectCalls.groupedQueryAttention(qHeads, k, v, noMask, causal, defaultScale)) {
+                        assertNotNull(grouped, "these shapes take the grouped way");
+                    }
                 }
-                for (Object scale : new Object[] {null, 0.3}) {
+                for (Object[] form : new Object[][] {{null, false}, {0.3, false}, {null, true}, {0.3, true}}) {
+                    Object scale = form[0];
+                    boolean causal = (Boolean) form[1];
                     AtenCall call = scale == null
-                        ? AtenCall.of("scaled_dot_product_attention", "T,T,T|enable_gqa=b", null, null, null, true)
-                        : AtenCall.of("scaled_dot_product_attention", "T,T,T|scale=f|enable_gqa=b", null, null, null, scale, true);
+                        ? AtenCall.of("scaled_dot_product_attention", "T,T,T|is_causal=b|enable_gqa=b", null, null, null, causal, true)
+                        : AtenCall.of("scaled_dot_product_attention", "T,T,T|is_causal=b|scale=f|enable_gqa=b", null, null, null, causal, scale,
+                            true);
                     List<Tensor> direct = call.call(List.of(qHeads, k, v));
                     List<Tensor> boxed = call.callBoxed(List.of(qHeads, k, v));
                     all.addAll(direct);
                     all.addAll(boxed);
-                    String what = tokens + " query positions, scale " + scale;
+                    String what = tokens + " query positions, scale " + scale + ", causal " + causal;
                     assertEquals("[1, 6, " + tokens + ", 4]", Arrays.toString(TorchTensors.shape(direct.getFirst())), what);
                     assertTrue(torch.allclose(direct.getFirst(), boxed.getFirst(), 1e-5, 1e-6, false), what + ": the grouped call's values");
                 }
