@@ -2,6 +2,7 @@ package org.dtorch.ops.aten;
 
 import java.util.List;
 import org.bytedeco.pytorch.DoubleOptional;
+import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptional;
 import org.bytedeco.pytorch.TensorVector;
@@ -50,6 +51,8 @@ final class DirectCalls {
             case "log_softmax.int" -> (c, t) -> c.constantValue(1) instanceof Long d && c.constantValue(2) == null ? t.getFirst().log_softmax(d) : null;
             case "cat." -> DirectCalls::cat;
             case "embedding." -> DirectCalls::embedding;
+            case "einsum." -> DirectCalls::einsum;
+            case "constant_pad_nd." -> DirectCalls::constantPad;
             default -> null;
         };
     }
@@ -76,6 +79,70 @@ final class DirectCalls {
     private static Tensor embedding(AtenCall call, List<Tensor> t) {
         return call.constantValue(2) instanceof Long padding && call.constantValue(3) instanceof Boolean scale
             && call.constantValue(4) instanceof Boolean sparse ? torch.embedding(t.get(0), t.get(1), padding, scale, sparse) : null;
+    }
+
+    /**
+     * {@code einsum(equation, tensors, path=None)}; a linear layer's weight gradient {@code "ABo,ABi->oi"} (the same
+     * leading labels on both, summed away) as one matrix product of the two flattened to 2-d, where libtorch's einsum
+     * parses the equation and permutes, reshapes and multiplies in batches (two thirds of its host time on an H100).
+     */
+    private static Tensor einsum(AtenCall call, List<Tensor> t) {
+        if (!(call.constantValue(0) instanceof String equation) || call.constantValue(2) != null || t.isEmpty()) {
+            return null;
+        }
+        if (t.size() == 2 && isWeightGradient(equation, t.get(0), t.get(1))) {
+            long out = t.get(0).size(-1);
+            long in = t.get(1).size(-1);
+            try (Tensor g = t.get(0).reshape(-1, out); Tensor gT = g.t(); Tensor x = t.get(1).reshape(-1, in)) {
+                return gT.mm(x);
+            }
+        }
+        try (TensorVector tensors = new TensorVector(t.toArray(Tensor[]::new))) {
+            return torch.einsum(equation, tensors);
+        }
+    }
+
+    /**
+     * True for {@code L o, L i -> o i} with {@code L} distinct upper-case labels, one per leading dimension of both
+     * tensors, and {@code o} and {@code i} not empty (a flattening to 2-d needs a known last size).
+     */
+    static boolean isWeightGradient(String equation, Tensor g, Tensor x) {
+        int comma = equation.indexOf(',');
+        if (comma < 1 || !equation.endsWith("->oi") || comma + 1 > equation.length() - 4) {
+            return false;
+        }
+        String left = equation.substring(0, comma);
+        String right = equation.substring(comma + 1, equation.length() - 4);
+        int lead = left.length() - 1;
+        if (!left.endsWith("o") || !right.equals(left.substring(0, lead) + "i") || g.dim() != lead + 1 || x.dim() != lead + 1
+            || g.size(-1) == 0 || x.size(-1) == 0) {
+            return false;
+        }
+        for (int k = 0; k < lead; k++) {
+            char c = left.charAt(k);
+            if (c < 'A' || c > 'Z' || left.indexOf(c) != k) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** {@code constant_pad_nd(self, pad, value=0)}. */
+    private static Tensor constantPad(AtenCall call, List<Tensor> t) {
+        if (!(call.constantValue(1) instanceof long[] pad)) {
+            return null;
+        }
+        Object value = call.constantValue(2);
+        if (value == null) {
+            return torch.constant_pad_nd(t.getFirst(), pad);
+        }
+        Scalar fill = value instanceof Double d ? new Scalar(d.doubleValue()) : value instanceof Long l ? new Scalar(l.longValue()) : null;
+        if (fill == null) {
+            return null;
+        }
+        try (fill) {
+            return torch.constant_pad_nd(t.getFirst(), pad, fill);
+        }
     }
 
     private static Tensor transpose(AtenCall call, List<Tensor> t) {

@@ -1,6 +1,7 @@
 package org.dtorch.ops.aten;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -139,6 +140,45 @@ class DirectCallsTest {
                     assertEquals("[1, 6, " + tokens + ", 4]", Arrays.toString(TorchTensors.shape(direct.getFirst())), what);
                     assertTrue(torch.allclose(direct.getFirst(), boxed.getFirst(), 1e-5, 1e-6, false), what + ": the grouped call's values");
                 }
+            }
+        } finally {
+            all.forEach(Tensor::close);
+        }
+    }
+
+    /**
+     * einsum unboxed: a linear layer's weight gradient ({@code "ABo,ABi->oi"}) as one matrix product, any other equation
+     * through libtorch's einsum; and constant_pad_nd with and without a value. The boxed call's values (the product to
+     * rounding).
+     */
+    @Test
+    void shouldRunEinsumAndPaddingUnboxed() {
+        Tensor g = t(2, 3, 5);
+        Tensor x = t(2, 3, 4);
+        Tensor gView = t(3, 2, 5).transpose(0, 1);
+        Tensor a = t(4, 6);
+        List<Case> cases = List.of(
+            new Case("weight gradient", AtenCall.of("einsum", "s,[T]", "ABo,ABi->oi", Arrays.asList(null, null)), List.of(g, x)),
+            new Case("weight gradient of a view", AtenCall.of("einsum", "s,[T]", "ABo,ABi->oi", Arrays.asList(null, null)), List.of(gView, x)),
+            new Case("weight gradient, one leading dimension", AtenCall.of("einsum", "s,[T]", "Ao,Ai->oi", Arrays.asList(null, null)),
+                List.of(a, a)),
+            new Case("another equation", AtenCall.of("einsum", "s,[T]", "abo,abi->bio", Arrays.asList(null, null)), List.of(g, x)),
+            new Case("pad", AtenCall.of("constant_pad_nd", "T,[i]", null, List.of(1L, 2L)), List.of(a)),
+            new Case("pad with a value", AtenCall.of("constant_pad_nd", "T,[i],f", null, List.of(0L, 1L, 2L, 0L), 0.5), List.of(a)));
+        List<Tensor> all = new ArrayList<>(List.of(g, x, gView, a));
+        try {
+            assertTrue(DirectCalls.isWeightGradient("ABo,ABi->oi", g, x));
+            assertFalse(DirectCalls.isWeightGradient("AAo,AAi->oi", g, x), "a repeated label is a diagonal");
+            assertFalse(DirectCalls.isWeightGradient("ABo,ACi->oi", g, x));
+            assertFalse(DirectCalls.isWeightGradient("Ao,Ai->oi", g, x), "one label per leading dimension");
+            for (Case c : List.copyOf(cases)) {
+                assertNotNull(c.call().overload().direct(), c.what() + " has an unboxed function");
+                List<Tensor> direct = c.call().call(c.inputs());
+                List<Tensor> boxed = c.call().callBoxed(c.inputs());
+                all.addAll(direct);
+                all.addAll(boxed);
+                assertEquals(Arrays.toString(TorchTensors.shape(boxed.getFirst())), Arrays.toString(TorchTensors.shape(direct.getFirst())), c.what());
+                assertTrue(torch.allclose(direct.getFirst(), boxed.getFirst(), 1e-5, 1e-6, false), c.what() + ": the boxed call's values");
             }
         } finally {
             all.forEach(Tensor::close);
