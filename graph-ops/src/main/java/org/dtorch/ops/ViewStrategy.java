@@ -382,6 +382,11 @@ final class ViewStrategy implements ShardingStrategy {
         return local == call ? null : (ctx, inputs) -> local.call(inputs);
     }
 
+    /** {@code aten::reshape}, looked up once, when a device first reshapes (libtorch's operators are registered by then). */
+    private static final class Reshape {
+        static final Overload OVERLOAD = AtenOps.overload("reshape", "");
+    }
+
     private static AtenCall localCall(AtenCall call, TensorMeta input, long[] localOutput) {
         String name = call.overload().name();
         if (name.equals("narrow") && call.overload().overloadName().isEmpty()) {
@@ -391,8 +396,7 @@ final class ViewStrategy implements ShardingStrategy {
             return sharded && isWhole(call, input, d) ? withConstants(call, java.util.Map.of("start", 0L, "length", localOutput[d])) : call;
         }
         if (RESHAPES.contains(name)) {
-            Overload reshape = AtenOps.overload("reshape", "");
-            return new AtenCall(reshape, List.of(new AtenCall.Input(0), new AtenCall.Constant(localOutput)));
+            return new AtenCall(Reshape.OVERLOAD, List.of(new AtenCall.Input(0), new AtenCall.Constant(localOutput)));
         }
         if (name.equals("expand")) {
             List<AtenCall.Arg> args = new ArrayList<>(call.args());
