@@ -24,9 +24,10 @@ import org.dtorch.ops.aten.AtenCall;
 /**
  * The gradients of query, key and value of a {@code scaled_dot_product_attention} call, as one operator: each device
  * runs the call again on its shards under libtorch's autograd and takes the gradients of the output against {@code g}
- * ({@code torch::autograd::grad}). So the kernels are the ones PyTorch eager's backward runs on that device and dtype
- * (the fused flash or memory-efficient attention backward on CUDA where their conditions hold, the CPU flash attention's
- * otherwise), for the price of the forward once more; grouped-query heads and masks are the call's own.
+ * ({@code torch::autograd::grad}). So the kernels are libtorch's derivative of the call as the devices run it (the
+ * fused flash or memory-efficient attention backward on CUDA where their conditions hold, the CPU flash attention's
+ * otherwise; grouped-query attention without a mask through the plain call, as {@link AtenCall#call} runs it), for the
+ * price of the forward once more; masks are the call's own.
  *
  * <p>Inputs: the output's gradient {@code g}, then the call's tensor inputs (query, key, value and the mask where it has
  * one), placed as {@link AttentionStrategy} runs the call (leading shards alike, or {@code R}), {@code g} as its output.
