@@ -15,8 +15,8 @@
 #                                                     SAMPLER_OPTS="-Dsampler.out=F ..." runs it under StackSampler
 #   tools/gpu-session.sh models [tiny|1b]             the Models and Training rows of docs/benchmarks.md, each case ours on one
 #                                                     rank and then PyTorch eager in the machine's Python (tiny: the decode
-#                                                     and the training step, warm and cold, about 6 minutes; 1b: the decode,
-#                                                     about 5 minutes)
+#                                                     twice and the training step, warm and cold, about 3 minutes on an H100;
+#                                                     1b: the decode, about 2 minutes)
 # Writes JUnit's XML and the benchmark's report under $OUT when OUT is set.
 # DTORCH_STAGE names another folder than /tmp/stage for the parts (when something else stages there too).
 set -uo pipefail
@@ -71,9 +71,14 @@ case "$what" in
     nvidia-smi --query-gpu=name --format=csv,noheader
     case "${1:-tiny}" in
       tiny)
+        # PyTorch eager before and after ours: a machine whose load changes shows in eager's two figures.
         echo "== decode, ours"
         timeout 200 "$self" python run --devices cuda:1 examples/python/llama.py --weights /tmp/tiny.safetensors --repeat 60 --no-reference
         echo "== decode, PyTorch eager"
+        timeout 60 python3 benchmarks/python/bench_llama_torch.py /tmp/tiny.safetensors --repeat 9
+        echo "== decode, ours again"
+        timeout 200 "$self" python run --devices cuda:1 examples/python/llama.py --weights /tmp/tiny.safetensors --repeat 60 --no-reference
+        echo "== decode, PyTorch eager again"
         timeout 60 python3 benchmarks/python/bench_llama_torch.py /tmp/tiny.safetensors --repeat 9
         echo "== training step, warm, ours and the torch module"
         timeout 250 "$self" python run --devices cuda:1 benchmarks/python/bench_train.py --warmup 400 --steps 250 --rounds 5 --device cuda:0
