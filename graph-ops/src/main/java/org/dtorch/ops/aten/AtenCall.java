@@ -199,6 +199,20 @@ public final class AtenCall {
      * @throws IllegalArgumentException when there is no operator {@code name}, or no overload of it takes {@code key}
      */
     public static CallPlan plan(String name, String key) {
+        CallPlan plan = bestPlan(name, key);
+        if (plan == null) {
+            throw new IllegalArgumentException("no overload of aten::" + name + " takes " + key + ": " + AtenOps.describe(AtenOps.overloads(name)));
+        }
+        return plan;
+    }
+
+    /**
+     * {@link #plan}, or null when no overload of {@code name} takes {@code key} (for a caller with an error of its own, as
+     * the {@code torch} module's {@code TypeError}). Each plan is chosen once per name and key.
+     *
+     * @throws IllegalArgumentException when there is no operator {@code name}
+     */
+    public static CallPlan bestPlan(String name, String key) {
         Map<String, CallPlan> byKey = PLANS.get(name);
         CallPlan plan = byKey == null ? null : byKey.get(key);
         if (plan != null) {
@@ -209,10 +223,9 @@ public final class AtenCall {
             throw new IllegalArgumentException("no operator aten::" + name);
         }
         plan = AtenOps.bestPlan(overloads, ArgKind.Signature.parse(key));
-        if (plan == null) {
-            throw new IllegalArgumentException("no overload of aten::" + name + " takes " + key + ": " + AtenOps.describe(overloads));
+        if (plan != null) {
+            PLANS.computeIfAbsent(name, unused -> new ConcurrentHashMap<>()).put(key, plan);
         }
-        PLANS.computeIfAbsent(name, unused -> new ConcurrentHashMap<>()).put(key, plan);
         return plan;
     }
 

@@ -3,16 +3,17 @@ package org.dtorch.polyglot.torch;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import org.dtorch.ops.aten.ArgKind;
-import org.dtorch.ops.aten.AtenOps;
+import org.dtorch.ops.aten.AtenCall;
 import org.dtorch.ops.aten.CallPlan;
 import org.dtorch.ops.aten.Overload;
 import org.graalvm.polyglot.HostAccess;
 
 /**
  * Every overload of one ATen operator name ({@code aten::add}: {@code Tensor}, {@code Scalar}, {@code out}, ...) and
- * the calls already resolved for it. {@link #resolve(String)} picks the overload a signature key fits at the lowest
- * conversion cost, as PyTorch's Python argument parser picks one, and caches the {@link BoundCall}, so the next call
- * with the same kinds of arguments costs one map lookup (the Python side caches it too).
+ * the calls already resolved for it. {@link #resolve(String)} takes the overload a signature key fits at the lowest
+ * conversion cost, as PyTorch's Python argument parser picks one ({@link AtenCall#bestPlan}, which chooses each plan
+ * once), and keeps its {@link BoundCall}, so the next call with the same kinds of arguments costs one map lookup (the
+ * Python side keeps it too).
  *
  * <p>Thread-safe: the overloads are immutable and the cache is concurrent (two threads may resolve the same key at
  * once; either result is the same plan).
@@ -51,11 +52,10 @@ public final class AtenOperator {
         if (call != null) {
             return call;
         }
-        ArgKind.Signature signature = ArgKind.Signature.parse(key);
-        CallPlan best = AtenOps.bestPlan(overloads, signature);
+        CallPlan best = AtenCall.bestPlan(name, key);
         if (best == null) {
-            throw new ArgumentMismatchException(name + "() received an invalid combination of arguments: got " + signature.describe()
-                + ", but no overload takes them; tried:\n  " + String.join("\n  ", schemas()));
+            throw new ArgumentMismatchException(name + "() received an invalid combination of arguments: got "
+                + ArgKind.Signature.parse(key).describe() + ", but no overload takes them; tried:\n  " + String.join("\n  ", schemas()));
         }
         call = new BoundCall(best);
         BoundCall raced = resolved.putIfAbsent(key, call);
