@@ -62,8 +62,7 @@ def main():
     issued, decodes = [], []
     with torch.no_grad():
         for _ in range(args.repeat):
-            caches = [(torch.zeros(shape, device=args.device), torch.zeros(shape, device=args.device))
-                      for _ in range(config.n_layers)]
+            caches = new_caches(config.n_layers, shape, args.device)
             generated, _, prefill, decode = generate(model, prompt, args.new_tokens, caches, wait=lambda t: sync(),
                                                      issued=issued)
             decodes.append(decode)
@@ -78,12 +77,16 @@ def main():
                       "decode_tokens_per_s_each_run": [batch * (args.new_tokens - 1) / d for d in decodes]}))
 
 
+def new_caches(layers, shape, device):
+    """Every layer's (keys, values) cache, zeros of `shape`."""
+    return [(torch.zeros(shape, device=device), torch.zeros(shape, device=device)) for _ in range(layers)]
+
+
 def profile(model, prompt, args, caches_shape, sync):
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as profiled
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device.startswith("cuda") else [])
-    caches = [(torch.zeros(caches_shape, device=args.device), torch.zeros(caches_shape, device=args.device))
-              for _ in range(model.config.n_layers)]
+    caches = new_caches(model.config.n_layers, caches_shape, args.device)
     with torch.no_grad(), profiled(activities=activities) as prof:
         generate(model, prompt, args.new_tokens, caches, wait=lambda t: sync())
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=30))

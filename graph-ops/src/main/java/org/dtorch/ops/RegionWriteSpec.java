@@ -244,7 +244,7 @@ public final class RegionWriteSpec implements OpSpec, PlacementChoice {
                         }
                         Tensor next = region.selected()[d] ? view.select(d, start)
                             : step == 1 ? view.narrow(d, start, count[d])
-                            : view.slice(d, ThreadOptionals.get().start(start), ThreadOptionals.get().end(start + (count[d] - 1) * step + 1), step);
+                            : stepSlice(view, d, start, count[d], step);
                         views.add(next);
                         view = next;
                     }
@@ -279,6 +279,12 @@ public final class RegionWriteSpec implements OpSpec, PlacementChoice {
                 }
             }
         };
+    }
+
+    /** {@code count} elements of dimension {@code d} of {@code view} from {@code start}, {@code step} apart. */
+    private static Tensor stepSlice(Tensor view, int d, long start, long count, long step) {
+        ThreadOptionals optional = ThreadOptionals.get();
+        return view.slice(d, optional.start(start), optional.end(start + (count - 1) * step + 1), step);
     }
 
     /**

@@ -13,10 +13,13 @@ import org.bytedeco.pytorch.global.torch;
  * and concatenations of attention, its normalization, softmax and activation, the embedding), which
  * {@link AtenCall#call} runs instead of the dispatcher's boxed call: the same operator through the same dispatcher,
  * without an {@code IValue} per argument and the boxed calling convention, which cost a small operator a good part of
- * its host time (DirectCallsBenchmark). Every other overload, and a call whose arguments these functions cannot take as
- * given (a constant of another type than the schema's usual one), stays boxed.
+ * its host time (DirectCallsBenchmark). Two of them reach the same values a cheaper way than libtorch's own call:
+ * grouped-query attention without a mask through the plain call, which has a fused kernel
+ * ({@link #groupedQueryAttention}), and a linear layer's weight-gradient {@code einsum} as one matrix product. Every
+ * other overload, and a call whose arguments these functions cannot take as given (a constant of another type than the
+ * schema's usual one), stays boxed.
  *
- * <p>Thread-safe: stateless.
+ * <p>Thread-safe: no state of its own; optional arguments go through the calling thread's {@link ThreadOptionals}.
  */
 final class DirectCalls {
     /** An overload's unboxed function: its one result, or null when this call's arguments need the boxed call. */
