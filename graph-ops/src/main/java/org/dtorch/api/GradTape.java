@@ -17,6 +17,7 @@ import org.bytedeco.pytorch.GradMode;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.autograd.Derivative;
 import org.dtorch.autograd.Derivatives;
+import org.dtorch.autograd.SavedForward;
 import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.distributed.Sharding;
@@ -52,6 +53,12 @@ import org.dtorch.ops.aten.AtenCall;
  * <p>Not thread-safe: the client thread that owns the runtime.
  */
 public final class GradTape {
+    /**
+     * The system property that switches the saving forwards off ({@code false}): recorded operators then run as the
+     * program issued them and their derivatives compute again what those forwards would have kept. For measurements.
+     */
+    static final String SAVED_FORWARDS_PROPERTY = "dtorch.autograd.savedForwards";
+    private static final boolean SAVED_FORWARDS = Boolean.parseBoolean(System.getProperty(SAVED_FORWARDS_PROPERTY, "true"));
     private final DTorch runtime;
     /** Above 0 while an operator issued by the program adds operators of its own, which are not recorded. */
     private int depth;
@@ -77,8 +84,11 @@ public final class GradTape {
         final boolean redistribution;
         DTensor[] inputs;
         DTensor[] outputs;
+        /** What the forward kept for the derivative beside its inputs and outputs ({@link SavedForward#kept}). */
+        private List<DTensor> kept;
 
-        Node(String name, long seq, Derivative derivative, DTensor[] inputs, DTensor[] outputs, boolean[] needs, boolean redistribution) {
+        Node(String name, long seq, Derivative derivative, DTensor[] inputs, DTensor[] outputs, boolean[] needs, boolean redistribution,
+             List<DTensor> kept) {
             this.name = name;
             this.redistribution = redistribution;
             this.seq = seq;
@@ -86,12 +96,18 @@ public final class GradTape {
             this.inputs = inputs;
             this.outputs = outputs;
             this.needs = needs;
+            this.kept = kept;
         }
 
-        /** Drops the saved tensors (backward without retain_graph); the program's own handles stay open. */
+        /**
+         * Drops the saved tensors (backward without retain_graph); the program's own handles stay open. What the forward
+         * kept for the derivative alone is the tape's, closed here.
+         */
         void free() {
             inputs = null;
             outputs = null;
+            kept.forEach(DTensor::close);
+            kept = List.of();
         }
     }
 
@@ -134,15 +150,21 @@ public final class GradTape {
         }
         depth++;
         List<DTensor> outputs;
+        SavedForward saved;
         try {
-            outputs = body.get();
+            saved = SAVED_FORWARDS && recording(inputs) ? Derivatives.savingForward(spec, inputs) : null;
+            outputs = saved != null ? saved.outputs() : body.get();
         } finally {
             depth--;
         }
         if (made != null) {
             made.addAll(outputs); // a pass with createGraph issues its derivatives at depth 0, recorded
         }
-        record(spec.name(), inputs, outputs, () -> Derivatives.of(spec, inputs, outputs), spec instanceof RedistributeSpec);
+        if (saved != null) {
+            record(spec.name(), inputs, outputs, saved::derivative, false, saved.kept());
+        } else {
+            record(spec.name(), inputs, outputs, () -> Derivatives.of(spec, inputs, outputs), spec instanceof RedistributeSpec, List.of());
+        }
         return outputs;
     }
 
@@ -172,7 +194,20 @@ public final class GradTape {
                 }
             }
             return result;
-        }, false);
+        }, false, List.of());
+    }
+
+    /** True when an operator on {@code inputs} is recorded: grad mode is on and one of them requires grad. */
+    private static boolean recording(DTensor[] inputs) {
+        if (inputs == null || !GradMode.is_enabled()) {
+            return false;
+        }
+        for (DTensor t : inputs) {
+            if (t != null && t.autograd().requiresGrad) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Runs {@code body}, whose operators are not recorded (writes, bookkeeping). */
@@ -185,7 +220,8 @@ public final class GradTape {
         }
     }
 
-    private void record(String name, DTensor[] inputs, List<DTensor> outputs, Supplier<Derivative> derivative, boolean redistribution) {
+    private void record(String name, DTensor[] inputs, List<DTensor> outputs, Supplier<Derivative> derivative, boolean redistribution,
+                        List<DTensor> kept) {
         if (inputs == null || !GradMode.is_enabled()) {
             return;
         }
@@ -199,7 +235,7 @@ public final class GradTape {
             return;
         }
         Node node = new Node(name, nextSeq++, derivative.get(), inputs.clone(), outputs.toArray(DTensor[]::new), needs,
-            redistribution);
+            redistribution, kept);
         if (passNodes != null) {
             passNodes.add(node);
         }

@@ -405,15 +405,43 @@ final class AtenDerivatives {
     }
 
     /**
-     * {@code rms_norm(x) = x * rsqrt(mean(x^2) + eps) * w} over the normalized dimensions. The forward's {@code rms_norm}
-     * does not return {@code rstd = rsqrt(mean(x^2) + eps)}: {@code _fused_rms_norm} on the saved input gives it in one
-     * kernel (eps passed as the forward got it, so a missing one takes the same default), except in a pass that records
-     * its own graph. On CUDA, with a weight of the
+     * {@code rms_norm(x) = x * rsqrt(mean(x^2) + eps) * w} over the normalized dimensions. {@code rms_norm} does not
+     * return {@code rstd = rsqrt(mean(x^2) + eps)}: a recorded call runs as {@code _fused_rms_norm}, which does
+     * ({@link #savingRmsNorm}); otherwise {@code _fused_rms_norm} on the saved input gives it in one kernel (eps passed as
+     * the forward got it, so a missing one takes the same default). A pass that records its own graph computes it from
+     * operators with derivatives of their own. On CUDA, with a weight of the
      * input's dtype, ATen's {@code _fused_rms_norm_backward} then gives both gradients in one more kernel (libtorch has it
      * for CUDA, not for CPU); otherwise the formula: {@code gw = sum(g * xhat)},
      * {@code gx = rstd * (gx' - xhat * mean(gx' * xhat))} with {@code xhat = x * rstd} and {@code gx' = g * w}.
      */
     private static Derivative rmsNorm(AtenCall call, List<String> names) {
+        return rmsNorm(call, names, null);
+    }
+
+    /**
+     * The recorded forward of {@code rms_norm} as {@code _fused_rms_norm}, which gives the program the same output and
+     * keeps {@code rstd} for the derivative, so that the backward does not compute it again; null (the plain call) where
+     * the weight's dtype differs from the input's.
+     */
+    static SavedForward savingRmsNorm(AtenCall call, DTensor[] inputs) {
+        List<String> names = call.inputNames();
+        int weight = names.indexOf("weight");
+        DTensor x = inputs[0];
+        DTensor w = weight < 0 ? null : inputs[weight];
+        if (x == null || (w != null && w.dtype() != x.dtype())) {
+            return null;
+        }
+        List<Long> shape = list((long[]) call.constant("normalized_shape"));
+        Object eps = call.constant("eps");
+        String key = "T,[i]," + (w == null ? "n," : "T,") + (eps == null ? "n" : "f");
+        List<DTensor> outs = w == null ? Grads.all("_fused_rms_norm", key, v(null, shape, null, eps), x)
+            : Grads.all("_fused_rms_norm", key, v(null, shape, null, eps), x, w);
+        DTensor rstd = outs.get(1);
+        return new SavedForward(List.of(outs.getFirst()), rmsNorm(call, names, rstd), List.of(rstd));
+    }
+
+    /** {@link #rmsNorm(AtenCall, List)} with {@code rstd} as the forward kept it, or null where it is to be computed. */
+    private static Derivative rmsNorm(AtenCall call, List<String> names, DTensor savedRstd) {
         List<Long> shape = list((long[]) call.constant("normalized_shape"));
         Object eps = call.constant("eps");
         String key = "T,[i],n," + (eps == null ? "n" : "f");
@@ -427,7 +455,7 @@ final class AtenDerivatives {
             DTensor rstd = graphed
                 ? aten("rsqrt", "T", v((Object) null), x.mul(x).mean(dims, true).add(eps instanceof Number e ? e.doubleValue()
                     : machineEpsilon(x.dtype())))
-                : Grads.all("_fused_rms_norm", key, v(null, shape, null, eps), x).get(1);
+                : savedRstd != null ? savedRstd : Grads.all("_fused_rms_norm", key, v(null, shape, null, eps), x).get(1);
             DTensor[] result = new DTensor[in.length];
             DTensor w = weight < 0 ? null : in[weight];
             if (!graphed && w != null && x.mesh().kind() == DeviceKind.CUDA && w.dtype() == x.dtype()) {

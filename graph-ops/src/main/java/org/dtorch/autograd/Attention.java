@@ -9,16 +9,18 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.api.DTensor;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.ops.AttentionBackwardSpec;
+import org.dtorch.ops.AttentionGraphSpec;
 import org.dtorch.ops.aten.AtenCall;
 
 /**
- * The derivative of {@code scaled_dot_product_attention} without dropout. A pass that only computes gradients takes them
- * from one operator, {@link AttentionBackwardSpec}, which runs libtorch's derivative of the call on every device. A pass
- * that records its gradients' graph (create_graph) needs operators with derivatives of their own, so it uses the
- * decomposition: the attention weights {@code p = softmax(q k^T * scale + mask)} are recomputed from the saved inputs,
- * then {@code gv = p^T g}, {@code gs = p * (gp - sum(gp * p, -1)) * scale} with {@code gp = g v^T}, {@code gq = gs k},
- * {@code gk = gs^T q}. Grouped-query attention repeats each key and value head for its group of query heads, and sums
- * the group's gradients back.
+ * The derivative of {@code scaled_dot_product_attention} without dropout. A recorded call runs as
+ * {@link AttentionGraphSpec}, whose devices keep libtorch's graph of the call: a pass that only computes gradients takes
+ * them from one operator, {@link AttentionBackwardSpec}, which runs that graph's backward on every device (the forward is
+ * not run again). A pass that records its gradients' graph (create_graph) needs operators with derivatives of their
+ * own, so it uses the decomposition: the attention weights {@code p = softmax(q k^T * scale + mask)} are recomputed from
+ * the saved inputs, then {@code gv = p^T g}, {@code gs = p * (gp - sum(gp * p, -1)) * scale} with {@code gp = g v^T},
+ * {@code gq = gs k}, {@code gk = gs^T q}. Grouped-query attention repeats each key and value head for its group of query
+ * heads, and sums the group's gradients back.
  *
  * <p>Thread-safe: stateless.
  */
@@ -26,6 +28,36 @@ final class Attention {
     private Attention() {
     }
 
+    /**
+     * The recorded forward of {@code call} on {@code inputs}: the call run keeping its graph on the devices, and the
+     * derivative that runs that graph's backward; null where the call has dropout (no derivative) or none of query, key
+     * and value requires grad.
+     */
+    static SavedForward saving(AtenCall call, DTensor[] inputs) {
+        if (!AttentionGraphSpec.takes(call) || inputs.length < 3 || !(needsGrad(inputs[0]) || needsGrad(inputs[1]) || needsGrad(inputs[2]))) {
+            return null; // no derivative, or no gradient of query, key or value to compute (a mask's alone)
+        }
+        List<DTensor> all = inputs[0].runtime().applyMulti(new AttentionGraphSpec(call), inputs);
+        List<DTensor> leaves = List.copyOf(all.subList(1, 4));
+        Derivative decomposed = of(call, call.inputNames());
+        return new SavedForward(List.of(all.getFirst()), (in, out, g, n) -> {
+            if (GradMode.is_enabled()) {
+                return decomposed.apply(in, out, g, n);
+            }
+            List<DTensor> grads = AttentionBackwardSpec.gradients(g[0], out[0], leaves);
+            DTensor[] result = new DTensor[in.length];
+            for (int i = 0; i < 3; i++) {
+                result[i] = n[i] ? grads.get(i) : null;
+            }
+            return result;
+        }, leaves);
+    }
+
+    private static boolean needsGrad(DTensor t) {
+        return t != null && t.requiresGrad();
+    }
+
+    /** The decomposition, for a pass that records its gradients' graph; null with dropout. */
     static Derivative of(AtenCall call, List<String> names) {
         Object dropout = call.constant("dropout_p");
         if (dropout instanceof Number d && d.doubleValue() != 0.0) {
@@ -35,9 +67,6 @@ final class Attention {
         Object scaleValue = call.constant("scale");
         boolean hasMask = names.contains("attn_mask");
         return (in, out, g, n) -> {
-            if (!GradMode.is_enabled()) {
-                return fused(call, in, g[0], n);
-            }
             DTensor q = in[0];
             DTensor k = in[1];
             DTensor v = in[2];
@@ -80,19 +109,6 @@ final class Attention {
             }
             return result;
         };
-    }
-
-    /**
-     * The gradients from one operator that runs libtorch's own derivative of the call on every device's shards
-     * ({@link AttentionBackwardSpec}): what PyTorch eager runs, instead of a dozen or more operators.
-     */
-    private static DTensor[] fused(AtenCall call, DTensor[] in, DTensor g, boolean[] needs) {
-        List<DTensor> grads = AttentionBackwardSpec.gradients(call, g, in);
-        DTensor[] result = new DTensor[in.length];
-        for (int i = 0; i < 3; i++) {
-            result[i] = needs[i] ? grads.get(i) : null;
-        }
-        return result;
     }
 
     /** Each head of {@code t} (dimension -3) repeated {@code groups} times in place: {@code repeat_interleave}'s layout. */

@@ -44,6 +44,23 @@ public final class Derivatives {
         };
     }
 
+    /**
+     * The forward of {@code spec} on {@code inputs} issued to keep what its derivative needs beyond the inputs and
+     * outputs, for an operator about to be recorded; null where the plain operator serves (the caller issues it):
+     * {@code scaled_dot_product_attention}, whose devices keep libtorch's graph of the call so that its backward does not
+     * run the forward again, and {@code rms_norm}, which keeps its {@code rstd}.
+     */
+    public static SavedForward savingForward(OpSpec spec, DTensor[] inputs) {
+        if (!(spec instanceof AtenSpec a) || inputs == null || inputs.length == 0) {
+            return null;
+        }
+        return switch (a.call().overload().name()) {
+            case "scaled_dot_product_attention" -> Attention.saving(a.call(), inputs);
+            case "rms_norm" -> AtenDerivatives.savingRmsNorm(a.call(), inputs);
+            default -> null;
+        };
+    }
+
     /** {@code g} moved to {@code input}'s mesh and placements, a partial placement as {@code R}. */
     static DTensor dual(DTensor g, DTensor input) {
         List<Placement> placements = input.placements();

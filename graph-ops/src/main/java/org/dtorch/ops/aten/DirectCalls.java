@@ -10,7 +10,7 @@ import org.bytedeco.pytorch.global.torch;
 
 /**
  * The unboxed libtorch functions of the operators a model's step calls most (linear and the matrix products, the views
- * and concatenations of attention, its normalization, softmax and activation, the embedding), which
+ * and concatenations of attention, its normalization, softmax and activation, the embedding and its gradient), which
  * {@link AtenCall#call} runs instead of the dispatcher's boxed call: the same operator through the same dispatcher,
  * without an {@code IValue} per argument and the boxed calling convention, which cost a small operator a good part of
  * its host time (DirectCallsBenchmark). Two of them reach the same values a cheaper way than libtorch's own call:
@@ -56,6 +56,7 @@ final class DirectCalls {
             case "embedding." -> DirectCalls::embedding;
             case "einsum." -> DirectCalls::einsum;
             case "constant_pad_nd." -> DirectCalls::constantPad;
+            case "index_add." -> DirectCalls::indexAdd;
             default -> null;
         };
     }
@@ -66,6 +67,12 @@ final class DirectCalls {
             case 3 -> torch.linear(t.get(0), t.get(1), t.get(2));
             default -> null;
         };
+    }
+
+    /** {@code index_add(self, dim, index, source, alpha=1)} with the default alpha (an embedding's weight gradient). */
+    private static Tensor indexAdd(AtenCall call, List<Tensor> t) {
+        return call.constantValue(1) instanceof Long dim && call.constantValue(4) instanceof Number alpha && alpha.doubleValue() == 1.0
+            ? torch.index_add(t.get(0), dim, t.get(1), t.get(2)) : null;
     }
 
     /** {@code cat(tensors, dim=0)}: the call's inputs are the list's tensors. */

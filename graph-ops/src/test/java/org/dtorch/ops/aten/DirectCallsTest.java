@@ -148,15 +148,17 @@ class DirectCallsTest {
 
     /**
      * einsum unboxed: a linear layer's weight gradient ({@code "ABo,ABi->oi"}) as one matrix product, any other equation
-     * through libtorch's einsum; and constant_pad_nd with and without a value. The boxed call's values (the product to
+     * through libtorch's einsum; constant_pad_nd with and without a value; index_add with rows added more than once. The boxed call's values (the product to
      * rounding).
      */
     @Test
-    void shouldRunEinsumAndPaddingUnboxed() {
+    void shouldRunEinsumPaddingAndIndexAddUnboxed() {
         Tensor g = t(2, 3, 5);
         Tensor x = t(2, 3, 4);
         Tensor gView = t(3, 2, 5).transpose(0, 1);
         Tensor a = t(4, 6);
+        Tensor rows = torch.tensor(new long[] {3, 0, 3, 1, 0, 3});
+        Tensor source = t(6, 6);
         List<Case> cases = List.of(
             new Case("weight gradient", AtenCall.of("einsum", "s,[T]", "ABo,ABi->oi", Arrays.asList(null, null)), List.of(g, x)),
             new Case("weight gradient of a view", AtenCall.of("einsum", "s,[T]", "ABo,ABi->oi", Arrays.asList(null, null)), List.of(gView, x)),
@@ -164,8 +166,9 @@ class DirectCallsTest {
                 List.of(a, a)),
             new Case("another equation", AtenCall.of("einsum", "s,[T]", "abo,abi->bio", Arrays.asList(null, null)), List.of(g, x)),
             new Case("pad", AtenCall.of("constant_pad_nd", "T,[i]", null, List.of(1L, 2L)), List.of(a)),
-            new Case("pad with a value", AtenCall.of("constant_pad_nd", "T,[i],f", null, List.of(0L, 1L, 2L, 0L), 0.5), List.of(a)));
-        List<Tensor> all = new ArrayList<>(List.of(g, x, gView, a));
+            new Case("pad with a value", AtenCall.of("constant_pad_nd", "T,[i],f", null, List.of(0L, 1L, 2L, 0L), 0.5), List.of(a)),
+            new Case("index_add", AtenCall.of("index_add", "T,i,T,T", null, 0L, null, null), List.of(a, rows, source)));
+        List<Tensor> all = new ArrayList<>(List.of(g, x, gView, a, rows, source));
         try {
             assertTrue(DirectCalls.isWeightGradient("ABo,ABi->oi", g, x));
             assertFalse(DirectCalls.isWeightGradient("AAo,AAi->oi", g, x), "a repeated label is a diagonal");
