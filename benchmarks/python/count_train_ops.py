@@ -1,5 +1,6 @@
 """The operators one training step of bench_train.py's model issues on one rank, per phase (forward and loss, backward,
-optimizer step), and the backward's operators by name: what a GPU rank pays a client's and a worker's share for each.
+optimizer step), and the forward's and the backward's operators by name: what a GPU rank pays a client's and a worker's
+share for each.
 
     ./dtorch run --devices cpu:1 benchmarks/python/count_train_ops.py [--size tiny] [--batch 1] [--length 4]
 
@@ -80,6 +81,7 @@ def main():
     print(json.dumps({"size": ARGS.size, "device": dtorch.device_type(),
                       "operators": {phase: total for phase, (total, _) in counts.items()},
                       "step": sum(total for total, _ in counts.values()),
+                      "forward_by_name": dict(counts["forward"][1].most_common()),
                       "backward_by_name": dict(counts["backward"][1].most_common())}))
 
 

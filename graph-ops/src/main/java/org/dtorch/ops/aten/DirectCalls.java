@@ -10,8 +10,8 @@ import org.bytedeco.pytorch.global.torch;
 
 /**
  * The unboxed libtorch functions of the operators a model's step calls most (linear and the matrix products, the views
- * and concatenations of attention, its normalization, softmax and activation, the embedding and its gradient), which
- * {@link AtenCall#call} runs instead of the dispatcher's boxed call: the same operator through the same dispatcher,
+ * and concatenations of attention, its normalization, softmax and activation, the embedding, and the last two's
+ * gradients), which {@link AtenCall#call} runs instead of the dispatcher's boxed call: the same operator through the same dispatcher,
  * without an {@code IValue} per argument and the boxed calling convention, which cost a small operator a good part of
  * its host time (DirectCallsBenchmark). Two of them reach the same values a cheaper way than libtorch's own call:
  * grouped-query attention without a mask through the plain call, which has a fused kernel
@@ -35,6 +35,7 @@ final class DirectCalls {
         return switch (overload.name() + "." + overload.overloadName()) {
             case "linear." -> DirectCalls::linear;
             case "silu." -> (c, t) -> torch.silu(t.getFirst());
+            case "silu_backward." -> (c, t) -> torch.silu_backward(t.get(0), t.get(1));
             case "transpose.int" -> DirectCalls::transpose;
             case "view." -> (c, t) -> c.constantValue(1) instanceof long[] size ? t.getFirst().view(size) : null;
             case "reshape." -> (c, t) -> c.constantValue(1) instanceof long[] shape ? t.getFirst().reshape(shape) : null;

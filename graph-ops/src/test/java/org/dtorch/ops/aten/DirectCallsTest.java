@@ -148,11 +148,11 @@ class DirectCallsTest {
 
     /**
      * einsum unboxed: a linear layer's weight gradient ({@code "ABo,ABi->oi"}) as one matrix product, any other equation
-     * through libtorch's einsum; constant_pad_nd with and without a value; index_add with rows added more than once. The boxed call's values (the product to
-     * rounding).
+     * through libtorch's einsum; constant_pad_nd with and without a value; index_add with rows added more than once;
+     * silu_backward. The boxed call's values (the product to rounding).
      */
     @Test
-    void shouldRunEinsumPaddingAndIndexAddUnboxed() {
+    void shouldRunEinsumPaddingAndGradientsUnboxed() {
         Tensor g = t(2, 3, 5);
         Tensor x = t(2, 3, 4);
         Tensor gView = t(3, 2, 5).transpose(0, 1);
@@ -167,7 +167,8 @@ class DirectCallsTest {
             new Case("another equation", AtenCall.of("einsum", "s,[T]", "abo,abi->bio", Arrays.asList(null, null)), List.of(g, x)),
             new Case("pad", AtenCall.of("constant_pad_nd", "T,[i]", null, List.of(1L, 2L)), List.of(a)),
             new Case("pad with a value", AtenCall.of("constant_pad_nd", "T,[i],f", null, List.of(0L, 1L, 2L, 0L), 0.5), List.of(a)),
-            new Case("index_add", AtenCall.of("index_add", "T,i,T,T", null, 0L, null, null), List.of(a, rows, source)));
+            new Case("index_add", AtenCall.of("index_add", "T,i,T,T", null, 0L, null, null), List.of(a, rows, source)),
+            new Case("silu_backward", AtenCall.of("silu_backward", "T,T", null, null), List.of(x, x)));
         List<Tensor> all = new ArrayList<>(List.of(g, x, gView, a, rows, source));
         try {
             assertTrue(DirectCalls.isWeightGradient("ABo,ABi->oi", g, x));
