@@ -75,11 +75,11 @@ final class Rules {
 
     /** torch's type promotion of two tensors (asked of libtorch once per pair, then remembered). */
     static ScalarType promote(ScalarType a, ScalarType b) {
-        int i = a.intern().ordinal();
-        int j = b.intern().ordinal();
+        int i = TorchTensors.canonical(a).ordinal();
+        int j = TorchTensors.canonical(b).ordinal();
         ScalarType known = PROMOTED[i][j];
         if (known == null) {
-            known = torch.promote_types(TYPES[i], TYPES[j]).intern();
+            known = TorchTensors.canonical(torch.promote_types(TYPES[i], TYPES[j]));
             PROMOTED[i][j] = known;
         }
         return known;
@@ -97,18 +97,18 @@ final class Rules {
         if (aScalar == bScalar) {
             return promote(a, b);
         }
-        List<Integer> key = List.of(a.intern().ordinal(), b.intern().ordinal(), aScalar ? 1 : 0);
+        List<Integer> key = List.of(TorchTensors.canonical(a).ordinal(), TorchTensors.canonical(b).ordinal(), aScalar ? 1 : 0);
         return RESULT_TYPES.computeIfAbsent(key, k -> {
             try (ScalarTypeOptional ta = new ScalarTypeOptional(a); ScalarTypeOptional tb = new ScalarTypeOptional(b);
                  TensorOptions none = new TensorOptions(); TensorOptions oa = none.dtype(ta); TensorOptions ob = none.dtype(tb);
                  Tensor x = torch.zeros(aScalar ? new long[0] : new long[] {1}, oa); Tensor y = torch.zeros(bScalar ? new long[0] : new long[] {1}, ob)) {
-                return torch.result_type(x, y).intern();
+                return TorchTensors.canonical(torch.result_type(x, y));
             }
         });
     }
 
     static boolean isFloating(ScalarType t) {
-        int i = t.intern().ordinal();
+        int i = TorchTensors.canonical(t).ordinal();
         Boolean known = FLOATING[i];
         if (known == null) {
             known = torch.isFloatingType(TYPES[i]);
@@ -129,7 +129,7 @@ final class Rules {
 
     /** {@code [min, max]} of an integral dtype (bool excluded), or null for bool, floating and other dtypes. */
     static long[] integralRange(ScalarType t) {
-        return switch (t.intern()) {
+        return switch (TorchTensors.canonical(t)) {
             case Byte -> new long[] {0, 255};
             case Char -> new long[] {Byte.MIN_VALUE, Byte.MAX_VALUE};
             case Short -> new long[] {Short.MIN_VALUE, Short.MAX_VALUE};
@@ -156,8 +156,8 @@ final class Rules {
      * source dtype, whose own result would then have wrapped.
      */
     static boolean castCommutes(ReduceOpType op, ScalarType from, ScalarType to) {
-        ScalarType f = from.intern();
-        ScalarType t = to.intern();
+        ScalarType f = TorchTensors.canonical(from);
+        ScalarType t = TorchTensors.canonical(to);
         if (f == t) {
             return true;
         }

@@ -9,6 +9,7 @@ import org.dtorch.core.graph.DeviceKernel;
 import org.dtorch.core.graph.OpSpec;
 import org.dtorch.core.graph.Operator;
 import org.dtorch.core.graph.TensorMeta;
+import org.dtorch.core.tensor.TorchTensors;
 
 /**
  * Element-wise functions of one tensor: {@code neg}, {@code relu}, {@code silu}, {@code gelu},
@@ -76,7 +77,7 @@ public final class UnarySpec implements OpSpec, ShardsPassThrough {
     private DeviceKernel newKernel() {
         return new LocalKernel(in -> {
             Tensor input = in.getFirst();
-            boolean cast = floatingResult() && !Rules.isFloating(input.scalar_type().intern());
+            boolean cast = floatingResult() && !Rules.isFloating(TorchTensors.dtype(input));
             try (Tensor t = cast ? input.to(ScalarType.Float) : new Tensor(input)) {
                 return switch (kind) {
                     case NEG -> t.neg();

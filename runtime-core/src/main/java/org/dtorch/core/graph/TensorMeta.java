@@ -29,7 +29,7 @@ public final class TensorMeta {
      */
     public TensorMeta(long[] shape, ScalarType dtype, Sharding sharding) {
         this.shape = Objects.requireNonNull(shape, "shape").clone();
-        this.dtype = Objects.requireNonNull(dtype, "dtype").intern();
+        this.dtype = TorchTensors.canonical(Objects.requireNonNull(dtype, "dtype"));
         this.sharding = Objects.requireNonNull(sharding, "sharding");
         String problem = ShardLayout.problem(this.shape, sharding);
         if (problem != null) {

@@ -21,6 +21,8 @@ import org.dtorch.core.device.DeviceKind;
  * <p>Thread-safe: stateless; the tensors passed in must not be closed concurrently.
  */
 public final class TorchTensors {
+    /** Each dtype code's canonical constant (the first with that code, as {@link ScalarType#intern} finds it). */
+    private static final ScalarType[] BY_CODE = byCode();
 
     private TorchTensors() {
     }
@@ -49,7 +51,33 @@ public final class TorchTensors {
      * as fresh instances (so {@code ==} and {@code switch} fail on them); always read dtypes here.
      */
     public static ScalarType dtype(Tensor t) {
-        return t.scalar_type().intern();
+        return canonical(t.scalar_type());
+    }
+
+    private static ScalarType[] byCode() {
+        ScalarType[] all = ScalarType.values();
+        int max = 0;
+        for (ScalarType t : all) {
+            max = Math.max(max, t.value);
+        }
+        ScalarType[] table = new ScalarType[max + 1];
+        for (ScalarType t : all) {
+            if (t.value >= 0 && table[t.value] == null) {
+                table[t.value] = t;
+            }
+        }
+        return table;
+    }
+
+    /**
+     * {@code type} as its canonical enum constant: {@link ScalarType#intern}'s answer from a table, where
+     * {@code intern} copies the enum's values and searches them on every call (a tensor's metadata is made for
+     * every operator).
+     */
+    public static ScalarType canonical(ScalarType type) {
+        int code = type.value;
+        ScalarType known = code >= 0 && code < BY_CODE.length ? BY_CODE[code] : null;
+        return known != null ? known : type.intern();
     }
 
     /** The PyTorch name of a dtype: {@code float32}, {@code bfloat16}, {@code int64}, ... */
