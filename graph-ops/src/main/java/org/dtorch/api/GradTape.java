@@ -67,6 +67,8 @@ public final class GradTape {
     private List<DTensor> made;
     /** The nodes the running pass recorded (with createGraph; null otherwise): their saved tensors outlive the pass. */
     private List<Node> passNodes;
+    /** True while a backward pass runs that keeps its nodes' saved tensors for another ({@code retain_graph}). */
+    private boolean retaining;
     /** The tensors of the running pass that hooks saw or returned: the program may keep them, so the pass does not close them. */
     private Set<DTensor> exposed;
 
@@ -195,6 +197,14 @@ public final class GradTape {
             }
             return result;
         }, false, List.of());
+    }
+
+    /**
+     * True while a backward pass runs that keeps the saved tensors of the nodes it goes through ({@code retain_graph}):
+     * a derivative that runs a graph the devices keep (attention's) keeps it too, and frees it otherwise.
+     */
+    public boolean retainsGraph() {
+        return retaining;
     }
 
     /** True when an operator on {@code inputs} is recorded: grad mode is on and one of them requires grad. */
@@ -605,6 +615,7 @@ public final class GradTape {
         }
         made = new ArrayList<>();
         passNodes = createGraph ? new ArrayList<>() : null;
+        retaining = retainGraph;
         exposed = Collections.newSetFromMap(new IdentityHashMap<>());
         Map<DTensor, DTensor> kept = null;
         Regathers regathers = new Regathers(nodes, !createGraph);
@@ -666,6 +677,7 @@ public final class GradTape {
         } finally {
             releaseMade(kept, retained);
             passNodes = null;
+            retaining = false;
             exposed = null;
             if (!createGraph) {
                 depth--;

@@ -44,7 +44,7 @@ final class Attention {
             if (GradMode.is_enabled()) {
                 return decomposed.apply(in, out, g, n);
             }
-            List<DTensor> grads = AttentionBackwardSpec.gradients(g[0], out[0], leaves);
+            List<DTensor> grads = AttentionBackwardSpec.gradients(g[0], out[0], leaves, out[0].runtime().autograd().retainsGraph());
             DTensor[] result = new DTensor[in.length];
             for (int i = 0; i < 3; i++) {
                 result[i] = n[i] ? grads.get(i) : null;

@@ -17,28 +17,42 @@ import org.dtorch.core.graph.TensorMeta;
  * ran, as one operator: each device runs the backward of the libtorch graph its forward kept
  * ({@code torch::autograd::grad}), so the kernels are libtorch's derivative of the call as the device ran it (the fused
  * flash or memory-efficient attention backward on CUDA where their conditions hold, the CPU flash attention's otherwise),
- * from what the forward saved. The graph is kept for another pass ({@code retain_graph}); it goes with the output.
+ * from what the forward saved. A pass with {@code retain_graph} keeps the graph for another; otherwise libtorch frees
+ * what it saved (the output's device tensor keeps the graph's bare structure).
  *
  * <p>Inputs: the output's gradient {@code g} (placed as the output), the output, and the forward's three leaves. Outputs:
  * the three gradients, each shaped and placed as its leaf. No derivative of its own: a pass that builds a graph of its
  * gradients uses the decomposition instead ({@code org.dtorch.autograd.Attention}).
  *
- * <p>Stateless. Thread-safe.
+ * <p>Immutable. Thread-safe.
  */
 public final class AttentionBackwardSpec implements OpSpec {
-    /** The one instance. */
-    public static final AttentionBackwardSpec INSTANCE = new AttentionBackwardSpec();
+    private static final AttentionBackwardSpec RETAINING = new AttentionBackwardSpec(true);
+    private static final AttentionBackwardSpec FREEING = new AttentionBackwardSpec(false);
+    private final boolean retain;
 
-    private AttentionBackwardSpec() {
+    private AttentionBackwardSpec(boolean retain) {
+        this.retain = retain;
+    }
+
+    /** The operator that keeps the graph for another pass ({@code retain}), or frees what it saved. */
+    public static AttentionBackwardSpec of(boolean retain) {
+        return retain ? RETAINING : FREEING;
+    }
+
+    /** True when the graph is kept for another pass. */
+    public boolean retains() {
+        return retain;
     }
 
     /**
      * The gradients of {@code leaves}, the last three outputs of an {@link AttentionGraphSpec} operator, for {@code g},
-     * the gradient of its output {@code out}: {@code g} moved first to the output's placements.
+     * the gradient of its output {@code out}: {@code g} moved first to the output's placements. Unless {@code retain},
+     * the graph's saved tensors are freed after (a second pass through it fails, as PyTorch's does).
      */
-    public static List<DTensor> gradients(DTensor g, DTensor out, List<DTensor> leaves) {
+    public static List<DTensor> gradients(DTensor g, DTensor out, List<DTensor> leaves, boolean retain) {
         DTensor placed = g.placements().equals(out.placements()) ? g : g.redistribute(out.mesh(), out.placements().toArray(Placement[]::new));
-        return g.runtime().applyMulti(INSTANCE, placed, out, leaves.get(0), leaves.get(1), leaves.get(2));
+        return g.runtime().applyMulti(of(retain), placed, out, leaves.get(0), leaves.get(1), leaves.get(2));
     }
 
     @Override
@@ -70,12 +84,12 @@ public final class AttentionBackwardSpec implements OpSpec {
             if (!out.requires_grad()) { // an empty shard: its forward computed nothing
                 return List.of(torch.zeros_like(leaves.get(0)), torch.zeros_like(leaves.get(1)), torch.zeros_like(leaves.get(2)));
             }
-            return WorkerAutograd.grad(out, leaves, inputs.getFirst(), true);
+            return WorkerAutograd.grad(out, leaves, inputs.getFirst(), retain);
         };
     }
 
     @Override
     public String toString() {
-        return "AttentionBackwardSpec";
+        return "AttentionBackwardSpec(retain=" + retain + ")";
     }
 }

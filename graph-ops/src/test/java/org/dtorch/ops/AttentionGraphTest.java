@@ -2,11 +2,13 @@ package org.dtorch.ops;
 
 import static org.dtorch.ops.GenericOpsTest.call;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.List;
 import org.bytedeco.pytorch.BoolOptional;
+import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.global.torch;
@@ -25,8 +27,9 @@ import org.junit.jupiter.api.Timeout;
  * A recorded attention call keeps libtorch's graph on its devices ({@link AttentionGraphSpec}) and its backward runs
  * that graph ({@link AttentionBackwardSpec}): the backward issues one operator and no attention forward, the gradients
  * equal libtorch's autograd on the whole tensors (heads sharded, grouped-query and causal, a mask), a graph kept with
- * {@code retain_graph} serves a second pass, a call under {@code no_grad} runs the plain operator, and the devices'
- * tensors (the graph's leaves included) are freed with the last handle.
+ * {@code retain_graph} serves a second pass, which frees it (a third fails, naming {@code retain_graph}), a call
+ * under {@code no_grad} runs the plain operator, and the devices' tensors (the graph's leaves included) are freed with
+ * the last handle.
  */
 @Timeout(120)
 class AttentionGraphTest extends FourDeviceRuntime {
@@ -80,12 +83,14 @@ class AttentionGraphTest extends FourDeviceRuntime {
                     assertTrue(torch.allclose(got, locals.get(i).grad(), 1e-4, 1e-5, false), c.what() + ": input " + i + "'s gradient");
                 }
             }
-            loss.backward(); // the graph was retained: a second pass accumulates the same gradients again
+            loss.backward(); // the graph was retained: a second pass accumulates the same gradients again, and frees it
             for (int i = 0; i < 3; i++) {
-                try (Tensor got = inputs.get(i).grad().toTorch(); Tensor twice = locals.get(i).grad().mul(new org.bytedeco.pytorch.Scalar(2.0))) {
+                try (Tensor got = inputs.get(i).grad().toTorch(); Tensor twice = locals.get(i).grad().mul(new Scalar(2.0))) {
                     assertTrue(torch.allclose(got, twice, 1e-4, 1e-5, false), c.what() + ": input " + i + "'s gradient after two passes");
                 }
             }
+            RuntimeException third = assertThrows(RuntimeException.class, loss::backward, c.what() + ": a third pass");
+            assertTrue(third.getMessage().contains("retain_graph"), third.getMessage());
             loss.close();
             out.close();
             inputs.forEach(DTensor::close);
