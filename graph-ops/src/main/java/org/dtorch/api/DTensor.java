@@ -67,7 +67,8 @@ public final class DTensor implements AutoCloseable {
         this.runtime = runtime;
         this.operand = operand;
         this.storage = storage;
-        this.release = NativeMemoryBudget.global().register(this, deviceBytes(operand.meta()), new Release(runtime.graph(), operand));
+        this.release = NativeMemoryBudget.of(operand.meta().sharding().mesh().kind())
+            .register(this, deviceBytes(operand.meta()), new Release(runtime.graph(), operand));
     }
 
     Storage storage() {

@@ -25,7 +25,8 @@ final class KeptAliveTensorFuture implements TensorFuture, DirectCompletion {
     KeptAliveTensorFuture(TensorFuture inner, DTensor source) {
         this.inner = inner;
         this.keepAlive = source;
-        NativeMemoryBudget.global().register(this, source.meta().numel() * DTensor.elementSize(source.dtype()), () -> { });
+        NativeMemoryBudget.of(source.meta().sharding().mesh().kind())
+            .register(this, source.meta().numel() * DTensor.elementSize(source.dtype()), () -> { });
         directCompletion().whenComplete((value, error) -> keepAlive = null);
     }
 

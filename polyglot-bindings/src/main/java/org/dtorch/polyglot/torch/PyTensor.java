@@ -11,6 +11,7 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorImpl;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.tensor.NativeMemoryBudget;
 import org.dtorch.core.tensor.TorchTensors;
 import org.graalvm.polyglot.HostAccess;
@@ -74,11 +75,14 @@ public final class PyTensor implements AutoCloseable {
     private PyTensor(IValue value, boolean charge) {
         this.holder = new Native(value);
         long bytes = 0;
+        boolean cuda = false;
         if (charge) {
             TensorImpl impl = value.unsafeToTensorImpl();
             bytes = impl.numel() * impl.itemsize();
+            cuda = bytes >= CHARGED_BYTES && impl.is_cuda();
         }
-        this.cleanable = bytes >= CHARGED_BYTES ? NativeMemoryBudget.global().register(this, bytes, holder) : null;
+        this.cleanable = bytes >= CHARGED_BYTES
+            ? NativeMemoryBudget.of(cuda ? DeviceKind.CUDA : DeviceKind.CPU).register(this, bytes, holder) : null;
     }
 
     /** A handle owning {@code value}, which must hold a defined tensor. */

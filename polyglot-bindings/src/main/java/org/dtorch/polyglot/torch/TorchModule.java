@@ -12,6 +12,7 @@ import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.device.Cuda;
+import org.dtorch.core.device.DeviceKind;
 import org.dtorch.ops.aten.AtenOps;
 import org.dtorch.ops.aten.Overload;
 import org.dtorch.core.tensor.NativeMemoryBudget;
@@ -162,11 +163,11 @@ public final class TorchModule {
     }
 
     /**
-     * Native bytes charged by dropped-but-not-collected handles of this JVM: the native-memory budget that triggers a
-     * collection, since the Java heap alone never asks for one.
+     * Native bytes charged by dropped-but-not-collected handles of this JVM: the native-memory budgets (the host's and
+     * the GPUs') that trigger a collection, since the Java heap alone never asks for one.
      */
     @HostAccess.Export
     public long chargedBytes() {
-        return NativeMemoryBudget.global().outstandingBytes();
+        return NativeMemoryBudget.global().outstandingBytes() + NativeMemoryBudget.of(DeviceKind.CUDA).outstandingBytes();
     }
 }

@@ -1,11 +1,15 @@
 package org.dtorch.core.tensor;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.ref.Cleaner;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.dtorch.core.device.DeviceKind;
 import org.dtorch.core.testing.Await;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -36,6 +40,21 @@ class NativeMemoryBudgetTest {
         assertEquals(2, budget.collectionsRequested(), "130 of 100 bytes, and 140 charged since the last request (which saw 120)");
         assertEquals(2, collections.get());
         assertEquals(130, budget.outstandingBytes());
+    }
+
+    /** GPU tensors charge a budget of their own, of its own size; every other kind the JVM's. */
+    @Test
+    void shouldKeepTheGpusBudgetApart() {
+        assertSame(NativeMemoryBudget.global(), NativeMemoryBudget.of(DeviceKind.CPU));
+        NativeMemoryBudget gpus = NativeMemoryBudget.of(DeviceKind.CUDA);
+        assertNotSame(NativeMemoryBudget.global(), gpus);
+        assertEquals(Long.getLong(NativeMemoryBudget.CUDA_BUDGET_PROPERTY, NativeMemoryBudget.DEFAULT_CUDA_BUDGET_MIB) << 20, gpus.budgetBytes());
+        long before = gpus.outstandingBytes();
+        Object owner = new Object();
+        Cleaner.Cleanable charged = gpus.register(owner, 1 << 20, () -> { });
+        assertEquals(before + (1 << 20), gpus.outstandingBytes(), "charged to the GPUs' budget");
+        charged.clean();
+        assertEquals(before, gpus.outstandingBytes());
     }
 
     @Test
