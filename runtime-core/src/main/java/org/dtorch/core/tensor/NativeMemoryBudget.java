@@ -33,7 +33,8 @@ import org.dtorch.core.device.DeviceKind;
  * Tensors in a GPU's memory charge a budget of their own ({@link #of}), {@value #CUDA_BUDGET_PROPERTY} (MiB, default
  * {@value #DEFAULT_CUDA_BUDGET_MIB}): a GPU has tens of GiB, and a training step on one drops tens of MiB of
  * activations many times a second, which the young collections the Java heap asks for anyway release in time; under
- * the host's budget the step paid a full collection (over 100 ms on an H100's host) every second or so.
+ * a budget of the host's size such a step would pay a full collection (over 100 ms on an H100's host) about every
+ * second.
  *
  * <p>Thread-safe: any thread may charge, register and release; Cleaner threads release concurrently.
  */
