@@ -31,27 +31,11 @@ public final class ShmTensors {
         }
     };
 
-    /** Dtypes by libtorch code; built once (the enum's values() copies an array on every call). */
-    private static final ScalarType[] BY_CODE = byCode();
     /** Options for each dtype, made once: building them costs several native calls. */
     private static final Map<ScalarType, TensorOptions> OPTIONS = new ConcurrentHashMap<>();
     private static final MemoryFormatOptional NO_MEMORY_FORMAT = new MemoryFormatOptional();
 
     private ShmTensors() {
-    }
-
-    private static ScalarType[] byCode() {
-        int max = 0;
-        for (ScalarType t : ScalarType.values()) {
-            max = Math.max(max, t.value);
-        }
-        ScalarType[] table = new ScalarType[max + 1];
-        for (ScalarType t : ScalarType.values()) {
-            if (t.value >= 0 && table[t.value] == null) {
-                table[t.value] = t.intern();
-            }
-        }
-        return table;
     }
 
     private static TensorOptions options(ScalarType dtype) {
@@ -86,7 +70,7 @@ public final class ShmTensors {
 
     /** The dtype whose libtorch code is {@code code}, or null. */
     public static ScalarType dtypeOf(int code) {
-        return code >= 0 && code < BY_CODE.length ? BY_CODE[code] : null;
+        return TorchTensors.ofCode(code);
     }
 
     /**

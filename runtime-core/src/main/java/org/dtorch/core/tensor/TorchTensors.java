@@ -75,9 +75,13 @@ public final class TorchTensors {
      * every operator).
      */
     public static ScalarType canonical(ScalarType type) {
-        int code = type.value;
-        ScalarType known = code >= 0 && code < BY_CODE.length ? BY_CODE[code] : null;
+        ScalarType known = ofCode(type.value);
         return known != null ? known : type.intern();
+    }
+
+    /** The canonical constant of libtorch's dtype code {@code code} (its {@code value}), or null for none. */
+    public static ScalarType ofCode(long code) {
+        return code >= 0 && code < BY_CODE.length ? BY_CODE[(int) code] : null;
     }
 
     /** The PyTorch name of a dtype: {@code float32}, {@code bfloat16}, {@code int64}, ... */

@@ -81,8 +81,8 @@ final class PeerShapes {
 
     private static String describe(long[] rows, int rank) {
         int at = rank * ROW;
-        String dtype = Arrays.stream(ScalarType.values()).filter(t -> t.value == rows[at]).findFirst()
-            .map(TorchTensors::dtypeName).orElse("dtype " + rows[at]);
+        ScalarType type = TorchTensors.ofCode(rows[at]);
+        String dtype = type != null ? TorchTensors.dtypeName(type) : "dtype " + rows[at];
         return dtype + Arrays.toString(Arrays.copyOfRange(rows, at + 2, at + 2 + (int) rows[at + 1]));
     }
 }
