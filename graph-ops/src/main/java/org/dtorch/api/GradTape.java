@@ -22,6 +22,7 @@ import org.dtorch.core.distributed.DeviceMesh;
 import org.dtorch.core.distributed.Placement;
 import org.dtorch.core.distributed.Sharding;
 import org.dtorch.core.graph.OpSpec;
+import org.dtorch.ops.AtenSpec;
 import org.dtorch.ops.RedistributeAllSpec;
 import org.dtorch.ops.RedistributeSpec;
 import org.dtorch.ops.aten.AtenCall;
@@ -154,7 +155,8 @@ public final class GradTape {
         List<DTensor> outputs;
         SavedForward saved;
         try {
-            saved = SAVED_FORWARDS && recording(inputs) ? Derivatives.savingForward(spec, inputs) : null;
+            // Only ATen operators keep more; the cheap test first, as this runs for every operator the program issues.
+            saved = SAVED_FORWARDS && spec instanceof AtenSpec && recording(inputs) ? Derivatives.savingForward(spec, inputs) : null;
             outputs = saved != null ? saved.outputs() : body.get();
         } finally {
             depth--;

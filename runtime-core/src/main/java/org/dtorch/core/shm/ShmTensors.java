@@ -68,11 +68,6 @@ public final class ShmTensors {
         return n;
     }
 
-    /** The dtype whose libtorch code is {@code code}, or null. */
-    public static ScalarType dtypeOf(int code) {
-        return TorchTensors.ofCode(code);
-    }
-
     /**
      * Copies {@code value} (a CPU tensor, any layout) into {@code target} in row-major order. The target
      * must hold {@code value.numel() * elementSize} bytes.

@@ -222,7 +222,7 @@ final class CudaChannelSlots implements ChannelSlots {
     public Tensor copyOut(WorkerTensorRef.Leaf leaf, int rank, int world) {
         int slot = leaf.slot();
         long clock = ChannelPhases.start();
-        ScalarType dtype = ShmTensors.dtypeOf(leaf.dtype());
+        ScalarType dtype = TorchTensors.ofCode(leaf.dtype());
         DeviceStream stream = DeviceStream.of(device);
         if (readyOpened[slot] == null) {
             byte[] eventHandle = Arrays.copyOfRange(leaf.handles(), CudaIpcDescriptor.SIZE, HANDLES);

@@ -103,7 +103,7 @@ final class ShmChannelSlots implements ChannelSlots {
      * whole leaf by one memcpy unless the copy is {@linkplain #parallel parallel}).
      */
     static Tensor copyOut(SharedRegion region, WorkerTensorRef.Leaf leaf, int rank, int world) {
-        ScalarType dtype = ShmTensors.dtypeOf(leaf.dtype());
+        ScalarType dtype = TorchTensors.ofCode(leaf.dtype());
         if (leaf.shardDim() < 0 && !parallel(ShmTensors.byteSize(leaf.shape(), dtype))) {
             return ShmTensors.copyOut(region.segment().asSlice(leaf.offset()), leaf.shape(), dtype);
         }

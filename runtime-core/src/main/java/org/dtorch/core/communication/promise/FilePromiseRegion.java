@@ -397,7 +397,7 @@ final class FilePromiseRegion {
             shape[d] = seg.get(ValueLayout.JAVA_LONG, SHAPE + 8L * d);
         }
         int code = seg.get(ValueLayout.JAVA_INT, DTYPE);
-        ScalarType dtype = ShmTensors.dtypeOf(code);
+        ScalarType dtype = TorchTensors.ofCode(code);
         if (dtype == null) {
             throw new IllegalStateException("File promise " + name() + " names dtype code " + code + ", which this libtorch does not know");
         }

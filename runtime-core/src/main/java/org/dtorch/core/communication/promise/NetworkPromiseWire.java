@@ -113,7 +113,7 @@ final class NetworkPromiseWire {
     private static Tensor decodeValue(ByteBuffer in, byte[] bytes, String key) {
         int code = in.getInt();
         int ndim = in.getInt();
-        ScalarType dtype = ShmTensors.dtypeOf(code);
+        ScalarType dtype = TorchTensors.ofCode(code);
         if (dtype == null || ndim < 0 || ndim > MAX_DIMS || in.remaining() < 8L * ndim) {
             throw new IllegalStateException("the value of key " + key + " has a bad header (dtype code " + code + ", ndim " + ndim + ")");
         }

@@ -9,7 +9,7 @@ import java.util.List;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.shm.CudaIpcDescriptor;
 import org.dtorch.core.shm.Shm;
-import org.dtorch.core.shm.ShmTensors;
+import org.dtorch.core.tensor.TorchTensors;
 
 /**
  * The entry table of a {@link FileTensorStore}'s control region ({@link FileStoreLayout}): finding a key,
@@ -175,7 +175,7 @@ final class FileStoreEntries {
     /** The entry's dtype, or throws naming {@code op} if this libtorch does not know its code. */
     ScalarType dtype(String op, int index) {
         int code = getInt(index, DTYPE_OFFSET);
-        ScalarType dtype = ShmTensors.dtypeOf(code);
+        ScalarType dtype = TorchTensors.ofCode(code);
         if (dtype == null) {
             throw new IllegalStateException(op + ": the entry names dtype code " + code + ", which this libtorch does not know");
         }

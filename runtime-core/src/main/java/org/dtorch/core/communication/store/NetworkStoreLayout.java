@@ -4,6 +4,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.shm.ShmTensors;
+import org.dtorch.core.tensor.TorchTensors;
 
 /**
  * The keys and values a {@link NetworkTensorStore} keeps on its c10d {@code TCPStore} (docs/communication-core.md,
@@ -158,7 +159,7 @@ final class NetworkStoreLayout {
                 for (int d = 0; d < dims; d++) {
                     shape[d] = Long.parseLong(f[5 + d]);
                 }
-                ScalarType dtype = ShmTensors.dtypeOf(Integer.parseInt(f[3]));
+                ScalarType dtype = TorchTensors.ofCode(Integer.parseInt(f[3]));
                 if (dtype == null) {
                     throw new IllegalStateException("a ticket names dtype code " + f[3] + ", unknown here: '" + value + "'");
                 }

@@ -9,6 +9,7 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.dtorch.core.shm.SharedRegion;
 import org.dtorch.core.shm.ShmTensors;
+import org.dtorch.core.tensor.TorchTensors;
 
 /**
  * Reads what {@link WireWriter} wrote, refusing anything that does not fit: every read checks that the
@@ -136,7 +137,7 @@ public final class WireReader {
     /** A libtorch dtype this libtorch knows. */
     public ScalarType getDtype(String what) {
         int code = getInt(what);
-        ScalarType dtype = ShmTensors.dtypeOf(code);
+        ScalarType dtype = TorchTensors.ofCode(code);
         if (dtype == null) {
             throw new ProtocolException(what + ": unknown dtype code " + code);
         }
