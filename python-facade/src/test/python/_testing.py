@@ -14,6 +14,23 @@ def iterations(every_build, slow_run):
     return slow_run if SLOW else every_build
 
 
+def settled(read, what, seen=3, timeout=60):
+    """read() once collections stop changing it: `seen` readings in a row, each after a gc.collect(), are equal.
+
+    GraalPy has no reference counts: a dropped tensor is freed when a collection finds its handle, at a time of the JVM's
+    choosing, so a reading of live memory taken right after a step may still count earlier garbage, or lose some of it
+    in the middle of a measurement."""
+    import gc
+    readings = []
+    deadline = time.monotonic() + timeout
+    while len(readings) < seen or len(set(readings[-seen:])) > 1:
+        if time.monotonic() > deadline:
+            raise AssertionError("%s did not settle in %d s of collections: last readings %r" % (what, timeout, readings[-6:]))
+        gc.collect()
+        readings.append(read())
+    return readings[-1]
+
+
 def close_tensor(got, want, what, atol=1e-5):
     """Asserts that `got` (a torch tensor, or a distributed one, compared whole) has `want`'s shape and values to 1e-4
     relative and `atol` absolute, naming `what` and the largest difference otherwise."""

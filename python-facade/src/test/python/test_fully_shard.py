@@ -10,7 +10,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from dtorch import Replicate, Shard
 from dtorch.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
-from _testing import iterations, raises, run
+from _testing import iterations, raises, run, settled
 
 STEPS = iterations(3, 8)
 # Uneven first dimensions on 4 devices: 10 rows are 3, 3, 2, 2; 3 rows are 1, 1, 1, 0 (an empty shard).
@@ -137,6 +137,10 @@ def test_fully_shard_beside_tensor_parallel_matches_one_device():
         assert list(p.grad.placements) == placements[name], "%s: gradient %r" % (name, p.grad.placements)
 
 
+def live_bytes():
+    return dtorch.memory_stats(0)["blobs.live_bytes"]
+
+
 def live_bytes_after_forward(reshard_after_forward):
     """Device 0's tensor bytes a forward adds (the tape's saved tensors, and the gathered parameters it keeps)."""
     mesh = dtorch.init_device_mesh("cpu", (4,), mesh_dim_names=("dp",))
@@ -146,9 +150,11 @@ def live_bytes_after_forward(reshard_after_forward):
         dtorch.fully_shard(block, mesh, reshard_after_forward=reshard_after_forward)
     dtorch.fully_shard(model, mesh)
     x = dtorch.distribute_tensor(torch.randn(8, IN), mesh, [Shard(0)])
-    before = dtorch.memory_stats(0)["blobs.live_bytes"]
+    # Read once collections have freed what earlier steps and the forward's temporaries dropped: what stays is what the
+    # model, the input and the forward's output (with its tape) hold.
+    before = settled(live_bytes, "device 0's live bytes before the forward")
     out = model(x)
-    after = dtorch.memory_stats(0)["blobs.live_bytes"]
+    after = settled(live_bytes, "device 0's live bytes after the forward")
     out.sum().backward()
     grads = [p.grad for p in model.parameters()]
     assert all(g is not None and list(g.placements) == [Shard(0)] for g in grads)
