@@ -39,7 +39,7 @@ class ReleasedGatherTest extends FourDeviceRuntime {
         DTensor full2 = dw2.redistribute(R);
         DTensor y = dt.aten(LINEAR, h, full2).getFirst();
         if (release) {
-            long before = dt.memoryStats(0).blobLiveBytes();
+            long before = SettledMemory.liveBytes(dt, 0);
             dt.autograd().releaseUntilBackward(full1);
             dt.autograd().releaseUntilBackward(full2);
             assertTrue(full1.isClosed() && full2.isClosed());
