@@ -39,10 +39,9 @@ final class Attention {
         }
         List<DTensor> all = inputs[0].runtime().applyMulti(new AttentionGraphSpec(call), inputs);
         List<DTensor> leaves = List.copyOf(all.subList(1, 4));
-        Derivative decomposed = of(call, call.inputNames());
         return new SavedForward(List.of(all.getFirst()), (in, out, g, n) -> {
-            if (GradMode.is_enabled()) {
-                return decomposed.apply(in, out, g, n);
+            if (GradMode.is_enabled()) { // only a pass that records its gradients' graph: the decomposition, built then
+                return of(call, call.inputNames()).apply(in, out, g, n);
             }
             List<DTensor> grads = AttentionBackwardSpec.gradients(g[0], out[0], leaves, out[0].runtime().autograd().retainsGraph());
             DTensor[] result = new DTensor[in.length];
